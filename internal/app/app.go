@@ -1,0 +1,97 @@
+// Package app runs marina's commands as observe → plan → apply over the
+// packages that each own one concern (config, vm, guest, docker, …). The
+// CLI parses flags and calls into it; nothing here parses flags.
+package app
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+
+	"github.com/bcollard/marina/internal/config"
+	"github.com/bcollard/marina/internal/run"
+	"github.com/bcollard/marina/internal/ui"
+	"github.com/bcollard/marina/internal/vm"
+)
+
+// Env is what every command works with.
+type Env struct {
+	Paths  config.Paths
+	UI     *ui.UI
+	Getenv func(string) string
+	Stdin  io.Reader
+	Stdout io.Writer
+	Stderr io.Writer
+	// TTY reports whether stdin is an interactive terminal (for prompts).
+	TTY bool
+	// HostArch is the Mac's architecture (runtime.GOARCH).
+	HostArch string
+
+	guest *vm.SSHGuest
+}
+
+// NewEnv builds an Env for this process.
+func NewEnv(paths config.Paths, u *ui.UI, tty bool) *Env {
+	return &Env{
+		Paths: paths, UI: u, Getenv: os.Getenv,
+		Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr,
+		TTY: tty, HostArch: runtime.GOARCH,
+	}
+}
+
+// Config loads and validates the config file.
+func (e *Env) Config() (config.Config, error) {
+	return config.Load(e.Paths)
+}
+
+// Limactl returns the limactl driver for marina's LIMA_HOME.
+func (e *Env) Limactl() (*vm.Limactl, error) {
+	bin, err := vm.FindLimactl(e.Getenv)
+	if err != nil {
+		return nil, err
+	}
+	l := &vm.Limactl{Bin: bin, LimaHome: e.Paths.LimaHome(), Run: run.Runner{Log: e.UI.Debugf}}
+	if w := e.UI.Writer("lima: "); w != nil {
+		l.Stream = w
+	}
+	return l, nil
+}
+
+// Guest returns the command channel into VM name (one per process, so the
+// round-trip count covers the whole command).
+func (e *Env) Guest(l *vm.Limactl, name string) *vm.SSHGuest {
+	if e.guest == nil {
+		e.guest = &vm.SSHGuest{Name: name, Dir: e.Paths.InstanceDir(name), Limactl: l, Log: e.UI.Debugf}
+	}
+	return e.guest
+}
+
+// GuestCalls is the number of guest round trips this process made.
+func (e *Env) GuestCalls() int64 {
+	if e.guest == nil {
+		return 0
+	}
+	return e.guest.Calls()
+}
+
+// notRunning is the error of commands that need the VM up.
+func notRunning(name string, in *vm.Instance) error {
+	if in == nil {
+		return fmt.Errorf("VM %s does not exist: create it with `marina up`", name)
+	}
+	return fmt.Errorf("VM %s is %s: start it with `marina up`", name, in.Status)
+}
+
+// ensureRunning returns the instance when it is running.
+func ensureRunning(ctx context.Context, l *vm.Limactl, name string) (*vm.Instance, error) {
+	in, err := l.Get(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	if in == nil || in.Status != vm.StatusRunning {
+		return in, notRunning(name, in)
+	}
+	return in, nil
+}

@@ -1,0 +1,151 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+
+	"github.com/bcollard/marina/internal/ui"
+	"github.com/bcollard/marina/internal/vm"
+)
+
+// DownOptions are the flags of marina down.
+type DownOptions struct {
+	DryRun bool
+}
+
+// Down stops the VM; it keeps everything in it.
+func Down(ctx context.Context, e *Env, opts DownOptions) error {
+	cfg, err := e.Config()
+	if err != nil {
+		return err
+	}
+	l, err := e.Limactl()
+	if err != nil {
+		return err
+	}
+	name := cfg.VM.Name
+	in, err := l.Get(ctx, name)
+	if err != nil {
+		return err
+	}
+	if in == nil || in.Status != vm.StatusRunning {
+		state := "does not exist"
+		if in != nil {
+			state = "is " + in.Status
+		}
+		fmt.Fprintf(e.Stdout, "No changes: VM %s %s.\n", name, state)
+		return nil
+	}
+	if opts.DryRun {
+		printPlan(e, []Step{{Do: "stop VM " + name, Reason: "clusters, images and caches are kept; `marina up` starts it again"}}, "")
+		return nil
+	}
+	e.UI.Start("Stopping VM " + name)
+	if err := l.Stop(ctx, name); err != nil {
+		e.UI.End(false)
+		return err
+	}
+	e.UI.Relabel("Stopped VM " + name)
+	e.UI.End(true)
+	return nil
+}
+
+// DestroyOptions are the flags of marina destroy.
+type DestroyOptions struct {
+	Yes    bool
+	DryRun bool
+}
+
+// Destroy deletes the VM and everything in it. The registry cache on the
+// Mac and the config are kept.
+func Destroy(ctx context.Context, e *Env, opts DestroyOptions) error {
+	cfg, err := e.Config()
+	if err != nil {
+		return err
+	}
+	l, err := e.Limactl()
+	if err != nil {
+		return err
+	}
+	name := cfg.VM.Name
+	in, err := l.Get(ctx, name)
+	if err != nil {
+		return err
+	}
+	sock := e.Paths.DockerSocket(name)
+	var steps []Step
+	if in != nil {
+		steps = append(steps, Step{Do: fmt.Sprintf("delete VM %s (%s) and its disk, with every cluster and image in it", name, in.Status)})
+	}
+	if _, err := os.Lstat(sock); err == nil {
+		steps = append(steps, Step{Do: "remove the Docker socket " + sock})
+	}
+	if len(steps) == 0 {
+		fmt.Fprintf(e.Stdout, "No changes: VM %s does not exist.\n", name)
+		return nil
+	}
+	if opts.DryRun {
+		printPlan(e, steps, "")
+		return nil
+	}
+	if in != nil && !opts.Yes {
+		if !e.TTY {
+			return fmt.Errorf("marina destroy deletes VM %s with every cluster in it and needs a confirmation: run it in a terminal, or pass -y", name)
+		}
+		q := fmt.Sprintf("Delete VM %s and every cluster and image in it? (the registry cache in %s is kept)", name, e.Paths.RegistryCache())
+		if !ui.Confirm(e.Stdin, e.Stderr, q) {
+			return errors.New("nothing was deleted")
+		}
+	}
+	if in != nil {
+		e.UI.Start("Deleting VM " + name)
+		if err := l.Delete(ctx, name); err != nil {
+			e.UI.End(false)
+			return err
+		}
+		e.UI.Relabel("Deleted VM " + name)
+		e.UI.End(true)
+	}
+	// Lima leaves the forwarded socket behind when the VM goes away.
+	if err := os.Remove(sock); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("remove %s: %w", sock, err)
+	}
+	return nil
+}
+
+// Shell opens a shell in the VM, or runs args there.
+func Shell(ctx context.Context, e *Env, args []string) error {
+	cfg, err := e.Config()
+	if err != nil {
+		return err
+	}
+	l, err := e.Limactl()
+	if err != nil {
+		return err
+	}
+	if _, err := ensureRunning(ctx, l, cfg.VM.Name); err != nil {
+		return err
+	}
+	c := l.ShellCmd(cfg.VM.Name, args)
+	cmd := exec.CommandContext(ctx, c.Args[0], c.Args[1:]...)
+	cmd.Env = append(os.Environ(), c.Env...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = e.Stdin, e.Stdout, e.Stderr
+	if err := cmd.Run(); err != nil {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			return &ExitError{Code: ee.ExitCode()}
+		}
+		return err
+	}
+	return nil
+}
+
+// ExitError ends marina with Code and no message of its own (the command
+// it ran already said what went wrong).
+type ExitError struct{ Code int }
+
+func (e *ExitError) Error() string { return fmt.Sprintf("exit status %d", e.Code) }

@@ -1,0 +1,284 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/docker/go-units"
+
+	"github.com/bcollard/marina/internal/config"
+	"github.com/bcollard/marina/internal/docker"
+	"github.com/bcollard/marina/internal/guest"
+	"github.com/bcollard/marina/internal/vm"
+)
+
+// Step is one change a plan makes, printable for --dry-run.
+type Step struct {
+	Do     string // what, as a sentence
+	Reason string // why, when it is not obvious
+}
+
+func (s Step) String() string {
+	if s.Reason == "" {
+		return s.Do
+	}
+	return s.Do + " (" + s.Reason + ")"
+}
+
+// VMChange is what up does to the VM.
+type VMChange int
+
+// The VM changes a plan can hold.
+const (
+	VMKeep VMChange = iota
+	VMCreate
+	VMStart
+)
+
+// UpPlan is the difference between the config and what is there.
+type UpPlan struct {
+	WriteConfig bool
+	VM          VMChange
+	Edits       vm.Edits
+	Steps       []Step
+	Warnings    []string
+}
+
+// PlanUp compares the wanted config with the observed instance (nil when it
+// does not exist). It changes nothing.
+func PlanUp(cfg config.Config, paths config.Paths, in *vm.Instance, configMissing bool) (UpPlan, error) {
+	var p UpPlan
+	if configMissing {
+		p.WriteConfig = true
+		p.Steps = append(p.Steps, Step{Do: "write the default config to " + paths.Config})
+	}
+	name := cfg.VM.Name
+	if in == nil {
+		p.VM = VMCreate
+		if cfg.Registries.CacheStorage == config.CacheHost {
+			p.Steps = append(p.Steps, Step{Do: "create the registry cache folder " + paths.RegistryCache()})
+		}
+		p.Steps = append(p.Steps, Step{Do: fmt.Sprintf("create and boot VM %s (vz, %d CPUs, %s memory, %s disk, Ubuntu 24.04, Docker %d, kind %s)",
+			name, cfg.VM.CPUs, cfg.VM.Memory, cfg.VM.Disk, vm.DockerMajor, vm.KindVersion)})
+		return p, nil
+	}
+	drift := resourceDrift(cfg.VM, in)
+	switch in.Status {
+	case vm.StatusRunning:
+		for _, d := range drift {
+			p.Warnings = append(p.Warnings, fmt.Sprintf("%s; it applies at the next start: `marina down && marina up`", d.text))
+		}
+	case vm.StatusStopped:
+		p.VM = VMStart
+		var what []string
+		for _, d := range drift {
+			if d.apply != nil {
+				d.apply(&p.Edits)
+				what = append(what, d.short)
+			} else {
+				p.Warnings = append(p.Warnings, d.text)
+			}
+		}
+		s := Step{Do: "start VM " + name}
+		if len(what) > 0 {
+			s.Do += " with " + strings.Join(what, ", ")
+		}
+		p.Steps = append(p.Steps, s)
+	case vm.StatusBroken:
+		return p, fmt.Errorf("Lima reports VM %s as Broken%s: `marina destroy` and then `marina up` rebuild it (clusters in it are lost)", name, brokenDetail(in))
+	default:
+		return p, fmt.Errorf("VM %s is %q: wait for Lima to finish with it, then run `marina up` again", name, in.Status)
+	}
+	return p, nil
+}
+
+func brokenDetail(in *vm.Instance) string {
+	if len(in.Errors) == 0 {
+		return ""
+	}
+	return " (" + strings.Join(in.Errors, "; ") + ")"
+}
+
+type drift struct {
+	text  string // the full warning
+	short string // the change, as a start step shows it
+	apply func(*vm.Edits)
+}
+
+// resourceDrift lists where the config's CPUs, memory and disk differ from
+// the instance's.
+func resourceDrift(want config.VM, in *vm.Instance) []drift {
+	var out []drift
+	if want.CPUs != in.CPUs {
+		out = append(out, drift{
+			text:  fmt.Sprintf("vm.cpus is %d in the config but VM %s has %d", want.CPUs, in.Name, in.CPUs),
+			short: fmt.Sprintf("%d CPUs (was %d)", want.CPUs, in.CPUs),
+			apply: func(e *vm.Edits) { e.CPUs = want.CPUs },
+		})
+	}
+	if mem, err := units.RAMInBytes(want.Memory); err == nil && mem != in.Memory {
+		out = append(out, drift{
+			text:  fmt.Sprintf("vm.memory is %s in the config but VM %s has %s", want.Memory, in.Name, units.BytesSize(float64(in.Memory))),
+			short: fmt.Sprintf("%s memory (was %s)", want.Memory, units.BytesSize(float64(in.Memory))),
+			apply: func(e *vm.Edits) { e.Memory = want.Memory },
+		})
+	}
+	if disk, err := units.RAMInBytes(want.Disk); err == nil && disk != in.Disk {
+		d := drift{
+			text:  fmt.Sprintf("vm.disk is %s in the config but VM %s has %s", want.Disk, in.Name, units.BytesSize(float64(in.Disk))),
+			short: fmt.Sprintf("a %s disk (was %s)", want.Disk, units.BytesSize(float64(in.Disk))),
+			apply: func(e *vm.Edits) { e.Disk = want.Disk },
+		}
+		if disk < in.Disk {
+			d.text += ": Lima can only grow a disk, so this needs `marina destroy && marina up` (clusters are lost)"
+			d.apply = nil
+		}
+		out = append(out, d)
+	}
+	return out
+}
+
+// UpOptions are the flags of marina up.
+type UpOptions struct {
+	DryRun bool
+}
+
+// Up makes the VM match the config: create or start it, then wait for the
+// guest and Docker. A warm run on a running VM changes nothing.
+func Up(ctx context.Context, e *Env, opts UpOptions) error {
+	_, statErr := os.Stat(e.Paths.Config)
+	configMissing := errors.Is(statErr, os.ErrNotExist)
+	var cfg config.Config
+	if configMissing {
+		cfg = config.Default()
+		if probs := config.Validate(cfg, e.Paths); len(probs) > 0 {
+			return &config.Error{File: e.Paths.Config + " (defaults)", Problems: probs}
+		}
+	} else {
+		var err error
+		if cfg, err = e.Config(); err != nil {
+			return err
+		}
+	}
+	l, err := e.Limactl()
+	if err != nil {
+		return err
+	}
+	name := cfg.VM.Name
+	in, err := l.Get(ctx, name)
+	if err != nil {
+		return err
+	}
+	plan, err := PlanUp(cfg, e.Paths, in, configMissing)
+	if err != nil {
+		return err
+	}
+	for _, w := range plan.Warnings {
+		e.UI.Warnf("%s", w)
+	}
+	if opts.DryRun {
+		printPlan(e, plan.Steps, "VM "+name+" is running; nothing to change")
+		return nil
+	}
+	if err := applyUp(ctx, e, cfg, l, plan); err != nil {
+		return err
+	}
+	return waitGuest(ctx, e, l, cfg)
+}
+
+func printPlan(e *Env, steps []Step, none string) {
+	if len(steps) == 0 {
+		fmt.Fprintf(e.Stdout, "No changes: %s.\n", none)
+		return
+	}
+	fmt.Fprintln(e.Stdout, "Plan (--dry-run, nothing was changed):")
+	for _, s := range steps {
+		fmt.Fprintf(e.Stdout, "  - %s\n", s)
+	}
+}
+
+func applyUp(ctx context.Context, e *Env, cfg config.Config, l *vm.Limactl, plan UpPlan) error {
+	name := cfg.VM.Name
+	if plan.WriteConfig {
+		e.UI.Start("Writing the default config " + e.Paths.Config)
+		if _, err := config.WriteDefault(e.Paths.Config); err != nil {
+			e.UI.End(false)
+			return err
+		}
+		e.UI.End(true)
+	}
+	if plan.VM == VMKeep {
+		return nil
+	}
+	if _, err := l.Version(ctx); err != nil {
+		return err
+	}
+	if cfg.Registries.CacheStorage == config.CacheHost {
+		// Lima mounts this folder into the VM; it must exist first.
+		if err := os.MkdirAll(e.Paths.RegistryCache(), 0o700); err != nil {
+			return fmt.Errorf("create the registry cache folder: %w", err)
+		}
+	}
+	switch plan.VM {
+	case VMCreate:
+		tmpl, err := vm.Template(vm.TemplateInput{Config: cfg, Paths: e.Paths, HostArch: e.HostArch})
+		if err != nil {
+			return err
+		}
+		e.UI.Start(fmt.Sprintf("Creating VM %s (the first boot downloads Ubuntu and installs Docker: a few minutes)", name))
+		if err := l.Create(ctx, name, tmpl); err != nil {
+			e.UI.End(false)
+			return fmt.Errorf("%w\nLima's logs: %s", err, e.Paths.InstanceDir(name))
+		}
+		e.UI.Relabel("Created VM " + name)
+	case VMStart:
+		e.UI.Start("Starting VM " + name)
+		if err := l.Start(ctx, name, plan.Edits); err != nil {
+			e.UI.End(false)
+			return fmt.Errorf("%w\nLima's logs: %s", err, e.Paths.InstanceDir(name))
+		}
+		e.UI.Relabel("Started VM " + name)
+	}
+	e.UI.End(true)
+	return nil
+}
+
+// waitGuest reads lima0's address and waits for Docker over the forwarded
+// socket, then prints where things are.
+func waitGuest(ctx context.Context, e *Env, l *vm.Limactl, cfg config.Config) error {
+	name := cfg.VM.Name
+	g := e.Guest(l, name)
+	e.UI.Start("Reading the VM's lima0 address")
+	st, err := guest.Observe(ctx, g)
+	if err != nil {
+		e.UI.End(false)
+		return err
+	}
+	e.UI.Relabel("VM address on lima0: " + st.Lima0.String())
+	e.UI.End(true)
+	if len(st.Lima0All) > 1 {
+		e.UI.Warnf("lima0 has %d IPv4 addresses (%v); marina uses %s", len(st.Lima0All), st.Lima0All, st.Lima0)
+	}
+
+	sock := e.Paths.DockerSocket(name)
+	e.UI.Start("Waiting for Docker on " + sock)
+	dc, err := docker.Dial(sock)
+	if err != nil {
+		e.UI.End(false)
+		return err
+	}
+	defer dc.Close()
+	ver, err := dc.WaitReady(ctx, 2*time.Minute)
+	if err != nil {
+		e.UI.End(false)
+		return fmt.Errorf("%w\nThe socket is forwarded by Lima: `marina down && marina up` re-creates it", err)
+	}
+	e.UI.Relabel("Docker " + ver + " answers on " + sock)
+	e.UI.End(true)
+	fmt.Fprintf(e.Stdout, "VM %s is ready: lima0 %s, Docker at unix://%s\n", name, st.Lima0.Addr(), sock)
+	return nil
+}

@@ -1,0 +1,131 @@
+// Package config is marina's configuration: the schema, its defaults, strict
+// loading with line numbers, validation and the commented default file.
+package config
+
+// Config is the whole of ~/.marina/config.yaml after defaults are applied.
+type Config struct {
+	VM         VM         `yaml:"vm" json:"vm"`
+	Network    Network    `yaml:"network" json:"network"`
+	Kind       Kind       `yaml:"kind" json:"kind"`
+	Registries Registries `yaml:"registries" json:"registries"`
+	DNS        DNS        `yaml:"dns" json:"dns"`
+}
+
+// VM describes the one Lima VM marina runs.
+type VM struct {
+	Name    string `yaml:"name" json:"name"`
+	CPUs    int    `yaml:"cpus" json:"cpus"`
+	Memory  string `yaml:"memory" json:"memory"`
+	Disk    string `yaml:"disk" json:"disk"`
+	Rosetta bool   `yaml:"rosetta" json:"rosetta"`
+}
+
+// Network is the shared kind bridge and how API servers are reached.
+type Network struct {
+	// CIDR is the kind Docker network, routed from the Mac into the VM.
+	CIDR string `yaml:"cidr" json:"cidr"`
+	// DisablePortMirroring turns off Lima's automatic port mirroring;
+	// kubeconfigs then use the VM's lima0 address (direct mode).
+	DisablePortMirroring bool `yaml:"disablePortMirroring" json:"disablePortMirroring"`
+}
+
+// Kind holds the per-cluster defaults.
+type Kind struct {
+	NodeVersion          string        `yaml:"nodeVersion" json:"nodeVersion"`
+	MetalLBVersion       string        `yaml:"metalLBVersion" json:"metalLBVersion"`
+	CustomDNSResolvers   []DNSResolver `yaml:"customDnsResolvers" json:"customDnsResolvers"`
+	AutoMergeKubeconfig  bool          `yaml:"autoMergeKubeconfig" json:"autoMergeKubeconfig"`
+	AutoRemoveKubeconfig bool          `yaml:"autoRemoveKubeconfig" json:"autoRemoveKubeconfig"`
+}
+
+// DNSResolver sends one domain to chosen upstream resolvers from every
+// cluster's CoreDNS.
+type DNSResolver struct {
+	Domain    string   `yaml:"domain" json:"domain"`
+	Resolvers []string `yaml:"resolvers" json:"resolvers"`
+}
+
+// Registries are the pull-through mirrors shared by every cluster.
+type Registries struct {
+	// CacheStorage is "host" (a virtiofs folder on the Mac, survives
+	// destroy) or "guest" (the VM's own disk).
+	CacheStorage string   `yaml:"cacheStorage" json:"cacheStorage"`
+	Mirrors      []Mirror `yaml:"mirrors" json:"mirrors"`
+}
+
+// Mirror is one distribution pull-through proxy for one upstream registry.
+type Mirror struct {
+	Name      string `yaml:"name" json:"name"`
+	Port      int    `yaml:"port" json:"port"`
+	RemoteURL string `yaml:"remoteURL" json:"remoteURL"`
+	Username  string `yaml:"username,omitempty" json:"username,omitempty"`
+	Password  string `yaml:"password,omitempty" json:"password,omitempty"`
+}
+
+// DNS is the local zone served for LoadBalancer services.
+type DNS struct {
+	Domain string `yaml:"domain" json:"domain"`
+}
+
+// Cache storage modes.
+const (
+	CacheHost  = "host"
+	CacheGuest = "guest"
+)
+
+// Defaults of the schema. The node image and MetalLB versions are the ones
+// marina is tested with.
+const (
+	DefaultVMName         = "marina"
+	DefaultCPUs           = 4
+	DefaultMemory         = "10GiB"
+	DefaultDisk           = "40GiB"
+	DefaultCIDR           = "172.30.0.0/16"
+	DefaultNodeVersion    = "v1.36.1"
+	DefaultMetalLBVersion = "v0.16.2"
+	DefaultDNSDomain      = "demo.internal"
+)
+
+// DefaultMirrors are the five upstreams every cluster pulls through.
+func DefaultMirrors() []Mirror {
+	return []Mirror{
+		{Name: "registry-dockerio", Port: 5030, RemoteURL: "https://registry-1.docker.io"},
+		{Name: "registry-quayio", Port: 5010, RemoteURL: "https://quay.io"},
+		{Name: "registry-gcrio", Port: 5020, RemoteURL: "https://gcr.io"},
+		{Name: "registry-us-docker-pkgdev", Port: 5040, RemoteURL: "https://us-docker.pkg.dev"},
+		{Name: "registry-us-central1-docker-pkgdev", Port: 5050, RemoteURL: "https://us-central1-docker.pkg.dev"},
+	}
+}
+
+// Default returns the configuration used when the file sets nothing.
+func Default() Config {
+	return Config{
+		VM: VM{Name: DefaultVMName, CPUs: DefaultCPUs, Memory: DefaultMemory, Disk: DefaultDisk},
+		Network: Network{
+			CIDR:                 DefaultCIDR,
+			DisablePortMirroring: true,
+		},
+		Kind: Kind{
+			NodeVersion:          DefaultNodeVersion,
+			MetalLBVersion:       DefaultMetalLBVersion,
+			CustomDNSResolvers:   []DNSResolver{},
+			AutoMergeKubeconfig:  true,
+			AutoRemoveKubeconfig: true,
+		},
+		Registries: Registries{CacheStorage: CacheHost, Mirrors: DefaultMirrors()},
+		DNS:        DNS{Domain: DefaultDNSDomain},
+	}
+}
+
+// Redacted returns a copy safe to print: registry passwords are masked.
+func (c Config) Redacted() Config {
+	out := c
+	out.Registries.Mirrors = make([]Mirror, len(c.Registries.Mirrors))
+	for i, m := range c.Registries.Mirrors {
+		if m.Password != "" {
+			m.Password = "<redacted>"
+		}
+		out.Registries.Mirrors[i] = m
+	}
+	return out
+}

@@ -1,0 +1,358 @@
+package config
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+func testPaths(t *testing.T) Paths {
+	t.Helper()
+	// The home is a short made-up one, as on a Mac, so that the socket path
+	// limits do not depend on where the test's temporary folder is.
+	return Paths{Home: "/Users/me", Dir: "/Users/me/.marina", Config: filepath.Join(t.TempDir(), "config.yaml")}
+}
+
+func load(t *testing.T, body string) (Config, error) {
+	t.Helper()
+	p := testPaths(t)
+	if err := os.WriteFile(p.Config, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return Load(p)
+}
+
+func TestDefaults(t *testing.T) {
+	for _, body := range []string{"", "# only a comment\n", "---\n", "vm: {}\n", "vm:\n"} {
+		got, err := load(t, body)
+		if err != nil {
+			t.Fatalf("load(%q): %v", body, err)
+		}
+		if !reflect.DeepEqual(got, Default()) {
+			t.Errorf("load(%q) = %+v, want the defaults", body, got)
+		}
+	}
+	d := Default()
+	checks := []struct {
+		name     string
+		got, want any
+	}{
+		{"vm.name", d.VM.Name, "marina"},
+		{"vm.cpus", d.VM.CPUs, 4},
+		{"vm.memory", d.VM.Memory, "10GiB"},
+		{"vm.disk", d.VM.Disk, "40GiB"},
+		{"vm.rosetta", d.VM.Rosetta, false},
+		{"network.cidr", d.Network.CIDR, "172.30.0.0/16"},
+		{"network.disablePortMirroring", d.Network.DisablePortMirroring, true},
+		{"kind.nodeVersion", d.Kind.NodeVersion, "v1.36.1"},
+		{"kind.metalLBVersion", d.Kind.MetalLBVersion, "v0.16.2"},
+		{"kind.customDnsResolvers", len(d.Kind.CustomDNSResolvers), 0},
+		{"kind.autoMergeKubeconfig", d.Kind.AutoMergeKubeconfig, true},
+		{"kind.autoRemoveKubeconfig", d.Kind.AutoRemoveKubeconfig, true},
+		{"registries.cacheStorage", d.Registries.CacheStorage, "host"},
+		{"dns.domain", d.DNS.Domain, "demo.internal"},
+	}
+	for _, c := range checks {
+		if !reflect.DeepEqual(c.got, c.want) {
+			t.Errorf("default %s = %v, want %v", c.name, c.got, c.want)
+		}
+	}
+	wantMirrors := map[string]string{
+		"registry-dockerio:5030":                  "https://registry-1.docker.io",
+		"registry-quayio:5010":                    "https://quay.io",
+		"registry-gcrio:5020":                     "https://gcr.io",
+		"registry-us-docker-pkgdev:5040":          "https://us-docker.pkg.dev",
+		"registry-us-central1-docker-pkgdev:5050": "https://us-central1-docker.pkg.dev",
+	}
+	if len(d.Registries.Mirrors) != len(wantMirrors) {
+		t.Fatalf("%d default mirrors, want %d", len(d.Registries.Mirrors), len(wantMirrors))
+	}
+	for _, m := range d.Registries.Mirrors {
+		key := m.Name + ":" + strconv.Itoa(m.Port)
+		if wantMirrors[key] != m.RemoteURL {
+			t.Errorf("default mirror %s → %s, not in the contract", key, m.RemoteURL)
+		}
+	}
+	if probs := Validate(d, testPaths(t)); len(probs) != 0 {
+		t.Errorf("the defaults do not validate: %v", probs)
+	}
+}
+
+func TestOverridesKeepOtherDefaults(t *testing.T) {
+	got, err := load(t, `
+vm:
+  cpus: 8
+network:
+  disablePortMirroring: false
+registries:
+  mirrors:
+    - name: ghcr
+      port: 5060
+      remoteURL: https://ghcr.io
+      username: me
+      password: s3cret
+`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Default()
+	want.VM.CPUs = 8
+	want.Network.DisablePortMirroring = false
+	want.Registries.Mirrors = []Mirror{{Name: "ghcr", Port: 5060, RemoteURL: "https://ghcr.io", Username: "me", Password: "s3cret"}}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("got %+v\nwant %+v", got, want)
+	}
+}
+
+func TestMirrorsNullMeansDefaultsEmptyMeansNone(t *testing.T) {
+	got, err := load(t, "registries:\n  mirrors:\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got.Registries.Mirrors, DefaultMirrors()) {
+		t.Errorf("mirrors: (null) gave %v, want the defaults", got.Registries.Mirrors)
+	}
+	got, err = load(t, "registries:\n  mirrors: []\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Registries.Mirrors == nil || len(got.Registries.Mirrors) != 0 {
+		t.Errorf("mirrors: [] gave %v, want none", got.Registries.Mirrors)
+	}
+}
+
+func TestDefaultFileLoadsBackToDefaults(t *testing.T) {
+	p := testPaths(t)
+	wrote, err := WriteDefault(p.Config)
+	if err != nil || !wrote {
+		t.Fatalf("WriteDefault = %v, %v", wrote, err)
+	}
+	st, err := os.Stat(p.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Mode().Perm() != 0o600 {
+		t.Errorf("config mode %o, want 0600", st.Mode().Perm())
+	}
+	got, err := Load(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, Default()) {
+		t.Errorf("default file loads as %+v, want %+v", got, Default())
+	}
+	// A second call leaves an edited file alone.
+	if err := os.WriteFile(p.Config, []byte("vm:\n  cpus: 2\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if wrote, err := WriteDefault(p.Config); err != nil || wrote {
+		t.Fatalf("WriteDefault over an existing file = %v, %v", wrote, err)
+	}
+	if got, err := Load(p); err != nil || got.VM.CPUs != 2 {
+		t.Errorf("existing file was changed: %+v, %v", got.VM, err)
+	}
+}
+
+func TestMarshalLoadsBack(t *testing.T) {
+	c := Default()
+	c.Kind.CustomDNSResolvers = []DNSResolver{{Domain: "corp.example.com", Resolvers: []string{"10.0.0.53", "10.0.0.54:5353"}}}
+	c.Registries.Mirrors[0].Username, c.Registries.Mirrors[0].Password = "u", "p"
+	b, err := Marshal(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _, err := Parse("x.yaml", b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, c) {
+		t.Errorf("round trip:\n%s\ngave %+v", b, got)
+	}
+}
+
+func TestRedactedHidesPasswords(t *testing.T) {
+	c := Default()
+	c.Registries.Mirrors[1].Username, c.Registries.Mirrors[1].Password = "robot", "hunter2"
+	b, err := Marshal(c.Redacted())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(b), "hunter2") {
+		t.Errorf("redacted config shows the password:\n%s", b)
+	}
+	if c.Registries.Mirrors[1].Password != "hunter2" {
+		t.Error("Redacted changed the original")
+	}
+}
+
+// Every problem carries the file and the line that caused it.
+func TestStrictLoading(t *testing.T) {
+	cases := []struct {
+		name string
+		body string
+		want []string // substrings of the error, in order
+	}{
+		{"unknown top-level key", "vm:\n  cpus: 2\nnetwrok:\n  cidr: 10.0.0.0/8\n",
+			[]string{"config.yaml:3: netwrok: unknown key \"netwrok\" (did you mean \"network\"?)"}},
+		{"unknown nested key", "vm:\n  name: marina\n  cpu: 2\n",
+			[]string{"config.yaml:3: vm.cpu: unknown key \"cpu\" (did you mean \"cpus\"?)"}},
+		{"unknown key far from any", "dns:\n  zzzzzzzz: 1\n",
+			[]string{"config.yaml:2: dns.zzzzzzzz: unknown key \"zzzzzzzz\" (known keys: domain)"}},
+		{"unknown key in a list item", "registries:\n  mirrors:\n    - name: a\n      port: 5000\n      remoteURL: https://a.io\n      pasword: x\n",
+			[]string{"config.yaml:6: registries.mirrors[0].pasword: unknown key \"pasword\" (did you mean \"password\"?)"}},
+		{"several unknown keys at once", "vm:\n  foo: 1\nbar: 2\n",
+			[]string{":2: vm.foo", ":3: bar"}},
+		{"wrong type", "vm:\n  cpus: four\n",
+			[]string{"config.yaml:2: cannot unmarshal text `four` into int"}},
+		{"section is a scalar", "vm: big\n",
+			[]string{"config.yaml:1: vm: expected a mapping of keys"}},
+		{"duplicate key", "vm:\n  cpus: 2\n  cpus: 3\n",
+			[]string{"config.yaml:3:", "already defined"}},
+		{"syntax error", "vm:\n  cpus: [2\n",
+			[]string{"config.yaml:"}},
+		{"alias", "a: &x 1\n", []string{"unknown key \"a\""}},
+		{"alias use", "vm: &v\n  cpus: 2\nnetwork: *v\n", []string{"config.yaml:3: network: YAML aliases"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := load(t, c.body)
+			if err == nil {
+				t.Fatal("loaded without error")
+			}
+			var ce *Error
+			if !errors.As(err, &ce) {
+				t.Fatalf("error is %T, not *config.Error: %v", err, err)
+			}
+			msg := err.Error()
+			at := 0
+			for _, w := range c.want {
+				i := strings.Index(msg[at:], w)
+				if i < 0 {
+					t.Fatalf("error does not contain %q (in order):\n%s", w, msg)
+				}
+				at += i + len(w)
+			}
+		})
+	}
+}
+
+func TestMissingFile(t *testing.T) {
+	p := testPaths(t)
+	_, err := Load(p)
+	if !errors.Is(err, ErrNotFound) {
+		t.Fatalf("Load of a missing file = %v, want ErrNotFound", err)
+	}
+	if !strings.Contains(err.Error(), "marina up") {
+		t.Errorf("error does not say how to create the file: %v", err)
+	}
+}
+
+// Each validation rule, table-driven: a config change and the problems it
+// must produce (path and a piece of the message).
+func TestValidation(t *testing.T) {
+	type prob struct{ path, msg string }
+	cases := []struct {
+		name   string
+		change func(*Config)
+		want   []prob
+	}{
+		{"vm name with capitals", func(c *Config) { c.VM.Name = "Marina" }, []prob{{"vm.name", "not a valid VM name"}}},
+		{"vm name with a dot", func(c *Config) { c.VM.Name = "my.vm" }, []prob{{"vm.name", "not a valid VM name"}}},
+		{"vm name empty", func(c *Config) { c.VM.Name = "" }, []prob{{"vm.name", "not a valid VM name"}}},
+		{"vm name too long for sockets", func(c *Config) { c.VM.Name = strings.Repeat("a", 60) }, []prob{{"vm.name", "over macOS's limit"}}},
+		{"zero cpus", func(c *Config) { c.VM.CPUs = 0 }, []prob{{"vm.cpus", "at least 1"}}},
+		{"memory without unit sense", func(c *Config) { c.VM.Memory = "lots" }, []prob{{"vm.memory", "not a size"}}},
+		{"memory too small", func(c *Config) { c.VM.Memory = "1GiB" }, []prob{{"vm.memory", "too small"}}},
+		{"negative disk", func(c *Config) { c.VM.Disk = "-5GiB" }, []prob{{"vm.disk", "not a size"}}},
+		{"disk too small", func(c *Config) { c.VM.Disk = "10GiB" }, []prob{{"vm.disk", "too small"}}},
+		{"cidr not a cidr", func(c *Config) { c.Network.CIDR = "172.30.0.0" }, []prob{{"network.cidr", "not a CIDR"}}},
+		{"cidr ipv6", func(c *Config) { c.Network.CIDR = "fd00::/16" }, []prob{{"network.cidr", "not IPv4"}}},
+		{"cidr host bits", func(c *Config) { c.Network.CIDR = "172.30.1.0/16" }, []prob{{"network.cidr", "did you mean 172.30.0.0/16"}}},
+		{"cidr /24", func(c *Config) { c.Network.CIDR = "172.30.0.0/24" }, []prob{{"network.cidr", "must be a /16"}}},
+		{"cidr /12", func(c *Config) { c.Network.CIDR = "172.16.0.0/12" }, []prob{{"network.cidr", "must be a /16"}}},
+		{"cidr public", func(c *Config) { c.Network.CIDR = "8.8.0.0/16" }, []prob{{"network.cidr", "not a private"}}},
+		{"cidr on vzNAT", func(c *Config) { c.Network.CIDR = "192.168.0.0/16" }, []prob{{"network.cidr", "vzNAT"}, {"network.cidr", "Lima's user-mode network"}}},
+		{"cidr on docker0", func(c *Config) { c.Network.CIDR = "172.17.0.0/16" }, []prob{{"network.cidr", "docker0"}}},
+		{"cidr on a service range", func(c *Config) { c.Network.CIDR = "10.3.0.0/16" }, []prob{{"network.cidr", "10.3.0.0/16, the service or pod range of cluster slot 3"}}},
+		{"cidr on a high pod range", func(c *Config) { c.Network.CIDR = "10.150.0.0/16" }, []prob{{"network.cidr", "cluster slot 50"}}},
+		{"node version", func(c *Config) { c.Kind.NodeVersion = "1.36" }, []prob{{"kind.nodeVersion", "not a Kubernetes version"}}},
+		{"metallb version", func(c *Config) { c.Kind.MetalLBVersion = "latest" }, []prob{{"kind.metalLBVersion", "not a MetalLB version"}}},
+		{"resolver domain", func(c *Config) {
+			c.Kind.CustomDNSResolvers = []DNSResolver{{Domain: "bad_domain", Resolvers: []string{"1.1.1.1"}}}
+		}, []prob{{"kind.customDnsResolvers[0].domain", "not a domain name"}}},
+		{"resolver without addresses", func(c *Config) {
+			c.Kind.CustomDNSResolvers = []DNSResolver{{Domain: "corp.example.com"}}
+		}, []prob{{"kind.customDnsResolvers[0].resolvers", "at least one resolver"}}},
+		{"resolver address", func(c *Config) {
+			c.Kind.CustomDNSResolvers = []DNSResolver{{Domain: "corp.example.com", Resolvers: []string{"dns.google", "1.1.1.1:53"}}}
+		}, []prob{{"kind.customDnsResolvers[0].resolvers[0]", "not an IP address"}}},
+		{"resolver domain twice", func(c *Config) {
+			c.Kind.CustomDNSResolvers = []DNSResolver{{Domain: "a.com", Resolvers: []string{"1.1.1.1"}}, {Domain: "a.com.", Resolvers: []string{"1.1.1.1"}}}
+		}, []prob{{"kind.customDnsResolvers[1].domain", "listed twice"}}},
+		{"resolver inside own zone", func(c *Config) {
+			c.Kind.CustomDNSResolvers = []DNSResolver{{Domain: "x.demo.internal", Resolvers: []string{"1.1.1.1"}}}
+		}, []prob{{"kind.customDnsResolvers[0].domain", "inside marina's own zone"}}},
+		{"cache storage", func(c *Config) { c.Registries.CacheStorage = "nfs" }, []prob{{"registries.cacheStorage", "not a cache storage"}}},
+		{"mirror named like a host", func(c *Config) { c.Registries.Mirrors[1].Name = "quay.io" }, []prob{{"registries.mirrors[1].name", "looks like a hostname"}}},
+		{"mirror named with a port", func(c *Config) { c.Registries.Mirrors[1].Name = "localhost:5000" }, []prob{{"registries.mirrors[1].name", "looks like a hostname"}}},
+		{"mirror name charset", func(c *Config) { c.Registries.Mirrors[0].Name = "Docker_Hub" }, []prob{{"registries.mirrors[0].name", "not a valid mirror name"}}},
+		{"mirror name reserved", func(c *Config) { c.Registries.Mirrors[0].Name = "marina-dns" }, []prob{{"registries.mirrors[0].name", "kept for marina"}}},
+		{"duplicate mirror name", func(c *Config) { c.Registries.Mirrors[2].Name = c.Registries.Mirrors[0].Name }, []prob{{"registries.mirrors[2].name", "also the name of registries.mirrors[0]"}}},
+		{"duplicate mirror port", func(c *Config) { c.Registries.Mirrors[3].Port = 5010 }, []prob{{"registries.mirrors[3].port", "also the port of registries.mirrors[1]"}}},
+		{"mirror port zero", func(c *Config) { c.Registries.Mirrors[0].Port = 0 }, []prob{{"registries.mirrors[0].port", "not a port"}}},
+		{"mirror port on an API port", func(c *Config) { c.Registries.Mirrors[0].Port = 7005 }, []prob{{"registries.mirrors[0].port", "cluster API server ports"}}},
+		{"mirror port ssh", func(c *Config) { c.Registries.Mirrors[0].Port = 22 }, []prob{{"registries.mirrors[0].port", "used by the VM"}}},
+		{"mirror url http", func(c *Config) { c.Registries.Mirrors[0].RemoteURL = "http://quay.io" }, []prob{{"registries.mirrors[0].remoteURL", "must use https"}}},
+		{"mirror url path", func(c *Config) { c.Registries.Mirrors[0].RemoteURL = "https://quay.io/v2/" }, []prob{{"registries.mirrors[0].remoteURL", "no path"}}},
+		{"mirror url garbage", func(c *Config) { c.Registries.Mirrors[0].RemoteURL = "quay" }, []prob{{"registries.mirrors[0].remoteURL", "not a URL"}}},
+		{"mirror url credentials", func(c *Config) { c.Registries.Mirrors[0].RemoteURL = "https://u:pw@quay.io" }, []prob{{"registries.mirrors[0].remoteURL", "carries credentials"}}},
+		{"mirror half credentials", func(c *Config) { c.Registries.Mirrors[0].Username = "u" }, []prob{{"registries.mirrors[0]", "both username and password"}}},
+		{"dns domain", func(c *Config) { c.DNS.Domain = "Demo..internal" }, []prob{{"dns.domain", "not a domain name"}}},
+		{"dns domain under .local", func(c *Config) { c.DNS.Domain = "demo.local" }, []prob{{"dns.domain", "multicast DNS"}}},
+		{"dns domain cluster.local", func(c *Config) { c.DNS.Domain = "cluster.local" }, []prob{{"dns.domain", "clusters' own DNS"}}},
+		{"all at once", func(c *Config) {
+			c.VM.CPUs = -1
+			c.Network.CIDR = "nope"
+			c.Registries.CacheStorage = ""
+		}, []prob{{"vm.cpus", ""}, {"network.cidr", ""}, {"registries.cacheStorage", ""}}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			cfg := Default()
+			c.change(&cfg)
+			got := Validate(cfg, testPaths(t))
+			if len(got) != len(c.want) {
+				t.Fatalf("got %d problems, want %d: %+v", len(got), len(c.want), got)
+			}
+			for i, w := range c.want {
+				if got[i].Path != w.path || !strings.Contains(got[i].Msg, w.msg) {
+					t.Errorf("problem %d = %s: %s\nwant %s: …%s…", i, got[i].Path, got[i].Msg, w.path, w.msg)
+				}
+			}
+		})
+	}
+}
+
+// Problems found by validation point at the line that set the value.
+func TestValidationErrorsCarryLines(t *testing.T) {
+	_, err := load(t, "vm:\n  cpus: 2\nregistries:\n  mirrors:\n    - name: quay.io\n      port: 5010\n      remoteURL: https://quay.io\n")
+	if err == nil {
+		t.Fatal("accepted a hostname-like mirror name")
+	}
+	if !strings.Contains(err.Error(), "config.yaml:5: registries.mirrors[0].name:") {
+		t.Errorf("error lacks file:line:\n%v", err)
+	}
+}
+
+func TestSocketLimitCountsMarinaHome(t *testing.T) {
+	c := Default()
+	p := Paths{Home: "/Users/me", Dir: "/Users/me/" + strings.Repeat("d", 70), Config: "x"}
+	got := Validate(c, p)
+	if len(got) != 1 || !strings.Contains(got[0].Msg, "Lima's socket path") {
+		t.Errorf("long MARINA_HOME: %+v", got)
+	}
+}

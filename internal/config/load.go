@@ -1,0 +1,296 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"reflect"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+// ErrNotFound is returned by Load when the config file does not exist.
+var ErrNotFound = errors.New("config file not found")
+
+// Error is everything wrong with one config file, each problem on its own
+// line prefixed with file:line where the file says where it is.
+type Error struct {
+	File     string
+	Problems []Problem
+}
+
+// Problem is one finding: the dotted key it concerns, the line it is on
+// (0 when the value comes from the defaults) and what is wrong.
+type Problem struct {
+	Path string
+	Line int
+	Msg  string
+}
+
+func (e *Error) Error() string {
+	var b strings.Builder
+	if len(e.Problems) == 1 {
+		fmt.Fprintf(&b, "invalid config %s:\n", e.File)
+	} else {
+		fmt.Fprintf(&b, "invalid config %s (%d problems):\n", e.File, len(e.Problems))
+	}
+	for i, p := range e.Problems {
+		if i > 0 {
+			b.WriteByte('\n')
+		}
+		b.WriteString("  ")
+		b.WriteString(e.File)
+		if p.Line > 0 {
+			fmt.Fprintf(&b, ":%d", p.Line)
+		}
+		b.WriteString(": ")
+		if p.Path != "" {
+			b.WriteString(p.Path)
+			b.WriteString(": ")
+		}
+		b.WriteString(p.Msg)
+	}
+	return b.String()
+}
+
+// Load reads, checks and validates the config file at paths.Config.
+// A missing file is ErrNotFound (wrapped).
+func Load(paths Paths) (Config, error) {
+	data, err := os.ReadFile(paths.Config)
+	if errors.Is(err, os.ErrNotExist) {
+		return Config{}, fmt.Errorf("%w: %s (run `marina up` to create it, or `marina config edit`)", ErrNotFound, paths.Config)
+	}
+	if err != nil {
+		return Config{}, fmt.Errorf("read config: %w", err)
+	}
+	cfg, lines, err := Parse(paths.Config, data)
+	if err != nil {
+		return Config{}, err
+	}
+	if probs := Validate(cfg, paths); len(probs) > 0 {
+		for i := range probs {
+			probs[i].Line = lines.find(probs[i].Path)
+		}
+		return Config{}, &Error{File: paths.Config, Problems: probs}
+	}
+	return cfg, nil
+}
+
+// Lines maps dotted key paths ("registries.mirrors[1].port") to the line
+// that sets them.
+type Lines map[string]int
+
+// find returns the line of path, or of its closest parent set in the file.
+func (l Lines) find(path string) int {
+	for p := path; p != ""; {
+		if n, ok := l[p]; ok {
+			return n
+		}
+		i := strings.LastIndexAny(p, ".[")
+		if i < 0 {
+			break
+		}
+		p = p[:i]
+	}
+	return 0
+}
+
+// Parse decodes a config document strictly: unknown keys, duplicate keys and
+// wrongly typed values are errors that carry their line. Keys the document
+// leaves out keep their defaults. Parse does not validate values.
+func Parse(file string, data []byte) (Config, Lines, error) {
+	cfg := Default()
+	lines := Lines{}
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		return Config{}, nil, &Error{File: file, Problems: []Problem{{Line: yamlErrLine(err.Error()), Msg: cleanYAMLErr(err.Error())}}}
+	}
+	if len(doc.Content) == 0 { // empty file or comments only
+		return cfg, lines, nil
+	}
+	root := doc.Content[0]
+	if root.Kind == yaml.ScalarNode && root.Tag == "!!null" {
+		return cfg, lines, nil
+	}
+	var probs []Problem
+	checkKeys(root, reflect.TypeOf(cfg), "", lines, &probs)
+	if len(probs) > 0 {
+		return Config{}, nil, &Error{File: file, Problems: probs}
+	}
+	if err := root.Decode(&cfg); err != nil {
+		return Config{}, nil, &Error{File: file, Problems: typeProblems(err)}
+	}
+	// An explicit "mirrors:" with no value means the defaults, like leaving
+	// it out; "mirrors: []" turns every mirror off.
+	if cfg.Registries.Mirrors == nil {
+		cfg.Registries.Mirrors = DefaultMirrors()
+	}
+	if cfg.Kind.CustomDNSResolvers == nil {
+		cfg.Kind.CustomDNSResolvers = []DNSResolver{}
+	}
+	return cfg, lines, nil
+}
+
+// checkKeys walks node against the Go type t and reports every key the type
+// does not have, recording the line of every key it does.
+func checkKeys(node *yaml.Node, t reflect.Type, path string, lines Lines, probs *[]Problem) {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if node.Kind == yaml.AliasNode {
+		// Aliases could expand without bound; config files are short enough
+		// to spell out.
+		*probs = append(*probs, Problem{Path: path, Line: node.Line, Msg: "YAML aliases (*" + node.Value + ") are not supported here; write the value out"})
+		return
+	}
+	switch t.Kind() {
+	case reflect.Struct:
+		if node.Kind != yaml.MappingNode {
+			if !(node.Kind == yaml.ScalarNode && node.Tag == "!!null") {
+				*probs = append(*probs, Problem{Path: path, Line: node.Line, Msg: fmt.Sprintf("expected a mapping of keys (%s), got %s", strings.Join(fieldNames(t), ", "), describe(node))})
+			}
+			return
+		}
+		fields := fieldsByKey(t)
+		for i := 0; i+1 < len(node.Content); i += 2 {
+			k, v := node.Content[i], node.Content[i+1]
+			if k.Kind == yaml.ScalarNode && k.Value == "<<" {
+				*probs = append(*probs, Problem{Path: path, Line: k.Line, Msg: "merge keys (<<) are not supported; write the keys out"})
+				continue
+			}
+			child := join(path, k.Value)
+			f, ok := fields[k.Value]
+			if !ok {
+				msg := fmt.Sprintf("unknown key %q", k.Value)
+				if s := suggest(k.Value, fieldNames(t)); s != "" {
+					msg += fmt.Sprintf(" (did you mean %q?)", s)
+				} else {
+					msg += fmt.Sprintf(" (known keys: %s)", strings.Join(fieldNames(t), ", "))
+				}
+				*probs = append(*probs, Problem{Path: child, Line: k.Line, Msg: msg})
+				continue
+			}
+			lines[child] = k.Line
+			checkKeys(v, f.Type, child, lines, probs)
+		}
+	case reflect.Slice:
+		if node.Kind != yaml.SequenceNode {
+			return // Decode reports the type error with its line
+		}
+		for i, item := range node.Content {
+			child := fmt.Sprintf("%s[%d]", path, i)
+			lines[child] = item.Line
+			checkKeys(item, t.Elem(), child, lines, probs)
+		}
+	}
+}
+
+func fieldsByKey(t reflect.Type) map[string]reflect.StructField {
+	m := map[string]reflect.StructField{}
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		name := strings.Split(f.Tag.Get("yaml"), ",")[0]
+		if name != "" && name != "-" {
+			m[name] = f
+		}
+	}
+	return m
+}
+
+func fieldNames(t reflect.Type) []string {
+	var names []string
+	for k := range fieldsByKey(t) {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	return names
+}
+
+func join(path, key string) string {
+	if path == "" {
+		return key
+	}
+	return path + "." + key
+}
+
+func describe(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.SequenceNode:
+		return "a list"
+	case yaml.ScalarNode:
+		return fmt.Sprintf("%q", n.Value)
+	}
+	return "something else"
+}
+
+// suggest returns the known key closest to k when it is a likely typo.
+func suggest(k string, known []string) string {
+	best, bestD := "", 3
+	for _, c := range known {
+		if d := distance(strings.ToLower(k), strings.ToLower(c)); d < bestD {
+			best, bestD = c, d
+		}
+	}
+	return best
+}
+
+// distance is the Levenshtein edit distance.
+func distance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
+
+var lineRe = regexp.MustCompile(`^line (\d+): `)
+
+// typeProblems turns yaml.v3's decode errors into problems with lines.
+func typeProblems(err error) []Problem {
+	var te *yaml.TypeError
+	if !errors.As(err, &te) {
+		return []Problem{{Msg: cleanYAMLErr(err.Error())}}
+	}
+	var out []Problem
+	for _, e := range te.Errors {
+		p := Problem{Msg: e}
+		if m := lineRe.FindStringSubmatch(e); m != nil {
+			p.Line, _ = strconv.Atoi(m[1])
+			p.Msg = strings.TrimPrefix(e, m[0])
+		}
+		p.Msg = strings.NewReplacer("!!str", "text", "!!int", "number", "!!bool", "true/false", "!!map", "mapping", "!!seq", "list").Replace(p.Msg)
+		out = append(out, p)
+	}
+	return out
+}
+
+var yamlLineRe = regexp.MustCompile(`line (\d+)`)
+
+func yamlErrLine(s string) int {
+	if m := yamlLineRe.FindStringSubmatch(s); m != nil {
+		n, _ := strconv.Atoi(m[1])
+		return n
+	}
+	return 0
+}
+
+func cleanYAMLErr(s string) string {
+	s = strings.TrimPrefix(s, "yaml: ")
+	return lineRe.ReplaceAllString(s, "")
+}

@@ -1,0 +1,257 @@
+package config
+
+import (
+	"fmt"
+	"net/netip"
+	"net/url"
+	"path/filepath"
+	"regexp"
+	"strings"
+
+	"github.com/docker/go-units"
+
+	"github.com/bcollard/marina/internal/slot"
+)
+
+// macOS limits unix socket paths to 104 bytes, the terminating NUL included.
+const unixPathMax = 104
+
+// limaLongestSock is the longest socket name Lima creates in an instance
+// folder: ssh appends 16 characters to ssh.sock while it sets up a master.
+const limaLongestSock = "ssh.sock.1234567890123456"
+
+// Fixed address ranges a kind network must stay clear of.
+var reserved = []struct {
+	prefix netip.Prefix
+	what   string
+}{
+	{netip.MustParsePrefix("192.168.64.0/24"), "the macOS vzNAT range the VM's lima0 address comes from"},
+	{netip.MustParsePrefix("192.168.5.0/24"), "Lima's user-mode network inside the VM"},
+	{netip.MustParsePrefix("172.17.0.0/16"), "Docker's default bridge (docker0) inside the VM"},
+}
+
+var (
+	dnsLabel    = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)
+	versionRe   = regexp.MustCompile(`^v\d+\.\d+\.\d+$`)
+	mirrorNames = "a short lowercase name such as registry-quayio"
+)
+
+// Validate checks every value of c and returns every problem found, not
+// only the first. paths is needed for the socket path limits.
+func Validate(c Config, paths Paths) []Problem {
+	var v validator
+	v.vm(c.VM, paths)
+	v.network(c.Network)
+	v.kind(c.Kind, c.DNS.Domain)
+	v.registries(c.Registries)
+	v.dns(c.DNS)
+	return v.probs
+}
+
+type validator struct{ probs []Problem }
+
+func (v *validator) add(path, format string, args ...any) {
+	v.probs = append(v.probs, Problem{Path: path, Msg: fmt.Sprintf(format, args...)})
+}
+
+func (v *validator) vm(vm VM, paths Paths) {
+	if !dnsLabel.MatchString(vm.Name) {
+		v.add("vm.name", "%q is not a valid VM name: use lowercase letters, digits and '-', starting and ending with a letter or digit (at most 63 characters)", vm.Name)
+	} else {
+		if sock := paths.DockerSocket(vm.Name); len(sock) >= unixPathMax {
+			v.add("vm.name", "the Docker socket path %s is %d bytes, over macOS's limit of %d for unix sockets: choose a shorter vm.name", sock, len(sock), unixPathMax-1)
+		}
+		if sock := filepath.Join(paths.InstanceDir(vm.Name), limaLongestSock); len(sock) >= unixPathMax {
+			v.add("vm.name", "Lima's socket path %s would be %d bytes, over macOS's limit of %d for unix sockets: choose a shorter vm.name or a shorter MARINA_HOME", sock, len(sock), unixPathMax-1)
+		}
+	}
+	if vm.CPUs < 1 {
+		v.add("vm.cpus", "must be at least 1, got %d", vm.CPUs)
+	}
+	v.size("vm.memory", vm.Memory, 2<<30, "2GiB")
+	v.size("vm.disk", vm.Disk, 20<<30, "20GiB")
+}
+
+func (v *validator) size(path, val string, least int64, leastText string) {
+	n, err := units.RAMInBytes(val)
+	if err != nil || n <= 0 {
+		v.add(path, "%q is not a size: write a number with a unit, such as 8GiB or 512MiB", val)
+		return
+	}
+	if n < least {
+		v.add(path, "%s is too small: at least %s is needed", val, leastText)
+	}
+}
+
+func (v *validator) network(n Network) {
+	p, err := netip.ParsePrefix(n.CIDR)
+	switch {
+	case err != nil:
+		v.add("network.cidr", "%q is not a CIDR: write it like %s", n.CIDR, DefaultCIDR)
+		return
+	case !p.Addr().Is4():
+		v.add("network.cidr", "%s is not IPv4: the kind network is IPv4 only", p)
+		return
+	case p != p.Masked():
+		v.add("network.cidr", "%s has host bits set: did you mean %s?", p, p.Masked())
+		return
+	case p.Bits() != 16:
+		v.add("network.cidr", "%s must be a /16: each cluster slot N takes the <a.b>.N.0/24 of it for its LoadBalancer pool, and <a.b>.255.0/24 holds marina's own services", p)
+		return
+	}
+	private := []netip.Prefix{
+		netip.MustParsePrefix("10.0.0.0/8"),
+		netip.MustParsePrefix("172.16.0.0/12"),
+		netip.MustParsePrefix("192.168.0.0/16"),
+	}
+	isPrivate := false
+	for _, r := range private {
+		if r.Contains(p.Addr()) {
+			isPrivate = true
+		}
+	}
+	if !isPrivate {
+		v.add("network.cidr", "%s is not a private (RFC 1918) range: routing it to the VM would hide real internet addresses", p)
+	}
+	for _, r := range reserved {
+		if r.prefix.Overlaps(p) {
+			v.add("network.cidr", "%s overlaps %s (%s)", p, r.prefix, r.what)
+		}
+	}
+	for n := slot.Min; n <= slot.Max; n++ {
+		for _, r := range []netip.Prefix{slot.ServiceSubnet(n), slot.PodSubnet(n)} {
+			if r.Overlaps(p) {
+				v.add("network.cidr", "%s overlaps %s, the service or pod range of cluster slot %d: choose a range outside 10.0.0.0/8, such as %s", p, r, n, DefaultCIDR)
+				return
+			}
+		}
+	}
+}
+
+func (v *validator) kind(k Kind, zone string) {
+	if !versionRe.MatchString(k.NodeVersion) {
+		v.add("kind.nodeVersion", "%q is not a Kubernetes version: write it like %s", k.NodeVersion, DefaultNodeVersion)
+	}
+	if !versionRe.MatchString(k.MetalLBVersion) {
+		v.add("kind.metalLBVersion", "%q is not a MetalLB version: write it like %s", k.MetalLBVersion, DefaultMetalLBVersion)
+	}
+	seen := map[string]bool{}
+	for i, r := range k.CustomDNSResolvers {
+		path := fmt.Sprintf("kind.customDnsResolvers[%d]", i)
+		d := strings.TrimSuffix(r.Domain, ".")
+		switch {
+		case !isDomain(d):
+			v.add(path+".domain", "%q is not a domain name", r.Domain)
+		case seen[d]:
+			v.add(path+".domain", "%s is listed twice", d)
+		case d == zone || strings.HasSuffix(d, "."+zone):
+			v.add(path+".domain", "%s is inside marina's own zone %s, which the local DNS server answers", d, zone)
+		case d == "cluster.local" || strings.HasSuffix(d, ".cluster.local"):
+			v.add(path+".domain", "%s belongs to the cluster's own DNS", d)
+		}
+		seen[d] = true
+		if len(r.Resolvers) == 0 {
+			v.add(path+".resolvers", "list at least one resolver address for %s, such as 8.8.8.8", r.Domain)
+		}
+		for j, a := range r.Resolvers {
+			if _, err := netip.ParseAddr(a); err == nil {
+				continue
+			}
+			if _, err := netip.ParseAddrPort(a); err == nil {
+				continue
+			}
+			v.add(fmt.Sprintf("%s.resolvers[%d]", path, j), "%q is not an IP address (or address:port)", a)
+		}
+	}
+}
+
+func (v *validator) registries(r Registries) {
+	if r.CacheStorage != CacheHost && r.CacheStorage != CacheGuest {
+		v.add("registries.cacheStorage", "%q is not a cache storage: use %q (on the Mac, survives destroy) or %q (on the VM's disk)", r.CacheStorage, CacheHost, CacheGuest)
+	}
+	names := map[string]int{}
+	ports := map[int]int{}
+	for i, m := range r.Mirrors {
+		path := fmt.Sprintf("registries.mirrors[%d]", i)
+		switch {
+		case strings.ContainsAny(m.Name, ".:"):
+			v.add(path+".name", "%q looks like a hostname: a container of that name on the kind network answers for that host itself through Docker's DNS, so the mirror would shadow its own upstream; use %s", m.Name, mirrorNames)
+		case !dnsLabel.MatchString(m.Name):
+			v.add(path+".name", "%q is not a valid mirror name: use %s", m.Name, mirrorNames)
+		case strings.HasPrefix(m.Name, "marina-"):
+			v.add(path+".name", "%q starts with marina-, which is kept for marina's own containers", m.Name)
+		}
+		if j, dup := names[m.Name]; dup && m.Name != "" {
+			v.add(path+".name", "%q is also the name of registries.mirrors[%d]", m.Name, j)
+		} else {
+			names[m.Name] = i
+		}
+		switch {
+		case m.Port < 1 || m.Port > 65535:
+			v.add(path+".port", "%d is not a port (1–65535)", m.Port)
+		case m.Port >= slot.APIPort(slot.Min) && m.Port <= slot.APIPort(slot.Max):
+			v.add(path+".port", "%d is in %d–%d, the cluster API server ports", m.Port, slot.APIPort(slot.Min), slot.APIPort(slot.Max))
+		case m.Port == 22 || m.Port == 53:
+			v.add(path+".port", "%d is used by the VM itself (ssh or DNS)", m.Port)
+		}
+		if j, dup := ports[m.Port]; dup {
+			v.add(path+".port", "%d is also the port of registries.mirrors[%d]", m.Port, j)
+		} else {
+			ports[m.Port] = i
+		}
+		v.remoteURL(path+".remoteURL", m.RemoteURL)
+		if (m.Username == "") != (m.Password == "") {
+			v.add(path, "set both username and password, or neither")
+		}
+	}
+}
+
+func (v *validator) remoteURL(path, raw string) {
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" {
+		v.add(path, "%q is not a URL: write it like https://quay.io", raw)
+		return
+	}
+	if u.Scheme != "https" {
+		v.add(path, "%q must use https", raw)
+	}
+	if u.User != nil {
+		v.add(path, "%q carries credentials: put them in username and password instead", redactURL(u))
+	}
+	if (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" {
+		v.add(path, "%q must be the registry's root with no path: one mirror serves one whole registry", redactURL(u))
+	}
+}
+
+func redactURL(u *url.URL) string {
+	c := *u
+	if c.User != nil {
+		c.User = url.User("…")
+	}
+	return c.String()
+}
+
+func (v *validator) dns(d DNS) {
+	name := d.Domain
+	switch {
+	case !isDomain(name):
+		v.add("dns.domain", "%q is not a domain name: write it like %s", name, DefaultDNSDomain)
+	case name == "cluster.local" || strings.HasSuffix(name, ".cluster.local"):
+		v.add("dns.domain", "%s belongs to the clusters' own DNS: choose a name like %s", name, DefaultDNSDomain)
+	case name == "local" || strings.HasSuffix(name, ".local"):
+		v.add("dns.domain", "%s is under .local, which macOS resolves with multicast DNS: choose a name like %s", name, DefaultDNSDomain)
+	}
+}
+
+// isDomain reports whether s is a lowercase DNS name of one or more labels.
+func isDomain(s string) bool {
+	if s == "" || len(s) > 253 {
+		return false
+	}
+	for _, l := range strings.Split(s, ".") {
+		if !dnsLabel.MatchString(l) {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,100 @@
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"text/template"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/bcollard/marina/internal/fileutil"
+)
+
+// defaultFile is the commented config written by the first `marina up`. Its
+// values come from Default(), so the file and the code cannot disagree.
+var defaultFile = template.Must(template.New("config").Parse(`# marina configuration. Edit it, then run ` + "`marina up`" + ` to apply.
+# Every key is optional: what you leave out takes the default shown here.
+# ` + "`marina config show`" + ` prints the configuration in effect.
+
+vm:
+  # The Lima instance. The VM's Docker socket is ~/.<name>.docker.sock.
+  name: {{.VM.Name}}
+  cpus: {{.VM.CPUs}}
+  memory: {{.VM.Memory}}
+  disk: {{.VM.Disk}}
+  # Run x86_64 Linux binaries through Rosetta (Apple Silicon only).
+  rosetta: {{.VM.Rosetta}}
+
+network:
+  # The kind Docker network, routed from the Mac into the VM: a private /16.
+  # Cluster slot N gets <a.b>.N.1-7 and <a.b>.N.16-254 for LoadBalancers.
+  cidr: {{.Network.CIDR}}
+  # true: Lima mirrors no ports, kubeconfigs use the VM's lima0 address.
+  # false: Lima mirrors API server ports to 127.0.0.1 on the Mac.
+  disablePortMirroring: {{.Network.DisablePortMirroring}}
+
+kind:
+  nodeVersion: {{.Kind.NodeVersion}}
+  metalLBVersion: {{.Kind.MetalLBVersion}}
+  # Send more domains from every cluster's CoreDNS to resolvers you choose:
+  #   customDnsResolvers:
+  #     - domain: corp.example.com
+  #       resolvers: [10.0.0.53]
+  customDnsResolvers: []
+  # Merge each new cluster into ~/.kube/config, and drop it there on delete.
+  autoMergeKubeconfig: {{.Kind.AutoMergeKubeconfig}}
+  autoRemoveKubeconfig: {{.Kind.AutoRemoveKubeconfig}}
+
+registries:
+  # host: the caches live in ~/.marina/registry-cache and survive destroy.
+  # guest: they live on the VM's disk.
+  cacheStorage: {{.Registries.CacheStorage}}
+  # Pull-through mirrors shared by every cluster; [] turns them all off.
+  # An upstream that needs credentials takes username and password keys.
+  mirrors:
+{{- range .Registries.Mirrors}}
+    - name: {{.Name}}
+      port: {{.Port}}
+      remoteURL: {{.RemoteURL}}
+{{- end}}
+
+dns:
+  # LoadBalancer services resolve as <service>.<namespace>.<cluster>.<domain>.
+  domain: {{.DNS.Domain}}
+`))
+
+// DefaultFile renders the commented default config.
+func DefaultFile() []byte {
+	var b bytes.Buffer
+	if err := defaultFile.Execute(&b, Default()); err != nil {
+		panic(err) // the template and Default() are both fixed
+	}
+	return b.Bytes()
+}
+
+// WriteDefault creates the default config file (mode 0600) unless one
+// exists. It reports whether it wrote the file.
+func WriteDefault(path string) (bool, error) {
+	if _, err := os.Stat(path); err == nil {
+		return false, nil
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return false, fmt.Errorf("check config: %w", err)
+	}
+	if err := fileutil.WriteAtomic(path, DefaultFile(), 0o600); err != nil {
+		return false, fmt.Errorf("write default config: %w", err)
+	}
+	return true, nil
+}
+
+// Marshal renders c as YAML.
+func Marshal(c Config) ([]byte, error) {
+	var b bytes.Buffer
+	enc := yaml.NewEncoder(&b)
+	enc.SetIndent(2)
+	if err := enc.Encode(c); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), enc.Close()
+}

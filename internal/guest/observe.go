@@ -1,0 +1,110 @@
+// Package guest holds what marina runs inside the VM: the scripts that look
+// at the guest and change it, batched so each costs one round trip.
+package guest
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/netip"
+	"strings"
+
+	"github.com/bcollard/marina/internal/vm"
+)
+
+// State is what one observation of the guest learns.
+type State struct {
+	// Lima0 is the vzNAT address the Mac routes to, with its real prefix.
+	Lima0 netip.Prefix
+	// Lima0All lists every IPv4 address on lima0 (normally one).
+	Lima0All []netip.Prefix
+}
+
+// observeScript prints one section per concern, each headed "@@ name".
+const observeScript = `set -u
+echo "@@ lima0"
+ip -4 -j addr show dev lima0 2>/dev/null || echo '[]'
+`
+
+// Observe looks at the guest in one round trip.
+func Observe(ctx context.Context, g vm.Guest) (State, error) {
+	res, err := g.Run(ctx, vm.Script{Name: "observe the VM", Body: observeScript})
+	if err != nil {
+		return State{}, err
+	}
+	return parseObserve(string(res.Stdout))
+}
+
+func sections(out string) map[string]string {
+	m := map[string]string{}
+	var name string
+	var b strings.Builder
+	flush := func() {
+		if name != "" {
+			m[name] = b.String()
+		}
+		b.Reset()
+	}
+	for _, line := range strings.SplitAfter(out, "\n") {
+		if strings.HasPrefix(line, "@@ ") {
+			flush()
+			name = strings.TrimSpace(strings.TrimPrefix(line, "@@ "))
+			continue
+		}
+		b.WriteString(line)
+	}
+	flush()
+	return m
+}
+
+func parseObserve(out string) (State, error) {
+	var st State
+	sec := sections(out)
+	addrs, err := ParseAddrs(sec["lima0"])
+	if err != nil {
+		return st, err
+	}
+	st.Lima0All = addrs
+	if len(addrs) == 0 {
+		return st, fmt.Errorf("the VM's lima0 interface has no IPv4 address: the vzNAT network is not up (check `marina shell -- ip addr show lima0`; restarting with `marina down && marina up` usually brings it back)")
+	}
+	st.Lima0 = addrs[0]
+	return st, nil
+}
+
+// ParseAddrs reads the IPv4 addresses from `ip -4 -j addr show` output.
+func ParseAddrs(js string) ([]netip.Prefix, error) {
+	js = strings.TrimSpace(js)
+	if js == "" {
+		return nil, nil
+	}
+	var links []struct {
+		AddrInfo []struct {
+			Family    string `json:"family"`
+			Local     string `json:"local"`
+			PrefixLen int    `json:"prefixlen"`
+			Scope     string `json:"scope"`
+		} `json:"addr_info"`
+	}
+	if err := json.Unmarshal([]byte(js), &links); err != nil {
+		return nil, fmt.Errorf("read the VM's addresses (`ip -j addr`): %w", err)
+	}
+	var out []netip.Prefix
+	for _, l := range links {
+		for _, a := range l.AddrInfo {
+			if a.Family != "inet" || a.Scope == "host" {
+				continue
+			}
+			ip, err := netip.ParseAddr(a.Local)
+			if err != nil {
+				return nil, fmt.Errorf("read the VM's addresses: bad address %q", a.Local)
+			}
+			p, err := ip.Prefix(a.PrefixLen)
+			if err != nil {
+				return nil, fmt.Errorf("read the VM's addresses: bad prefix /%d", a.PrefixLen)
+			}
+			out = append(out, netip.PrefixFrom(ip, p.Bits()))
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,89 @@
+package slot
+
+import (
+	"net/netip"
+	"reflect"
+	"testing"
+)
+
+func TestSeedLayoutForSlotsOneToNine(t *testing.T) {
+	for n := 1; n <= 9; n++ {
+		svc := netip.MustParsePrefix("10." + itoa(n) + ".0.0/16")
+		pod := netip.MustParsePrefix("10.1" + itoa(n) + ".0.0/16")
+		if got := ServiceSubnet(n); got != svc {
+			t.Errorf("ServiceSubnet(%d) = %s, want %s", n, got, svc)
+		}
+		if got := PodSubnet(n); got != pod {
+			t.Errorf("PodSubnet(%d) = %s, want %s", n, got, pod)
+		}
+	}
+}
+
+func TestHighSlotsSplitTheirOwnBlock(t *testing.T) {
+	cases := []struct {
+		n        int
+		svc, pod string
+	}{
+		{10, "10.110.0.0/17", "10.110.128.0/17"},
+		{11, "10.111.0.0/17", "10.111.128.0/17"},
+		{99, "10.199.0.0/17", "10.199.128.0/17"},
+	}
+	for _, c := range cases {
+		if got := ServiceSubnet(c.n).String(); got != c.svc {
+			t.Errorf("ServiceSubnet(%d) = %s, want %s", c.n, got, c.svc)
+		}
+		if got := PodSubnet(c.n).String(); got != c.pod {
+			t.Errorf("PodSubnet(%d) = %s, want %s", c.n, got, c.pod)
+		}
+	}
+}
+
+// Every range of every slot must be disjoint from every other one.
+func TestNoTwoRangesOverlap(t *testing.T) {
+	rs := Ranges()
+	if len(rs) != 2*Max {
+		t.Fatalf("Ranges() has %d entries, want %d", len(rs), 2*Max)
+	}
+	for i := range rs {
+		if !rs[i].IsValid() || rs[i] != rs[i].Masked() {
+			t.Fatalf("range %d (%s) is not a canonical prefix", i, rs[i])
+		}
+		for j := i + 1; j < len(rs); j++ {
+			if rs[i].Overlaps(rs[j]) {
+				t.Errorf("%s overlaps %s", rs[i], rs[j])
+			}
+		}
+	}
+}
+
+func TestAPIPortAndCheck(t *testing.T) {
+	if APIPort(1) != 7001 || APIPort(99) != 7099 {
+		t.Errorf("APIPort(1), APIPort(99) = %d, %d", APIPort(1), APIPort(99))
+	}
+	for _, n := range []int{0, 100, -1} {
+		if Check(n) == nil {
+			t.Errorf("Check(%d) accepted an out-of-range slot", n)
+		}
+	}
+	for _, n := range []int{1, 50, 99} {
+		if err := Check(n); err != nil {
+			t.Errorf("Check(%d) = %v", n, err)
+		}
+	}
+}
+
+func TestMetalLBRanges(t *testing.T) {
+	got, err := MetalLBRanges(netip.MustParsePrefix("172.30.0.0/16"), 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"172.30.7.1-172.30.7.7", "172.30.7.16-172.30.7.254"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("MetalLBRanges = %v, want %v", got, want)
+	}
+	if _, err := MetalLBRanges(netip.MustParsePrefix("172.30.0.0/24"), 1); err == nil {
+		t.Error("a /24 bridge was accepted")
+	}
+}
+
+func itoa(n int) string { return string(rune('0' + n)) }

@@ -1,0 +1,196 @@
+// Package ui is marina's terminal output: kind-style step lines with a
+// spinner on a capable terminal and plain lines elsewhere, debug logs that
+// do not tear the spinner, prompts, and -o json|yaml rendering.
+package ui
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/term"
+	"gopkg.in/yaml.v3"
+)
+
+// UI writes progress and logs to one stream (stderr) and leaves stdout to
+// command results.
+type UI struct {
+	mu     sync.Mutex
+	w      io.Writer
+	smart  bool // animate and colour
+	debug  bool
+	label  string
+	stop   chan struct{}
+	done   chan struct{}
+	frame  int
+	active bool
+}
+
+// New returns a UI on w; smart turns on the spinner.
+func New(w io.Writer, smart, debug bool) *UI {
+	return &UI{w: w, smart: smart, debug: debug}
+}
+
+// IsSmartTerminal reports whether f is a terminal that can show a spinner:
+// a TTY, TERM not dumb, NO_COLOR unset.
+func IsSmartTerminal(f *os.File, getenv func(string) string) bool {
+	if getenv("NO_COLOR") != "" || getenv("TERM") == "dumb" || getenv("TERM") == "" {
+		return false
+	}
+	return term.IsTerminal(int(f.Fd()))
+}
+
+var frames = []string{"⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"}
+
+// Start begins a step, ending any step still open as a success.
+func (u *UI) Start(label string) {
+	u.End(true)
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.label, u.active = label, true
+	if !u.smart {
+		fmt.Fprintf(u.w, " • %s …\n", label)
+		return
+	}
+	u.stop, u.done = make(chan struct{}), make(chan struct{})
+	u.drawLocked()
+	go u.spin(u.stop, u.done)
+}
+
+func (u *UI) spin(stop, done chan struct{}) {
+	defer close(done)
+	t := time.NewTicker(100 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+			u.mu.Lock()
+			u.frame++
+			u.drawLocked()
+			u.mu.Unlock()
+		}
+	}
+}
+
+func (u *UI) drawLocked() {
+	fmt.Fprintf(u.w, "\r\x1b[2K %s %s", frames[u.frame%len(frames)], u.label)
+}
+
+// Relabel changes the open step's label, to end it with what it found.
+func (u *UI) Relabel(label string) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.active {
+		u.label = label
+	}
+}
+
+// End closes the open step with a tick or a cross. It does nothing when no
+// step is open.
+func (u *UI) End(ok bool) {
+	u.mu.Lock()
+	if !u.active {
+		u.mu.Unlock()
+		return
+	}
+	stop, done := u.stop, u.done
+	u.active = false
+	u.mu.Unlock()
+	if stop != nil {
+		close(stop)
+		<-done
+	}
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	mark := "✓"
+	if !ok {
+		mark = "✗"
+	}
+	if u.smart {
+		fmt.Fprintf(u.w, "\r\x1b[2K")
+	}
+	fmt.Fprintf(u.w, " %s %s\n", mark, u.label)
+	u.stop, u.done = nil, nil
+}
+
+// Printf writes a line of output between steps.
+func (u *UI) Printf(format string, args ...any) {
+	u.line(fmt.Sprintf(format, args...))
+}
+
+// Warnf writes a warning.
+func (u *UI) Warnf(format string, args ...any) {
+	u.line("WARNING: " + fmt.Sprintf(format, args...))
+}
+
+// Debugf writes a debug line when --debug is on.
+func (u *UI) Debugf(format string, args ...any) {
+	if u.debug {
+		u.line("debug: " + fmt.Sprintf(format, args...))
+	}
+}
+
+// Debug reports whether debug output is on.
+func (u *UI) Debug() bool { return u.debug }
+
+// line prints s, moving a running spinner out of the way and back.
+func (u *UI) line(s string) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.active && u.smart {
+		fmt.Fprint(u.w, "\r\x1b[2K")
+	}
+	fmt.Fprintln(u.w, s)
+	if u.active && u.smart {
+		u.drawLocked()
+	}
+}
+
+// Writer returns an io.Writer whose lines go through Debugf, for streaming
+// a sub-process's output under --debug; nil when debug is off.
+func (u *UI) Writer(prefix string) io.Writer {
+	if !u.debug {
+		return nil
+	}
+	pr, pw := io.Pipe()
+	go func() {
+		sc := bufio.NewScanner(pr)
+		for sc.Scan() {
+			u.Debugf("%s%s", prefix, sc.Text())
+		}
+	}()
+	return pw
+}
+
+// Confirm asks a yes/no question on in and out; only "y" or "yes" is yes.
+func Confirm(in io.Reader, out io.Writer, question string) bool {
+	fmt.Fprintf(out, "%s [y/N] ", question)
+	line, _ := bufio.NewReader(in).ReadString('\n')
+	a := strings.ToLower(strings.TrimSpace(line))
+	return a == "y" || a == "yes"
+}
+
+// Render writes v to w as json or yaml.
+func Render(w io.Writer, format string, v any) error {
+	switch format {
+	case "json":
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(v)
+	case "yaml":
+		enc := yaml.NewEncoder(w)
+		enc.SetIndent(2)
+		if err := enc.Encode(v); err != nil {
+			return err
+		}
+		return enc.Close()
+	}
+	return fmt.Errorf("unknown output format %q: use text, json or yaml", format)
+}
