@@ -46,6 +46,16 @@ func (e *Env) Config() (config.Config, error) {
 	return config.Load(e.Paths)
 }
 
+// VMConfig loads the config for commands that only need to find the VM:
+// problems elsewhere in the file become warnings instead of errors.
+func (e *Env) VMConfig() (config.Config, error) {
+	cfg, warnings, err := config.LoadLoose(e.Paths)
+	for _, w := range warnings {
+		e.UI.Warnf("%s (marina up refuses the config until this is fixed)", w)
+	}
+	return cfg, err
+}
+
 // Limactl returns the limactl driver for marina's LIMA_HOME.
 func (e *Env) Limactl() (*vm.Limactl, error) {
 	bin, err := vm.FindLimactl(e.Getenv)

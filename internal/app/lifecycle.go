@@ -19,7 +19,7 @@ type DownOptions struct {
 
 // Down stops the VM; it keeps everything in it.
 func Down(ctx context.Context, e *Env, opts DownOptions) error {
-	cfg, err := e.Config()
+	cfg, err := e.VMConfig()
 	if err != nil {
 		return err
 	}
@@ -63,7 +63,7 @@ type DestroyOptions struct {
 // Destroy deletes the VM and everything in it. The registry cache on the
 // Mac and the config are kept.
 func Destroy(ctx context.Context, e *Env, opts DestroyOptions) error {
-	cfg, err := e.Config()
+	cfg, err := e.VMConfig()
 	if err != nil {
 		return err
 	}
@@ -119,7 +119,7 @@ func Destroy(ctx context.Context, e *Env, opts DestroyOptions) error {
 
 // Shell opens a shell in the VM, or runs args there.
 func Shell(ctx context.Context, e *Env, args []string) error {
-	cfg, err := e.Config()
+	cfg, err := e.VMConfig()
 	if err != nil {
 		return err
 	}

@@ -42,7 +42,7 @@ const NotCreated = "NotCreated"
 // GetStatus observes everything it can and never stops at the first
 // failure: each problem lands in Errors next to what was learned.
 func GetStatus(ctx context.Context, e *Env) (Status, error) {
-	cfg, err := e.Config()
+	cfg, err := e.VMConfig()
 	if err != nil {
 		return Status{}, err
 	}

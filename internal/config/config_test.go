@@ -38,7 +38,7 @@ func TestDefaults(t *testing.T) {
 	}
 	d := Default()
 	checks := []struct {
-		name     string
+		name      string
 		got, want any
 	}{
 		{"vm.name", d.VM.Name, "marina"},
@@ -354,5 +354,31 @@ func TestSocketLimitCountsMarinaHome(t *testing.T) {
 	got := Validate(c, p)
 	if len(got) != 1 || !strings.Contains(got[0].Msg, "Lima's socket path") {
 		t.Errorf("long MARINA_HOME: %+v", got)
+	}
+}
+
+// A mistake outside vm.name must not stop status, down or destroy.
+func TestLoadLoose(t *testing.T) {
+	p := testPaths(t)
+	write := func(body string) {
+		if err := os.WriteFile(p.Config, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("vm:\n  name: lab\nregistries:\n  cacheStorage: nfs\n")
+	cfg, warnings, err := LoadLoose(p)
+	if err != nil || cfg.VM.Name != "lab" || len(warnings) != 1 || !strings.Contains(warnings[0], ":4: registries.cacheStorage:") {
+		t.Errorf("LoadLoose = %q, %q, %v", cfg.VM.Name, warnings, err)
+	}
+	if _, err := Load(p); err == nil {
+		t.Error("Load accepted what LoadLoose warned about")
+	}
+	write("vm:\n  name: Bad_Name\n")
+	if _, _, err := LoadLoose(p); err == nil {
+		t.Error("a bad vm.name was only a warning")
+	}
+	write("vm:\n  nmae: lab\n")
+	if _, _, err := LoadLoose(p); err == nil {
+		t.Error("an unknown key was only a warning")
 	}
 }

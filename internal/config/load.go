@@ -21,6 +21,9 @@ var ErrNotFound = errors.New("config file not found")
 type Error struct {
 	File     string
 	Problems []Problem
+
+	validation bool   // the file parsed; its values are wrong
+	parsed     Config // what it parsed to, when validation is set
 }
 
 // Problem is one finding: the dotted key it concerns, the line it is on
@@ -75,9 +78,31 @@ func Load(paths Paths) (Config, error) {
 		for i := range probs {
 			probs[i].Line = lines.find(probs[i].Path)
 		}
-		return Config{}, &Error{File: paths.Config, Problems: probs}
+		return Config{}, &Error{File: paths.Config, Problems: probs, validation: true, parsed: cfg}
 	}
 	return cfg, nil
+}
+
+// LoadLoose reads the config for commands that only need to find the VM
+// (status, down, destroy, shell), so that a mistake elsewhere in the file
+// does not lock the user out of stopping or deleting it. A file that does
+// not parse, or a bad vm.name, is still an error; every other problem comes
+// back as a warning line.
+func LoadLoose(paths Paths) (Config, []string, error) {
+	cfg, err := Load(paths)
+	var ce *Error
+	if err == nil || !errors.As(err, &ce) || !ce.validation {
+		return cfg, nil, err
+	}
+	var warnings []string
+	for _, p := range ce.Problems {
+		if p.Path == "vm.name" {
+			return Config{}, nil, err
+		}
+		one := &Error{File: ce.File, Problems: []Problem{p}}
+		warnings = append(warnings, strings.TrimPrefix(one.Error(), "invalid config "+ce.File+":\n  "))
+	}
+	return ce.parsed, warnings, nil
 }
 
 // Lines maps dotted key paths ("registries.mirrors[1].port") to the line

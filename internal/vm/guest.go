@@ -113,7 +113,7 @@ func (g *SSHGuest) Run(ctx context.Context, s Script) (Result, error) {
 	err = cmd.Wait()
 	res := Result{Stdout: stdout.Bytes(), Stderr: stderr.Bytes(), ExitCode: cmd.ProcessState.ExitCode()}
 	if g.Log != nil {
-		g.Log("guest round trip %d: %s (%s, exit %d)", g.calls.Load(), s.Name, time.Since(start).Round(time.Millisecond), res.ExitCode)
+		g.Log("guest round trip %d: %s (%s via %s, exit %d)", g.calls.Load(), s.Name, time.Since(start).Round(time.Millisecond), filepath.Base(args[0]), res.ExitCode)
 	}
 	switch {
 	case ctx.Err() != nil:

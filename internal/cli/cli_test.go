@@ -1,0 +1,100 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// run runs marina in-process with a private MARINA_HOME and PATH.
+func run(t *testing.T, args ...string) (string, string, int) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := Run(context.Background(), args, &out, &errb)
+	return out.String(), errb.String(), code
+}
+
+func isolate(t *testing.T) string {
+	t.Helper()
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	t.Setenv("MARINA_HOME", filepath.Join(home, ".marina"))
+	t.Setenv("PATH", t.TempDir()) // no limactl, no editor
+	t.Setenv("LIMACTL", "")
+	return home
+}
+
+func TestVersion(t *testing.T) {
+	out, _, code := run(t, "version")
+	if code != 0 || !strings.HasPrefix(out, "marina ") {
+		t.Errorf("version = %q, %d", out, code)
+	}
+}
+
+func TestUnknownOutputFormat(t *testing.T) {
+	isolate(t)
+	_, errs, code := run(t, "status", "-o", "xml")
+	if code != 1 || !strings.Contains(errs, `unknown output format "xml": use text, json or yaml`) {
+		t.Errorf("status -o xml: %d %q", code, errs)
+	}
+}
+
+func TestUpWithoutLimaChangesNothing(t *testing.T) {
+	home := isolate(t)
+	_, errs, code := run(t, "up")
+	if code != 1 || !strings.Contains(errs, "limactl was not found") || !strings.Contains(errs, "brew install lima") {
+		t.Errorf("up without limactl: %d %q", code, errs)
+	}
+	if _, err := os.Stat(filepath.Join(home, ".marina")); !os.IsNotExist(err) {
+		t.Errorf("up wrote to ~/.marina although it could not run (%v)", err)
+	}
+}
+
+func TestConfigPathShow(t *testing.T) {
+	home := isolate(t)
+	out, errs, code := run(t, "config", "path")
+	if code != 0 || strings.TrimSpace(out) != filepath.Join(home, ".marina", "config.yaml") || !strings.Contains(errs, "does not exist yet") {
+		t.Errorf("config path: %d %q %q", code, out, errs)
+	}
+	cfg := filepath.Join(home, "custom.yaml")
+	if err := os.WriteFile(cfg, []byte("registries:\n  mirrors:\n    - name: ghcr\n      port: 5060\n      remoteURL: https://ghcr.io\n      username: bot\n      password: hunter2\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, _, code = run(t, "--config", cfg, "config", "show")
+	if code != 0 || !strings.Contains(out, "username: bot") || strings.Contains(out, "hunter2") || !strings.Contains(out, "cidr: 172.30.0.0/16") {
+		t.Errorf("config show: %d\n%s", code, out)
+	}
+}
+
+func TestConfigEdit(t *testing.T) {
+	home := isolate(t)
+	editor := filepath.Join(home, "ed")
+	// The editor gets the file as its last argument; "-w" stands for the
+	// flags editors like `code -w` take.
+	script := "#!/bin/sh\n[ \"$1\" = -w ] || exit 9\nprintf 'vm:\\n  cpus: 2\\n  cpu: 3\\n' >\"$2\"\n"
+	if err := os.WriteFile(editor, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("EDITOR", editor+" -w")
+	_, errs, code := run(t, "config", "edit")
+	if code != 1 || !strings.Contains(errs, "config.yaml:3: vm.cpu: unknown key") || !strings.Contains(errs, "marina config edit") {
+		t.Errorf("config edit with a typo: %d %q", code, errs)
+	}
+	st, err := os.Stat(filepath.Join(home, ".marina", "config.yaml"))
+	if err != nil || st.Mode().Perm() != 0o600 {
+		t.Errorf("config file after edit: %v", err)
+	}
+}
+
+func TestDestroyNeedsConfirmationWithoutATerminal(t *testing.T) {
+	isolate(t)
+	// No VM, no limactl: the error names what is missing before anything
+	// else happens.
+	_, errs, code := run(t, "destroy")
+	if code != 1 || !strings.Contains(errs, "config file not found") {
+		t.Errorf("destroy with no config: %d %q", code, errs)
+	}
+}
