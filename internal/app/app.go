@@ -11,6 +11,7 @@ import (
 	"runtime"
 
 	"github.com/bcollard/marina/internal/config"
+	"github.com/bcollard/marina/internal/host"
 	"github.com/bcollard/marina/internal/run"
 	"github.com/bcollard/marina/internal/ui"
 	"github.com/bcollard/marina/internal/vm"
@@ -67,6 +68,11 @@ func (e *Env) Limactl() (*vm.Limactl, error) {
 		l.Stream = w
 	}
 	return l, nil
+}
+
+// Host returns the host-side route manager.
+func (e *Env) Host() *host.Host {
+	return host.New(run.Runner{Log: e.UI.Debugf}, e.TTY, e.Stdin, e.Stderr)
 }
 
 // Guest returns the command channel into VM name (one per process, so the

@@ -5,16 +5,20 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net/netip"
 	"os"
 	"os/exec"
 
+	"github.com/bcollard/marina/internal/host"
+	"github.com/bcollard/marina/internal/run"
 	"github.com/bcollard/marina/internal/ui"
 	"github.com/bcollard/marina/internal/vm"
 )
 
 // DownOptions are the flags of marina down.
 type DownOptions struct {
-	DryRun bool
+	DryRun      bool
+	RemoveRoute bool
 }
 
 // Down stops the VM; it keeps everything in it.
@@ -32,24 +36,62 @@ func Down(ctx context.Context, e *Env, opts DownOptions) error {
 	if err != nil {
 		return err
 	}
-	if in == nil || in.Status != vm.StatusRunning {
+	var steps []Step
+	if in != nil && in.Status == vm.StatusRunning {
+		steps = append(steps, Step{Do: "stop VM " + name, Reason: "clusters, images and caches are kept; `marina up` starts it again"})
+	}
+	var unroute []string
+	if opts.RemoveRoute {
+		if unroute, err = routeRemoval(ctx, e, cfg.Network.CIDR); err != nil {
+			return err
+		}
+		if unroute != nil {
+			steps = append(steps, Step{Do: "remove the host's route to " + cfg.Network.CIDR + ": " + run.Quote(unroute)})
+		}
+	}
+	if len(steps) == 0 || opts.DryRun {
 		state := "does not exist"
 		if in != nil {
 			state = "is " + in.Status
 		}
-		fmt.Fprintf(e.Stdout, "No changes: VM %s %s.\n", name, state)
+		printPlan(e, steps, "VM "+name+" "+state)
 		return nil
 	}
-	if opts.DryRun {
-		printPlan(e, []Step{{Do: "stop VM " + name, Reason: "clusters, images and caches are kept; `marina up` starts it again"}}, "")
+	if in != nil && in.Status == vm.StatusRunning {
+		e.UI.Start("Stopping VM " + name)
+		if err := l.Stop(ctx, name); err != nil {
+			e.UI.End(false)
+			return err
+		}
+		e.UI.Relabel("Stopped VM " + name)
+		e.UI.End(true)
+	}
+	return removeRoute(ctx, e, cfg.Network.CIDR, unroute)
+}
+
+// routeRemoval is the command that removes the kind network's host route,
+// nil when there is none of exactly that network.
+func routeRemoval(ctx context.Context, e *Env, cidr string) ([]string, error) {
+	p, err := netip.ParsePrefix(cidr)
+	if err != nil {
+		return nil, nil // nothing marina could have routed
+	}
+	rs, err := e.Host().RouteStatus(ctx, p, netip.Addr{})
+	if err != nil {
+		return nil, err
+	}
+	return host.RouteRemove(rs), nil
+}
+
+func removeRoute(ctx context.Context, e *Env, cidr string, argv []string) error {
+	if argv == nil {
 		return nil
 	}
-	e.UI.Start("Stopping VM " + name)
-	if err := l.Stop(ctx, name); err != nil {
+	e.UI.Start("Removing the host's route to " + cidr)
+	if err := e.Host().Privileged(ctx, argv); err != nil {
 		e.UI.End(false)
 		return err
 	}
-	e.UI.Relabel("Stopped VM " + name)
 	e.UI.End(true)
 	return nil
 }
@@ -84,6 +126,13 @@ func Destroy(ctx context.Context, e *Env, opts DestroyOptions) error {
 	if _, err := os.Lstat(sock); err == nil {
 		steps = append(steps, Step{Do: "remove the Docker socket " + sock})
 	}
+	unroute, err := routeRemoval(ctx, e, cfg.Network.CIDR)
+	if err != nil {
+		return err
+	}
+	if unroute != nil {
+		steps = append(steps, Step{Do: "remove the host's route to " + cfg.Network.CIDR + ": " + run.Quote(unroute)})
+	}
 	if len(steps) == 0 {
 		fmt.Fprintf(e.Stdout, "No changes: VM %s does not exist.\n", name)
 		return nil
@@ -114,7 +163,7 @@ func Destroy(ctx context.Context, e *Env, opts DestroyOptions) error {
 	if err := os.Remove(sock); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("remove %s: %w", sock, err)
 	}
-	return nil
+	return removeRoute(ctx, e, cfg.Network.CIDR, unroute)
 }
 
 // Shell opens a shell in the VM, or runs args there.

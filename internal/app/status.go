@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net/netip"
 
 	"github.com/docker/go-units"
 
@@ -14,7 +15,9 @@ import (
 
 // Status is what marina status reports; its JSON form is a stable contract.
 type Status struct {
-	VM VMStatus `json:"vm"`
+	VM    VMStatus     `json:"vm"`
+	Route RouteStatus  `json:"route"`
+	Guest *GuestStatus `json:"guestNetwork,omitempty"`
 }
 
 // VMStatus is the VM section.
@@ -36,11 +39,50 @@ type VMStatus struct {
 	Errors       []string `json:"errors,omitempty"`
 }
 
+// RouteStatus is the host route section.
+type RouteStatus struct {
+	CIDR string `json:"cidr"`
+	// State is present, missing, wrong gateway or shadowed.
+	State string `json:"state,omitempty"`
+	// Via and Interface are the route the host uses now.
+	Via       string `json:"via,omitempty"`
+	Interface string `json:"interface,omitempty"`
+	// Want is the gateway the route must have: the VM's lima0 address.
+	Want  string `json:"want,omitempty"`
+	Line  string `json:"line"`
+	Error string `json:"error,omitempty"`
+}
+
+// GuestStatus is the guest network section (running VM only).
+type GuestStatus struct {
+	KindNetwork *KindNetworkStatus `json:"kindNetwork"`
+	Checks      []CheckStatus      `json:"checks"`
+	OK          bool               `json:"ok"`
+}
+
+// KindNetworkStatus is the Docker network the clusters share.
+type KindNetworkStatus struct {
+	Present    bool              `json:"present"`
+	Subnet     string            `json:"subnet,omitempty"`
+	Gateway    string            `json:"gateway,omitempty"`
+	IPRange    string            `json:"ipRange,omitempty"`
+	Options    map[string]string `json:"options,omitempty"`
+	Containers int               `json:"containers"`
+	Problems   []string          `json:"problems,omitempty"`
+}
+
+// CheckStatus is one probe of the guest's routing.
+type CheckStatus struct {
+	What string `json:"what"`
+	OK   bool   `json:"ok"`
+	Rule string `json:"detail"`
+}
+
 // NotCreated is the status of a VM that does not exist.
 const NotCreated = "NotCreated"
 
 // GetStatus observes everything it can and never stops at the first
-// failure: each problem lands in Errors next to what was learned.
+// failure: each problem lands next to what was learned.
 func GetStatus(ctx context.Context, e *Env) (Status, error) {
 	cfg, err := e.VMConfig()
 	if err != nil {
@@ -51,36 +93,106 @@ func GetStatus(ctx context.Context, e *Env) (Status, error) {
 		return Status{}, err
 	}
 	name := cfg.VM.Name
-	s := Status{VM: VMStatus{Name: name, Status: NotCreated, DockerSocket: e.Paths.DockerSocket(name)}}
+	cidr, cidrErr := netip.ParsePrefix(cfg.Network.CIDR)
+	s := Status{VM: VMStatus{Name: name, Status: NotCreated, DockerSocket: e.Paths.DockerSocket(name)}, Route: RouteStatus{CIDR: cfg.Network.CIDR}}
 	in, err := l.Get(ctx, name)
 	if err != nil {
 		return s, err
 	}
-	if in == nil {
-		return s, nil
+	var lima0 netip.Prefix
+	if in != nil {
+		v := &s.VM
+		v.Status, v.VMType, v.Arch, v.CPUs, v.Dir = in.Status, in.VMType, in.Arch, in.CPUs, in.Dir
+		v.Memory = units.BytesSize(float64(in.Memory))
+		v.Disk = units.BytesSize(float64(in.Disk))
+		v.Errors = append(v.Errors, in.Errors...)
+		if in.Status == vm.StatusRunning {
+			lima0 = s.guest(ctx, e, l, name, cidr, cidrErr == nil)
+		}
 	}
+	if cidrErr == nil {
+		s.route(ctx, e, cidr, lima0)
+	} else {
+		s.Route.Line, s.Route.Error = cfg.Network.CIDR+" → unknown (network.cidr is invalid)", cidrErr.Error()
+	}
+	return s, nil
+}
+
+// guest fills the VM's address, Docker and the guest network section; it
+// returns lima0's address when it could be read.
+func (s *Status) guest(ctx context.Context, e *Env, l *vm.Limactl, name string, cidr netip.Prefix, cidrOK bool) netip.Prefix {
 	v := &s.VM
-	v.Status, v.VMType, v.Arch, v.CPUs, v.Dir = in.Status, in.VMType, in.Arch, in.CPUs, in.Dir
-	v.Memory = units.BytesSize(float64(in.Memory))
-	v.Disk = units.BytesSize(float64(in.Disk))
-	v.Errors = append(v.Errors, in.Errors...)
-	if in.Status != vm.StatusRunning {
-		return s, nil
-	}
-	if st, err := guest.Observe(ctx, e.Guest(l, name)); err != nil {
-		v.Errors = append(v.Errors, err.Error())
+	st, gerr := guest.Observe(ctx, e.Guest(l, name))
+	if gerr != nil {
+		v.Errors = append(v.Errors, gerr.Error())
 	} else {
 		v.Lima0 = st.Lima0.String()
 	}
 	dc, err := docker.Dial(v.DockerSocket)
-	if err == nil {
-		defer dc.Close()
-		v.Docker, err = dc.Version(ctx)
+	if err != nil {
+		v.Errors = append(v.Errors, err.Error())
+		return st.Lima0
 	}
+	defer dc.Close()
+	if v.Docker, err = dc.Version(ctx); err != nil {
+		v.Errors = append(v.Errors, err.Error())
+	}
+	if !cidrOK || gerr != nil {
+		return st.Lima0
+	}
+	gs := &GuestStatus{OK: true}
+	s.Guest = gs
+	spec := docker.KindNetworkSpec(cidr, guest.HostIf)
+	kn := &KindNetworkStatus{}
+	gs.KindNetwork = kn
+	if v.Docker != "" {
+		have, err := dc.InspectNetwork(ctx, spec.Name)
+		switch {
+		case err != nil:
+			kn.Problems = append(kn.Problems, err.Error())
+		case have == nil:
+			kn.Problems = append(kn.Problems, "missing: `marina up` creates it")
+		default:
+			kn.Present = true
+			kn.Subnet, kn.Gateway, kn.IPRange = have.Subnet.String(), have.Gateway.String(), have.IPRange.String()
+			kn.Options, kn.Containers = have.Options, have.Containers
+			kn.Problems = spec.Differences(have)
+		}
+	}
+	gs.OK = gs.OK && kn.Present && len(kn.Problems) == 0
+	checks, err := kindNet(cidr).Checks(st.Net, st.Lima0)
 	if err != nil {
 		v.Errors = append(v.Errors, err.Error())
 	}
-	return s, nil
+	if st.Net.Err != "" {
+		v.Errors = append(v.Errors, "reading the VM's firewall: "+st.Net.Err)
+	}
+	for _, c := range checks {
+		gs.Checks = append(gs.Checks, CheckStatus{What: c.What, OK: c.OK, Rule: c.Note})
+		gs.OK = gs.OK && c.OK
+	}
+	return st.Lima0
+}
+
+func (s *Status) route(ctx context.Context, e *Env, cidr netip.Prefix, lima0 netip.Prefix) {
+	r := &s.Route
+	var via netip.Addr
+	if lima0.IsValid() {
+		via = lima0.Addr()
+		r.Want = via.String()
+	}
+	rs, err := e.Host().RouteStatus(ctx, cidr, via)
+	if err != nil {
+		r.Line, r.Error = cidr.String()+" → unknown", err.Error()
+		return
+	}
+	r.State, r.Line = string(rs.State), rs.String()
+	if rs.Found != nil {
+		r.Interface = rs.Found.Interface
+		if rs.Found.Gateway.IsValid() {
+			r.Via = rs.Found.Gateway.String()
+		}
+	}
 }
 
 // PrintStatus writes the text form.
@@ -89,18 +201,50 @@ func PrintStatus(w io.Writer, s Status) {
 	fmt.Fprintln(w, "=== VM ===")
 	if v.Status == NotCreated {
 		fmt.Fprintf(w, "  %s: not created (run `marina up`)\n", v.Name)
-		return
+	} else {
+		fmt.Fprintf(w, "  name:     %s\n", v.Name)
+		fmt.Fprintf(w, "  status:   %s\n", v.Status)
+		fmt.Fprintf(w, "  machine:  %s %s, %d CPUs, %s memory, %s disk\n", v.VMType, v.Arch, v.CPUs, v.Memory, v.Disk)
+		if v.Lima0 != "" {
+			fmt.Fprintf(w, "  lima0:    %s\n", v.Lima0)
+		}
+		if v.Docker != "" {
+			fmt.Fprintf(w, "  docker:   %s on unix://%s\n", v.Docker, v.DockerSocket)
+		}
+		for _, err := range v.Errors {
+			fmt.Fprintf(w, "  problem:  %s\n", err)
+		}
 	}
-	fmt.Fprintf(w, "  name:     %s\n", v.Name)
-	fmt.Fprintf(w, "  status:   %s\n", v.Status)
-	fmt.Fprintf(w, "  machine:  %s %s, %d CPUs, %s memory, %s disk\n", v.VMType, v.Arch, v.CPUs, v.Memory, v.Disk)
-	if v.Lima0 != "" {
-		fmt.Fprintf(w, "  lima0:    %s\n", v.Lima0)
+	fmt.Fprintln(w, "=== Host route ===")
+	fmt.Fprintf(w, "  %s\n", s.Route.Line)
+	if s.Route.Error != "" {
+		fmt.Fprintf(w, "  problem:  %s\n", s.Route.Error)
 	}
-	if v.Docker != "" {
-		fmt.Fprintf(w, "  docker:   %s on unix://%s\n", v.Docker, v.DockerSocket)
+	if g := s.Guest; g != nil {
+		fmt.Fprintln(w, "=== Guest network ===")
+		kn := g.KindNetwork
+		if kn.Present {
+			fmt.Fprintf(w, "  %s kind network: %s on %s, gateway %s, dynamic range %s, lima0 trusted=%q, gateway mode %s, %d containers\n",
+				mark(len(kn.Problems) == 0), kn.Subnet, kn.Options["com.docker.network.bridge.name"], kn.Gateway, kn.IPRange,
+				kn.Options["com.docker.network.bridge.trusted_host_interfaces"], kn.Options["com.docker.network.bridge.gateway_mode_ipv4"], kn.Containers)
+		} else {
+			fmt.Fprintf(w, "  %s kind network\n", mark(false))
+		}
+		for _, p := range kn.Problems {
+			fmt.Fprintf(w, "      %s\n", p)
+		}
+		for _, c := range g.Checks {
+			fmt.Fprintf(w, "  %s %s\n      %s\n", mark(c.OK), c.What, c.Rule)
+		}
+		if !g.OK {
+			fmt.Fprintln(w, "  `marina up` puts back what is missing")
+		}
 	}
-	for _, err := range v.Errors {
-		fmt.Fprintf(w, "  problem:  %s\n", err)
+}
+
+func mark(ok bool) string {
+	if ok {
+		return "✓"
 	}
+	return "✗"
 }

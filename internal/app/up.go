@@ -6,13 +6,11 @@ import (
 	"fmt"
 	"os"
 	"strings"
-	"time"
 
 	"github.com/docker/go-units"
 
 	"github.com/bcollard/marina/internal/config"
 	"github.com/bcollard/marina/internal/docker"
-	"github.com/bcollard/marina/internal/guest"
 	"github.com/bcollard/marina/internal/vm"
 )
 
@@ -180,14 +178,18 @@ func Up(ctx context.Context, e *Env, opts UpOptions) error {
 	for _, w := range plan.Warnings {
 		e.UI.Warnf("%s", w)
 	}
-	if opts.DryRun {
-		printPlan(e, plan.Steps, "VM "+name+" is running; nothing to change")
+	if opts.DryRun && plan.VM != VMKeep {
+		// The guest cannot be looked at before it runs: say what follows.
+		plan.Steps = append(plan.Steps, Step{Do: fmt.Sprintf("then make sure of the Docker network %s, the VM's routing rules and the host's route to %s", docker.KindNetwork, cfg.Network.CIDR)})
+		printPlan(e, plan.Steps, "")
 		return nil
 	}
-	if err := applyUp(ctx, e, cfg, l, plan); err != nil {
-		return err
+	if !opts.DryRun {
+		if err := applyUp(ctx, e, cfg, l, plan); err != nil {
+			return err
+		}
 	}
-	return waitGuest(ctx, e, l, cfg)
+	return converge(ctx, e, l, cfg, opts.DryRun)
 }
 
 func printPlan(e *Env, steps []Step, none string) {
@@ -244,41 +246,5 @@ func applyUp(ctx context.Context, e *Env, cfg config.Config, l *vm.Limactl, plan
 		e.UI.Relabel("Started VM " + name)
 	}
 	e.UI.End(true)
-	return nil
-}
-
-// waitGuest reads lima0's address and waits for Docker over the forwarded
-// socket, then prints where things are.
-func waitGuest(ctx context.Context, e *Env, l *vm.Limactl, cfg config.Config) error {
-	name := cfg.VM.Name
-	g := e.Guest(l, name)
-	e.UI.Start("Reading the VM's lima0 address")
-	st, err := guest.Observe(ctx, g)
-	if err != nil {
-		e.UI.End(false)
-		return err
-	}
-	e.UI.Relabel("VM address on lima0: " + st.Lima0.String())
-	e.UI.End(true)
-	if len(st.Lima0All) > 1 {
-		e.UI.Warnf("lima0 has %d IPv4 addresses (%v); marina uses %s", len(st.Lima0All), st.Lima0All, st.Lima0)
-	}
-
-	sock := e.Paths.DockerSocket(name)
-	e.UI.Start("Waiting for Docker on " + sock)
-	dc, err := docker.Dial(sock)
-	if err != nil {
-		e.UI.End(false)
-		return err
-	}
-	defer dc.Close()
-	ver, err := dc.WaitReady(ctx, 2*time.Minute)
-	if err != nil {
-		e.UI.End(false)
-		return fmt.Errorf("%w\nThe socket is forwarded by Lima: `marina down && marina up` re-creates it", err)
-	}
-	e.UI.Relabel("Docker " + ver + " answers on " + sock)
-	e.UI.End(true)
-	fmt.Fprintf(e.Stdout, "VM %s is ready: lima0 %s, Docker at unix://%s\n", name, st.Lima0.Addr(), sock)
 	return nil
 }

@@ -120,9 +120,13 @@ func (r *root) downCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "down",
 		Short: "Stop the VM, keeping everything in it",
-		Args:  cobra.NoArgs,
-		RunE:  func(c *cobra.Command, _ []string) error { return app.Down(c.Context(), r.env, o) },
+		Long: `Stop the VM. Clusters, images and caches are kept; marina up starts it again.
+The host route to the kind network stays unless --remove-route is given (on a
+Mac it goes anyway with the VM's network; marina up puts it back).`,
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error { return app.Down(c.Context(), r.env, o) },
 	}
+	c.Flags().BoolVar(&o.RemoveRoute, "remove-route", false, "also remove the host's route to the kind network (needs sudo)")
 	dryRunFlag(c, &o.DryRun)
 	return c
 }
@@ -132,8 +136,9 @@ func (r *root) destroyCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "destroy",
 		Short: "Delete the VM with every cluster and image in it",
-		Long: `Delete the VM and its disk. The config and the registry cache on the Mac are
-kept, so the next marina up starts from a warm cache. Asks first; -y does not.`,
+		Long: `Delete the VM and its disk, and remove the host's route to the kind network.
+The config and the registry cache on the Mac are kept, so the next marina up
+starts from a warm cache. Asks first; -y does not.`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error { return app.Destroy(c.Context(), r.env, o) },
 	}

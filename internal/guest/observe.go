@@ -18,17 +18,22 @@ type State struct {
 	Lima0 netip.Prefix
 	// Lima0All lists every IPv4 address on lima0 (normally one).
 	Lima0All []netip.Prefix
+	// Net is the routing state: forwarding, marina's rules and files.
+	Net NetState
 }
 
 // observeScript prints one section per concern, each headed "@@ name".
+// Everything marina needs to know about the guest comes back in this one
+// round trip.
 const observeScript = `set -u
 echo "@@ lima0"
 ip -4 -j addr show dev lima0 2>/dev/null || echo '[]'
-`
+` + networkObserve
 
-// Observe looks at the guest in one round trip.
+// Observe looks at the guest in one round trip. When lima0 has no address
+// the error says so and the rest of State is still filled in.
 func Observe(ctx context.Context, g vm.Guest) (State, error) {
-	res, err := g.Run(ctx, vm.Script{Name: "observe the VM", Body: observeScript})
+	res, err := g.Run(ctx, vm.Script{Name: "observe the VM", Body: observeScript, Root: true})
 	if err != nil {
 		return State{}, err
 	}
@@ -58,8 +63,8 @@ func sections(out string) map[string]string {
 }
 
 func parseObserve(out string) (State, error) {
-	var st State
 	sec := sections(out)
+	st := State{Net: parseNetState(sec)}
 	addrs, err := ParseAddrs(sec["lima0"])
 	if err != nil {
 		return st, err

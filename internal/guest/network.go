@@ -1,0 +1,344 @@
+package guest
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/base64"
+	"fmt"
+	"net/netip"
+	"regexp"
+	"strings"
+	"text/template"
+)
+
+// Where the routing rules live in the guest. The script is what every path
+// runs: marina up, the boot unit, and the docker.service drop-in after each
+// Docker start (Docker re-inserts its MASQUERADE rule at the top of
+// POSTROUTING when it starts, above marina's exemption).
+const (
+	ScriptPath = "/usr/local/sbin/marina-network"
+	UnitName   = "marina-network.service"
+	UnitPath   = "/etc/systemd/system/" + UnitName
+	DropInPath = "/etc/systemd/system/docker.service.d/marina-network.conf"
+
+	// HostIf is the vzNAT interface the Mac's route points at.
+	HostIf = "lima0"
+
+	// marina's own chains: it owns their whole content, so stale rules
+	// (from an older lima0 network) go when the chain is rewritten.
+	natChain    = "MARINA-POSTROUTING"
+	filterChain = "MARINA-FORWARD"
+)
+
+// Net is what the rules are computed from.
+type Net struct {
+	Kind   netip.Prefix // the kind network (network.cidr)
+	Bridge string       // its Linux bridge
+}
+
+var ifName = regexp.MustCompile(`^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,14}$`)
+
+func (n Net) check() error {
+	if !n.Kind.IsValid() || !n.Kind.Addr().Is4() || n.Kind != n.Kind.Masked() {
+		return fmt.Errorf("the kind network %s is not an IPv4 network address", n.Kind)
+	}
+	if !ifName.MatchString(n.Bridge) {
+		return fmt.Errorf("%q is not an interface name", n.Bridge)
+	}
+	return nil
+}
+
+// Rule is one iptables rule in `iptables -S` form, with its table.
+type Rule struct {
+	Table string
+	Spec  string // "-A CHAIN …" exactly as iptables -S prints it
+	What  string // what it is for, for status
+}
+
+// Rules are the rules the script installs when lima0 is on hostNet.
+func (n Net) Rules(hostNet netip.Prefix) []Rule {
+	hostNet = hostNet.Masked()
+	return []Rule{
+		{"nat", fmt.Sprintf("-A %s -s %s -d %s -o %s -j ACCEPT", natChain, n.Kind, hostNet, HostIf),
+			"kind → Mac keeps its source address (exempt from Docker's MASQUERADE)"},
+		{"filter", fmt.Sprintf("-A %s -s %s -d %s -i %s -o %s -j ACCEPT", filterChain, hostNet, n.Kind, HostIf, n.Bridge),
+			"Mac → kind network: containers, unpublished ports, MetalLB addresses"},
+		{"filter", fmt.Sprintf("-A %s -s %s -d %s -i %s -o %s -m conntrack --ctstate RELATED,ESTABLISHED -j ACCEPT", filterChain, n.Kind, hostNet, n.Bridge, HostIf),
+			"replies from the kind network to the Mac"},
+	}
+}
+
+// Jumps are the rules that send traffic into marina's chains; each must be
+// the first rule of its chain.
+func Jumps() []Rule {
+	return []Rule{
+		{"nat", "-A POSTROUTING -j " + natChain, "first in POSTROUTING, ahead of Docker's MASQUERADE"},
+		{"filter", "-A DOCKER-USER -j " + filterChain, "first in DOCKER-USER, which FORWARD runs before Docker's own rules"},
+	}
+}
+
+var scriptTmpl = template.Must(template.New("net").Parse(`#!/bin/bash
+# Written by marina; marina up rewrites it. Routes the Mac into the kind
+# network at layer 3 with no address translation either way:
+#  - the Mac reaches every address of {{.Kind}} over {{.HostIf}}, through
+#    Docker's DOCKER-USER chain (Docker 28.2+ drops such traffic otherwise);
+#  - traffic from the kind network to the Mac keeps its source address,
+#    exempt from Docker's MASQUERADE.
+# Runs from marina up, from {{.Unit}} at boot and after every Docker start.
+set -eu -o pipefail
+kind={{.Kind}}
+bridge={{.Bridge}}
+host_if={{.HostIf}}
+
+# lima0's network with its real prefix: the kernel's connected route.
+host_net=$(ip -4 -o route show dev "$host_if" proto kernel scope link | awk 'NR == 1 { print $1 }')
+if [ -z "$host_net" ]; then
+	echo "marina-network: $host_if has no IPv4 network yet; no rules changed" >&2
+	exit 1
+fi
+if ! iptables -w -S DOCKER-USER >/dev/null 2>&1; then
+	echo "marina-network: Docker's DOCKER-USER chain is missing: is Docker running, on the iptables backend?" >&2
+	exit 1
+fi
+sysctl -q -w net.ipv4.ip_forward=1
+
+# chain TABLE CHAIN RULE…: make CHAIN hold exactly the RULES, in order.
+chain() {
+	local table=$1 name=$2 want have r
+	shift 2
+	want=$(printf '%s\n' "$@")
+	iptables -w -t "$table" -N "$name" 2>/dev/null || true
+	have=$(iptables -w -t "$table" -S "$name" | grep -v '^-N ' || true)
+	[ "$have" = "$want" ] && return 0
+	iptables -w -t "$table" -F "$name"
+	for r in "$@"; do
+		# shellcheck disable=SC2086 # a rule is words
+		iptables -w -t "$table" $r
+	done
+}
+
+# first TABLE CHAIN TARGET: exactly one jump from CHAIN to TARGET, first.
+first() {
+	local table=$1 name=$2 target=$3 rules
+	rules=$(iptables -w -t "$table" -S "$name" | grep -v '^-[PN] ' || true)
+	if [ "$(printf '%s\n' "$rules" | head -n 1)" = "-A $name -j $target" ] &&
+		[ "$(printf '%s\n' "$rules" | grep -c -- "-j $target\$")" = 1 ]; then
+		return 0
+	fi
+	while iptables -w -t "$table" -D "$name" -j "$target" 2>/dev/null; do :; done
+	iptables -w -t "$table" -I "$name" 1 -j "$target"
+}
+
+chain nat {{.NatChain}} \
+	"-A {{.NatChain}} -s $kind -d $host_net -o $host_if -j ACCEPT"
+chain filter {{.FilterChain}} \
+	"-A {{.FilterChain}} -s $host_net -d $kind -i $host_if -o $bridge -j ACCEPT" \
+	"-A {{.FilterChain}} -s $kind -d $host_net -i $bridge -o $host_if -m conntrack --ctstate RELATED,ESTABLISHED -j ACCEPT"
+first nat POSTROUTING {{.NatChain}}
+first filter DOCKER-USER {{.FilterChain}}
+`))
+
+const unitFile = `[Unit]
+Description=marina: route the kind network to the Mac without address translation
+Documentation=https://github.com/bcollard/marina
+After=docker.service
+Requires=docker.service
+
+[Service]
+Type=oneshot
+ExecStart=` + ScriptPath + `
+RemainAfterExit=yes
+
+[Install]
+WantedBy=multi-user.target
+`
+
+// Docker re-inserts its MASQUERADE rule above marina's on every start;
+// this puts marina's back in front. "-" keeps a failure (lima0 not up yet)
+// from failing Docker itself.
+const dropInFile = `[Service]
+ExecStartPost=-` + ScriptPath + `
+`
+
+// File is a file marina installs in the guest.
+type File struct {
+	Path    string
+	Mode    string
+	Content string
+}
+
+// Sum is the sha256 of the content, as sha256sum prints it.
+func (f File) Sum() string { return fmt.Sprintf("%x", sha256.Sum256([]byte(f.Content))) }
+
+// Files are the script, the boot unit and the Docker drop-in.
+func (n Net) Files() ([]File, error) {
+	if err := n.check(); err != nil {
+		return nil, err
+	}
+	var b bytes.Buffer
+	err := scriptTmpl.Execute(&b, map[string]string{
+		"Kind": n.Kind.String(), "Bridge": n.Bridge, "HostIf": HostIf, "Unit": UnitName,
+		"NatChain": natChain, "FilterChain": filterChain,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return []File{
+		{ScriptPath, "0755", b.String()},
+		{UnitPath, "0644", unitFile},
+		{DropInPath, "0644", dropInFile},
+	}, nil
+}
+
+// ApplyScript installs files that differ, enables the unit, and runs the
+// rules script: one round trip. Contents travel base64-encoded inside the
+// script, so nothing in them is interpreted by the shell.
+func (n Net) ApplyScript() (string, error) {
+	files, err := n.Files()
+	if err != nil {
+		return "", err
+	}
+	var b strings.Builder
+	b.WriteString("set -eu -o pipefail\nreload=0\n")
+	b.WriteString(`put() { # PATH MODE BASE64
+	local tmp
+	tmp=$(mktemp)
+	printf '%s' "$3" | base64 -d >"$tmp"
+	if [ -f "$1" ] && cmp -s "$tmp" "$1"; then rm -f "$tmp"; return 1; fi
+	install -D -m "$2" "$tmp" "$1"
+	rm -f "$tmp"
+}
+`)
+	for _, f := range files {
+		fmt.Fprintf(&b, "put %s %s %s && reload=1\n", f.Path, f.Mode, base64.StdEncoding.EncodeToString([]byte(f.Content)))
+	}
+	fmt.Fprintf(&b, `if [ "$reload" = 1 ]; then systemctl daemon-reload; fi
+if [ "$(systemctl is-enabled %[1]s 2>/dev/null)" != enabled ]; then systemctl enable %[1]s; fi
+%[2]s
+`, UnitName, ScriptPath)
+	return b.String(), nil
+}
+
+// NetState is what the guest's routing looks like.
+type NetState struct {
+	Forwarding bool
+	// Sums maps each installed file to its sha256 ("" when missing).
+	Sums    map[string]string
+	Enabled bool
+	// Chains maps "table chain" to its rules in -S form.
+	Chains map[string][]string
+	// Err is set when the rules could not be read.
+	Err string
+}
+
+// networkObserve prints the routing state; it needs root for iptables.
+const networkObserve = `echo "@@ forward"
+cat /proc/sys/net/ipv4/ip_forward
+echo "@@ files"
+for f in ` + ScriptPath + " " + UnitPath + " " + DropInPath + `; do
+	if [ -f "$f" ]; then sha256sum "$f"; else echo "- $f"; fi
+done
+echo "@@ enabled"
+systemctl is-enabled ` + UnitName + ` 2>/dev/null || true
+echo "@@ nat"
+iptables -w -t nat -S 2>&1 || true
+echo "@@ filter"
+iptables -w -t filter -S 2>&1 || true
+`
+
+func parseNetState(sec map[string]string) NetState {
+	st := NetState{Sums: map[string]string{}, Chains: map[string][]string{}}
+	st.Forwarding = strings.TrimSpace(sec["forward"]) == "1"
+	for _, line := range strings.Split(sec["files"], "\n") {
+		f := strings.Fields(line)
+		if len(f) != 2 {
+			continue
+		}
+		if f[0] == "-" {
+			st.Sums[f[1]] = ""
+		} else {
+			st.Sums[f[1]] = f[0]
+		}
+	}
+	st.Enabled = strings.TrimSpace(sec["enabled"]) == "enabled"
+	for _, table := range []string{"nat", "filter"} {
+		for _, line := range strings.Split(sec[table], "\n") {
+			line = strings.TrimSpace(line)
+			if !strings.HasPrefix(line, "-A ") {
+				if line != "" && !strings.HasPrefix(line, "-P ") && !strings.HasPrefix(line, "-N ") && st.Err == "" {
+					st.Err = "iptables -t " + table + ": " + line
+				}
+				continue
+			}
+			name := strings.Fields(line)[1]
+			st.Chains[table+" "+name] = append(st.Chains[table+" "+name], line)
+		}
+	}
+	return st
+}
+
+// Check is one probe of the guest's routing, for status and for planning.
+type Check struct {
+	What string
+	OK   bool
+	Note string
+}
+
+// Checks compares st with what the rules for hostNet must be. Each check
+// looks for exactly what the script installs.
+func (n Net) Checks(st NetState, hostNet netip.Prefix) ([]Check, error) {
+	files, err := n.Files()
+	if err != nil {
+		return nil, err
+	}
+	var out []Check
+	out = append(out, Check{What: "IPv4 forwarding", OK: st.Forwarding, Note: "net.ipv4.ip_forward"})
+	for _, r := range n.Rules(hostNet) {
+		chain := strings.Fields(r.Spec)[1]
+		found := false
+		for _, have := range st.Chains[r.Table+" "+chain] {
+			found = found || have == r.Spec
+		}
+		out = append(out, Check{What: r.What, OK: found, Note: "-t " + r.Table + " " + r.Spec})
+	}
+	// A chain may only hold marina's rules: anything else is stale.
+	want := map[string]bool{}
+	for _, r := range n.Rules(hostNet) {
+		want[r.Table+" "+r.Spec] = true
+	}
+	for _, key := range []string{"nat " + natChain, "filter " + filterChain} {
+		table := strings.Fields(key)[0]
+		for _, have := range st.Chains[key] {
+			if !want[table+" "+have] {
+				out = append(out, Check{What: "stale rule", OK: false, Note: "-t " + table + " " + have})
+			}
+		}
+	}
+	for _, j := range Jumps() {
+		from := strings.Fields(j.Spec)[1]
+		rules := st.Chains[j.Table+" "+from]
+		n := 0
+		for _, r := range rules {
+			if r == j.Spec {
+				n++
+			}
+		}
+		ok := len(rules) > 0 && rules[0] == j.Spec && n == 1
+		out = append(out, Check{What: "jump into marina's rules", OK: ok, Note: "-t " + j.Table + " " + j.Spec + " (" + j.What + ")"})
+	}
+	for _, f := range files {
+		out = append(out, Check{What: "installed " + f.Path, OK: st.Sums[f.Path] == f.Sum(), Note: "survives reboots and Docker restarts"})
+	}
+	out = append(out, Check{What: UnitName + " enabled", OK: st.Enabled, Note: "applies the rules at boot"})
+	return out, nil
+}
+
+// AllOK reports whether every check passed.
+func AllOK(cs []Check) bool {
+	for _, c := range cs {
+		if !c.OK {
+			return false
+		}
+	}
+	return true
+}

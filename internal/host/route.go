@@ -1,0 +1,256 @@
+// Package host is the Mac side of marina: the one route that sends the
+// kind network to the VM, and running the privileged commands that change
+// it. macOS uses route(8); Linux (the lab) uses ip(8).
+package host
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"net/netip"
+	"strings"
+)
+
+// Route is the route the host would use for an address.
+type Route struct {
+	Dest      netip.Prefix // 0.0.0.0/0 for the default route
+	Gateway   netip.Addr   // invalid for an interface route
+	Interface string
+}
+
+func (r Route) String() string {
+	s := r.Dest.String()
+	if r.Dest.Bits() == 0 {
+		s = "the default route"
+	}
+	if r.Gateway.IsValid() {
+		s += " via " + r.Gateway.String()
+	}
+	if r.Interface != "" {
+		s += " on " + r.Interface
+	}
+	return s
+}
+
+// RouteState is how the host routes the kind network.
+type RouteState string
+
+// The route states status reports.
+const (
+	Present      RouteState = "present"
+	Missing      RouteState = "missing"
+	WrongGateway RouteState = "wrong gateway"
+	Shadowed     RouteState = "shadowed"
+)
+
+// RouteStatus is the kind network's route as found, against what it must be.
+type RouteStatus struct {
+	Want  netip.Prefix
+	Via   netip.Addr // the VM's lima0 address; invalid when unknown
+	Found *Route     // the route the host uses for Want's first host; nil: none
+	State RouteState
+}
+
+// Classify tells present and ours from missing, wrong gateway and shadowed.
+// found is the route the host picks for the first host of want.
+func Classify(want netip.Prefix, via netip.Addr, found *Route) RouteStatus {
+	s := RouteStatus{Want: want, Via: via, Found: found}
+	switch {
+	case found == nil || found.Dest.Bits() < want.Bits():
+		// Nothing, or only a broader route (the default, a VPN's /12):
+		// this is the check klimax got wrong by trusting an exit code.
+		s.State = Missing
+	case found.Dest.Bits() > want.Bits():
+		s.State = Shadowed
+	case via.IsValid() && found.Gateway != via:
+		s.State = WrongGateway
+	default:
+		s.State = Present
+	}
+	return s
+}
+
+func (s RouteStatus) String() string {
+	head := s.Want.String() + " → "
+	switch s.State {
+	case Present:
+		if s.Found.Gateway.IsValid() {
+			return head + "present (via " + s.Found.Gateway.String() + ")"
+		}
+		return head + "present (on " + s.Found.Interface + ")"
+	case Missing:
+		if s.Found == nil {
+			return head + "missing (the host has no route for it at all)"
+		}
+		return head + "missing (the host would send it along " + s.Found.String() + ")"
+	case WrongGateway:
+		return head + fmt.Sprintf("wrong gateway (via %s; the VM's lima0 is %s)", gwOrIf(s.Found), s.Via)
+	case Shadowed:
+		return head + "shadowed by " + s.Found.String() + " (a VPN? addresses in " + s.Found.Dest.String() + " do not reach the VM)"
+	}
+	return head + string(s.State)
+}
+
+func gwOrIf(r *Route) string {
+	if r.Gateway.IsValid() {
+		return r.Gateway.String()
+	}
+	return r.Interface
+}
+
+// commands builds one OS's route changes.
+type commands struct {
+	add, change func(netip.Prefix, netip.Addr) []string
+	del         func(netip.Prefix) []string
+}
+
+func (c commands) fix(s RouteStatus) []string {
+	switch s.State {
+	case Missing:
+		return c.add(s.Want, s.Via)
+	case WrongGateway:
+		return c.change(s.Want, s.Via)
+	}
+	return nil
+}
+
+// remove deletes only a route of exactly the kind network: never the
+// default route or a VPN's.
+func (c commands) remove(s RouteStatus) []string {
+	if s.Found == nil || s.Found.Dest != s.Want {
+		return nil
+	}
+	return c.del(s.Want)
+}
+
+// macOS: route(8). Not persistent; the route goes with the vzNAT bridge
+// when the VM stops, and marina up puts it back.
+var darwinCommands = commands{
+	add: func(p netip.Prefix, gw netip.Addr) []string {
+		return []string{"/sbin/route", "-n", "add", "-net", p.String(), gw.String()}
+	},
+	change: func(p netip.Prefix, gw netip.Addr) []string {
+		return []string{"/sbin/route", "-n", "change", "-net", p.String(), gw.String()}
+	},
+	del: func(p netip.Prefix) []string { return []string{"/sbin/route", "-n", "delete", "-net", p.String()} },
+}
+
+// Linux (the lab): ip(8).
+var linuxCommands = commands{
+	add: func(p netip.Prefix, gw netip.Addr) []string {
+		return []string{"ip", "route", "replace", p.String(), "via", gw.String()}
+	},
+	change: func(p netip.Prefix, gw netip.Addr) []string {
+		return []string{"ip", "route", "replace", p.String(), "via", gw.String()}
+	},
+	del: func(p netip.Prefix) []string { return []string{"ip", "route", "del", p.String()} },
+}
+
+// FirstHost is the address route lookups ask about.
+func FirstHost(p netip.Prefix) netip.Addr { return p.Masked().Addr().Next() }
+
+// ParseRouteGet reads macOS `route -n get ADDR` output: its destination,
+// mask, gateway and interface lines. No route at all is (nil, nil).
+func ParseRouteGet(out string) (*Route, error) {
+	fields := map[string]string{}
+	sc := bufio.NewScanner(strings.NewReader(out))
+	for sc.Scan() {
+		line := sc.Text()
+		if strings.Contains(line, "not in table") {
+			return nil, nil
+		}
+		k, v, ok := strings.Cut(line, ":")
+		if !ok {
+			continue
+		}
+		fields[strings.TrimSpace(k)] = strings.TrimSpace(v)
+	}
+	dest, ok := fields["destination"]
+	if !ok {
+		return nil, fmt.Errorf("cannot read `route -n get` output: no destination line in %q", strings.TrimSpace(out))
+	}
+	r := &Route{Interface: fields["interface"]}
+	if dest == "default" {
+		r.Dest = netip.PrefixFrom(netip.IPv4Unspecified(), 0)
+	} else {
+		addr, err := netip.ParseAddr(dest)
+		if err != nil {
+			return nil, fmt.Errorf("cannot read `route -n get` output: destination %q", dest)
+		}
+		bits := 32 // a host route has no mask line
+		switch m, ok := fields["mask"]; {
+		case !ok:
+		case m == "default":
+			bits = 0
+		default:
+			mask, err := netip.ParseAddr(m)
+			if err != nil || !mask.Is4() {
+				return nil, fmt.Errorf("cannot read `route -n get` output: mask %q", m)
+			}
+			if bits = maskBits(mask); bits < 0 {
+				return nil, fmt.Errorf("cannot read `route -n get` output: mask %q is not contiguous", m)
+			}
+		}
+		r.Dest = netip.PrefixFrom(addr, bits).Masked()
+	}
+	// An interface route shows the interface (or a link address) as its
+	// gateway; only an IP is a gateway.
+	if gw, err := netip.ParseAddr(fields["gateway"]); err == nil {
+		r.Gateway = gw
+	}
+	return r, nil
+}
+
+func maskBits(m netip.Addr) int {
+	b := m.As4()
+	v := uint32(b[0])<<24 | uint32(b[1])<<16 | uint32(b[2])<<8 | uint32(b[3])
+	n := 0
+	for v&(1<<31) != 0 {
+		n++
+		v <<= 1
+	}
+	if v != 0 {
+		return -1
+	}
+	return n
+}
+
+// ParseIPRoute reads Linux `ip -4 -j route show match ADDR`: every route
+// containing ADDR. It returns the one the kernel picks (the longest).
+func ParseIPRoute(out string) (*Route, error) {
+	var rs []struct {
+		Dst     string `json:"dst"`
+		Gateway string `json:"gateway"`
+		Dev     string `json:"dev"`
+	}
+	if err := json.Unmarshal([]byte(out), &rs); err != nil {
+		return nil, fmt.Errorf("cannot read `ip -j route` output: %w", err)
+	}
+	var best *Route
+	for _, x := range rs {
+		r := &Route{Interface: x.Dev}
+		switch {
+		case x.Dst == "default":
+			r.Dest = netip.PrefixFrom(netip.IPv4Unspecified(), 0)
+		case strings.Contains(x.Dst, "/"):
+			p, err := netip.ParsePrefix(x.Dst)
+			if err != nil {
+				return nil, fmt.Errorf("cannot read `ip -j route` output: dst %q", x.Dst)
+			}
+			r.Dest = p.Masked()
+		default:
+			a, err := netip.ParseAddr(x.Dst)
+			if err != nil {
+				return nil, fmt.Errorf("cannot read `ip -j route` output: dst %q", x.Dst)
+			}
+			r.Dest = netip.PrefixFrom(a, 32)
+		}
+		if gw, err := netip.ParseAddr(x.Gateway); err == nil {
+			r.Gateway = gw
+		}
+		if best == nil || r.Dest.Bits() > best.Dest.Bits() {
+			best = r
+		}
+	}
+	return best, nil
+}

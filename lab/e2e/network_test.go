@@ -1,0 +1,466 @@
+package e2e
+
+import (
+	"bufio"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+const echoImage = "marina-lab/echo:1"
+
+var (
+	buildEcho sync.Once
+	echoBin   string
+)
+
+// importEcho builds lab/echo as a static binary (once) and imports it into
+// the guest's Docker as a FROM-scratch image when the VM lacks it (nothing
+// can be pulled in the lab).
+func importEcho(t *testing.T) {
+	t.Helper()
+	buildEcho.Do(func() {
+		_, file, _, _ := runtime.Caller(0)
+		repo := filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
+		dir, err := os.MkdirTemp("", "marina-echo-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := exec.Command("go", "build", "-o", filepath.Join(dir, "echo"), "./lab/echo")
+		b.Dir, b.Env = repo, append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := b.CombinedOutput(); err != nil {
+			t.Fatalf("build echo: %v\n%s", err, out)
+		}
+		echoBin = dir
+	})
+	if echoBin == "" {
+		t.Fatal("the echo binary could not be built")
+	}
+	if _, err := labCmd(t, "docker", "image", "inspect", echoImage); err == nil {
+		return
+	}
+	sh := "tar -C " + echoBin + " -c echo | " + labScript + ` docker import -c 'ENTRYPOINT ["/echo"]' - ` + echoImage
+	if out, err := exec.Command("sh", "-c", sh).CombinedOutput(); err != nil {
+		t.Fatalf("import echo: %v\n%s", err, out)
+	}
+}
+
+func labDocker(t *testing.T, args ...string) string {
+	t.Helper()
+	out, err := labCmd(t, append([]string{"docker"}, args...)...)
+	if err != nil {
+		t.Fatalf("docker %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return strings.TrimSpace(out)
+}
+
+// inGuest runs a shell command as root in the guest.
+func inGuest(t *testing.T, script string) string {
+	t.Helper()
+	out, err := labCmd(t, "vm", "sh", "-c", script)
+	if err != nil {
+		t.Fatalf("in the guest: %s: %v\n%s", script, err, out)
+	}
+	return out
+}
+
+// serveEcho runs an echo server on network and returns its address there.
+func serveEcho(t *testing.T, name, network string) string {
+	t.Helper()
+	importEcho(t)
+	labDocker(t, "run", "-d", "--restart", "always", "--name", name, "--network", network, echoImage, "serve", ":8080")
+	t.Cleanup(func() { _, _ = labCmd(t, "docker", "rm", "-f", name) })
+	return containerIP(t, name, network)
+}
+
+func containerIP(t *testing.T, name, network string) string {
+	t.Helper()
+	var ip string
+	waitFor(t, 20*time.Second, name+"'s address", func() bool {
+		out, err := labCmd(t, "docker", "inspect", "-f", "{{(index .NetworkSettings.Networks \""+network+"\").IPAddress}}", name)
+		ip = strings.TrimSpace(out)
+		return err == nil && net.ParseIP(ip) != nil
+	})
+	return ip
+}
+
+// addVIP makes container name answer for vip too, as a MetalLB speaker
+// makes a node answer for a LoadBalancer address: an address that is not
+// any container's, so Docker's per-container rules do not know it.
+func addVIP(t *testing.T, name, vip string) {
+	t.Helper()
+	pid := labDocker(t, "inspect", "-f", "{{.State.Pid}}", name)
+	if out, err := exec.Command("nsenter", "-t", pid, "-n", "ip", "addr", "add", vip+"/32", "dev", "eth0").CombinedOutput(); err != nil {
+		t.Fatalf("add %s to %s: %v\n%s", vip, name, err, out)
+	}
+}
+
+var peerRe = regexp.MustCompile(`^peer ([0-9.]+):\d+ local ([0-9.]+):\d+`)
+
+// dialFromMac connects from the mac namespace (where this test runs) and
+// returns the peer address the server saw.
+func dialFromMac(addr string) (string, error) {
+	c, err := net.DialTimeout("tcp", addr, 3*time.Second)
+	if err != nil {
+		return "", err
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(3 * time.Second))
+	line, err := bufio.NewReader(c).ReadString('\n')
+	if err != nil {
+		return "", err
+	}
+	m := peerRe.FindStringSubmatch(line)
+	if m == nil {
+		return "", &net.AddrError{Err: "unexpected answer " + line, Addr: addr}
+	}
+	return m[1], nil
+}
+
+// listenOnMac accepts connections in the mac namespace and reports each
+// peer address.
+func listenOnMac(t *testing.T) (string, <-chan string) {
+	t.Helper()
+	l, err := net.Listen("tcp", "0.0.0.0:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	peers := make(chan string, 16)
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			host, _, _ := net.SplitHostPort(c.RemoteAddr().String())
+			peers <- host
+			_, _ = c.Write([]byte("peer " + c.RemoteAddr().String() + " local " + c.LocalAddr().String() + "\n"))
+			c.Close()
+		}
+	}()
+	_, port, _ := net.SplitHostPort(l.Addr().String())
+	return port, peers
+}
+
+// dialFromContainer connects from a new container on network to addr and
+// returns the peer address the Mac-side server saw (empty on failure).
+func dialFromContainer(t *testing.T, network, addr string, peers <-chan string) string {
+	t.Helper()
+	out, err := labCmd(t, "docker", "run", "--rm", "--network", network, echoImage, "dial", addr)
+	if err != nil {
+		t.Logf("dial from %s to %s: %v %s", network, addr, err, out)
+		return ""
+	}
+	select {
+	case p := <-peers:
+		return p
+	case <-time.After(3 * time.Second):
+		return ""
+	}
+}
+
+// firewall is the guest's filter and nat tables without counters.
+func firewall(t *testing.T) string {
+	t.Helper()
+	out := inGuest(t, "iptables-save -t filter; iptables-save -t nat")
+	var keep []string
+	for _, l := range strings.Split(out, "\n") {
+		if strings.HasPrefix(l, "#") || l == "" {
+			continue
+		}
+		keep = append(keep, regexp.MustCompile(`\[\d+:\d+\]`).ReplaceAllString(l, ""))
+	}
+	return strings.Join(keep, "\n")
+}
+
+func marinaRules(t *testing.T) string {
+	t.Helper()
+	var keep []string
+	for _, l := range strings.Split(firewall(t), "\n") {
+		if strings.Contains(l, "MARINA") {
+			keep = append(keep, l)
+		}
+	}
+	return strings.Join(keep, "\n")
+}
+
+func TestNetwork(t *testing.T) {
+	needLab(t)
+	mustMarina(t, "up")
+	t.Cleanup(func() { marina(t, "destroy", "-y") })
+
+	macPeer := "192.168.64.1"
+
+	t.Run("Docker 29 blocks routed traffic without marina's network options and rules", func(t *testing.T) {
+		// A network made as Docker makes it by default, routed from the Mac
+		// the way marina routes the kind network.
+		labDocker(t, "network", "create", "--subnet", "172.31.0.0/16", "plain")
+		t.Cleanup(func() { _, _ = labCmd(t, "docker", "network", "rm", "plain") })
+		if out, err := exec.Command("ip", "route", "replace", "172.31.0.0/16", "via", "192.168.64.2").CombinedOutput(); err != nil {
+			t.Fatalf("route: %v %s", err, out)
+		}
+		t.Cleanup(func() { _ = exec.Command("ip", "route", "del", "172.31.0.0/16").Run() })
+		ip := serveEcho(t, "plain-srv", "plain")
+		addVIP(t, "plain-srv", "172.31.1.200")
+		br := strings.TrimSpace(inGuest(t, "ip -o -4 addr show to 172.31.0.1/32 | awk '{print $2}'"))
+
+		// Docker's raw-table DROP stops the container address; its filter
+		// DROP stops the MetalLB-style address.
+		if p, err := dialFromMac(ip + ":8080"); err == nil {
+			t.Errorf("reached the container %s without marina (peer %s): Docker's protection is not in place", ip, p)
+		}
+		if p, err := dialFromMac("172.31.1.200:8080"); err == nil {
+			t.Errorf("reached the VIP without marina (peer %s)", p)
+		}
+		if !strings.Contains(inGuest(t, "iptables -t raw -S PREROUTING"), "-d "+ip+"/32 ! -i "+br+" -j DROP") {
+			t.Errorf("no raw DROP rule for %s", ip)
+		}
+
+		// A DOCKER-USER accept alone opens the VIP but not the container:
+		// the raw DROP still holds until lima0 is a trusted interface.
+		rule := "-s 192.168.64.0/24 -d 172.31.0.0/16 -i lima0 -o " + br + " -j ACCEPT"
+		inGuest(t, "iptables -I DOCKER-USER 1 "+rule)
+		defer inGuest(t, "iptables -D DOCKER-USER "+rule)
+		if p, err := dialFromMac("172.31.1.200:8080"); err != nil || p != macPeer {
+			t.Errorf("VIP with a DOCKER-USER accept: peer %q, %v", p, err)
+		}
+		if p, err := dialFromMac(ip + ":8080"); err == nil {
+			t.Errorf("reached the container without the trusted interface (peer %s)", p)
+		}
+
+		// Without the NAT exemption Docker masquerades the container's
+		// connection to the Mac behind the VM's address.
+		port, peers := listenOnMac(t)
+		if p := dialFromContainer(t, "plain", macPeer+":"+port, peers); p != "192.168.64.2" {
+			t.Errorf("from a plain container the Mac saw %q, want the VM's masquerading address 192.168.64.2", p)
+		}
+	})
+
+	// The server the rest of the test talks to lives as long as the test.
+	srvIP := serveEcho(t, "kind-srv", "kind")
+	addVIP(t, "kind-srv", "172.30.1.200")
+
+	t.Run("the Mac reaches containers and MetalLB addresses and is seen as itself", func(t *testing.T) {
+		if !strings.HasPrefix(srvIP, "172.30.128.") {
+			t.Errorf("Docker gave the container %s, outside the dynamic range 172.30.128.0/18", srvIP)
+		}
+		for _, addr := range []string{srvIP, "172.30.1.200"} {
+			p, err := dialFromMac(addr + ":8080")
+			if err != nil {
+				t.Errorf("Mac → %s: %v", addr, err)
+			} else if p != macPeer {
+				t.Errorf("Mac → %s: the server saw %s, want the Mac's own %s", addr, p, macPeer)
+			}
+		}
+	})
+
+	t.Run("a container reaches the Mac with its own address", func(t *testing.T) {
+		port, peers := listenOnMac(t)
+		out, err := labCmd(t, "docker", "run", "-d", "--network", "kind", "--name", "kind-client", echoImage, "serve", ":1")
+		if err != nil {
+			t.Fatalf("%v %s", err, out)
+		}
+		labDocker(t, "rm", "-f", "kind-client")
+		p := dialFromContainer(t, "kind", macPeer+":"+port, peers)
+		if !strings.HasPrefix(p, "172.30.") {
+			t.Errorf("the Mac saw %q, want the container's own 172.30.x.y address (no SNAT)", p)
+		}
+	})
+
+	t.Run("status shows the route and every rule", func(t *testing.T) {
+		r := mustMarina(t, "status")
+		for _, want := range []string{"=== Host route ===\n  172.30.0.0/16 → present (via 192.168.64.2)", "=== Guest network ===", "✓ kind network: 172.30.0.0/16 on br-kind"} {
+			if !strings.Contains(r.stdout, want) {
+				t.Errorf("status lacks %q:\n%s", want, r.stdout)
+			}
+		}
+		if strings.Contains(r.stdout, "✗") {
+			t.Errorf("status shows a failing check:\n%s", r.stdout)
+		}
+	})
+
+	t.Run("up three times gives identical rules", func(t *testing.T) {
+		var sets []string
+		for i := 0; i < 3; i++ {
+			mustMarina(t, "up")
+			sets = append(sets, firewall(t))
+		}
+		if sets[0] != sets[1] || sets[1] != sets[2] {
+			t.Errorf("rules differ between runs:\n%s\n---\n%s\n---\n%s", sets[0], sets[1], sets[2])
+		}
+		if n := strings.Count(sets[2], "-j MARINA-FORWARD"); n != 1 {
+			t.Errorf("%d jumps into MARINA-FORWARD", n)
+		}
+	})
+
+	t.Run("missing rules show in status and up puts them back", func(t *testing.T) {
+		inGuest(t, "iptables -F MARINA-FORWARD")
+		if _, err := dialFromMac(srvIP + ":8080"); err == nil {
+			t.Error("reached the container with marina's rules flushed")
+		}
+		r := mustMarina(t, "status")
+		if !strings.Contains(r.stdout, "✗ Mac → kind network") {
+			t.Errorf("status does not show the missing rule:\n%s", r.stdout)
+		}
+		r = mustMarina(t, "up", "--dry-run")
+		if !strings.Contains(r.stdout, "install and apply the VM's routing rules") {
+			t.Errorf("dry run does not plan the repair:\n%s", r.stdout)
+		}
+		mustMarina(t, "up")
+		if p, err := dialFromMac(srvIP + ":8080"); err != nil || p != macPeer {
+			t.Errorf("after up: peer %q, %v", p, err)
+		}
+	})
+
+	t.Run("a Docker restart runs the drop-in and the rules are back", func(t *testing.T) {
+		before := marinaRules(t)
+		// Docker puts its MASQUERADE rule back above marina's on start;
+		// the drop-in, run as systemd runs it, puts marina's first again.
+		inGuest(t, "systemctl restart docker")
+		if got := marinaRules(t); got != before {
+			t.Errorf("rules after a Docker restart:\n%s\nwant:\n%s", got, before)
+		}
+		first := strings.Split(strings.TrimSpace(inGuest(t, "iptables -t nat -S POSTROUTING")), "\n")[1]
+		if first != "-A POSTROUTING -j MARINA-POSTROUTING" {
+			t.Errorf("first POSTROUTING rule after the restart: %s", first)
+		}
+		srvIP = containerIP(t, "kind-srv", "kind")
+		addVIP(t, "kind-srv", "172.30.1.200")
+		if p, err := dialFromMac("172.30.1.200:8080"); err != nil || p != macPeer {
+			t.Errorf("VIP after the restart: peer %q, %v", p, err)
+		}
+	})
+
+	t.Run("a reboot brings the rules back without marina", func(t *testing.T) {
+		before := marinaRules(t)
+		mustMarina(t, "down")
+		// The lab's shutdown flushes the guest's firewall as a reboot does.
+		if out, _ := labCmd(t, "vm", "sh", "-c", "iptables -S | grep -c MARINA || true"); strings.TrimSpace(out) != "0" {
+			t.Fatalf("rules survived the shutdown: %s", out)
+		}
+		if out, err := runEnv(t, []string{"LIMA_HOME=" + filepath.Join(marinaHome(), "lima")}, "limactl", "start", "--tty=false", "marina"); err != nil {
+			t.Fatalf("limactl start: %v\n%s", err, out)
+		}
+		if got := marinaRules(t); got != before {
+			t.Errorf("rules after boot:\n%s\nwant:\n%s", got, before)
+		}
+		for _, unit := range []string{"/etc/systemd/system/marina-network.service", "/etc/systemd/system/docker.service"} {
+			out, err := labCmd(t, "vm", "systemd-analyze", "verify", "--man=no", unit)
+			if err != nil || strings.TrimSpace(out) != "" {
+				t.Errorf("systemd-analyze verify %s: %v\n%s", unit, err, out)
+			}
+		}
+	})
+
+	t.Run("a new lima0 address moves the route and the rules", func(t *testing.T) {
+		mustMarina(t, "up")
+		// A new vzNAT lease: another address in another network. The lab's
+		// own addresses come back afterwards.
+		t.Cleanup(func() {
+			for _, cmd := range [][]string{
+				{"ip", "-n", "marina-vm", "addr", "flush", "dev", "lima0"},
+				{"ip", "-n", "marina-vm", "addr", "add", "192.168.64.2/24", "dev", "lima0"},
+				{"ip", "-n", "marina-vm", "route", "replace", "default", "via", "192.168.64.1"},
+				{"ip", "-n", "marina-mac", "addr", "del", "192.168.70.1/24", "dev", "bridge100"},
+			} {
+				_ = exec.Command(cmd[0], cmd[1:]...).Run()
+			}
+		})
+		for _, cmd := range [][]string{
+			{"ip", "-n", "marina-mac", "addr", "add", "192.168.70.1/24", "dev", "bridge100"},
+			{"ip", "-n", "marina-vm", "addr", "flush", "dev", "lima0"},
+			{"ip", "-n", "marina-vm", "addr", "add", "192.168.70.2/24", "dev", "lima0"},
+			{"ip", "-n", "marina-vm", "route", "replace", "default", "via", "192.168.70.1"},
+		} {
+			if out, err := exec.Command(cmd[0], cmd[1:]...).CombinedOutput(); err != nil {
+				t.Fatalf("%v: %v %s", cmd, err, out)
+			}
+		}
+		r := mustMarina(t, "status")
+		if !strings.Contains(r.stdout, "172.30.0.0/16 → wrong gateway (via 192.168.64.2; the VM's lima0 is 192.168.70.2)") {
+			t.Errorf("status after the change:\n%s", r.stdout)
+		}
+		mustMarina(t, "up")
+		r = mustMarina(t, "status")
+		if !strings.Contains(r.stdout, "172.30.0.0/16 → present (via 192.168.70.2)") || strings.Contains(r.stdout, "✗") {
+			t.Errorf("status after up:\n%s", r.stdout)
+		}
+		rules := marinaRules(t)
+		if strings.Contains(rules, "192.168.64.0/24") || !strings.Contains(rules, "-d 192.168.70.0/24 -o lima0 -j ACCEPT") {
+			t.Errorf("rules after the change:\n%s", rules)
+		}
+		if p, err := dialFromMac(srvIP + ":8080"); err != nil || p != "192.168.70.1" {
+			t.Errorf("Mac → container after the change: peer %q, %v", p, err)
+		}
+	})
+
+	t.Run("down --remove-route and destroy remove the route", func(t *testing.T) {
+		mustMarina(t, "down", "--remove-route")
+		if out, _ := exec.Command("ip", "route", "show", "172.30.0.0/16").CombinedOutput(); strings.TrimSpace(string(out)) != "" {
+			t.Errorf("route after down --remove-route: %s", out)
+		}
+		mustMarina(t, "up")
+		if out, _ := exec.Command("ip", "route", "show", "172.30.0.0/16").CombinedOutput(); !strings.Contains(string(out), "via 192.168.64.2") {
+			t.Errorf("route after up: %s", out)
+		}
+		mustMarina(t, "destroy", "-y")
+		if out, _ := exec.Command("ip", "route", "show", "172.30.0.0/16").CombinedOutput(); strings.TrimSpace(string(out)) != "" {
+			t.Errorf("route after destroy: %s", out)
+		}
+	})
+}
+
+// A kind network marina did not make is reported with the way out, and
+// left alone.
+func TestKindNetworkConflict(t *testing.T) {
+	needLab(t)
+	mustMarina(t, "up")
+	t.Cleanup(func() { marina(t, "destroy", "-y") })
+	importEcho(t)
+	// What kind itself creates when it finds no network, with a node on it.
+	labDocker(t, "network", "rm", "kind")
+	labDocker(t, "network", "create", "-o", "com.docker.network.bridge.enable_ip_masquerade=true", "kind")
+	labDocker(t, "run", "-d", "--name", "node", "--network", "kind", echoImage, "serve", ":8080")
+	id := labDocker(t, "network", "inspect", "-f", "{{.Id}}", "kind")
+	rules := marinaRules(t)
+
+	r := marina(t, "up")
+	if r.code == 0 {
+		t.Fatal("up accepted a foreign kind network")
+	}
+	for _, want := range []string{
+		`the Docker network "kind" in VM marina is not the one marina needs`,
+		"subnet is 172.18.0.0/16, not 172.30.0.0/16",
+		`option com.docker.network.bridge.trusted_host_interfaces is "", not "lima0"`,
+		"it was not created by marina",
+		"marina changed nothing",
+		"the 1 container on it is lost",
+		"marina shell -- kind delete clusters --all",
+		"marina shell -- docker network rm kind",
+	} {
+		if !strings.Contains(r.stderr, want) {
+			t.Errorf("error lacks %q:\n%s", want, r.stderr)
+		}
+	}
+	if got := labDocker(t, "network", "inspect", "-f", "{{.Id}}", "kind"); got != id {
+		t.Error("the network was replaced")
+	}
+	if got := marinaRules(t); got != rules {
+		t.Errorf("rules changed:\n%s\nwas:\n%s", got, rules)
+	}
+	// Following the steps gets marina's network back.
+	labDocker(t, "rm", "-f", "node")
+	mustMarina(t, "shell", "--", "docker", "network", "rm", "kind")
+	mustMarina(t, "up")
+	if got := labDocker(t, "network", "inspect", "-f", "{{(index .IPAM.Config 0).Subnet}}", "kind"); got != "172.30.0.0/16" {
+		t.Errorf("kind network after up: %s", got)
+	}
+}

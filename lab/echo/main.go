@@ -1,0 +1,62 @@
+// Command echo is the lab's test workload, built into a FROM-scratch image:
+// "serve ADDR" answers every TCP connection with the address it came from,
+// "dial ADDR" connects, prints the server's answer and exits.
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"net"
+	"os"
+	"time"
+)
+
+func main() {
+	if len(os.Args) != 3 {
+		fmt.Fprintln(os.Stderr, "usage: echo serve|dial ADDR")
+		os.Exit(2)
+	}
+	switch os.Args[1] {
+	case "serve":
+		serve(os.Args[2])
+	case "dial":
+		dial(os.Args[2])
+	default:
+		fmt.Fprintln(os.Stderr, "usage: echo serve|dial ADDR")
+		os.Exit(2)
+	}
+}
+
+func serve(addr string) {
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	for {
+		c, err := l.Accept()
+		if err != nil {
+			continue
+		}
+		go func() {
+			defer c.Close()
+			fmt.Fprintf(c, "peer %s local %s\n", c.RemoteAddr(), c.LocalAddr())
+		}()
+	}
+}
+
+func dial(addr string) {
+	c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+	line, err := bufio.NewReader(c).ReadString('\n')
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	fmt.Print(line)
+}
