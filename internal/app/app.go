@@ -92,22 +92,24 @@ func (e *Env) GuestCalls() int64 {
 	return e.guest.Calls()
 }
 
+// vmState loads the config leniently (see VMConfig) and looks the VM up:
+// what status, down, destroy and shell start from. in is nil when the VM
+// does not exist.
+func (e *Env) vmState(ctx context.Context) (cfg config.Config, l *vm.Limactl, in *vm.Instance, err error) {
+	if cfg, err = e.VMConfig(); err != nil {
+		return
+	}
+	if l, err = e.Limactl(); err != nil {
+		return
+	}
+	in, err = l.Get(ctx, cfg.VM.Name)
+	return
+}
+
 // notRunning is the error of commands that need the VM up.
 func notRunning(name string, in *vm.Instance) error {
 	if in == nil {
 		return fmt.Errorf("VM %s does not exist: create it with `marina up`", name)
 	}
 	return fmt.Errorf("VM %s is %s: start it with `marina up`", name, in.Status)
-}
-
-// ensureRunning returns the instance when it is running.
-func ensureRunning(ctx context.Context, l *vm.Limactl, name string) (*vm.Instance, error) {
-	in, err := l.Get(ctx, name)
-	if err != nil {
-		return nil, err
-	}
-	if in == nil || in.Status != vm.StatusRunning {
-		return in, notRunning(name, in)
-	}
-	return in, nil
 }

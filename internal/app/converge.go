@@ -20,68 +20,45 @@ func kindNet(cidr netip.Prefix) guest.Net {
 	return guest.Net{Kind: cidr, Bridge: docker.KindBridge}
 }
 
-// observed is one look at a running VM: the guest (one round trip), its
-// Docker (over the forwarded socket) and the host's route.
-type observed struct {
-	guest   guest.State
-	docker  string
-	network *docker.NetworkState
-	route   host.RouteStatus
-}
-
 // converge brings a running VM's networking to the config: the kind
 // network, the guest's routing rules and the host route. Warm, it makes one
 // guest round trip and changes nothing.
 func converge(ctx context.Context, e *Env, l *vm.Limactl, cfg config.Config, dryRun bool) error {
 	name := cfg.VM.Name
 	cidr := netip.MustParsePrefix(cfg.Network.CIDR) // validated
-	step := func(label string) {
-		if !dryRun {
-			e.UI.Start(label)
-		}
+	sock := e.Paths.DockerSocket(name)
+	wait := 2 * time.Minute
+	if dryRun {
+		wait = 5 * time.Second
+	} else {
+		e.UI.Start("Looking at the VM, its Docker and this host's route")
 	}
-
-	step("Looking at the VM")
-	st, err := guest.Observe(ctx, e.Guest(l, name))
-	if err != nil {
+	o := observe(ctx, e, l, name, cidr, wait)
+	if o.docker != nil {
+		defer o.docker.Close()
+	}
+	switch {
+	case o.guestErr != nil:
 		e.UI.End(false)
-		return err
+		return o.guestErr
+	case o.dockerErr != nil:
+		e.UI.End(false)
+		return fmt.Errorf("%w\nLima forwards the socket: `marina down && marina up` re-creates it", o.dockerErr)
+	case o.routeErr != nil:
+		e.UI.End(false)
+		return o.routeErr
 	}
-	lima0 := st.Lima0
-	e.UI.Relabel("VM address on lima0: " + lima0.String())
+	st, lima0 := o.guest, o.guest.Lima0
+	e.UI.Relabel(fmt.Sprintf("VM address on lima0: %s; Docker %s answers on %s", lima0, o.dockerVer, sock))
 	e.UI.End(true)
 	if len(st.Lima0All) > 1 {
 		e.UI.Warnf("lima0 has %d IPv4 addresses (%v); marina uses %s", len(st.Lima0All), st.Lima0All, lima0)
 	}
 
-	sock := e.Paths.DockerSocket(name)
-	step("Waiting for Docker on " + sock)
-	dc, err := docker.Dial(sock)
-	if err != nil {
-		e.UI.End(false)
-		return err
-	}
-	defer dc.Close()
-	wait := 2 * time.Minute
-	if dryRun {
-		wait = 5 * time.Second
-	}
-	ver, err := dc.WaitReady(ctx, wait)
-	if err != nil {
-		e.UI.End(false)
-		return fmt.Errorf("%w\nLima forwards the socket: `marina down && marina up` re-creates it", err)
-	}
-	e.UI.Relabel("Docker " + ver + " answers on " + sock)
-	e.UI.End(true)
-
 	// What must change.
 	var steps []Step
 	spec := docker.KindNetworkSpec(cidr, guest.HostIf)
-	have, err := dc.InspectNetwork(ctx, spec.Name)
-	if err != nil {
-		return err
-	}
-	if have != nil {
+	if have := o.network; have != nil {
 		if diff := spec.Differences(have); len(diff) > 0 {
 			return networkMismatch(name, spec, have, diff)
 		}
@@ -94,7 +71,7 @@ func converge(ctx context.Context, e *Env, l *vm.Limactl, cfg config.Config, dry
 		return err
 	}
 	// A new network makes Docker insert its MASQUERADE rule above marina's.
-	applyRules := have == nil || !guest.AllOK(checks)
+	applyRules := o.network == nil || !guest.AllOK(checks)
 	if applyRules {
 		s := Step{Do: "install and apply the VM's routing rules (" + guest.ScriptPath + ", " + guest.UnitName + ", a docker.service drop-in)"}
 		var bad []string
@@ -108,11 +85,7 @@ func converge(ctx context.Context, e *Env, l *vm.Limactl, cfg config.Config, dry
 		}
 		steps = append(steps, s)
 	}
-	h := e.Host()
-	route, err := h.RouteStatus(ctx, cidr, lima0.Addr())
-	if err != nil {
-		return err
-	}
+	route := host.Classify(cidr, lima0.Addr(), o.route)
 	fix := host.RouteFix(route)
 	if fix != nil {
 		steps = append(steps, Step{Do: "route " + cidr.String() + " to the VM: " + run.Quote(fix), Reason: "now " + string(route.State)})
@@ -125,9 +98,9 @@ func converge(ctx context.Context, e *Env, l *vm.Limactl, cfg config.Config, dry
 		printPlan(e, steps, "VM "+name+" and its networking match the config")
 		return nil
 	}
-	if have == nil {
+	if o.network == nil {
 		e.UI.Start("Creating the Docker network " + spec.Name + " (" + spec.Subnet.String() + ")")
-		if err := dc.CreateNetwork(ctx, spec); err != nil {
+		if err := o.docker.CreateNetwork(ctx, spec); err != nil {
 			e.UI.End(false)
 			return err
 		}
@@ -148,7 +121,7 @@ func converge(ctx context.Context, e *Env, l *vm.Limactl, cfg config.Config, dry
 	}
 	if fix != nil {
 		e.UI.Start(fmt.Sprintf("Routing %s from this host via %s", cidr, lima0.Addr()))
-		if err := h.Privileged(ctx, fix); err != nil {
+		if err := e.Host().Privileged(ctx, fix); err != nil {
 			e.UI.End(false)
 			return err
 		}

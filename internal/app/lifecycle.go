@@ -23,19 +23,11 @@ type DownOptions struct {
 
 // Down stops the VM; it keeps everything in it.
 func Down(ctx context.Context, e *Env, opts DownOptions) error {
-	cfg, err := e.VMConfig()
-	if err != nil {
-		return err
-	}
-	l, err := e.Limactl()
+	cfg, l, in, err := e.vmState(ctx)
 	if err != nil {
 		return err
 	}
 	name := cfg.VM.Name
-	in, err := l.Get(ctx, name)
-	if err != nil {
-		return err
-	}
 	var steps []Step
 	if in != nil && in.Status == vm.StatusRunning {
 		steps = append(steps, Step{Do: "stop VM " + name, Reason: "clusters, images and caches are kept; `marina up` starts it again"})
@@ -105,19 +97,11 @@ type DestroyOptions struct {
 // Destroy deletes the VM and everything in it. The registry cache on the
 // Mac and the config are kept.
 func Destroy(ctx context.Context, e *Env, opts DestroyOptions) error {
-	cfg, err := e.VMConfig()
-	if err != nil {
-		return err
-	}
-	l, err := e.Limactl()
+	cfg, l, in, err := e.vmState(ctx)
 	if err != nil {
 		return err
 	}
 	name := cfg.VM.Name
-	in, err := l.Get(ctx, name)
-	if err != nil {
-		return err
-	}
 	sock := e.Paths.DockerSocket(name)
 	var steps []Step
 	if in != nil {
@@ -168,16 +152,12 @@ func Destroy(ctx context.Context, e *Env, opts DestroyOptions) error {
 
 // Shell opens a shell in the VM, or runs args there.
 func Shell(ctx context.Context, e *Env, args []string) error {
-	cfg, err := e.VMConfig()
+	cfg, l, in, err := e.vmState(ctx)
 	if err != nil {
 		return err
 	}
-	l, err := e.Limactl()
-	if err != nil {
-		return err
-	}
-	if _, err := ensureRunning(ctx, l, cfg.VM.Name); err != nil {
-		return err
+	if in == nil || in.Status != vm.StatusRunning {
+		return notRunning(cfg.VM.Name, in)
 	}
 	c := l.ShellCmd(cfg.VM.Name, args)
 	cmd := exec.CommandContext(ctx, c.Args[0], c.Args[1:]...)

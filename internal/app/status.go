@@ -10,6 +10,7 @@ import (
 
 	"github.com/bcollard/marina/internal/docker"
 	"github.com/bcollard/marina/internal/guest"
+	"github.com/bcollard/marina/internal/host"
 	"github.com/bcollard/marina/internal/vm"
 )
 
@@ -84,113 +85,115 @@ const NotCreated = "NotCreated"
 // GetStatus observes everything it can and never stops at the first
 // failure: each problem lands next to what was learned.
 func GetStatus(ctx context.Context, e *Env) (Status, error) {
-	cfg, err := e.VMConfig()
-	if err != nil {
-		return Status{}, err
-	}
-	l, err := e.Limactl()
+	cfg, l, in, err := e.vmState(ctx)
 	if err != nil {
 		return Status{}, err
 	}
 	name := cfg.VM.Name
 	cidr, cidrErr := netip.ParsePrefix(cfg.Network.CIDR)
 	s := Status{VM: VMStatus{Name: name, Status: NotCreated, DockerSocket: e.Paths.DockerSocket(name)}, Route: RouteStatus{CIDR: cfg.Network.CIDR}}
-	in, err := l.Get(ctx, name)
-	if err != nil {
-		return s, err
-	}
-	var lima0 netip.Prefix
-	if in != nil {
-		v := &s.VM
-		v.Status, v.VMType, v.Arch, v.CPUs, v.Dir = in.Status, in.VMType, in.Arch, in.CPUs, in.Dir
-		v.Memory = units.BytesSize(float64(in.Memory))
-		v.Disk = units.BytesSize(float64(in.Disk))
-		v.Errors = append(v.Errors, in.Errors...)
-		if in.Status == vm.StatusRunning {
-			lima0 = s.guest(ctx, e, l, name, cidr, cidrErr == nil)
-		}
-	}
-	if cidrErr == nil {
-		s.route(ctx, e, cidr, lima0)
-	} else {
+	if cidrErr != nil {
 		s.Route.Line, s.Route.Error = cfg.Network.CIDR+" → unknown (network.cidr is invalid)", cidrErr.Error()
+		cidr = netip.Prefix{}
 	}
+	if in == nil {
+		s.route(ctx, e, cidr, nil)
+		return s, nil
+	}
+	v := &s.VM
+	v.Status, v.VMType, v.Arch, v.CPUs, v.Dir = in.Status, in.VMType, in.Arch, in.CPUs, in.Dir
+	v.Memory = units.BytesSize(float64(in.Memory))
+	v.Disk = units.BytesSize(float64(in.Disk))
+	v.Errors = append(v.Errors, in.Errors...)
+	if in.Status != vm.StatusRunning {
+		s.route(ctx, e, cidr, nil)
+		return s, nil
+	}
+	o := observe(ctx, e, l, name, cidr, 0)
+	if o.docker != nil {
+		defer o.docker.Close()
+	}
+	s.guestNetwork(o, cidr)
+	s.route(ctx, e, cidr, o)
 	return s, nil
 }
 
-// guest fills the VM's address, Docker and the guest network section; it
-// returns lima0's address when it could be read.
-func (s *Status) guest(ctx context.Context, e *Env, l *vm.Limactl, name string, cidr netip.Prefix, cidrOK bool) netip.Prefix {
+// guestNetwork fills the VM's address, Docker and the guest network
+// section from one observation.
+func (s *Status) guestNetwork(o *observed, cidr netip.Prefix) {
 	v := &s.VM
-	st, gerr := guest.Observe(ctx, e.Guest(l, name))
-	if gerr != nil {
-		v.Errors = append(v.Errors, gerr.Error())
+	if o.guestErr != nil {
+		v.Errors = append(v.Errors, o.guestErr.Error())
 	} else {
-		v.Lima0 = st.Lima0.String()
+		v.Lima0 = o.guest.Lima0.String()
 	}
-	dc, err := docker.Dial(v.DockerSocket)
-	if err != nil {
-		v.Errors = append(v.Errors, err.Error())
-		return st.Lima0
+	v.Docker = o.dockerVer
+	if o.dockerErr != nil {
+		v.Errors = append(v.Errors, o.dockerErr.Error())
 	}
-	defer dc.Close()
-	if v.Docker, err = dc.Version(ctx); err != nil {
-		v.Errors = append(v.Errors, err.Error())
+	if !cidr.IsValid() || o.guestErr != nil {
+		return
 	}
-	if !cidrOK || gerr != nil {
-		return st.Lima0
-	}
-	gs := &GuestStatus{OK: true}
+	gs := &GuestStatus{}
 	s.Guest = gs
 	spec := docker.KindNetworkSpec(cidr, guest.HostIf)
 	kn := &KindNetworkStatus{}
 	gs.KindNetwork = kn
-	if v.Docker != "" {
-		have, err := dc.InspectNetwork(ctx, spec.Name)
-		switch {
-		case err != nil:
-			kn.Problems = append(kn.Problems, err.Error())
-		case have == nil:
-			kn.Problems = append(kn.Problems, "missing: `marina up` creates it")
-		default:
-			kn.Present = true
-			kn.Subnet, kn.Gateway, kn.IPRange = have.Subnet.String(), have.Gateway.String(), have.IPRange.String()
-			kn.Options, kn.Containers = have.Options, have.Containers
-			kn.Problems = spec.Differences(have)
-		}
+	switch have := o.network; {
+	case o.dockerErr != nil:
+		kn.Problems = append(kn.Problems, "unknown: Docker did not answer")
+	case have == nil:
+		kn.Problems = append(kn.Problems, "missing: `marina up` creates it")
+	default:
+		kn.Present = true
+		kn.Subnet, kn.Gateway, kn.IPRange = have.Subnet.String(), have.Gateway.String(), have.IPRange.String()
+		kn.Options, kn.Containers = have.Options, have.Containers
+		kn.Problems = spec.Differences(have)
 	}
-	gs.OK = gs.OK && kn.Present && len(kn.Problems) == 0
-	checks, err := kindNet(cidr).Checks(st.Net, st.Lima0)
+	gs.OK = kn.Present && len(kn.Problems) == 0
+	checks, err := kindNet(cidr).Checks(o.guest.Net, o.guest.Lima0)
 	if err != nil {
 		v.Errors = append(v.Errors, err.Error())
 	}
-	if st.Net.Err != "" {
-		v.Errors = append(v.Errors, "reading the VM's firewall: "+st.Net.Err)
+	if o.guest.Net.Err != "" {
+		v.Errors = append(v.Errors, "reading the VM's firewall: "+o.guest.Net.Err)
 	}
 	for _, c := range checks {
 		gs.Checks = append(gs.Checks, CheckStatus{What: c.What, OK: c.OK, Rule: c.Note})
 		gs.OK = gs.OK && c.OK
 	}
-	return st.Lima0
 }
 
-func (s *Status) route(ctx context.Context, e *Env, cidr netip.Prefix, lima0 netip.Prefix) {
+// route fills the host route section; o is the running VM's observation,
+// nil when the VM is not running (the route is then looked up here and
+// judged without a gateway to compare with).
+func (s *Status) route(ctx context.Context, e *Env, cidr netip.Prefix, o *observed) {
+	if !cidr.IsValid() {
+		return
+	}
 	r := &s.Route
 	var via netip.Addr
-	if lima0.IsValid() {
-		via = lima0.Addr()
-		r.Want = via.String()
+	var found *host.Route
+	var err error
+	if o != nil {
+		if o.guestErr == nil {
+			via = o.guest.Lima0.Addr()
+			r.Want = via.String()
+		}
+		found, err = o.route, o.routeErr
+	} else {
+		found, err = e.Host().Lookup(ctx, cidr)
 	}
-	rs, err := e.Host().RouteStatus(ctx, cidr, via)
 	if err != nil {
 		r.Line, r.Error = cidr.String()+" → unknown", err.Error()
 		return
 	}
+	rs := host.Classify(cidr, via, found)
 	r.State, r.Line = string(rs.State), rs.String()
-	if rs.Found != nil {
-		r.Interface = rs.Found.Interface
-		if rs.Found.Gateway.IsValid() {
-			r.Via = rs.Found.Gateway.String()
+	if found != nil {
+		r.Interface = found.Interface
+		if found.Gateway.IsValid() {
+			r.Via = found.Gateway.String()
 		}
 	}
 }

@@ -48,6 +48,3 @@ func (p Paths) DockerSocket(name string) string {
 
 // RegistryCache is the host folder that holds the mirrors' caches.
 func (p Paths) RegistryCache() string { return filepath.Join(p.Dir, "registry-cache") }
-
-// TemplateFile is where marina keeps the Lima template it rendered last.
-func (p Paths) TemplateFile() string { return filepath.Join(p.Dir, "lima.yaml") }

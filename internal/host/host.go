@@ -30,9 +30,15 @@ func New(r run.Runner, tty bool, stdin io.Reader, stderr io.Writer) *Host {
 	return &Host{Run: r, TTY: tty, Stdin: stdin, Stderr: stderr, Root: os.Geteuid() == 0}
 }
 
+// Lookup returns the route the host uses today for the first host of want
+// (nil when there is none).
+func (h *Host) Lookup(ctx context.Context, want netip.Prefix) (*Route, error) {
+	return h.lookup(ctx, FirstHost(want))
+}
+
 // RouteStatus looks up how the host routes want today.
 func (h *Host) RouteStatus(ctx context.Context, want netip.Prefix, via netip.Addr) (RouteStatus, error) {
-	r, err := h.lookup(ctx, FirstHost(want))
+	r, err := h.Lookup(ctx, want)
 	if err != nil {
 		return RouteStatus{}, err
 	}

@@ -7,7 +7,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os/exec"
@@ -221,6 +220,3 @@ func (l *Limactl) ShellCmd(name string, args []string) run.Cmd {
 	}
 	return l.cmd(a...)
 }
-
-// ErrNotRunning is returned when an operation needs the VM up.
-var ErrNotRunning = errors.New("the VM is not running")

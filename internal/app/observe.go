@@ -1,0 +1,72 @@
+package app
+
+import (
+	"context"
+	"net/netip"
+	"sync"
+	"time"
+
+	"github.com/bcollard/marina/internal/docker"
+	"github.com/bcollard/marina/internal/guest"
+	"github.com/bcollard/marina/internal/host"
+	"github.com/bcollard/marina/internal/vm"
+)
+
+// observed is one look at a running VM and the host. Its three parts are
+// read at the same time: the guest (one round trip), Docker (over the
+// forwarded socket, itself an ssh channel) and the host's route. Each part
+// keeps its own error, so status can print what it did learn.
+type observed struct {
+	guest    guest.State
+	guestErr error
+
+	docker     *docker.Client // nil when it could not be dialled
+	dockerVer  string
+	network    *docker.NetworkState // nil: no kind network
+	dockerErr  error
+	route      *host.Route
+	routeErr   error
+	routeKnown bool
+}
+
+// observe looks at the running VM name and at the host's route to cidr.
+// dockerWait is how long Docker may take to answer (a VM that just booted);
+// 0 asks once.
+// The caller closes o.docker.
+func observe(ctx context.Context, e *Env, l *vm.Limactl, name string, cidr netip.Prefix, dockerWait time.Duration) *observed {
+	o := &observed{}
+	var wg sync.WaitGroup
+	wg.Add(3)
+	go func() {
+		defer wg.Done()
+		o.guest, o.guestErr = guest.Observe(ctx, e.Guest(l, name))
+	}()
+	go func() {
+		defer wg.Done()
+		dc, err := docker.Dial(e.Paths.DockerSocket(name))
+		if err != nil {
+			o.dockerErr = err
+			return
+		}
+		o.docker = dc
+		if dockerWait > 0 {
+			o.dockerVer, err = dc.WaitReady(ctx, dockerWait)
+		} else {
+			o.dockerVer, err = dc.Version(ctx)
+		}
+		if err != nil {
+			o.dockerErr = err
+			return
+		}
+		o.network, o.dockerErr = dc.InspectNetwork(ctx, docker.KindNetwork)
+	}()
+	go func() {
+		defer wg.Done()
+		if cidr.IsValid() {
+			o.route, o.routeErr = e.Host().Lookup(ctx, cidr)
+			o.routeKnown = o.routeErr == nil
+		}
+	}()
+	wg.Wait()
+	return o
+}
