@@ -22,8 +22,9 @@ func kindNet(cidr netip.Prefix) guest.Net {
 
 // converge brings a running VM's networking to the config: the kind
 // network, the guest's routing rules and the host route. Warm, it makes one
-// guest round trip and changes nothing.
-func converge(ctx context.Context, e *Env, l *vm.Limactl, cfg config.Config, dryRun bool) error {
+// guest round trip and changes nothing. With dryRun it prints planned (the
+// steps decided before it) and its own, and changes nothing.
+func converge(ctx context.Context, e *Env, l *vm.Limactl, cfg config.Config, planned []Step, dryRun bool) error {
 	name := cfg.VM.Name
 	cidr := netip.MustParsePrefix(cfg.Network.CIDR) // validated
 	sock := e.Paths.DockerSocket(name)
@@ -56,7 +57,7 @@ func converge(ctx context.Context, e *Env, l *vm.Limactl, cfg config.Config, dry
 	}
 
 	// What must change.
-	var steps []Step
+	steps := planned
 	spec := docker.KindNetworkSpec(cidr, guest.HostIf)
 	if have := o.network; have != nil {
 		if diff := spec.Differences(have); len(diff) > 0 {

@@ -145,8 +145,8 @@ type UpOptions struct {
 	DryRun bool
 }
 
-// Up makes the VM match the config: create or start it, then wait for the
-// guest and Docker. A warm run on a running VM changes nothing.
+// Up makes everything match the config: the VM (created or started), then
+// its networking (converge). A warm run on a running VM changes nothing.
 func Up(ctx context.Context, e *Env, opts UpOptions) error {
 	_, statErr := os.Stat(e.Paths.Config)
 	configMissing := errors.Is(statErr, os.ErrNotExist)
@@ -189,7 +189,11 @@ func Up(ctx context.Context, e *Env, opts UpOptions) error {
 			return err
 		}
 	}
-	return converge(ctx, e, l, cfg, opts.DryRun)
+	var planned []Step
+	if opts.DryRun {
+		planned = plan.Steps
+	}
+	return converge(ctx, e, l, cfg, planned, opts.DryRun)
 }
 
 func printPlan(e *Env, steps []Step, none string) {

@@ -85,6 +85,13 @@ func outside(repo string) int {
 	args := append([]string{"mac", self}, os.Args[1:]...)
 	c := exec.Command(labScript, args...)
 	c.Env = append(os.Environ(), inside+"=1", "MARINA_BIN="+marina)
+	// Inside, HOME is the lab Mac user's: keep using this machine's Go
+	// caches for the builds the tests make.
+	for _, v := range []string{"GOCACHE", "GOMODCACHE", "GOPATH"} {
+		if out, err := exec.Command("go", "env", v).Output(); err == nil {
+			c.Env = append(c.Env, v+"="+strings.TrimSpace(string(out)))
+		}
+	}
 	c.Stdout, c.Stderr = os.Stdout, os.Stderr
 	// On SIGINT/SIGTERM, let the tests end and still clean up.
 	sig := make(chan os.Signal, 1)
