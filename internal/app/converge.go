@@ -86,6 +86,12 @@ func converge(ctx context.Context, e *Env, l *vm.Limactl, cfg config.Config, pla
 		}
 		steps = append(steps, s)
 	}
+	specs, err := mirrorSpecs(e, cfg, dryRun)
+	if err != nil {
+		return err
+	}
+	mirrors := planMirrors(specs, o.mirrors, st.RegistrySums)
+	steps = append(steps, mirrors.steps()...)
 	route := host.Classify(cidr, lima0.Addr(), o.route)
 	fix := host.RouteFix(route)
 	if fix != nil {
@@ -107,14 +113,29 @@ func converge(ctx context.Context, e *Env, l *vm.Limactl, cfg config.Config, pla
 		}
 		e.UI.End(true)
 	}
-	if applyRules {
-		e.UI.Start("Routing the kind network to lima0 without NAT (VM firewall rules)")
-		script, err := net.ApplyScript()
-		if err != nil {
+	// Everything the guest needs changed travels in one round trip.
+	if b := guest.NewBatch(); applyRules || mirrors.writes {
+		var what []string
+		if applyRules {
+			if err := net.Apply(b); err != nil {
+				return err
+			}
+			what = append(what, "routing rules")
+		}
+		if mirrors.writes {
+			guest.RegistryApply(b, specs)
+			what = append(what, "mirror configs")
+		}
+		e.UI.Start("Installing the VM's " + strings.Join(what, " and "))
+		if _, err := e.Guest(l, name).Run(ctx, vm.Script{Name: "install the VM's " + strings.Join(what, " and "), Body: b.Script(), Root: true}); err != nil {
 			e.UI.End(false)
 			return err
 		}
-		if _, err := e.Guest(l, name).Run(ctx, vm.Script{Name: "install the VM's routing rules", Body: script, Root: true}); err != nil {
+		e.UI.End(true)
+	}
+	if len(mirrors.create)+len(mirrors.remove) > 0 {
+		e.UI.Start(fmt.Sprintf("Running the registry mirrors (%d to start, %d to remove)", len(mirrors.create), len(mirrors.remove)))
+		if err := applyMirrors(ctx, e, o.docker, mirrors); err != nil {
 			e.UI.End(false)
 			return err
 		}
@@ -154,7 +175,7 @@ func networkMismatch(vmName string, spec docker.NetworkSpec, have *docker.Networ
 	}
 	fmt.Fprintf(&b, "%s; marina changed nothing. To let marina recreate it (%s):\n", who, lost)
 	fmt.Fprintf(&b, "  marina shell -- kind delete clusters --all\n")
-	fmt.Fprintf(&b, "  marina shell -- docker network rm %s\n", spec.Name)
-	fmt.Fprintf(&b, "  marina up")
+	fmt.Fprintf(&b, "  marina shell -- sh -c 'docker rm -f $(docker ps -aq --filter network=%[1]s) 2>/dev/null; docker network rm %[1]s'\n", spec.Name)
+	fmt.Fprintf(&b, "  marina up   (it recreates the network and the registry mirrors)")
 	return fmt.Errorf("%s", b.String())
 }

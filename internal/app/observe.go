@@ -9,6 +9,7 @@ import (
 	"github.com/bcollard/marina/internal/docker"
 	"github.com/bcollard/marina/internal/guest"
 	"github.com/bcollard/marina/internal/host"
+	"github.com/bcollard/marina/internal/registry"
 	"github.com/bcollard/marina/internal/vm"
 )
 
@@ -23,6 +24,7 @@ type observed struct {
 	docker     *docker.Client // nil when it could not be dialled
 	dockerVer  string
 	network    *docker.NetworkState // nil: no kind network
+	mirrors    []docker.Container   // containers labelled as marina's mirrors
 	dockerErr  error
 	route      *host.Route
 	routeErr   error
@@ -58,7 +60,11 @@ func observe(ctx context.Context, e *Env, l *vm.Limactl, name string, cidr netip
 			o.dockerErr = err
 			return
 		}
-		o.network, o.dockerErr = dc.InspectNetwork(ctx, docker.KindNetwork)
+		if o.network, err = dc.InspectNetwork(ctx, docker.KindNetwork); err != nil {
+			o.dockerErr = err
+			return
+		}
+		o.mirrors, o.dockerErr = dc.ListLabeled(ctx, registry.LabelMirror)
 	}()
 	go func() {
 		defer wg.Done()

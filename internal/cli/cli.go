@@ -80,7 +80,7 @@ pods see your Mac's real address.`,
 	c.PersistentFlags().BoolVar(&r.debug, "debug", false, "log every command marina runs, Lima's output and the guest round trips")
 	c.AddCommand(
 		r.upCmd(), r.downCmd(), r.destroyCmd(), r.statusCmd(), r.shellCmd(),
-		r.configCmd(), versionCmd(r),
+		r.registryCmd(), r.configCmd(), versionCmd(r),
 	)
 	return c
 }
@@ -154,8 +154,8 @@ func (r *root) statusCmd() *cobra.Command {
 		Short: "Show the VM and what runs in it",
 		Args:  cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			if output != "text" && output != "json" && output != "yaml" {
-				return fmt.Errorf("unknown output format %q: use text, json or yaml", output)
+			if err := checkOutput(output); err != nil {
+				return err
 			}
 			s, err := app.GetStatus(c.Context(), r.env)
 			if err != nil {
@@ -181,6 +181,53 @@ func (r *root) shellCmd() *cobra.Command {
   marina shell -- sudo iptables -S DOCKER-USER`,
 		RunE: func(c *cobra.Command, args []string) error { return app.Shell(c.Context(), r.env, args) },
 	}
+}
+
+func (r *root) registryCmd() *cobra.Command {
+	c := &cobra.Command{
+		Use:   "registry",
+		Short: "The pull-through registry mirrors every cluster shares",
+		Args:  cobra.NoArgs,
+	}
+	var output string
+	list := &cobra.Command{
+		Use:   "list",
+		Short: "List the mirrors: upstream, port, state, cache size, hits and misses",
+		Args:  cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			if err := checkOutput(output); err != nil {
+				return err
+			}
+			rows, err := app.ListMirrors(c.Context(), r.env)
+			if err != nil {
+				return err
+			}
+			if output == "text" {
+				app.PrintMirrors(r.stdout, rows)
+				return nil
+			}
+			return ui.Render(r.stdout, output, rows)
+		},
+	}
+	list.Flags().StringVarP(&output, "output", "o", "text", "output format: text, json or yaml")
+	var o app.CleanCacheOptions
+	clean := &cobra.Command{
+		Use:   "clean-cache [NAME…]",
+		Short: "Empty the cache of the named mirrors (every mirror when none is named)",
+		Long: `Empty mirror caches. A running mirror is removed first and started again,
+empty; the next pulls go to the upstream again.`,
+		RunE: func(c *cobra.Command, args []string) error { return app.CleanCache(c.Context(), r.env, args, o) },
+	}
+	dryRunFlag(clean, &o.DryRun)
+	c.AddCommand(list, clean)
+	return c
+}
+
+func checkOutput(output string) error {
+	if output != "text" && output != "json" && output != "yaml" {
+		return fmt.Errorf("unknown output format %q: use text, json or yaml", output)
+	}
+	return nil
 }
 
 func (r *root) configCmd() *cobra.Command {

@@ -46,5 +46,9 @@ func (p Paths) DockerSocket(name string) string {
 	return filepath.Join(p.Home, "."+name+".docker.sock")
 }
 
+// LabelKey keys the digests marina puts in container labels (so a label
+// cannot be used to check a guessed registry password).
+func (p Paths) LabelKey() string { return filepath.Join(p.Dir, "label.key") }
+
 // RegistryCache is the host folder that holds the mirrors' caches.
 func (p Paths) RegistryCache() string { return filepath.Join(p.Dir, "registry-cache") }

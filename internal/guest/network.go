@@ -3,7 +3,6 @@ package guest
 import (
 	"bytes"
 	"crypto/sha256"
-	"encoding/base64"
 	"fmt"
 	"net/netip"
 	"regexp"
@@ -190,33 +189,21 @@ func (n Net) Files() ([]File, error) {
 	}, nil
 }
 
-// ApplyScript installs files that differ, enables the unit, and runs the
-// rules script: one round trip. Contents travel base64-encoded inside the
-// script, so nothing in them is interpreted by the shell.
-func (n Net) ApplyScript() (string, error) {
+// Apply adds to b what installs files that differ, enables the unit, and
+// runs the rules script.
+func (n Net) Apply(b *Batch) error {
 	files, err := n.Files()
 	if err != nil {
-		return "", err
+		return err
 	}
-	var b strings.Builder
-	b.WriteString("set -eu -o pipefail\nreload=0\n")
-	b.WriteString(`put() { # PATH MODE BASE64
-	local tmp
-	tmp=$(mktemp)
-	printf '%s' "$3" | base64 -d >"$tmp"
-	if [ -f "$1" ] && cmp -s "$tmp" "$1"; then rm -f "$tmp"; return 1; fi
-	install -D -m "$2" "$tmp" "$1"
-	rm -f "$tmp"
-}
-`)
+	b.Sh("reload=0")
 	for _, f := range files {
-		fmt.Fprintf(&b, "put %s %s %s && reload=1\n", f.Path, f.Mode, base64.StdEncoding.EncodeToString([]byte(f.Content)))
+		b.Put(f, "reload")
 	}
-	fmt.Fprintf(&b, `if [ "$reload" = 1 ]; then systemctl daemon-reload; fi
+	b.Sh(fmt.Sprintf(`if [ "$reload" = 1 ]; then systemctl daemon-reload; fi
 if [ "$(systemctl is-enabled %[1]s 2>/dev/null)" != enabled ]; then systemctl enable %[1]s; fi
-%[2]s
-`, UnitName, ScriptPath)
-	return b.String(), nil
+%[2]s`, UnitName, ScriptPath))
+	return nil
 }
 
 // NetState is what the guest's routing looks like.

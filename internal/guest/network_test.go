@@ -111,8 +111,8 @@ func TestNetRejectsBadInput(t *testing.T) {
 		if _, err := n.Files(); err == nil {
 			t.Errorf("accepted %+v", n)
 		}
-		if _, err := n.ApplyScript(); err == nil {
-			t.Errorf("ApplyScript accepted %+v", n)
+		if err := n.Apply(NewBatch()); err == nil {
+			t.Errorf("Apply accepted %+v", n)
 		}
 	}
 }
@@ -136,13 +136,14 @@ func TestFilesAndApplyScript(t *testing.T) {
 	if !strings.Contains(files[2].Content, "ExecStartPost=-"+ScriptPath) {
 		t.Errorf("drop-in: %s", files[2].Content)
 	}
-	apply, err := testNet.ApplyScript()
-	if err != nil {
+	b := NewBatch()
+	if err := testNet.Apply(b); err != nil {
 		t.Fatal(err)
 	}
+	apply := b.Script()
 	for _, f := range files {
 		enc := base64.StdEncoding.EncodeToString([]byte(f.Content))
-		if !strings.Contains(apply, "put "+f.Path+" "+f.Mode+" "+enc) {
+		if !strings.Contains(apply, "put "+f.Path+" "+f.Mode+" "+enc+" && reload=1") {
 			t.Errorf("apply script does not install %s", f.Path)
 		}
 	}

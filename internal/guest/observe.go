@@ -20,6 +20,8 @@ type State struct {
 	Lima0All []netip.Prefix
 	// Net is the routing state: forwarding, marina's rules and files.
 	Net NetState
+	// RegistrySums maps each mirror config file in the VM to its sha256.
+	RegistrySums map[string]string
 }
 
 // observeScript prints one section per concern, each headed "@@ name".
@@ -28,7 +30,7 @@ type State struct {
 const observeScript = `set -u
 echo "@@ lima0"
 ip -4 -j addr show dev lima0 2>/dev/null || echo '[]'
-` + networkObserve
+` + networkObserve + registryObserve
 
 // Observe looks at the guest in one round trip. When lima0 has no address
 // the error says so and the rest of State is still filled in.
@@ -64,7 +66,7 @@ func sections(out string) map[string]string {
 
 func parseObserve(out string) (State, error) {
 	sec := sections(out)
-	st := State{Net: parseNetState(sec)}
+	st := State{Net: parseNetState(sec), RegistrySums: parseSums(sec["registry"])}
 	addrs, err := ParseAddrs(sec["lima0"])
 	if err != nil {
 		return st, err

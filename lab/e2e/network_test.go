@@ -194,6 +194,8 @@ func marinaRules(t *testing.T) string {
 
 func TestNetwork(t *testing.T) {
 	needLab(t)
+	// No mirrors: they would try the internet, and share the network.
+	writeConfig(t, "registries:\n  mirrors: []\n")
 	mustMarina(t, "up")
 	t.Cleanup(func() { marina(t, "destroy", "-y") })
 
@@ -362,6 +364,7 @@ func TestNetwork(t *testing.T) {
 
 	t.Run("a new lima0 address moves the route and the rules", func(t *testing.T) {
 		mustMarina(t, "up")
+		srvIP := containerIP(t, "kind-srv", "kind") // the reboot may have moved it
 		// A new vzNAT lease: another address in another network. The lab's
 		// own addresses come back afterwards.
 		t.Cleanup(func() {
@@ -422,10 +425,12 @@ func TestNetwork(t *testing.T) {
 // left alone.
 func TestKindNetworkConflict(t *testing.T) {
 	needLab(t)
+	writeConfig(t, "registries:\n  mirrors:\n    - name: registry-lab\n      port: 5060\n      remoteURL: https://lab-upstream:5443\n")
 	mustMarina(t, "up")
 	t.Cleanup(func() { marina(t, "destroy", "-y") })
 	importEcho(t)
 	// What kind itself creates when it finds no network, with a node on it.
+	labDocker(t, "rm", "-f", "registry-lab")
 	labDocker(t, "network", "rm", "kind")
 	labDocker(t, "network", "create", "-o", "com.docker.network.bridge.enable_ip_masquerade=true", "kind")
 	labDocker(t, "run", "-d", "--name", "node", "--network", "kind", echoImage, "serve", ":8080")
@@ -444,7 +449,7 @@ func TestKindNetworkConflict(t *testing.T) {
 		"marina changed nothing",
 		"the 1 container on it is lost",
 		"marina shell -- kind delete clusters --all",
-		"marina shell -- docker network rm kind",
+		"marina shell -- sh -c 'docker rm -f $(docker ps -aq --filter network=kind) 2>/dev/null; docker network rm kind'",
 	} {
 		if !strings.Contains(r.stderr, want) {
 			t.Errorf("error lacks %q:\n%s", want, r.stderr)
@@ -457,8 +462,7 @@ func TestKindNetworkConflict(t *testing.T) {
 		t.Errorf("rules changed:\n%s\nwas:\n%s", got, rules)
 	}
 	// Following the steps gets marina's network back.
-	labDocker(t, "rm", "-f", "node")
-	mustMarina(t, "shell", "--", "docker", "network", "rm", "kind")
+	mustMarina(t, "shell", "--", "sh", "-c", "docker rm -f $(docker ps -aq --filter network=kind) 2>/dev/null; docker network rm kind")
 	mustMarina(t, "up")
 	if got := labDocker(t, "network", "inspect", "-f", "{{(index .IPAM.Config 0).Subnet}}", "kind"); got != "172.30.0.0/16" {
 		t.Errorf("kind network after up: %s", got)

@@ -391,6 +391,21 @@ func (f *fake) boot(name string) error {
 	if err := f.labCmd("_boot"); err != nil {
 		return fmt.Errorf("boot the lab guest: %w", err)
 	}
+	// Lima shares these folders over virtiofs; the lab bind-mounts them
+	// into the guest's mount namespace.
+	for _, m := range y.Mounts {
+		mode := "ro"
+		if m.Writable != nil && *m.Writable {
+			mode = "rw"
+		}
+		mp := m.Location
+		if m.MountPoint != nil && *m.MountPoint != "" {
+			mp = *m.MountPoint
+		}
+		if err := f.labCmd("_mount", m.Location, mp, mode); err != nil {
+			return fmt.Errorf("mount %s: %w", m.Location, err)
+		}
+	}
 	cfg := filepath.Join(dir, "ssh.config")
 	if err := os.WriteFile(cfg, []byte(f.sshConfig(name)), 0o600); err != nil {
 		return err
@@ -439,8 +454,8 @@ func (f *fake) boot(name string) error {
 	return nil
 }
 
-func (f *fake) labCmd(sub string) error {
-	cmd := exec.Command(f.lab.Script, sub)
+func (f *fake) labCmd(args ...string) error {
+	cmd := exec.Command(f.lab.Script, args...)
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	return cmd.Run()
 }

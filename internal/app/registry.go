@@ -1,0 +1,352 @@
+package app
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"io/fs"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"text/tabwriter"
+	"time"
+
+	"github.com/docker/go-units"
+
+	"github.com/bcollard/marina/internal/config"
+	"github.com/bcollard/marina/internal/docker"
+	"github.com/bcollard/marina/internal/guest"
+	"github.com/bcollard/marina/internal/registry"
+	"github.com/bcollard/marina/internal/run"
+	"github.com/bcollard/marina/internal/vm"
+)
+
+// MirrorStatus is one row of marina registry list; its JSON is a contract.
+type MirrorStatus struct {
+	Name     string `json:"name"`
+	Upstream string `json:"upstream"`
+	Port     int    `json:"port"`
+	// State is the container's (running, exited, …), "missing" when there
+	// is none, or "stray" for a mirror container no longer in the config.
+	State string `json:"state"`
+	IP    string `json:"ip,omitempty"`
+	// CacheBytes is the cache's size on disk; -1 when it could not be read.
+	CacheBytes int64  `json:"cacheBytes"`
+	CacheDir   string `json:"cacheDir"`
+	// Blobs and Manifests are the proxy's counters, when it answered.
+	Blobs     *ProxyCounters `json:"blobs,omitempty"`
+	Manifests *ProxyCounters `json:"manifests,omitempty"`
+}
+
+// ProxyCounters are distribution's proxy metrics (its /debug/vars).
+type ProxyCounters struct {
+	Requests uint64 `json:"requests"`
+	Hits     uint64 `json:"hits"`
+	Misses   uint64 `json:"misses"`
+}
+
+// ListMirrors reports every configured mirror and any stray mirror
+// container.
+func ListMirrors(ctx context.Context, e *Env) ([]MirrorStatus, error) {
+	cfg, l, in, err := e.vmState(ctx)
+	if err != nil {
+		return nil, err
+	}
+	running := in != nil && in.Status == vm.StatusRunning
+	var have []docker.Container
+	if running {
+		dc, err := docker.Dial(e.Paths.DockerSocket(cfg.VM.Name))
+		if err != nil {
+			return nil, err
+		}
+		defer dc.Close()
+		if have, err = dc.ListLabeled(ctx, registry.LabelMirror); err != nil {
+			return nil, err
+		}
+	}
+	byName := map[string]docker.Container{}
+	for _, c := range have {
+		byName[c.Labels[registry.LabelMirror]] = c
+	}
+	var out []MirrorStatus
+	for _, m := range cfg.Registries.Mirrors {
+		s := MirrorStatus{Name: m.Name, Upstream: m.RemoteURL, Port: m.Port, State: "missing", CacheBytes: -1}
+		if !running {
+			s.State = "VM not running"
+		}
+		if c, ok := byName[m.Name]; ok {
+			s.State, s.IP = c.State, c.IP
+			delete(byName, m.Name)
+		}
+		out = append(out, s)
+	}
+	for name, c := range byName {
+		out = append(out, MirrorStatus{Name: name, State: "stray", IP: c.IP, CacheBytes: -1})
+	}
+	if err := cacheSizes(ctx, e, l, cfg, running, out); err != nil {
+		return nil, err
+	}
+	proxyCounters(ctx, out)
+	return out, nil
+}
+
+// cacheSizes fills each row's cache folder and its size: read on the Mac
+// for host storage, with one guest round trip for guest storage.
+func cacheSizes(ctx context.Context, e *Env, l *vm.Limactl, cfg config.Config, running bool, rows []MirrorStatus) error {
+	if cfg.Registries.CacheStorage == config.CacheHost {
+		for i := range rows {
+			rows[i].CacheDir = filepath.Join(e.Paths.RegistryCache(), rows[i].Name)
+			rows[i].CacheBytes = dirSize(rows[i].CacheDir)
+		}
+		return nil
+	}
+	for i := range rows {
+		rows[i].CacheDir = registry.CacheDir(vm.GuestCacheDir, rows[i].Name) + " (in the VM)"
+	}
+	if !running || len(rows) == 0 {
+		return nil
+	}
+	var b strings.Builder
+	for _, r := range rows {
+		fmt.Fprintf(&b, "du -sb %s 2>/dev/null || echo '- %[1]s'\n", run.ShellQuote(registry.CacheDir(vm.GuestCacheDir, r.Name)))
+	}
+	res, err := e.Guest(l, cfg.VM.Name).Run(ctx, vm.Script{Name: "measure the mirror caches", Body: b.String(), Root: true})
+	if err != nil {
+		return err
+	}
+	sizes := map[string]int64{}
+	for _, line := range strings.Split(string(res.Stdout), "\n") {
+		f := strings.Fields(line)
+		if len(f) == 2 {
+			if n, err := strconv.ParseInt(f[0], 10, 64); err == nil {
+				sizes[filepath.Base(f[1])] = n
+			}
+		}
+	}
+	for i := range rows {
+		if n, ok := sizes[rows[i].Name]; ok {
+			rows[i].CacheBytes = n
+		}
+	}
+	return nil
+}
+
+// dirSize is the bytes of regular files under dir; -1 when dir is missing.
+func dirSize(dir string) int64 {
+	if _, err := os.Stat(dir); err != nil {
+		return -1
+	}
+	var n int64
+	_ = filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() {
+			if info, err := d.Info(); err == nil {
+				n += info.Size()
+			}
+		}
+		return nil
+	})
+	return n
+}
+
+// proxyCounters asks each running mirror for its counters, at its address
+// on the kind network: the same route that carries the Mac's traffic to
+// LoadBalancer addresses.
+func proxyCounters(ctx context.Context, rows []MirrorStatus) {
+	client := &http.Client{Timeout: 2 * time.Second}
+	var wg sync.WaitGroup
+	for i := range rows {
+		if rows[i].State != "running" || rows[i].IP == "" {
+			continue
+		}
+		wg.Add(1)
+		go func(r *MirrorStatus) {
+			defer wg.Done()
+			u := "http://" + net.JoinHostPort(r.IP, strconv.Itoa(registry.DebugPort)) + "/debug/vars"
+			req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+			if err != nil {
+				return
+			}
+			resp, err := client.Do(req)
+			if err != nil {
+				return
+			}
+			defer resp.Body.Close()
+			var v struct {
+				Registry struct {
+					Proxy struct {
+						Blobs, Manifests *ProxyCounters
+					} `json:"proxy"`
+				} `json:"registry"`
+			}
+			if json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&v) == nil {
+				r.Blobs, r.Manifests = v.Registry.Proxy.Blobs, v.Registry.Proxy.Manifests
+			}
+		}(&rows[i])
+	}
+	wg.Wait()
+}
+
+// PrintMirrors writes the text table.
+func PrintMirrors(w io.Writer, rows []MirrorStatus) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tUPSTREAM\tPORT\tSTATE\tCACHE\tBLOB HITS/MISSES\tMANIFEST HITS/MISSES")
+	for _, r := range rows {
+		size := "-"
+		if r.CacheBytes >= 0 {
+			size = units.BytesSize(float64(r.CacheBytes))
+		}
+		port := "-"
+		if r.Port > 0 {
+			port = strconv.Itoa(r.Port)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Name, orDash(r.Upstream), port, r.State, size, counters(r.Blobs), counters(r.Manifests))
+	}
+	tw.Flush()
+}
+
+func counters(c *ProxyCounters) string {
+	if c == nil {
+		return "-"
+	}
+	return fmt.Sprintf("%d/%d", c.Hits, c.Misses)
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// CleanCacheOptions are the flags of marina registry clean-cache.
+type CleanCacheOptions struct {
+	DryRun bool
+}
+
+// CleanCache empties the caches of the named mirrors (all when none is
+// named). A running mirror is removed first and started again afterwards,
+// empty.
+func CleanCache(ctx context.Context, e *Env, names []string, opts CleanCacheOptions) error {
+	cfg, l, in, err := e.vmState(ctx)
+	if err != nil {
+		return err
+	}
+	if len(names) == 0 {
+		for _, m := range cfg.Registries.Mirrors {
+			names = append(names, m.Name)
+		}
+	}
+	selected, err := registry.Select(cfg.Registries.Mirrors, names)
+	if err != nil {
+		return err
+	}
+	if len(selected) == 0 {
+		fmt.Fprintln(e.Stdout, "No changes: no mirrors are configured.")
+		return nil
+	}
+	running := in != nil && in.Status == vm.StatusRunning
+	host := cfg.Registries.CacheStorage == config.CacheHost
+	if !running && !host {
+		return notRunning(cfg.VM.Name, in)
+	}
+	var steps []Step
+	for _, m := range selected {
+		where := filepath.Join(e.Paths.RegistryCache(), m.Name)
+		if !host {
+			where = registry.CacheDir(vm.GuestCacheDir, m.Name) + " in the VM"
+		}
+		s := Step{Do: "empty the cache of " + m.Name + " (" + where + ")"}
+		if running {
+			s.Reason = "its container is removed first and started again"
+		}
+		steps = append(steps, s)
+	}
+	if opts.DryRun {
+		printPlan(e, steps, "")
+		return nil
+	}
+	var dc *docker.Client
+	var plan mirrorPlan
+	if running {
+		if dc, err = docker.Dial(e.Paths.DockerSocket(cfg.VM.Name)); err != nil {
+			return err
+		}
+		defer dc.Close()
+		have, err := dc.ListLabeled(ctx, registry.LabelMirror)
+		if err != nil {
+			return err
+		}
+		specs, err := mirrorSpecs(e, config.Config{Registries: config.Registries{Mirrors: selected}}, false)
+		if err != nil {
+			return err
+		}
+		plan = mirrorPlan{specs: specs, create: specs, reasons: map[string]string{}}
+		want := map[string]bool{}
+		for _, m := range selected {
+			want[m.Name] = true
+		}
+		for _, c := range have {
+			if want[c.Labels[registry.LabelMirror]] {
+				plan.remove = append(plan.remove, c)
+			}
+		}
+		for _, c := range plan.remove {
+			if err := dc.Remove(ctx, c.ID); err != nil {
+				return err
+			}
+		}
+	}
+	e.UI.Start(fmt.Sprintf("Emptying %d mirror cache(s)", len(selected)))
+	if host {
+		for _, m := range selected {
+			dir := filepath.Join(e.Paths.RegistryCache(), m.Name)
+			if err := emptyDir(dir); err != nil {
+				e.UI.End(false)
+				return err
+			}
+		}
+	} else {
+		b := guest.NewBatch()
+		for _, m := range selected {
+			dir := run.ShellQuote(registry.CacheDir(vm.GuestCacheDir, m.Name))
+			b.Sh("rm -rf " + dir + " && mkdir -p " + dir)
+		}
+		if _, err := e.Guest(l, cfg.VM.Name).Run(ctx, vm.Script{Name: "empty the mirror caches", Body: b.Script(), Root: true}); err != nil {
+			e.UI.End(false)
+			return err
+		}
+	}
+	e.UI.End(true)
+	if running {
+		plan.remove = nil // removed above, before their files went
+		e.UI.Start("Starting the mirrors again")
+		if err := applyMirrors(ctx, e, dc, plan); err != nil {
+			e.UI.End(false)
+			return err
+		}
+		e.UI.End(true)
+	}
+	return nil
+}
+
+// emptyDir removes what dir holds and keeps dir.
+func emptyDir(dir string) error {
+	ents, err := os.ReadDir(dir)
+	if os.IsNotExist(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("empty %s: %w", dir, err)
+	}
+	for _, ent := range ents {
+		if err := os.RemoveAll(filepath.Join(dir, ent.Name())); err != nil {
+			return fmt.Errorf("empty %s: %w (files written by the VM may need `sudo rm -rf`)", dir, err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,100 @@
+package docker
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/containerd/errdefs"
+	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/client"
+)
+
+// Container is the part of a container marina reads.
+type Container struct {
+	ID     string
+	Name   string
+	State  string // running, exited, restarting, created…
+	Image  string
+	Labels map[string]string
+	// IP is the container's address on the kind network, when it has one.
+	IP string
+}
+
+// ListLabeled returns every container (running or not) carrying label.
+func (c *Client) ListLabeled(ctx context.Context, label string) ([]Container, error) {
+	res, err := c.api.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: make(client.Filters).Add("label", label)})
+	if err != nil {
+		return nil, fmt.Errorf("list containers: %w", err)
+	}
+	out := make([]Container, 0, len(res.Items))
+	for _, s := range res.Items {
+		ct := Container{ID: s.ID, State: string(s.State), Image: s.Image, Labels: s.Labels}
+		if len(s.Names) > 0 {
+			ct.Name = strings.TrimPrefix(s.Names[0], "/")
+		}
+		if s.NetworkSettings != nil {
+			if n, ok := s.NetworkSettings.Networks[KindNetwork]; ok && n != nil && n.IPAddress.IsValid() {
+				ct.IP = n.IPAddress.String()
+			}
+		}
+		out = append(out, ct)
+	}
+	return out, nil
+}
+
+// RunSpec is a long-running container on the kind network.
+type RunSpec struct {
+	Name   string
+	Image  string
+	Labels map[string]string
+	Binds  []string
+}
+
+// Run creates and starts spec's container, restarted by Docker whenever it
+// stops (and when the VM boots).
+func (c *Client) Run(ctx context.Context, spec RunSpec) error {
+	res, err := c.api.ContainerCreate(ctx, client.ContainerCreateOptions{
+		Name:   spec.Name,
+		Config: &container.Config{Image: spec.Image, Labels: spec.Labels},
+		HostConfig: &container.HostConfig{
+			Binds:         spec.Binds,
+			NetworkMode:   container.NetworkMode(KindNetwork),
+			RestartPolicy: container.RestartPolicy{Name: container.RestartPolicyAlways},
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("create container %s: %w", spec.Name, err)
+	}
+	if _, err := c.api.ContainerStart(ctx, res.ID, client.ContainerStartOptions{}); err != nil {
+		return fmt.Errorf("start container %s: %w", spec.Name, err)
+	}
+	return nil
+}
+
+// Remove deletes a container, stopping it first; a missing one is fine.
+func (c *Client) Remove(ctx context.Context, id string) error {
+	_, err := c.api.ContainerRemove(ctx, id, client.ContainerRemoveOptions{Force: true})
+	if err != nil && !errdefs.IsNotFound(err) {
+		return fmt.Errorf("remove container %s: %w", id, err)
+	}
+	return nil
+}
+
+// EnsureImage pulls ref unless the daemon already has it.
+func (c *Client) EnsureImage(ctx context.Context, ref string) error {
+	if _, err := c.api.ImageInspect(ctx, ref); err == nil {
+		return nil
+	} else if !errdefs.IsNotFound(err) {
+		return fmt.Errorf("inspect image %s: %w", ref, err)
+	}
+	resp, err := c.api.ImagePull(ctx, ref, client.ImagePullOptions{})
+	if err != nil {
+		return fmt.Errorf("pull %s: %w", ref, err)
+	}
+	defer resp.Close()
+	if err := resp.Wait(ctx); err != nil {
+		return fmt.Errorf("pull %s: %w (the VM needs to reach Docker Hub once for it)", ref, err)
+	}
+	return nil
+}

@@ -1,0 +1,65 @@
+package guest
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/bcollard/marina/internal/registry"
+	"github.com/bcollard/marina/internal/run"
+)
+
+// registryObserve prints the sha256 of every mirror config in the VM.
+const registryObserve = `echo "@@ registry"
+if [ -d ` + registry.ConfigDir + ` ]; then find ` + registry.ConfigDir + ` -maxdepth 1 -name '*.yml' -exec sha256sum {} + ; fi
+`
+
+func parseSums(sec string) map[string]string {
+	out := map[string]string{}
+	for _, line := range strings.Split(sec, "\n") {
+		f := strings.Fields(line)
+		if len(f) == 2 {
+			out[f[1]] = f[0]
+		}
+	}
+	return out
+}
+
+// RegistryFilesOK reports whether the VM holds exactly the config files of
+// specs, byte for byte.
+func RegistryFilesOK(sums map[string]string, specs []registry.Spec) bool {
+	if len(sums) != len(specs) {
+		return false
+	}
+	for _, s := range specs {
+		if sums[registry.ConfigFile(s.Name)] != s.FileSum() {
+			return false
+		}
+	}
+	return true
+}
+
+// RegistryApply adds to b what writes each mirror's config file (root
+// only: it may hold upstream credentials), makes its cache folder, and
+// removes the config files of mirrors that are gone.
+func RegistryApply(b *Batch, specs []registry.Spec) {
+	keep := make([]string, 0, len(specs))
+	b.Sh(fmt.Sprintf("install -d -m 0700 -o root -g root %s", registry.ConfigDir))
+	for _, s := range specs {
+		b.Put(File{Path: registry.ConfigFile(s.Name), Mode: "0600", Content: string(s.Config)}, "")
+		b.Sh("mkdir -p " + run.ShellQuote(s.CacheDir))
+		keep = append(keep, run.ShellQuote(s.Name+".yml"))
+	}
+	sort.Strings(keep)
+	b.Sh(fmt.Sprintf(`for f in %s/*.yml; do
+	[ -e "$f" ] || continue
+	case "$(basename "$f")" in %s) ;; *) rm -f "$f" ;; esac
+done`, registry.ConfigDir, caseList(keep)))
+}
+
+func caseList(names []string) string {
+	if len(names) == 0 {
+		return "''" // matches nothing a file is named
+	}
+	return strings.Join(names, "|")
+}

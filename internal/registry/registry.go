@@ -1,0 +1,240 @@
+// Package registry is marina's pull-through mirrors: the distribution
+// (registry:3) configuration of each, the container that runs it, and the
+// containerd hosts.toml files that send a cluster's pulls through them.
+package registry
+
+import (
+	"bytes"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"net/url"
+	"path"
+	"sort"
+	"strconv"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/bcollard/marina/internal/config"
+)
+
+// Where things live, in the VM and in a mirror container.
+const (
+	// Image is distribution's official image.
+	Image = "registry:3"
+	// ConfigDir holds one root-only config file per mirror in the VM.
+	ConfigDir = "/etc/marina/registry"
+	// containerConfig is where registry:3 reads its configuration.
+	containerConfig = "/etc/distribution/config.yml"
+	// containerData is the image's storage folder.
+	containerData = "/var/lib/registry"
+	// DebugPort serves /debug/vars (hits and misses) in each container.
+	DebugPort = 5001
+
+	// Labels marina puts on each mirror container.
+	LabelMirror = "dev.marina.mirror"
+	LabelConfig = "dev.marina.config"
+)
+
+// ConfigFile is a mirror's config path in the VM.
+func ConfigFile(name string) string { return path.Join(ConfigDir, name+".yml") }
+
+// CacheDir is a mirror's cache folder in the VM (a virtiofs mount of the
+// Mac's folder, or the VM's disk).
+func CacheDir(guestCacheRoot, name string) string { return path.Join(guestCacheRoot, name) }
+
+// the subset of distribution's configuration marina writes.
+type distConfig struct {
+	Version string `yaml:"version"`
+	Log     struct {
+		Level     string `yaml:"level"`
+		AccessLog struct {
+			Disabled bool `yaml:"disabled"`
+		} `yaml:"accesslog"`
+	} `yaml:"log"`
+	Storage struct {
+		Filesystem struct {
+			RootDirectory string `yaml:"rootdirectory"`
+		} `yaml:"filesystem"`
+		// The proxy's expiry scheduler can only remove what it may delete.
+		Delete struct {
+			Enabled bool `yaml:"enabled"`
+		} `yaml:"delete"`
+		Cache struct {
+			BlobDescriptor string `yaml:"blobdescriptor"`
+		} `yaml:"cache"`
+	} `yaml:"storage"`
+	HTTP struct {
+		Addr  string `yaml:"addr"`
+		Debug struct {
+			Addr string `yaml:"addr"`
+		} `yaml:"debug"`
+		Headers map[string][]string `yaml:"headers"`
+	} `yaml:"http"`
+	Proxy struct {
+		RemoteURL string `yaml:"remoteurl"`
+		Username  string `yaml:"username,omitempty"`
+		Password  string `yaml:"password,omitempty"`
+		TTL       string `yaml:"ttl"`
+	} `yaml:"proxy"`
+	Health struct {
+		StorageDriver struct {
+			Enabled   bool   `yaml:"enabled"`
+			Interval  string `yaml:"interval"`
+			Threshold int    `yaml:"threshold"`
+		} `yaml:"storagedriver"`
+	} `yaml:"health"`
+}
+
+// Config renders m's distribution configuration. It holds the upstream
+// credentials, so it only ever lives in a root-only file in the VM.
+func Config(m config.Mirror) ([]byte, error) {
+	var c distConfig
+	c.Version = "0.1"
+	c.Log.Level = "info"
+	c.Storage.Filesystem.RootDirectory = containerData
+	c.Storage.Delete.Enabled = true
+	c.Storage.Cache.BlobDescriptor = "inmemory"
+	c.HTTP.Addr = ":" + strconv.Itoa(m.Port)
+	c.HTTP.Debug.Addr = ":" + strconv.Itoa(DebugPort)
+	c.HTTP.Headers = map[string][]string{"X-Content-Type-Options": {"nosniff"}}
+	c.Proxy.RemoteURL = m.RemoteURL
+	c.Proxy.Username = m.Username
+	c.Proxy.Password = m.Password
+	c.Proxy.TTL = "168h"
+	c.Health.StorageDriver.Enabled = true
+	c.Health.StorageDriver.Interval = "10s"
+	c.Health.StorageDriver.Threshold = 3
+	var b bytes.Buffer
+	b.WriteString("# Written by marina from registries.mirrors in ~/.marina/config.yaml.\n")
+	enc := yaml.NewEncoder(&b)
+	enc.SetIndent(2)
+	if err := enc.Encode(c); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), enc.Close()
+}
+
+// Spec is everything a mirror container is made from.
+type Spec struct {
+	Name     string
+	Port     int
+	Upstream string
+	Config   []byte // the file's content (secret)
+	CacheDir string // in the VM
+	// Digest identifies Config and the container settings; it is what the
+	// container's label records.
+	Digest string
+}
+
+// Specs renders the spec of every mirror. key keys the digest, so the
+// label on a container (which anyone with the Docker socket can read)
+// cannot be used to check a guessed password.
+func Specs(mirrors []config.Mirror, guestCacheRoot string, key []byte) ([]Spec, error) {
+	out := make([]Spec, 0, len(mirrors))
+	for _, m := range mirrors {
+		cfg, err := Config(m)
+		if err != nil {
+			return nil, err
+		}
+		s := Spec{Name: m.Name, Port: m.Port, Upstream: m.RemoteURL, Config: cfg, CacheDir: CacheDir(guestCacheRoot, m.Name)}
+		mac := hmac.New(sha256.New, key)
+		fmt.Fprintf(mac, "image=%s\ncache=%s\nconfig=%s\n", Image, s.CacheDir, cfg)
+		s.Digest = hex.EncodeToString(mac.Sum(nil))
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+// FileSum is the sha256 of a spec's config file, as sha256sum prints it.
+func (s Spec) FileSum() string {
+	sum := sha256.Sum256(s.Config)
+	return hex.EncodeToString(sum[:])
+}
+
+// Binds are the container's mounts: its config read-only, its cache.
+func (s Spec) Binds() []string {
+	return []string{ConfigFile(s.Name) + ":" + containerConfig + ":ro", s.CacheDir + ":" + containerData}
+}
+
+// Hosts are the registry names containerd looks mirrors up by for m's
+// upstream: Docker Hub is pulled as docker.io and also reached as
+// registry-1.docker.io.
+func Hosts(m config.Mirror) ([]string, error) {
+	u, err := url.Parse(m.RemoteURL)
+	if err != nil || u.Host == "" {
+		return nil, fmt.Errorf("mirror %s: %q is not a registry URL", m.Name, m.RemoteURL)
+	}
+	switch u.Host {
+	case "registry-1.docker.io", "docker.io", "index.docker.io":
+		return []string{"docker.io", "registry-1.docker.io"}, nil
+	}
+	return []string{u.Host}, nil
+}
+
+// Select applies a cluster's mirror selection: nil or ["*"] is every
+// mirror, [] is none, names pick those. An unknown name is an error.
+func Select(mirrors []config.Mirror, sel []string) ([]config.Mirror, error) {
+	if sel == nil || (len(sel) == 1 && sel[0] == "*") {
+		return mirrors, nil
+	}
+	byName := map[string]config.Mirror{}
+	var names []string
+	for _, m := range mirrors {
+		byName[m.Name] = m
+		names = append(names, m.Name)
+	}
+	var out []config.Mirror
+	seen := map[string]bool{}
+	for _, n := range sel {
+		if n == "*" {
+			return nil, fmt.Errorf(`"*" selects every mirror and cannot be combined with names`)
+		}
+		m, ok := byName[n]
+		if !ok {
+			sort.Strings(names)
+			return nil, fmt.Errorf("no mirror is named %q (registries.mirrors has %v)", n, names)
+		}
+		if !seen[n] {
+			out = append(out, m)
+			seen[n] = true
+		}
+	}
+	return out, nil
+}
+
+// CertsD is the containerd host configuration for selected mirrors: a
+// hosts.toml per upstream registry name, keyed by its path under
+// /etc/containerd/certs.d. Each sends pulls to the mirror first, over
+// plain HTTP on the kind network, and keeps the upstream as the fallback
+// containerd uses when the mirror fails.
+func CertsD(selected []config.Mirror) (map[string]string, error) {
+	out := map[string]string{}
+	for _, m := range selected {
+		hosts, err := Hosts(m)
+		if err != nil {
+			return nil, err
+		}
+		for _, h := range hosts {
+			p := path.Join(h, "hosts.toml")
+			if _, dup := out[p]; dup {
+				return nil, fmt.Errorf("two mirrors serve %s; keep one", h)
+			}
+			// No skip_verify or other TLS setting on the http host: any of
+			// them makes containerd try HTTPS first.
+			out[p] = fmt.Sprintf("# Written by marina: pulls of %s go through the mirror %s.\nserver = %q\n\n[host.%q]\n  capabilities = [\"pull\", \"resolve\"]\n",
+				h, m.Name, m.RemoteURL, fmt.Sprintf("http://%s:%d", m.Name, m.Port))
+		}
+	}
+	return out, nil
+}
+
+// ContainerdPatch makes a kind node's containerd read /etc/containerd/certs.d.
+// kind's base config (version 2) sets no config_path; containerd 2.x then
+// defaults to "/etc/containerd/certs.d:/etc/docker/certs.d" on Linux, so
+// kind v0.33 nodes would read the folder anyway. marina sets it explicitly
+// so that no node depends on that default (containerd 1.x has none).
+const ContainerdPatch = `[plugins."io.containerd.grpc.v1.cri".registry]
+  config_path = "/etc/containerd/certs.d"
+`
