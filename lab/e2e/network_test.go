@@ -52,7 +52,7 @@ func importEcho(t *testing.T) {
 	}
 }
 
-func labDocker(t *testing.T, args ...string) string {
+func labDocker(t testing.TB, args ...string) string {
 	t.Helper()
 	out, err := labCmd(t, append([]string{"docker"}, args...)...)
 	if err != nil {
@@ -80,7 +80,7 @@ func serveEcho(t *testing.T, name, network string) string {
 	return containerIP(t, name, network)
 }
 
-func containerIP(t *testing.T, name, network string) string {
+func containerIP(t testing.TB, name, network string) string {
 	t.Helper()
 	var ip string
 	waitFor(t, 20*time.Second, name+"'s address", func() bool {

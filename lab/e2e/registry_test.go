@@ -39,7 +39,7 @@ const (
 func labRoot() string { return os.Getenv("MARINA_LAB_ROOT") }
 
 // writeConfig replaces the lab Mac user's config.
-func writeConfig(t *testing.T, body string) {
+func writeConfig(t testing.TB, body string) {
 	t.Helper()
 	if err := os.MkdirAll(marinaHome(), 0o700); err != nil {
 		t.Fatal(err)
@@ -67,7 +67,7 @@ func mirrorsConfig(cache, password, quayURL string) string {
 // startUpstream runs lab-upstream on the kind network: a TLS registry (the
 // lab CA signed its certificate) that wants a password, as a private
 // upstream would. It returns the upstream's address.
-func startUpstream(t *testing.T, password string) string {
+func startUpstream(t testing.TB, password string) string {
 	t.Helper()
 	dir := filepath.Join(labRoot(), "vm", "tmp", "lab-upstream") // the guest's /tmp/lab-upstream
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -124,7 +124,7 @@ auth:
 	return ip
 }
 
-func labCA(t *testing.T) *x509.CertPool {
+func labCA(t testing.TB) *x509.CertPool {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join(labRoot(), "ca", "ca.crt"))
 	if err != nil {
