@@ -20,14 +20,14 @@ func kindNet(cidr netip.Prefix) guest.Net {
 	return guest.Net{Kind: cidr, Bridge: docker.KindBridge}
 }
 
-// converge brings a running VM's networking to the config: the kind
-// network, the guest's routing rules and the host route. Warm, it makes one
-// guest round trip and changes nothing. With dryRun it prints planned (the
-// steps decided before it) and its own, and changes nothing.
+// converge brings a running VM's networking and services to the config:
+// the kind network, the guest's routing rules, the registry mirrors and
+// the host route. It observes (one guest round trip), plans, and applies
+// only what differs, so a warm run changes nothing. With dryRun it prints
+// planned (the steps decided before it) and its own, and changes nothing.
 func converge(ctx context.Context, e *Env, l *vm.Limactl, cfg config.Config, planned []Step, dryRun bool) error {
 	name := cfg.VM.Name
 	cidr := netip.MustParsePrefix(cfg.Network.CIDR) // validated
-	sock := e.Paths.DockerSocket(name)
 	wait := 2 * time.Minute
 	if dryRun {
 		wait = 5 * time.Second
@@ -49,31 +49,63 @@ func converge(ctx context.Context, e *Env, l *vm.Limactl, cfg config.Config, pla
 		e.UI.End(false)
 		return o.routeErr
 	}
-	st, lima0 := o.guest, o.guest.Lima0
-	e.UI.Relabel(fmt.Sprintf("VM address on lima0: %s; Docker %s answers on %s", lima0, o.dockerVer, sock))
+	e.UI.Relabel(fmt.Sprintf("VM address on lima0: %s; Docker %s answers on %s", o.guest.Lima0, o.dockerVer, e.Paths.DockerSocket(name)))
 	e.UI.End(true)
-	if len(st.Lima0All) > 1 {
-		e.UI.Warnf("lima0 has %d IPv4 addresses (%v); marina uses %s", len(st.Lima0All), st.Lima0All, lima0)
+	if all := o.guest.Lima0All; len(all) > 1 {
+		e.UI.Warnf("lima0 has %d IPv4 addresses (%v); marina uses %s", len(all), all, o.guest.Lima0)
 	}
 
-	// What must change.
-	steps := planned
-	spec := docker.KindNetworkSpec(cidr, guest.HostIf)
-	if have := o.network; have != nil {
-		if diff := spec.Differences(have); len(diff) > 0 {
-			return networkMismatch(name, spec, have, diff)
-		}
-	} else {
-		steps = append(steps, Step{Do: "create the Docker network " + spec.Name + ": " + spec.CreateArgs()})
-	}
-	net := kindNet(cidr)
-	checks, err := net.Checks(st.Net, lima0)
+	p, err := planConverge(e, cfg, o, dryRun)
 	if err != nil {
 		return err
 	}
+	if p.route.State == host.Shadowed {
+		e.UI.Warnf("%s\n  marina cannot fix this; the addresses it covers stay unreachable from this host until that route is gone (check your VPN client)", p.route)
+	}
+	if dryRun {
+		printPlan(e, append(planned, p.steps...), "VM "+name+" and its networking match the config")
+		return nil
+	}
+	if err := applyConverge(ctx, e, l, name, o, p); err != nil {
+		return err
+	}
+	fmt.Fprintf(e.Stdout, "VM %s is ready: lima0 %s, Docker at unix://%s, %s routed to the VM\n", name, o.guest.Lima0.Addr(), e.Paths.DockerSocket(name), cidr)
+	return nil
+}
+
+// convergePlan is what converge changes.
+type convergePlan struct {
+	steps      []Step
+	network    docker.NetworkSpec
+	createNet  bool
+	net        guest.Net
+	applyRules bool
+	mirrors    mirrorPlan
+	route      host.RouteStatus
+	routeFix   []string
+}
+
+// planConverge decides, from one observation, what must change. It changes
+// nothing; it fails on what marina must not change (a foreign kind network).
+func planConverge(e *Env, cfg config.Config, o *observed, dryRun bool) (convergePlan, error) {
+	cidr := netip.MustParsePrefix(cfg.Network.CIDR)
+	lima0 := o.guest.Lima0
+	p := convergePlan{network: docker.KindNetworkSpec(cidr, guest.HostIf), net: kindNet(cidr)}
+	if have := o.network; have != nil {
+		if diff := p.network.Differences(have); len(diff) > 0 {
+			return p, networkMismatch(cfg.VM.Name, p.network, have, diff)
+		}
+	} else {
+		p.createNet = true
+		p.steps = append(p.steps, Step{Do: "create the Docker network " + p.network.Name + ": " + p.network.CreateArgs()})
+	}
+	checks, err := p.net.Checks(o.guest.Net, lima0)
+	if err != nil {
+		return p, err
+	}
 	// A new network makes Docker insert its MASQUERADE rule above marina's.
-	applyRules := o.network == nil || !guest.AllOK(checks)
-	if applyRules {
+	p.applyRules = p.createNet || !guest.AllOK(checks)
+	if p.applyRules {
 		s := Step{Do: "install and apply the VM's routing rules (" + guest.ScriptPath + ", " + guest.UnitName + ", a docker.service drop-in)"}
 		var bad []string
 		for _, c := range checks {
@@ -84,72 +116,70 @@ func converge(ctx context.Context, e *Env, l *vm.Limactl, cfg config.Config, pla
 		if len(bad) > 0 {
 			s.Reason = "not right yet: " + strings.Join(bad, "; ")
 		}
-		steps = append(steps, s)
+		p.steps = append(p.steps, s)
 	}
 	specs, err := mirrorSpecs(e, cfg, dryRun)
 	if err != nil {
-		return err
+		return p, err
 	}
-	mirrors := planMirrors(specs, o.mirrors, st.RegistrySums)
-	steps = append(steps, mirrors.steps()...)
-	route := host.Classify(cidr, lima0.Addr(), o.route)
-	fix := host.RouteFix(route)
-	if fix != nil {
-		steps = append(steps, Step{Do: "route " + cidr.String() + " to the VM: " + run.Quote(fix), Reason: "now " + string(route.State)})
+	p.mirrors = planMirrors(specs, o.mirrors, o.guest.RegistrySums)
+	p.steps = append(p.steps, p.mirrors.steps()...)
+	p.route = host.Classify(cidr, lima0.Addr(), o.route)
+	if p.routeFix = host.RouteFix(p.route); p.routeFix != nil {
+		p.steps = append(p.steps, Step{Do: "route " + cidr.String() + " to the VM: " + run.Quote(p.routeFix), Reason: "now " + string(p.route.State)})
 	}
-	if route.State == host.Shadowed {
-		e.UI.Warnf("%s\n  marina cannot fix this; the addresses it covers stay unreachable from this host until that route is gone (check your VPN client)", route)
-	}
+	return p, nil
+}
 
-	if dryRun {
-		printPlan(e, steps, "VM "+name+" and its networking match the config")
-		return nil
-	}
-	if o.network == nil {
-		e.UI.Start("Creating the Docker network " + spec.Name + " (" + spec.Subnet.String() + ")")
-		if err := o.docker.CreateNetwork(ctx, spec); err != nil {
+// applyConverge carries p out: Docker first (the network the rest hangs
+// on), then everything for the guest in one round trip, then the mirror
+// containers, then the host route.
+func applyConverge(ctx context.Context, e *Env, l *vm.Limactl, name string, o *observed, p convergePlan) error {
+	if p.createNet {
+		e.UI.Start("Creating the Docker network " + p.network.Name + " (" + p.network.Subnet.String() + ")")
+		if err := o.docker.CreateNetwork(ctx, p.network); err != nil {
 			e.UI.End(false)
 			return err
 		}
 		e.UI.End(true)
 	}
-	// Everything the guest needs changed travels in one round trip.
-	if b := guest.NewBatch(); applyRules || mirrors.writes {
+	if p.applyRules || p.mirrors.writes {
+		b := guest.NewBatch()
 		var what []string
-		if applyRules {
-			if err := net.Apply(b); err != nil {
+		if p.applyRules {
+			if err := p.net.Apply(b); err != nil {
 				return err
 			}
 			what = append(what, "routing rules")
 		}
-		if mirrors.writes {
-			guest.RegistryApply(b, specs)
+		if p.mirrors.writes {
+			guest.RegistryApply(b, p.mirrors.specs)
 			what = append(what, "mirror configs")
 		}
+		label := "install the VM's " + strings.Join(what, " and ")
 		e.UI.Start("Installing the VM's " + strings.Join(what, " and "))
-		if _, err := e.Guest(l, name).Run(ctx, vm.Script{Name: "install the VM's " + strings.Join(what, " and "), Body: b.Script(), Root: true}); err != nil {
+		if _, err := e.Guest(l, name).Run(ctx, vm.Script{Name: label, Body: b.Script(), Root: true}); err != nil {
 			e.UI.End(false)
 			return err
 		}
 		e.UI.End(true)
 	}
-	if len(mirrors.create)+len(mirrors.remove) > 0 {
-		e.UI.Start(fmt.Sprintf("Running the registry mirrors (%d to start, %d to remove)", len(mirrors.create), len(mirrors.remove)))
-		if err := applyMirrors(ctx, e, o.docker, mirrors); err != nil {
+	if len(p.mirrors.create)+len(p.mirrors.remove) > 0 {
+		e.UI.Start(fmt.Sprintf("Running the registry mirrors (%d to start, %d to remove)", len(p.mirrors.create), len(p.mirrors.remove)))
+		if err := applyMirrors(ctx, e, o.docker, p.mirrors); err != nil {
 			e.UI.End(false)
 			return err
 		}
 		e.UI.End(true)
 	}
-	if fix != nil {
-		e.UI.Start(fmt.Sprintf("Routing %s from this host via %s", cidr, lima0.Addr()))
-		if err := e.Host().Privileged(ctx, fix); err != nil {
+	if p.routeFix != nil {
+		e.UI.Start(fmt.Sprintf("Routing %s from this host via %s", p.route.Want, p.route.Via))
+		if err := e.Host().Privileged(ctx, p.routeFix); err != nil {
 			e.UI.End(false)
 			return err
 		}
 		e.UI.End(true)
 	}
-	fmt.Fprintf(e.Stdout, "VM %s is ready: lima0 %s, Docker at unix://%s, %s routed to the VM\n", name, lima0.Addr(), sock, cidr)
 	return nil
 }
 
