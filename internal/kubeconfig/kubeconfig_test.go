@@ -1,0 +1,262 @@
+package kubeconfig
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+
+	"gopkg.in/yaml.v3"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+func read(t *testing.T, name string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func renamed(t *testing.T, name, server string) []byte {
+	t.Helper()
+	kind := strings.ReplaceAll(string(read(t, "kind-export.yaml")), "kind-dev", "kind-"+name)
+	b, err := Rename([]byte(kind), name, server)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func TestRenameUsesClientcmdNames(t *testing.T) {
+	b := renamed(t, "dev", "https://192.168.64.3:7003")
+	c, err := clientcmd.Load(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.CurrentContext != "dev" || len(c.Clusters) != 1 || len(c.AuthInfos) != 1 || len(c.Contexts) != 1 {
+		t.Fatalf("renamed = %+v", c)
+	}
+	if c.Clusters["dev"].Server != "https://192.168.64.3:7003" || c.Contexts["dev"].Cluster != "dev" || c.Contexts["dev"].AuthInfo != "dev" {
+		t.Errorf("entries = %+v %+v", c.Clusters["dev"], c.Contexts["dev"])
+	}
+	if len(c.Clusters["dev"].CertificateAuthorityData) == 0 || len(c.AuthInfos["dev"].ClientKeyData) == 0 {
+		t.Error("credentials were lost in the rename")
+	}
+	if strings.Contains(string(b), "kind-dev") {
+		t.Error("the kind- names survived")
+	}
+	if s, err := Server(b); err != nil || s != "https://192.168.64.3:7003" {
+		t.Errorf("Server = %q, %v", s, err)
+	}
+}
+
+// semantic is a kubeconfig as a generic map, for comparing what marina must
+// not touch.
+func semantic(t *testing.T, b []byte) map[string]any {
+	t.Helper()
+	var m map[string]any
+	if err := yaml.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func without(m map[string]any, name string) map[string]any {
+	out := map[string]any{}
+	for k, v := range m {
+		items, ok := v.([]any)
+		if !ok || (k != "clusters" && k != "contexts" && k != "users") {
+			out[k] = v
+			continue
+		}
+		var kept []any
+		for _, it := range items {
+			if e, ok := it.(map[string]any); ok && e["name"] == name {
+				continue
+			}
+			kept = append(kept, it)
+		}
+		out[k] = kept
+	}
+	return out
+}
+
+func TestMergeKeepsEverythingElse(t *testing.T) {
+	dir := t.TempDir()
+	target := filepath.Join(dir, "config")
+	orig := read(t, "user-config.yaml")
+	if err := os.WriteFile(target, orig, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := Merge(target, "dev", renamed(t, "dev", "https://192.168.64.3:7003")); err != nil {
+		t.Fatal(err)
+	}
+	after, _ := os.ReadFile(target)
+	if !reflect.DeepEqual(without(semantic(t, after), "dev"), without(semantic(t, orig), "dev")) {
+		t.Errorf("merge changed what it does not own:\n%s", after)
+	}
+	if !strings.Contains(string(after), "# my clusters; do not lose this comment") {
+		t.Error("the comment was lost")
+	}
+	c, err := clientcmd.Load(after)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.CurrentContext != "prod" {
+		t.Errorf("current-context = %q, want prod kept", c.CurrentContext)
+	}
+	if c.Clusters["dev"].Server != "https://192.168.64.3:7003" || c.AuthInfos["dev"].Token != "" || len(c.AuthInfos["dev"].ClientCertificateData) == 0 {
+		t.Errorf("dev was not replaced: %+v %+v", c.Clusters["dev"], c.AuthInfos["dev"])
+	}
+	if n := strings.Count(string(after), "name: dev\n"); n != 3 {
+		t.Errorf("dev appears %d times, want once per section", n)
+	}
+	st, _ := os.Stat(target)
+	if st.Mode().Perm() != 0o600 {
+		t.Errorf("mode %o, want 0600", st.Mode().Perm())
+	}
+
+	// Removing it gives back what was there, minus dev.
+	if err := Remove(target, "dev"); err != nil {
+		t.Fatal(err)
+	}
+	after, _ = os.ReadFile(target)
+	if !reflect.DeepEqual(semantic(t, after), without(semantic(t, orig), "dev")) {
+		t.Errorf("remove changed what it does not own:\n%s", after)
+	}
+}
+
+func TestMergeIntoNothing(t *testing.T) {
+	target := filepath.Join(t.TempDir(), "new", "config")
+	if err := Merge(target, "dev", renamed(t, "dev", "https://127.0.0.1:7001")); err != nil {
+		t.Fatal(err)
+	}
+	c, err := clientcmd.LoadFromFile(target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Clusters["dev"] == nil || c.CurrentContext != "" {
+		t.Errorf("new kubeconfig = %+v", c)
+	}
+	if err := Use(target, "dev"); err != nil {
+		t.Fatal(err)
+	}
+	if c, _ := clientcmd.LoadFromFile(target); c.CurrentContext != "dev" {
+		t.Errorf("after Use current-context = %q", c.CurrentContext)
+	}
+	if err := Remove(target, "dev"); err != nil {
+		t.Fatal(err)
+	}
+	if c, _ := clientcmd.LoadFromFile(target); c.CurrentContext != "" || len(c.Contexts) != 0 {
+		t.Errorf("after Remove = %+v", c)
+	}
+	if err := Remove(filepath.Join(t.TempDir(), "missing"), "dev"); err != nil {
+		t.Errorf("Remove of a missing file: %v", err)
+	}
+}
+
+func TestConcurrentMergesLoseNothing(t *testing.T) {
+	target := filepath.Join(t.TempDir(), "config")
+	if err := os.WriteFile(target, read(t, "user-config.yaml"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 40)
+	for i := 0; i < 40; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			name := fmt.Sprintf("c%02d", i)
+			errs <- Merge(target, name, renamed(t, name, fmt.Sprintf("https://192.168.64.3:%d", 7000+i)))
+		}(i)
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	c, err := clientcmd.LoadFromFile(target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 40; i++ {
+		if c.Contexts[fmt.Sprintf("c%02d", i)] == nil {
+			t.Errorf("c%02d was lost", i)
+		}
+	}
+	if c.Contexts["prod"] == nil || c.CurrentContext != "prod" {
+		t.Error("the user's own entries were lost")
+	}
+	if _, err := os.Stat(target + ".lock"); !os.IsNotExist(err) {
+		t.Error("kubectl's lock file was left behind")
+	}
+}
+
+func TestKubectlLockIsHonoured(t *testing.T) {
+	target := filepath.Join(t.TempDir(), "config")
+	if err := os.WriteFile(target+".lock", nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	old := lockWait
+	lockWait = 200 * 1e6
+	defer func() { lockWait = old }()
+	err := Merge(target, "dev", renamed(t, "dev", "https://127.0.0.1:7001"))
+	if err == nil || !strings.Contains(err.Error(), "locked by") {
+		t.Errorf("merge while kubectl holds the lock: %v", err)
+	}
+	if _, err := os.Stat(target); !os.IsNotExist(err) {
+		t.Error("the file was written while locked")
+	}
+}
+
+func TestSymlinkStaysASymlink(t *testing.T) {
+	dir := t.TempDir()
+	real := filepath.Join(dir, "dotfiles-kubeconfig")
+	if err := os.WriteFile(real, read(t, "user-config.yaml"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "config")
+	if err := os.Symlink(real, link); err != nil {
+		t.Fatal(err)
+	}
+	if err := Merge(link, "dev", renamed(t, "dev", "https://127.0.0.1:7001")); err != nil {
+		t.Fatal(err)
+	}
+	if st, _ := os.Lstat(link); st.Mode()&os.ModeSymlink == 0 {
+		t.Error("the symlink was replaced by a file")
+	}
+	if ok, _ := Has(real, "dev"); !ok {
+		t.Error("the link's target did not get the cluster")
+	}
+}
+
+func TestBadTargetIsLeftAlone(t *testing.T) {
+	target := filepath.Join(t.TempDir(), "config")
+	if err := os.WriteFile(target, []byte("- just\n- a list\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	err := Merge(target, "dev", renamed(t, "dev", "https://127.0.0.1:7001"))
+	if err == nil || !strings.Contains(err.Error(), "not a kubeconfig") {
+		t.Errorf("merge into a list: %v", err)
+	}
+	if b, _ := os.ReadFile(target); string(b) != "- just\n- a list\n" {
+		t.Error("the file was changed")
+	}
+}
+
+func TestTarget(t *testing.T) {
+	env := map[string]string{"KUBECONFIG": ":/a/first:/b/second"}
+	if got := Target(func(k string) string { return env[k] }, "/home/me"); got != "/a/first" {
+		t.Errorf("Target = %s", got)
+	}
+	if got := Target(func(string) string { return "" }, "/home/me"); got != "/home/me/.kube/config" {
+		t.Errorf("Target = %s", got)
+	}
+}
