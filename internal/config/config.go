@@ -81,7 +81,7 @@ const (
 	DefaultMemory         = "10GiB"
 	DefaultDisk           = "40GiB"
 	DefaultCIDR           = "172.30.0.0/16"
-	DefaultNodeVersion    = "v1.36.1"
+	DefaultNodeVersion    = "v1.36.4"
 	DefaultMetalLBVersion = "v0.16.2"
 	DefaultDNSDomain      = "demo.internal"
 )

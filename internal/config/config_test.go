@@ -48,7 +48,7 @@ func TestDefaults(t *testing.T) {
 		{"vm.rosetta", d.VM.Rosetta, false},
 		{"network.cidr", d.Network.CIDR, "172.30.0.0/16"},
 		{"network.disablePortMirroring", d.Network.DisablePortMirroring, true},
-		{"kind.nodeVersion", d.Kind.NodeVersion, "v1.36.1"},
+		{"kind.nodeVersion", d.Kind.NodeVersion, "v1.36.4"},
 		{"kind.metalLBVersion", d.Kind.MetalLBVersion, "v0.16.2"},
 		{"kind.customDnsResolvers", len(d.Kind.CustomDNSResolvers), 0},
 		{"kind.autoMergeKubeconfig", d.Kind.AutoMergeKubeconfig, true},
@@ -279,7 +279,8 @@ func TestValidation(t *testing.T) {
 		{"cidr on docker0", func(c *Config) { c.Network.CIDR = "172.17.0.0/16" }, []prob{{"network.cidr", "docker0"}}},
 		{"cidr on a service range", func(c *Config) { c.Network.CIDR = "10.3.0.0/16" }, []prob{{"network.cidr", "10.3.0.0/16, the service or pod range of cluster slot 3"}}},
 		{"cidr on a high pod range", func(c *Config) { c.Network.CIDR = "10.150.0.0/16" }, []prob{{"network.cidr", "cluster slot 50"}}},
-		{"node version", func(c *Config) { c.Kind.NodeVersion = "1.36" }, []prob{{"kind.nodeVersion", "not a Kubernetes version"}}},
+		{"node version", func(c *Config) { c.Kind.NodeVersion = "1.36" }, []prob{{"kind.nodeVersion", `"1.36" has no node image for kind v0.33.0 (the kind in the VM): use one of v1.37.0, v1.36.4, v1.35.8, v1.34.11`}}},
+		{"node version without an image", func(c *Config) { c.Kind.NodeVersion = "v1.36.1" }, []prob{{"kind.nodeVersion", "has no node image"}}},
 		{"metallb version", func(c *Config) { c.Kind.MetalLBVersion = "latest" }, []prob{{"kind.metalLBVersion", "not a MetalLB version"}}},
 		{"resolver domain", func(c *Config) {
 			c.Kind.CustomDNSResolvers = []DNSResolver{{Domain: "bad_domain", Resolvers: []string{"1.1.1.1"}}}
@@ -380,5 +381,19 @@ func TestLoadLoose(t *testing.T) {
 	write("vm:\n  nmae: lab\n")
 	if _, _, err := LoadLoose(p); err == nil {
 		t.Error("an unknown key was only a warning")
+	}
+}
+
+func TestNodeImagesArePinned(t *testing.T) {
+	for v, img := range NodeImages {
+		if !strings.HasPrefix(img, "kindest/node:"+v+"@sha256:") || len(img) != len("kindest/node:"+v+"@sha256:")+64 {
+			t.Errorf("%s: %s is not pinned by a sha256 digest", v, img)
+		}
+	}
+	if got := strings.Join(NodeVersions(), " "); got != "v1.37.0 v1.36.4 v1.35.8 v1.34.11" {
+		t.Errorf("NodeVersions = %s", got)
+	}
+	if _, ok := NodeImages[DefaultNodeVersion]; !ok {
+		t.Error("the default node version has no image")
 	}
 }

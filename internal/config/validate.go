@@ -129,8 +129,8 @@ func (v *validator) network(n Network) {
 }
 
 func (v *validator) kind(k Kind, zone string) {
-	if !versionRe.MatchString(k.NodeVersion) {
-		v.add("kind.nodeVersion", "%q is not a Kubernetes version: write it like %s", k.NodeVersion, DefaultNodeVersion)
+	if _, ok := NodeImages[k.NodeVersion]; !ok {
+		v.add("kind.nodeVersion", "%q has no node image for kind v0.33.0 (the kind in the VM): use one of %s", k.NodeVersion, strings.Join(NodeVersions(), ", "))
 	}
 	if !versionRe.MatchString(k.MetalLBVersion) {
 		v.add("kind.metalLBVersion", "%q is not a MetalLB version: write it like %s", k.MetalLBVersion, DefaultMetalLBVersion)
