@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/docker/go-units"
@@ -175,6 +176,9 @@ func Up(ctx context.Context, e *Env, opts UpOptions) error {
 	if err != nil {
 		return err
 	}
+	if in != nil {
+		plan.Warnings = append(plan.Warnings, creationDrift(e, cfg, in)...)
+	}
 	for _, w := range plan.Warnings {
 		e.UI.Warnf("%s", w)
 	}
@@ -194,6 +198,25 @@ func Up(ctx context.Context, e *Env, opts UpOptions) error {
 		planned = plan.Steps
 	}
 	return converge(ctx, e, l, cfg, planned, opts.DryRun)
+}
+
+// creationDrift warns about config settings Lima fixed when it created the
+// VM: they only apply to a new VM.
+func creationDrift(e *Env, cfg config.Config, in *vm.Instance) []string {
+	created, err := os.ReadFile(filepath.Join(in.Dir, "lima.yaml"))
+	if err != nil {
+		return nil
+	}
+	now, err := vm.Template(vm.TemplateInput{Config: cfg, Paths: e.Paths, HostArch: e.HostArch})
+	if err != nil {
+		return nil
+	}
+	drift, err := vm.TemplateDrift(created, now)
+	if err != nil || len(drift) == 0 {
+		return nil
+	}
+	return []string{fmt.Sprintf("VM %s was created with other settings for %s: they apply to a new VM only: `marina destroy && marina up` (the clusters and images in the VM are lost; the registry cache on the Mac is kept)",
+		in.Name, strings.Join(drift, ", "))}
 }
 
 func printPlan(e *Env, steps []Step, none string) {

@@ -217,6 +217,26 @@ func TestLifecycle(t *testing.T) {
 		}
 	})
 
+	t.Run("settings fixed at creation are reported, not silently ignored", func(t *testing.T) {
+		cfg := filepath.Join(marinaHome(), "config.yaml")
+		b, err := os.ReadFile(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer os.WriteFile(cfg, b, 0o600)
+		changed := strings.Replace(string(b), "disablePortMirroring: true", "disablePortMirroring: false", 1)
+		if changed == string(b) {
+			t.Fatal("the default config does not set disablePortMirroring")
+		}
+		if err := os.WriteFile(cfg, []byte(changed), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		r := mustMarina(t, "up")
+		if !strings.Contains(r.stderr, "VM marina was created with other settings for port mirroring (network.disablePortMirroring)") {
+			t.Errorf("no warning:\n%s", r.stderr)
+		}
+	})
+
 	t.Run("destroy asks, then leaves no instance and no socket", func(t *testing.T) {
 		r := marina(t, "destroy")
 		if r.code == 0 || !strings.Contains(r.stderr, "pass -y") {
