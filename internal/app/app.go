@@ -92,6 +92,21 @@ func (e *Env) GuestCalls() int64 {
 	return e.guest.Calls()
 }
 
+// step runs fn as one step of output: a spinner or a line while it runs,
+// then a tick or a cross; done, when set, is the label a success ends with.
+func (e *Env) step(label, done string, fn func() error) error {
+	e.UI.Start(label)
+	if err := fn(); err != nil {
+		e.UI.End(false)
+		return err
+	}
+	if done != "" {
+		e.UI.Relabel(done)
+	}
+	e.UI.End(true)
+	return nil
+}
+
 // vmState loads the config leniently (see VMConfig) and looks the VM up:
 // what status, down, destroy and shell start from. in is nil when the VM
 // does not exist.

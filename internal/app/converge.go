@@ -136,12 +136,12 @@ func planConverge(e *Env, cfg config.Config, o *observed, dryRun bool) (converge
 // containers, then the host route.
 func applyConverge(ctx context.Context, e *Env, l *vm.Limactl, name string, o *observed, p convergePlan) error {
 	if p.createNet {
-		e.UI.Start("Creating the Docker network " + p.network.Name + " (" + p.network.Subnet.String() + ")")
-		if err := o.docker.CreateNetwork(ctx, p.network); err != nil {
-			e.UI.End(false)
+		err := e.step("Creating the Docker network "+p.network.Name+" ("+p.network.Subnet.String()+")", "", func() error {
+			return o.docker.CreateNetwork(ctx, p.network)
+		})
+		if err != nil {
 			return err
 		}
-		e.UI.End(true)
 	}
 	if p.applyRules || p.mirrors.writes {
 		b := guest.NewBatch()
@@ -156,29 +156,27 @@ func applyConverge(ctx context.Context, e *Env, l *vm.Limactl, name string, o *o
 			guest.RegistryApply(b, p.mirrors.specs)
 			what = append(what, "mirror configs")
 		}
-		label := "install the VM's " + strings.Join(what, " and ")
-		e.UI.Start("Installing the VM's " + strings.Join(what, " and "))
-		if _, err := e.Guest(l, name).Run(ctx, vm.Script{Name: label, Body: b.Script(), Root: true}); err != nil {
-			e.UI.End(false)
+		parts := strings.Join(what, " and ")
+		err := e.step("Installing the VM's "+parts, "", func() error {
+			_, err := e.Guest(l, name).Run(ctx, vm.Script{Name: "install the VM's " + parts, Body: b.Script(), Root: true})
+			return err
+		})
+		if err != nil {
 			return err
 		}
-		e.UI.End(true)
 	}
 	if len(p.mirrors.create)+len(p.mirrors.remove) > 0 {
-		e.UI.Start(fmt.Sprintf("Running the registry mirrors (%d to start, %d to remove)", len(p.mirrors.create), len(p.mirrors.remove)))
-		if err := applyMirrors(ctx, e, o.docker, p.mirrors); err != nil {
-			e.UI.End(false)
+		err := e.step(fmt.Sprintf("Running the registry mirrors (%d to start, %d to remove)", len(p.mirrors.create), len(p.mirrors.remove)), "", func() error {
+			return applyMirrors(ctx, o.docker, p.mirrors)
+		})
+		if err != nil {
 			return err
 		}
-		e.UI.End(true)
 	}
 	if p.routeFix != nil {
-		e.UI.Start(fmt.Sprintf("Routing %s from this host via %s", p.route.Want, p.route.Via))
-		if err := e.Host().Privileged(ctx, p.routeFix); err != nil {
-			e.UI.End(false)
-			return err
-		}
-		e.UI.End(true)
+		return e.step(fmt.Sprintf("Routing %s from this host via %s", p.route.Want, p.route.Via), "", func() error {
+			return e.Host().Privileged(ctx, p.routeFix)
+		})
 	}
 	return nil
 }

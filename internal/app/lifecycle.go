@@ -50,13 +50,9 @@ func Down(ctx context.Context, e *Env, opts DownOptions) error {
 		return nil
 	}
 	if in != nil && in.Status == vm.StatusRunning {
-		e.UI.Start("Stopping VM " + name)
-		if err := l.Stop(ctx, name); err != nil {
-			e.UI.End(false)
+		if err := e.step("Stopping VM "+name, "Stopped VM "+name, func() error { return l.Stop(ctx, name) }); err != nil {
 			return err
 		}
-		e.UI.Relabel("Stopped VM " + name)
-		e.UI.End(true)
 	}
 	return removeRoute(ctx, e, cfg.Network.CIDR, unroute)
 }
@@ -79,13 +75,7 @@ func removeRoute(ctx context.Context, e *Env, cidr string, argv []string) error 
 	if argv == nil {
 		return nil
 	}
-	e.UI.Start("Removing the host's route to " + cidr)
-	if err := e.Host().Privileged(ctx, argv); err != nil {
-		e.UI.End(false)
-		return err
-	}
-	e.UI.End(true)
-	return nil
+	return e.step("Removing the host's route to "+cidr, "", func() error { return e.Host().Privileged(ctx, argv) })
 }
 
 // DestroyOptions are the flags of marina destroy.
@@ -135,13 +125,9 @@ func Destroy(ctx context.Context, e *Env, opts DestroyOptions) error {
 		}
 	}
 	if in != nil {
-		e.UI.Start("Deleting VM " + name)
-		if err := l.Delete(ctx, name); err != nil {
-			e.UI.End(false)
+		if err := e.step("Deleting VM "+name, "Deleted VM "+name, func() error { return l.Delete(ctx, name) }); err != nil {
 			return err
 		}
-		e.UI.Relabel("Deleted VM " + name)
-		e.UI.End(true)
 	}
 	// Lima leaves the forwarded socket behind when the VM goes away.
 	if err := os.Remove(sock); err != nil && !errors.Is(err, fs.ErrNotExist) {

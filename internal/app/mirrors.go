@@ -120,7 +120,7 @@ func (p mirrorPlan) steps() []Step {
 
 // applyMirrors removes and (re)creates containers; the config files are
 // already in the VM.
-func applyMirrors(ctx context.Context, e *Env, dc *docker.Client, p mirrorPlan) error {
+func applyMirrors(ctx context.Context, dc *docker.Client, p mirrorPlan) error {
 	for _, c := range p.remove {
 		if err := dc.Remove(ctx, c.ID); err != nil {
 			return err

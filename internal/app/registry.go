@@ -270,8 +270,9 @@ func CleanCache(ctx context.Context, e *Env, names []string, opts CleanCacheOpti
 		printPlan(e, steps, "")
 		return nil
 	}
+	// A running mirror holds its files: it goes first and comes back after.
 	var dc *docker.Client
-	var plan mirrorPlan
+	var stop, start mirrorPlan
 	if running {
 		if dc, err = docker.Dial(e.Paths.DockerSocket(cfg.VM.Name)); err != nil {
 			return err
@@ -281,57 +282,43 @@ func CleanCache(ctx context.Context, e *Env, names []string, opts CleanCacheOpti
 		if err != nil {
 			return err
 		}
-		specs, err := mirrorSpecs(e, config.Config{Registries: config.Registries{Mirrors: selected}}, false)
-		if err != nil {
+		if start.create, err = mirrorSpecs(e, config.Config{Registries: config.Registries{Mirrors: selected}}, false); err != nil {
 			return err
 		}
-		plan = mirrorPlan{specs: specs, create: specs, reasons: map[string]string{}}
 		want := map[string]bool{}
 		for _, m := range selected {
 			want[m.Name] = true
 		}
 		for _, c := range have {
 			if want[c.Labels[registry.LabelMirror]] {
-				plan.remove = append(plan.remove, c)
+				stop.remove = append(stop.remove, c)
 			}
 		}
-		for _, c := range plan.remove {
-			if err := dc.Remove(ctx, c.ID); err != nil {
-				return err
-			}
+		if err := applyMirrors(ctx, dc, stop); err != nil {
+			return err
 		}
 	}
-	e.UI.Start(fmt.Sprintf("Emptying %d mirror cache(s)", len(selected)))
-	if host {
-		for _, m := range selected {
-			dir := filepath.Join(e.Paths.RegistryCache(), m.Name)
-			if err := emptyDir(dir); err != nil {
-				e.UI.End(false)
-				return err
+	err = e.step(fmt.Sprintf("Emptying %d mirror cache(s)", len(selected)), "", func() error {
+		if host {
+			for _, m := range selected {
+				if err := emptyDir(filepath.Join(e.Paths.RegistryCache(), m.Name)); err != nil {
+					return err
+				}
 			}
+			return nil
 		}
-	} else {
 		b := guest.NewBatch()
 		for _, m := range selected {
 			dir := run.ShellQuote(registry.CacheDir(vm.GuestCacheDir, m.Name))
 			b.Sh("rm -rf " + dir + " && mkdir -p " + dir)
 		}
-		if _, err := e.Guest(l, cfg.VM.Name).Run(ctx, vm.Script{Name: "empty the mirror caches", Body: b.Script(), Root: true}); err != nil {
-			e.UI.End(false)
-			return err
-		}
+		_, err := e.Guest(l, cfg.VM.Name).Run(ctx, vm.Script{Name: "empty the mirror caches", Body: b.Script(), Root: true})
+		return err
+	})
+	if err != nil || !running {
+		return err
 	}
-	e.UI.End(true)
-	if running {
-		plan.remove = nil // removed above, before their files went
-		e.UI.Start("Starting the mirrors again")
-		if err := applyMirrors(ctx, e, dc, plan); err != nil {
-			e.UI.End(false)
-			return err
-		}
-		e.UI.End(true)
-	}
-	return nil
+	return e.step("Starting the mirrors again", "", func() error { return applyMirrors(ctx, dc, start) })
 }
 
 // emptyDir removes what dir holds and keeps dir.

@@ -233,12 +233,13 @@ func printPlan(e *Env, steps []Step, none string) {
 func applyUp(ctx context.Context, e *Env, cfg config.Config, l *vm.Limactl, plan UpPlan) error {
 	name := cfg.VM.Name
 	if plan.WriteConfig {
-		e.UI.Start("Writing the default config " + e.Paths.Config)
-		if _, err := config.WriteDefault(e.Paths.Config); err != nil {
-			e.UI.End(false)
+		err := e.step("Writing the default config "+e.Paths.Config, "", func() error {
+			_, err := config.WriteDefault(e.Paths.Config)
+			return err
+		})
+		if err != nil {
 			return err
 		}
-		e.UI.End(true)
 	}
 	if plan.VM == VMKeep {
 		return nil
@@ -252,26 +253,21 @@ func applyUp(ctx context.Context, e *Env, cfg config.Config, l *vm.Limactl, plan
 			return fmt.Errorf("create the registry cache folder: %w", err)
 		}
 	}
-	switch plan.VM {
-	case VMCreate:
+	// A failed boot is explained in Lima's logs.
+	logs := func(err error) error {
+		if err != nil {
+			err = fmt.Errorf("%w\nLima's logs: %s", err, e.Paths.InstanceDir(name))
+		}
+		return err
+	}
+	if plan.VM == VMCreate {
 		tmpl, err := vm.Template(vm.TemplateInput{Config: cfg, Paths: e.Paths, HostArch: e.HostArch})
 		if err != nil {
 			return err
 		}
-		e.UI.Start(fmt.Sprintf("Creating VM %s (the first boot downloads Ubuntu and installs Docker: a few minutes)", name))
-		if err := l.Create(ctx, name, tmpl); err != nil {
-			e.UI.End(false)
-			return fmt.Errorf("%w\nLima's logs: %s", err, e.Paths.InstanceDir(name))
-		}
-		e.UI.Relabel("Created VM " + name)
-	case VMStart:
-		e.UI.Start("Starting VM " + name)
-		if err := l.Start(ctx, name, plan.Edits); err != nil {
-			e.UI.End(false)
-			return fmt.Errorf("%w\nLima's logs: %s", err, e.Paths.InstanceDir(name))
-		}
-		e.UI.Relabel("Started VM " + name)
+		return e.step(fmt.Sprintf("Creating VM %s (the first boot downloads Ubuntu and installs Docker: a few minutes)", name), "Created VM "+name, func() error {
+			return logs(l.Create(ctx, name, tmpl))
+		})
 	}
-	e.UI.End(true)
-	return nil
+	return e.step("Starting VM "+name, "Started VM "+name, func() error { return logs(l.Start(ctx, name, plan.Edits)) })
 }

@@ -148,27 +148,32 @@ starts from a warm cache. Asks first; -y does not.`,
 }
 
 func (r *root) statusCmd() *cobra.Command {
-	var output string
-	c := &cobra.Command{
+	return withOutput(r, &cobra.Command{
 		Use:   "status",
 		Short: "Show the VM and what runs in it",
 		Args:  cobra.NoArgs,
-		RunE: func(c *cobra.Command, _ []string) error {
-			if err := checkOutput(output); err != nil {
-				return err
-			}
-			s, err := app.GetStatus(c.Context(), r.env)
-			if err != nil {
-				return err
-			}
-			if output == "text" {
-				app.PrintStatus(r.stdout, s)
-				return nil
-			}
-			return ui.Render(r.stdout, output, s)
-		},
-	}
+	}, app.GetStatus, app.PrintStatus)
+}
+
+// withOutput gives c an -o text|json|yaml flag and a RunE that gets the
+// result and prints it in that format.
+func withOutput[T any](r *root, c *cobra.Command, get func(context.Context, *app.Env) (T, error), text func(io.Writer, T)) *cobra.Command {
+	var output string
 	c.Flags().StringVarP(&output, "output", "o", "text", "output format: text, json or yaml")
+	c.RunE = func(c *cobra.Command, _ []string) error {
+		if output != "text" && output != "json" && output != "yaml" {
+			return fmt.Errorf("unknown output format %q: use text, json or yaml", output)
+		}
+		v, err := get(c.Context(), r.env)
+		if err != nil {
+			return err
+		}
+		if output == "text" {
+			text(r.stdout, v)
+			return nil
+		}
+		return ui.Render(r.stdout, output, v)
+	}
 	return c
 }
 
@@ -189,27 +194,11 @@ func (r *root) registryCmd() *cobra.Command {
 		Short: "The pull-through registry mirrors every cluster shares",
 		Args:  cobra.NoArgs,
 	}
-	var output string
-	list := &cobra.Command{
+	list := withOutput(r, &cobra.Command{
 		Use:   "list",
 		Short: "List the mirrors: upstream, port, state, cache size, hits and misses",
 		Args:  cobra.NoArgs,
-		RunE: func(c *cobra.Command, _ []string) error {
-			if err := checkOutput(output); err != nil {
-				return err
-			}
-			rows, err := app.ListMirrors(c.Context(), r.env)
-			if err != nil {
-				return err
-			}
-			if output == "text" {
-				app.PrintMirrors(r.stdout, rows)
-				return nil
-			}
-			return ui.Render(r.stdout, output, rows)
-		},
-	}
-	list.Flags().StringVarP(&output, "output", "o", "text", "output format: text, json or yaml")
+	}, app.ListMirrors, app.PrintMirrors)
 	var o app.CleanCacheOptions
 	clean := &cobra.Command{
 		Use:   "clean-cache [NAME…]",
@@ -221,13 +210,6 @@ empty; the next pulls go to the upstream again.`,
 	dryRunFlag(clean, &o.DryRun)
 	c.AddCommand(list, clean)
 	return c
-}
-
-func checkOutput(output string) error {
-	if output != "text" && output != "json" && output != "yaml" {
-		return fmt.Errorf("unknown output format %q: use text, json or yaml", output)
-	}
-	return nil
 }
 
 func (r *root) configCmd() *cobra.Command {

@@ -118,12 +118,10 @@ func (v *validator) network(n Network) {
 			v.add("network.cidr", "%s overlaps %s (%s)", p, r.prefix, r.what)
 		}
 	}
-	for n := slot.Min; n <= slot.Max; n++ {
-		for _, r := range []netip.Prefix{slot.ServiceSubnet(n), slot.PodSubnet(n)} {
-			if r.Overlaps(p) {
-				v.add("network.cidr", "%s overlaps %s, the service or pod range of cluster slot %d: choose a range outside 10.0.0.0/8, such as %s", p, r, n, DefaultCIDR)
-				return
-			}
+	for _, r := range slot.Ranges() {
+		if r.Prefix.Overlaps(p) {
+			v.add("network.cidr", "%s overlaps %s, the service or pod range of cluster slot %d: choose a range outside 10.0.0.0/8, such as %s", p, r.Prefix, r.Slot, DefaultCIDR)
+			return
 		}
 	}
 }

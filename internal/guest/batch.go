@@ -10,14 +10,11 @@ import (
 // only when their content differs, and commands. File contents travel
 // base64-encoded inside the script, so nothing in them reaches a shell
 // parser (or a process list).
-type Batch struct {
-	b     strings.Builder
-	empty bool
-}
+type Batch struct{ b strings.Builder }
 
 // NewBatch starts an empty batch.
 func NewBatch() *Batch {
-	b := &Batch{empty: true}
+	b := &Batch{}
 	b.b.WriteString(`set -eu -o pipefail
 # put PATH MODE BASE64: install the content only when it differs; true
 # when it changed the file.
@@ -37,7 +34,6 @@ put() {
 // Put installs f; when flag is not empty the shell variable of that name
 // is set to 1 if the file changed.
 func (b *Batch) Put(f File, flag string) {
-	b.empty = false
 	fmt.Fprintf(&b.b, "put %s %s %s", f.Path, f.Mode, base64.StdEncoding.EncodeToString([]byte(f.Content)))
 	if flag != "" {
 		fmt.Fprintf(&b.b, " && %s=1", flag)
@@ -47,12 +43,8 @@ func (b *Batch) Put(f File, flag string) {
 
 // Sh appends shell commands.
 func (b *Batch) Sh(script string) {
-	b.empty = false
 	b.b.WriteString(strings.TrimRight(script, "\n") + "\n")
 }
-
-// Empty reports whether the batch would change nothing.
-func (b *Batch) Empty() bool { return b.empty }
 
 // Script is the batch as one script.
 func (b *Batch) Script() string { return b.b.String() }

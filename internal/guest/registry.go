@@ -25,20 +25,6 @@ func parseSums(sec string) map[string]string {
 	return out
 }
 
-// RegistryFilesOK reports whether the VM holds exactly the config files of
-// specs, byte for byte.
-func RegistryFilesOK(sums map[string]string, specs []registry.Spec) bool {
-	if len(sums) != len(specs) {
-		return false
-	}
-	for _, s := range specs {
-		if sums[registry.ConfigFile(s.Name)] != s.FileSum() {
-			return false
-		}
-	}
-	return true
-}
-
 // RegistryApply adds to b what writes each mirror's config file (root
 // only: it may hold upstream credentials), makes its cache folder, and
 // removes the config files of mirrors that are gone.

@@ -82,16 +82,6 @@ func Target(getenv func(string) string, home string) string {
 	return filepath.Join(home, ".kube", "config")
 }
 
-// ClusterFile is where one cluster's own kubeconfig lives.
-func ClusterFile(home, name string) string {
-	return filepath.Join(home, ".kube", "marina", name+".kubeconfig")
-}
-
-// WriteCluster writes a cluster's own kubeconfig (0600) atomically.
-func WriteCluster(home, name string, kc []byte) error {
-	return fileutil.WriteAtomic(ClusterFile(home, name), kc, 0o600)
-}
-
 // the sections of a kubeconfig that hold named entries.
 var sections = []string{"clusters", "contexts", "users"}
 

@@ -48,11 +48,18 @@ func PodSubnet(n int) netip.Prefix {
 	return netip.PrefixFrom(netip.AddrFrom4([4]byte{10, byte(100 + n), 128, 0}), 17)
 }
 
+// Range is one address range a slot owns.
+type Range struct {
+	Slot   int
+	What   string // "service" or "pod"
+	Prefix netip.Prefix
+}
+
 // Ranges returns the service and pod ranges of every slot, for overlap checks.
-func Ranges() []netip.Prefix {
-	out := make([]netip.Prefix, 0, 2*Max)
+func Ranges() []Range {
+	out := make([]Range, 0, 2*Max)
 	for n := Min; n <= Max; n++ {
-		out = append(out, ServiceSubnet(n), PodSubnet(n))
+		out = append(out, Range{n, "service", ServiceSubnet(n)}, Range{n, "pod", PodSubnet(n)})
 	}
 	return out
 }

@@ -45,12 +45,13 @@ func TestNoTwoRangesOverlap(t *testing.T) {
 		t.Fatalf("Ranges() has %d entries, want %d", len(rs), 2*Max)
 	}
 	for i := range rs {
-		if !rs[i].IsValid() || rs[i] != rs[i].Masked() {
-			t.Fatalf("range %d (%s) is not a canonical prefix", i, rs[i])
+		p := rs[i].Prefix
+		if !p.IsValid() || p != p.Masked() {
+			t.Fatalf("range %d (%s) is not a canonical prefix", i, p)
 		}
 		for j := i + 1; j < len(rs); j++ {
-			if rs[i].Overlaps(rs[j]) {
-				t.Errorf("%s overlaps %s", rs[i], rs[j])
+			if p.Overlaps(rs[j].Prefix) {
+				t.Errorf("slot %d's %s %s overlaps slot %d's %s %s", rs[i].Slot, rs[i].What, p, rs[j].Slot, rs[j].What, rs[j].Prefix)
 			}
 		}
 	}
