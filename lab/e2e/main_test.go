@@ -21,6 +21,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/gofrs/flock"
 )
 
 const inside = "MARINA_LAB_INSIDE"
@@ -37,7 +39,9 @@ func TestMain(m *testing.M) {
 	labScript = filepath.Join(repo, "lab", "lab")
 	if os.Getenv(inside) == "1" {
 		marinaBin = os.Getenv("MARINA_BIN")
-		os.Exit(m.Run())
+		code := m.Run()
+		stopKubeAPI() // kube_test.go's shared API server, if a test started it
+		os.Exit(code)
 	}
 	if os.Geteuid() != 0 {
 		skipReason = "the lab needs root (network and mount namespaces); run the tests as root, as CI does"
@@ -49,6 +53,16 @@ func TestMain(m *testing.M) {
 // outside prepares the lab, runs the tests in the mac namespace and always
 // takes the lab down.
 func outside(repo string) int {
+	// One lab per machine: a second test run waits for the first.
+	lock := flock.New("/run/marina-lab.lock")
+	if ok, _ := lock.TryLock(); !ok {
+		fmt.Fprintln(os.Stderr, "another lab test run holds /run/marina-lab.lock; waiting for it")
+		if err := lock.Lock(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+	}
+	defer lock.Unlock()
 	tmp, err := os.MkdirTemp("", "marina-e2e-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
