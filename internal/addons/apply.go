@@ -1,0 +1,188 @@
+package addons
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/restmapper"
+)
+
+// mappingWait bounds how long a kind unknown to the API server is waited
+// for. A CRD applied a moment earlier is served within a second or two; a
+// kind still unknown after this is a wrong manifest, not a slow server.
+const mappingWait = 30 * time.Second
+
+// Apply server-side applies every document of a multi-document YAML
+// manifest, in order, as field manager "marina" with force (marina owns
+// what it applies; a leftover owner from an earlier tool must not block a
+// re-run). The manifest's own order is kept: MetalLB's lists the namespace
+// and the CRDs before anything that needs them.
+func Apply(ctx context.Context, cfg *rest.Config, manifest []byte) error {
+	objs, err := decodeManifest(manifest)
+	if err != nil {
+		return err
+	}
+	return applyObjects(ctx, cfg, objs)
+}
+
+func applyObjects(ctx context.Context, cfg *rest.Config, objs []*unstructured.Unstructured) error {
+	a, err := newApplier(cfg)
+	if err != nil {
+		return err
+	}
+	for i, obj := range objs {
+		if err := a.apply(ctx, obj); err != nil {
+			return fmt.Errorf("manifest document %d: %w", i+1, err)
+		}
+	}
+	return nil
+}
+
+// decodeManifest splits a YAML stream into objects, skipping documents that
+// are empty or only comments. Every object must name its apiVersion, kind
+// and name, so that a broken manifest fails before anything is applied.
+func decodeManifest(manifest []byte) ([]*unstructured.Unstructured, error) {
+	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(manifest)))
+	var objs []*unstructured.Unstructured
+	for n := 1; ; n++ {
+		doc, err := r.Read()
+		if errors.Is(err, io.EOF) {
+			return objs, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("manifest document %d: %w: the manifest is not valid YAML", n, err)
+		}
+		var m map[string]any
+		if err := utilyaml.Unmarshal(doc, &m); err != nil {
+			return nil, fmt.Errorf("manifest document %d: %w: the manifest is not valid YAML", n, err)
+		}
+		if len(m) == 0 {
+			continue
+		}
+		obj := &unstructured.Unstructured{Object: m}
+		gvk := obj.GroupVersionKind()
+		if gvk.Version == "" || gvk.Kind == "" || obj.GetName() == "" {
+			return nil, fmt.Errorf("manifest document %d: missing apiVersion, kind or metadata.name: every document must be one whole Kubernetes object", n)
+		}
+		objs = append(objs, obj)
+	}
+}
+
+// applier applies unstructured objects, finding each kind's resource
+// through discovery.
+type applier struct {
+	mapper *restmapper.DeferredDiscoveryRESTMapper
+	dyn    dynamic.Interface
+}
+
+func newApplier(cfg *rest.Config) (*applier, error) {
+	c, err := restConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	dc, err := discovery.NewDiscoveryClientForConfig(c)
+	if err != nil {
+		return nil, fmt.Errorf("create a Kubernetes discovery client: %w: check the cluster's kubeconfig", err)
+	}
+	dyn, err := dynamic.NewForConfig(c)
+	if err != nil {
+		return nil, fmt.Errorf("create a Kubernetes client: %w: check the cluster's kubeconfig", err)
+	}
+	return &applier{
+		mapper: restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc)),
+		dyn:    dyn,
+	}, nil
+}
+
+// resource returns the client for obj's kind and namespace.
+func (a *applier) resource(ctx context.Context, obj *unstructured.Unstructured) (dynamic.ResourceInterface, error) {
+	m, err := a.mapping(ctx, obj.GroupVersionKind())
+	if err != nil {
+		return nil, err
+	}
+	if m.Scope.Name() != meta.RESTScopeNameNamespace {
+		return a.dyn.Resource(m.Resource), nil
+	}
+	ns := obj.GetNamespace()
+	if ns == "" {
+		ns = metav1.NamespaceDefault // as kubectl does
+	}
+	return a.dyn.Resource(m.Resource).Namespace(ns), nil
+}
+
+// mapping finds gvk's resource. Discovery is cached, so a kind whose CRD
+// was applied moments ago is unknown at first: on "no match" the cache is
+// dropped and discovery asked again until the kind appears or mappingWait
+// runs out.
+func (a *applier) mapping(ctx context.Context, gvk schema.GroupVersionKind) (*meta.RESTMapping, error) {
+	m, err := a.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	if err == nil {
+		return m, nil
+	}
+	if !meta.IsNoMatchError(err) {
+		return nil, wrap(err, "look up %s in the API server's discovery", gvk)
+	}
+	wctx, cancel := context.WithTimeout(ctx, mappingWait)
+	defer cancel()
+	perr := wait.PollUntilContextCancel(wctx, pollInterval, false, func(context.Context) (bool, error) {
+		a.mapper.Reset()
+		m, err = a.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+		switch {
+		case err == nil:
+			return true, nil
+		case meta.IsNoMatchError(err):
+			return false, nil
+		default:
+			return false, err
+		}
+	})
+	if perr == nil {
+		return m, nil
+	}
+	if meta.IsNoMatchError(err) {
+		return nil, fmt.Errorf("the API server does not serve %s (still unknown when the wait ended: %v): the CustomResourceDefinition that defines it must be applied, and Established, first", gvk, perr)
+	}
+	return nil, wrap(err, "look up %s in the API server's discovery", gvk)
+}
+
+// apply server-side applies one object.
+func (a *applier) apply(ctx context.Context, obj *unstructured.Unstructured) error {
+	ri, err := a.resource(ctx, obj)
+	if err != nil {
+		return fmt.Errorf("apply %s: %w", describe(obj), err)
+	}
+	if err := send(ctx, ri, obj); err != nil {
+		return wrap(err, "apply %s", describe(obj))
+	}
+	return nil
+}
+
+// send is the server-side apply request itself; its error is the API
+// server's, unadorned.
+func send(ctx context.Context, ri dynamic.ResourceInterface, obj *unstructured.Unstructured) error {
+	_, err := ri.Apply(ctx, obj.GetName(), obj, metav1.ApplyOptions{FieldManager: FieldManager, Force: true})
+	return err
+}
+
+// describe names an object for messages: "Deployment metallb-system/controller".
+func describe(obj *unstructured.Unstructured) string {
+	if ns := obj.GetNamespace(); ns != "" {
+		return obj.GetKind() + " " + ns + "/" + obj.GetName()
+	}
+	return obj.GetKind() + " " + obj.GetName()
+}

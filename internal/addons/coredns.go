@@ -1,0 +1,369 @@
+package addons
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"regexp"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/retry"
+
+	"github.com/bcollard/marina/internal/config"
+)
+
+// Where kubeadm (and so kind) keeps the cluster's CoreDNS configuration.
+const (
+	coreDNSNamespace = "kube-system"
+	coreDNSConfigMap = "coredns"
+	corefileKey      = "Corefile"
+)
+
+// The lines around the server blocks marina owns in a Corefile. Everything
+// between them is rewritten on every run; everything outside is left as it
+// is, byte for byte.
+const (
+	beginMarker = "# BEGIN marina: forwarding from kind.customDnsResolvers; edit the marina config, not this part"
+	endMarker   = "# END marina"
+)
+
+// maxUpstreams is the most upstreams CoreDNS's forward plugin accepts in
+// one forward line; it refuses to start with more.
+const maxUpstreams = 15
+
+// CoreDNS makes the cluster's CoreDNS forward each resolver entry's domain
+// to its resolvers, in server blocks of their own in the Corefile of
+// ConfigMap kube-system/coredns, next to kubeadm's ".:53" block, which is
+// kept byte for byte. Running it again with the same list writes nothing; a
+// different list replaces marina's blocks; an empty list removes them. The
+// caller adds marina's own zone (demo.internal → the local DNS server) to
+// the list like any other entry.
+//
+// CoreDNS notices the change by itself: kubeadm's Corefile has the reload
+// plugin, and the kubelet refreshes the mounted ConfigMap within a minute.
+//
+// The Corefile is changed with a plain update that carries the
+// resourceVersion it was read at (retried on conflict), not with a
+// server-side apply. The new text is computed from the old, so the write
+// must fail if someone changed the Corefile in between, which is exactly
+// what resourceVersion checks and what an apply with force would override.
+// An update also leaves the field ownership as kubeadm expects it: kubeadm
+// upgrade itself reads the ConfigMap and writes it back with an update
+// (keeping or migrating a Corefile that is not its default), so marina holds
+// no applied claim on data.Corefile that could later conflict with another
+// tool's apply.
+func CoreDNS(ctx context.Context, cfg *rest.Config, resolvers []config.DNSResolver) error {
+	// Bad input fails here, before the cluster is touched.
+	if _, err := serverBlocks(resolvers); err != nil {
+		return err
+	}
+	cs, err := clientset(cfg)
+	if err != nil {
+		return err
+	}
+	cms := cs.CoreV1().ConfigMaps(coreDNSNamespace)
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cm, err := cms.Get(ctx, coreDNSConfigMap, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return corefileErrorf("ConfigMap %s/%s does not exist: this cluster's DNS was not set up by kubeadm, so marina cannot add its forwarding; recreate the cluster with marina", coreDNSNamespace, coreDNSConfigMap)
+		}
+		if err != nil {
+			return err
+		}
+		cur, ok := cm.Data[corefileKey]
+		if !ok {
+			return corefileErrorf("ConfigMap %s/%s has no %s key: this cluster's CoreDNS is not set up the way kubeadm sets it up, so marina cannot add its forwarding; recreate the cluster with marina", coreDNSNamespace, coreDNSConfigMap, corefileKey)
+		}
+		next, err := Corefile(cur, resolvers)
+		if err != nil {
+			return err
+		}
+		if next == cur {
+			return nil
+		}
+		cm.Data[corefileKey] = next
+		_, err = cms.Update(ctx, cm, metav1.UpdateOptions{FieldManager: FieldManager})
+		return err
+	})
+	if err != nil {
+		var cerr *corefileError
+		if errors.As(err, &cerr) {
+			return err
+		}
+		return wrap(err, "update ConfigMap %s/%s", coreDNSNamespace, coreDNSConfigMap)
+	}
+	return nil
+}
+
+// corefileError is a problem with the Corefile's text or marina's input,
+// which no retry or permission fixes.
+type corefileError struct{ msg string }
+
+func (e *corefileError) Error() string { return e.msg }
+
+func corefileErrorf(format string, args ...any) error {
+	return &corefileError{fmt.Sprintf(format, args...)}
+}
+
+// Corefile returns existing with marina's server blocks set to resolvers:
+// any earlier marina section is removed and, if resolvers is not empty, a
+// new one is appended. The text outside marina's section is not changed,
+// so Corefile(Corefile(x, r), nil) == x for a Corefile x marina never
+// touched. It fails, and changes nothing, on an invalid domain or resolver
+// address, on a damaged marina section, or when a domain already has a
+// server block that marina did not write (CoreDNS would refuse to start
+// with two).
+func Corefile(existing string, resolvers []config.DNSResolver) (string, error) {
+	blocks, err := serverBlocks(resolvers)
+	if err != nil {
+		return "", err
+	}
+	rest, err := removeSection(existing)
+	if err != nil {
+		return "", err
+	}
+	if len(blocks) == 0 {
+		return rest, nil
+	}
+	taken := serverKeys(rest)
+	var b strings.Builder
+	b.WriteString(rest)
+	// The section starts with its own newline, so that it starts on a
+	// line of its own whatever rest ends with, and removing it (newline
+	// included) gives rest back exactly.
+	b.WriteString("\n" + beginMarker + "\n")
+	for _, blk := range blocks {
+		if taken[blk.domain] {
+			return "", corefileErrorf("the Corefile in ConfigMap %s/%s already has a server block for %s:53 that marina did not write: remove that block (kubectl -n %s edit configmap %s) or drop %s from kind.customDnsResolvers",
+				coreDNSNamespace, coreDNSConfigMap, blk.domain, coreDNSNamespace, coreDNSConfigMap, blk.domain)
+		}
+		fmt.Fprintf(&b, "%s:53 {\n    errors\n    cache 30\n    forward . %s\n}\n", blk.domain, strings.Join(blk.upstreams, " "))
+	}
+	b.WriteString(endMarker + "\n")
+	return b.String(), nil
+}
+
+// removeSection cuts every marina section, with the newline before it,
+// out of s.
+func removeSection(s string) (string, error) {
+	for {
+		i := markerLine(s, beginMarker, 0)
+		if i < 0 {
+			if markerLine(s, endMarker, 0) >= 0 {
+				return "", corefileErrorf("the Corefile in ConfigMap %s/%s has marina's end line %q without its begin line: someone edited marina's section; restore or delete it (kubectl -n %s edit configmap %s) and run marina again",
+					coreDNSNamespace, coreDNSConfigMap, endMarker, coreDNSNamespace, coreDNSConfigMap)
+			}
+			return s, nil
+		}
+		j := markerLine(s, endMarker, i+len(beginMarker))
+		if j < 0 {
+			return "", corefileErrorf("the Corefile in ConfigMap %s/%s has marina's begin line without its end line %q: someone edited marina's section; restore or delete it (kubectl -n %s edit configmap %s) and run marina again",
+				coreDNSNamespace, coreDNSConfigMap, endMarker, coreDNSNamespace, coreDNSConfigMap)
+		}
+		end := j + len(endMarker)
+		if end < len(s) && s[end] == '\n' {
+			end++
+		}
+		start := i
+		if start > 0 && s[start-1] == '\n' {
+			start--
+		}
+		s = s[:start] + s[end:]
+	}
+}
+
+// markerLine returns the index of the first line from 'from' on that is
+// exactly marker, or -1.
+func markerLine(s, marker string, from int) int {
+	for from <= len(s) {
+		k := strings.Index(s[from:], marker)
+		if k < 0 {
+			return -1
+		}
+		k += from
+		end := k + len(marker)
+		if (k == 0 || s[k-1] == '\n') && (end == len(s) || s[end] == '\n') {
+			return k
+		}
+		from = k + 1
+	}
+	return -1
+}
+
+// serverKeys returns the zones that plain-DNS server blocks on port 53 of
+// a Corefile serve, lower case without the final dot. It reads the
+// Corefile's top level the way CoreDNS does: whitespace-separated tokens,
+// comments from a # that starts a token, quoted strings, and braces that
+// open and close blocks.
+func serverKeys(corefile string) map[string]bool {
+	keys := map[string]bool{}
+	depth := 0
+	var pending []string
+	for _, tok := range tokens(corefile) {
+		switch {
+		case tok == "{":
+			if depth == 0 {
+				for _, k := range pending {
+					if zone, ok := dnsZoneOn53(k); ok {
+						keys[zone] = true
+					}
+				}
+				pending = nil
+			}
+			depth++
+		case tok == "}":
+			if depth > 0 {
+				depth--
+			}
+		case depth == 0:
+			pending = append(pending, tok)
+		}
+	}
+	return keys
+}
+
+// tokens splits a Corefile into tokens, dropping comments.
+func tokens(s string) []string {
+	var out []string
+	var cur strings.Builder
+	inTok, quoted, comment := false, false, false
+	flush := func() {
+		if inTok {
+			out = append(out, cur.String())
+		}
+		cur.Reset()
+		inTok = false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case comment:
+			if c == '\n' {
+				comment = false
+			}
+		case quoted:
+			if c == '\\' && i+1 < len(s) {
+				i++
+				cur.WriteByte(s[i])
+			} else if c == '"' {
+				quoted = false
+			} else {
+				cur.WriteByte(c)
+			}
+		case c == ' ' || c == '\t' || c == '\n' || c == '\r':
+			flush()
+		case c == '#' && !inTok:
+			comment = true
+		case c == '"' && !inTok:
+			quoted, inTok = true, true
+		default:
+			cur.WriteByte(c)
+			inTok = true
+		}
+	}
+	flush()
+	return out
+}
+
+// dnsZoneOn53 reads a server block key ("example.org", "example.org:53",
+// "dns://example.org.:53") and returns its zone if it is served over plain
+// DNS on port 53.
+func dnsZoneOn53(key string) (string, bool) {
+	k := strings.ToLower(key)
+	if scheme, rest, ok := strings.Cut(k, "://"); ok {
+		if scheme != "dns" {
+			return "", false
+		}
+		k = rest
+	}
+	if i := strings.LastIndex(k, ":"); i >= 0 {
+		if k[i+1:] != "53" {
+			return "", false
+		}
+		k = k[:i]
+	}
+	return strings.TrimSuffix(k, "."), true
+}
+
+// serverBlock is one marina server block: a zone and where it forwards.
+type serverBlock struct {
+	domain    string
+	upstreams []string
+}
+
+var dnsLabel = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)
+
+// serverBlocks validates resolver entries and turns them into server
+// blocks: domains lower case without the final dot, upstreams as IP or
+// IP:port in CoreDNS's spelling ([v6]:port).
+func serverBlocks(resolvers []config.DNSResolver) ([]serverBlock, error) {
+	seen := map[string]bool{}
+	var out []serverBlock
+	for i, r := range resolvers {
+		where := fmt.Sprintf("kind.customDnsResolvers[%d]", i)
+		d := strings.TrimSuffix(strings.ToLower(r.Domain), ".")
+		if !isDomain(d) {
+			return nil, corefileErrorf("%s: %q is not a domain name: write it like corp.example.com in the marina config", where, r.Domain)
+		}
+		switch {
+		case seen[d]:
+			return nil, corefileErrorf("%s: %s is listed twice: merge the entries' resolvers in the marina config", where, d)
+		case d == "cluster.local" || strings.HasSuffix(d, ".cluster.local") || d == "in-addr.arpa" || d == "ip6.arpa":
+			return nil, corefileErrorf("%s: %s is answered by the cluster's own DNS (the kubernetes plugin); forwarding it elsewhere would break Service names: remove it from the marina config", where, d)
+		}
+		seen[d] = true
+		if len(r.Resolvers) == 0 {
+			return nil, corefileErrorf("%s: no resolvers for %s: list at least one address, such as 10.0.0.53 or 10.0.0.53:5353", where, d)
+		}
+		if len(r.Resolvers) > maxUpstreams {
+			return nil, corefileErrorf("%s: %d resolvers for %s, but CoreDNS forwards to at most %d: shorten the list", where, len(r.Resolvers), d, maxUpstreams)
+		}
+		ups := make([]string, 0, len(r.Resolvers))
+		for j, a := range r.Resolvers {
+			u, err := upstream(a)
+			if err != nil {
+				return nil, corefileErrorf("%s.resolvers[%d]: %q %v: write an IP address or IP:port, such as 10.0.0.53 or [fd00::53]:5353", where, j, a, err)
+			}
+			ups = append(ups, u)
+		}
+		out = append(out, serverBlock{domain: d, upstreams: ups})
+	}
+	return out, nil
+}
+
+func isDomain(d string) bool {
+	if d == "" || len(d) > 253 {
+		return false
+	}
+	for _, l := range strings.Split(d, ".") {
+		if !dnsLabel.MatchString(l) {
+			return false
+		}
+	}
+	return true
+}
+
+// upstream checks one resolver address and spells it for CoreDNS.
+func upstream(a string) (string, error) {
+	if ip, err := netip.ParseAddr(a); err == nil {
+		if ip.Zone() != "" {
+			return "", errors.New("has an IPv6 zone, which CoreDNS in a pod cannot use")
+		}
+		return ip.String(), nil
+	}
+	ap, err := netip.ParseAddrPort(a)
+	if err != nil {
+		return "", errors.New("is not an IP address or IP:port")
+	}
+	if ap.Addr().Zone() != "" {
+		return "", errors.New("has an IPv6 zone, which CoreDNS in a pod cannot use")
+	}
+	if ap.Port() == 0 {
+		return "", errors.New("has port 0")
+	}
+	return ap.String(), nil
+}

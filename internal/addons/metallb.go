@@ -1,0 +1,194 @@
+package addons
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"strings"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/rest"
+)
+
+// Where MetalLB's manifest puts things.
+const (
+	MetalLBNamespace  = "metallb-system"
+	metalLBController = "controller"
+	metalLBSpeaker    = "speaker"
+)
+
+// webhookRetryInterval spaces pool applies while MetalLB's webhook is not
+// answering. Each failed try can itself last up to the webhook's 10 s
+// timeout, so trying more often would only queue calls.
+const webhookRetryInterval = time.Second
+
+// MetalLB applies MetalLB's manifest and waits until MetalLB can serve an
+// address pool. That takes four things, and the first three are waited for
+// here:
+//
+//  1. its CRDs are Established, or the API server does not know what an
+//     IPAddressPool is;
+//  2. the controller Deployment has rolled out and is available: it hands
+//     out addresses from pools to LoadBalancer Services, and it serves the
+//     validating webhook that every pool goes through;
+//  3. the speaker DaemonSet is ready on every node, and on at least one: in
+//     layer 2 mode a speaker answers ARP for each address, so without one an
+//     address is handed out but nothing on the kind network can reach it
+//     (speakers also need the memberlist Secret the controller writes, so
+//     they are ready only after the controller has run);
+//  4. the webhook answers. The controller turns ready before that: it first
+//     writes its own certificate into the metallb-webhook-cert Secret and the
+//     webhook configuration's caBundle, and the Service needs a ready
+//     endpoint. No condition on an object says when that is done; the one
+//     true test is a pool apply the webhook lets through, which is why Pool
+//     retries while the webhook cannot be called.
+func MetalLB(ctx context.Context, cfg *rest.Config, manifest []byte) error {
+	objs, err := decodeManifest(manifest)
+	if err != nil {
+		return err
+	}
+	if err := applyObjects(ctx, cfg, objs); err != nil {
+		return fmt.Errorf("install MetalLB: %w", err)
+	}
+	var crds []string
+	for _, o := range objs {
+		if o.GroupVersionKind().GroupKind() == crdResourceKind {
+			crds = append(crds, o.GetName())
+		}
+	}
+	if err := WaitCRDsEstablished(ctx, cfg, crds...); err != nil {
+		return fmt.Errorf("install MetalLB: %w", err)
+	}
+	if err := WaitDeploymentAvailable(ctx, cfg, MetalLBNamespace, metalLBController); err != nil {
+		return fmt.Errorf("install MetalLB: %w", err)
+	}
+	if err := WaitDaemonSetReady(ctx, cfg, MetalLBNamespace, metalLBSpeaker); err != nil {
+		return fmt.Errorf("install MetalLB: %w", err)
+	}
+	return nil
+}
+
+var crdResourceKind = schema.GroupKind{Group: crdResource.Group, Kind: "CustomResourceDefinition"}
+
+// Pool applies, in metallb-system, an IPAddressPool called name holding
+// ranges (as slot.MetalLBRanges returns them: "first-last" or a CIDR) and an
+// L2Advertisement of the same name that announces it. While MetalLB's
+// webhook cannot be called the applies are retried until ctx ends; any other
+// error, such as the webhook rejecting the pool, fails at once.
+func Pool(ctx context.Context, cfg *rest.Config, name string, ranges []string) error {
+	if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 {
+		return fmt.Errorf("MetalLB pool name %q is not valid: %s (a marina bug: pool names come from cluster names)", name, strings.Join(errs, "; "))
+	}
+	if err := checkRanges(ranges); err != nil {
+		return fmt.Errorf("MetalLB pool %s: %w", name, err)
+	}
+	addrs := make([]any, len(ranges))
+	for i, r := range ranges {
+		addrs[i] = r
+	}
+	pool := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "metallb.io/v1beta1",
+		"kind":       "IPAddressPool",
+		"metadata":   map[string]any{"name": name, "namespace": MetalLBNamespace},
+		"spec":       map[string]any{"addresses": addrs},
+	}}
+	l2 := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "metallb.io/v1beta1",
+		"kind":       "L2Advertisement",
+		"metadata":   map[string]any{"name": name, "namespace": MetalLBNamespace},
+		"spec":       map[string]any{"ipAddressPools": []any{name}},
+	}}
+	a, err := newApplier(cfg)
+	if err != nil {
+		return err
+	}
+	for _, obj := range []*unstructured.Unstructured{pool, l2} {
+		if err := applyThroughWebhook(ctx, a, obj); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// applyThroughWebhook applies obj, trying again while the API server
+// cannot call an admission webhook.
+func applyThroughWebhook(ctx context.Context, a *applier, obj *unstructured.Unstructured) error {
+	ri, err := a.resource(ctx, obj)
+	if err != nil {
+		return fmt.Errorf("apply %s: %w", describe(obj), err)
+	}
+	start := time.Now()
+	var last error
+	err = wait.PollUntilContextCancel(ctx, webhookRetryInterval, true, func(ctx context.Context) (bool, error) {
+		err := send(ctx, ri, obj)
+		switch {
+		case err == nil:
+			return true, nil
+		case webhookUnavailable(err):
+			last = err
+			return false, nil
+		default:
+			return false, err
+		}
+	})
+	switch {
+	case err == nil:
+		return nil
+	case last != nil && ctx.Err() != nil:
+		// The deadline can strike during a try, whose error is then only
+		// the deadline: report the webhook error that kept us waiting.
+		return fmt.Errorf("apply %s: MetalLB's validating webhook still could not be called after %s (%v): %w. "+
+			"The MetalLB controller serves it once its pod runs and has written its certificate: check kubectl -n %s get pods,endpointslices and the controller's log, then run marina again",
+			describe(obj), time.Since(start).Round(time.Second), ctx.Err(), last, MetalLBNamespace)
+	default:
+		return wrap(err, "apply %s", describe(obj))
+	}
+}
+
+// webhookUnavailable reports whether err is the API server failing to call
+// an admission webhook (no endpoints, connection refused, TLS not set up
+// yet, timeout): what MetalLB's webhook returns until its controller serves
+// it. A webhook that answered and denied the object is not this: that is a
+// real validation error and retrying cannot fix it.
+func webhookUnavailable(err error) bool {
+	var st apierrors.APIStatus
+	if !errors.As(err, &st) {
+		return false
+	}
+	msg := st.Status().Message
+	return strings.Contains(msg, "failed calling webhook") && !strings.Contains(msg, "denied the request")
+}
+
+// checkRanges validates MetalLB address ranges: "first-last" in one family,
+// first ≤ last, or a CIDR prefix.
+func checkRanges(ranges []string) error {
+	if len(ranges) == 0 {
+		return errors.New("no address ranges given (a marina bug: slot.MetalLBRanges gives two)")
+	}
+	for _, r := range ranges {
+		if p, err := netip.ParsePrefix(r); err == nil {
+			if p != p.Masked() {
+				return fmt.Errorf("address range %q has host bits set: write it as %s", r, p.Masked())
+			}
+			continue
+		}
+		first, last, ok := strings.Cut(r, "-")
+		a, err1 := netip.ParseAddr(strings.TrimSpace(first))
+		b, err2 := netip.ParseAddr(strings.TrimSpace(last))
+		switch {
+		case !ok || err1 != nil || err2 != nil || a.Zone() != "" || b.Zone() != "":
+			return fmt.Errorf("address range %q is neither first-last (172.30.1.1-172.30.1.7) nor a CIDR (172.30.1.0/24)", r)
+		case a.Is4() != b.Is4():
+			return fmt.Errorf("address range %q mixes IPv4 and IPv6", r)
+		case b.Less(a):
+			return fmt.Errorf("address range %q ends before it starts", r)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,263 @@
+package addons
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+)
+
+var crdResource = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+
+// waitFor polls check until it reports done, ctx ends, or it fails with an
+// error that waiting cannot cure. check returns what it saw, so that a
+// timeout can say what was still false. Errors that may pass (a dropped
+// connection, an object not created yet) are polled through; a single
+// failed read does not replace what was last seen (the last try before a
+// deadline often fails only because the deadline is near), but reads that
+// keep failing are reported.
+func waitFor(ctx context.Context, check func(context.Context) (done bool, state string, err error)) (string, error) {
+	seen := "not checked yet"
+	var readErr error
+	failures := 0
+	err := wait.PollUntilContextCancel(ctx, pollInterval, true, func(ctx context.Context) (bool, error) {
+		done, s, err := check(ctx)
+		switch {
+		case err == nil:
+			seen, readErr, failures = s, nil, 0
+			return done, nil
+		case apierrors.IsNotFound(err):
+			seen, readErr, failures = "not found", nil, 0
+			return false, nil
+		case apierrors.IsForbidden(err), apierrors.IsUnauthorized(err):
+			return false, err
+		case ctx.Err() != nil:
+			return false, ctx.Err()
+		default:
+			readErr = err
+			failures++
+			return false, nil
+		}
+	})
+	state := seen
+	switch {
+	case readErr != nil && seen == "not checked yet":
+		state = "unreadable: " + readErr.Error()
+	case readErr != nil && failures > 1:
+		state = fmt.Sprintf("%s (and the last %d reads failed: %v)", seen, failures, readErr)
+	}
+	return state, err
+}
+
+// timeoutError says what was still false when a wait ended, or passes on a
+// lasting error.
+func timeoutError(ctx context.Context, what, state string, start time.Time, err error, fix string) error {
+	if ctx.Err() == nil || !errors.Is(err, ctx.Err()) {
+		return wrap(err, "wait for %s", what)
+	}
+	return fmt.Errorf("%s: still %s after %s (%v): %s", what, state, time.Since(start).Round(time.Second), ctx.Err(), fix)
+}
+
+// WaitCRDsEstablished waits until every named CustomResourceDefinition has
+// Established=True: only then does the API server serve its kind, so that
+// objects of that kind can be applied.
+func WaitCRDsEstablished(ctx context.Context, cfg *rest.Config, names ...string) error {
+	c, err := restConfig(cfg)
+	if err != nil {
+		return err
+	}
+	dyn, err := dynamic.NewForConfig(c)
+	if err != nil {
+		return fmt.Errorf("create a Kubernetes client: %w: check the cluster's kubeconfig", err)
+	}
+	start := time.Now()
+	pending := append([]string(nil), names...)
+	var what string
+	state, err := waitFor(ctx, func(ctx context.Context) (bool, string, error) {
+		var still []string
+		var first string
+		for _, n := range pending {
+			what = "customresourcedefinition " + n
+			obj, err := dyn.Resource(crdResource).Get(ctx, n, metav1.GetOptions{})
+			if err != nil {
+				return false, "", err
+			}
+			if ok, s := crdState(obj); !ok {
+				still = append(still, n)
+				if first == "" {
+					first = s
+				}
+			}
+		}
+		pending = still
+		if len(still) == 0 {
+			return true, "Established=True", nil
+		}
+		what = "customresourcedefinition " + still[0]
+		if len(still) > 1 {
+			what += fmt.Sprintf(" (and %d more: %s)", len(still)-1, strings.Join(still[1:], ", "))
+		}
+		return false, first, nil
+	})
+	if err == nil {
+		return nil
+	}
+	return timeoutError(ctx, what, state, start, err,
+		"the API server has not accepted the CRD's names; see status.conditions in kubectl get crd -o yaml")
+}
+
+// crdState reports whether a CRD is Established, and else why not.
+func crdState(obj *unstructured.Unstructured) (bool, string) {
+	conds, _, _ := unstructured.NestedSlice(obj.Object, "status", "conditions")
+	for _, c := range conds {
+		m, ok := c.(map[string]any)
+		if !ok || m["type"] != "Established" {
+			continue
+		}
+		if m["status"] == "True" {
+			return true, "Established=True"
+		}
+		return false, condition("Established", fmt.Sprint(m["status"]), fmt.Sprint(m["reason"]), fmt.Sprint(m["message"]))
+	}
+	return false, "no Established condition yet"
+}
+
+func condition(typ, status, reason, message string) string {
+	s := typ + "=" + status
+	switch {
+	case reason != "" && message != "":
+		s += " (" + reason + ": " + message + ")"
+	case reason != "" || message != "":
+		s += " (" + reason + message + ")"
+	}
+	return s
+}
+
+// WaitDeploymentAvailable waits until a Deployment's current spec has
+// rolled out and is available: the deployment controller has seen the
+// latest generation, every replica runs the current pod template, none of an
+// older one is left, at least one is up and the Available condition is
+// True. Available alone is not enough: during an upgrade it stays True
+// while pods of the previous version still do the work.
+func WaitDeploymentAvailable(ctx context.Context, cfg *rest.Config, namespace, name string) error {
+	cs, err := clientset(cfg)
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	state, err := waitFor(ctx, func(ctx context.Context) (bool, string, error) {
+		d, err := cs.AppsV1().Deployments(namespace).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, "", err
+		}
+		ok, s := deploymentState(d)
+		return ok, s, nil
+	})
+	if err == nil {
+		return nil
+	}
+	return timeoutError(ctx, "deployment "+namespace+"/"+name, state, start, err,
+		fmt.Sprintf("look at its pods and their events (kubectl -n %s describe deployment %s; kubectl -n %s get events); images come through marina's registry mirrors", namespace, name, namespace))
+}
+
+// deploymentState reports whether d has rolled out and is available, and
+// else the first thing that is still false.
+func deploymentState(d *appsv1.Deployment) (bool, string) {
+	st := d.Status
+	if st.ObservedGeneration < d.Generation {
+		return false, fmt.Sprintf("observedGeneration=%d, behind generation %d (the deployment controller has not acted on the latest spec)", st.ObservedGeneration, d.Generation)
+	}
+	want := int32(1)
+	if d.Spec.Replicas != nil {
+		want = *d.Spec.Replicas
+	}
+	var avail *appsv1.DeploymentCondition
+	for i := range st.Conditions {
+		if st.Conditions[i].Type == appsv1.DeploymentAvailable {
+			avail = &st.Conditions[i]
+		}
+	}
+	switch {
+	case avail == nil:
+		return false, "no Available condition yet"
+	case avail.Status != "True":
+		return false, condition("Available", string(avail.Status), avail.Reason, avail.Message)
+	case want < 1:
+		return false, "spec.replicas=0: no pod runs it"
+	case st.UpdatedReplicas < want:
+		return false, fmt.Sprintf("Available=True but only %d of %d replicas run the current pod template", st.UpdatedReplicas, want)
+	case st.Replicas > st.UpdatedReplicas:
+		return false, fmt.Sprintf("Available=True but %d replicas of an older pod template are still there", st.Replicas-st.UpdatedReplicas)
+	case st.AvailableReplicas < st.UpdatedReplicas:
+		return false, fmt.Sprintf("Available=True but only %d of %d updated replicas are available", st.AvailableReplicas, st.UpdatedReplicas)
+	}
+	return true, "Available=True"
+}
+
+// WaitDaemonSetReady waits until a DaemonSet runs a ready, available pod of
+// its current template on every node it should run on — and that there is
+// at least one such node: a DaemonSet scheduled nowhere is trivially "done"
+// and does nothing.
+func WaitDaemonSetReady(ctx context.Context, cfg *rest.Config, namespace, name string) error {
+	cs, err := clientset(cfg)
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	state, err := waitFor(ctx, func(ctx context.Context) (bool, string, error) {
+		ds, err := cs.AppsV1().DaemonSets(namespace).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, "", err
+		}
+		ok, s := daemonSetState(ds)
+		return ok, s, nil
+	})
+	if err == nil {
+		return nil
+	}
+	return timeoutError(ctx, "daemonset "+namespace+"/"+name, state, start, err,
+		fmt.Sprintf("look at its pods and their events (kubectl -n %s describe daemonset %s; kubectl -n %s get events); images come through marina's registry mirrors", namespace, name, namespace))
+}
+
+// daemonSetState reports whether ds is ready on all its nodes, and else
+// what is still short.
+func daemonSetState(ds *appsv1.DaemonSet) (bool, string) {
+	st := ds.Status
+	desired := st.DesiredNumberScheduled
+	switch {
+	case st.ObservedGeneration < ds.Generation:
+		return false, fmt.Sprintf("observedGeneration=%d, behind generation %d (the daemonset controller has not acted on the latest spec)", st.ObservedGeneration, ds.Generation)
+	case desired < 1:
+		return false, "desiredNumberScheduled=0: no node qualifies for it (check node taints and labels against its tolerations and nodeSelector)"
+	case st.UpdatedNumberScheduled < desired:
+		return false, fmt.Sprintf("updatedNumberScheduled=%d of desiredNumberScheduled=%d (pods of an older template remain)", st.UpdatedNumberScheduled, desired)
+	case st.NumberReady < desired:
+		return false, fmt.Sprintf("numberReady=%d of desiredNumberScheduled=%d", st.NumberReady, desired)
+	case st.NumberAvailable < desired:
+		return false, fmt.Sprintf("numberAvailable=%d of desiredNumberScheduled=%d", st.NumberAvailable, desired)
+	}
+	return true, fmt.Sprintf("numberReady=%d of desiredNumberScheduled=%d", st.NumberReady, desired)
+}
+
+func clientset(cfg *rest.Config) (*kubernetes.Clientset, error) {
+	c, err := restConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	cs, err := kubernetes.NewForConfig(c)
+	if err != nil {
+		return nil, fmt.Errorf("create a Kubernetes client: %w: check the cluster's kubeconfig", err)
+	}
+	return cs, nil
+}
