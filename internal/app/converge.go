@@ -69,6 +69,9 @@ func converge(ctx context.Context, e *Env, l *vm.Limactl, cfg config.Config, pla
 	if err := applyConverge(ctx, e, l, name, o, p); err != nil {
 		return err
 	}
+	if err := followLima0(ctx, e, l, cfg, o); err != nil {
+		return err
+	}
 	fmt.Fprintf(e.Stdout, "VM %s is ready: lima0 %s, Docker at unix://%s, %s routed to the VM\n", name, o.guest.Lima0.Addr(), e.Paths.DockerSocket(name), cidr)
 	return nil
 }

@@ -31,11 +31,14 @@ type Network struct {
 
 // Kind holds the per-cluster defaults.
 type Kind struct {
-	NodeVersion          string        `yaml:"nodeVersion" json:"nodeVersion"`
-	MetalLBVersion       string        `yaml:"metalLBVersion" json:"metalLBVersion"`
-	CustomDNSResolvers   []DNSResolver `yaml:"customDnsResolvers" json:"customDnsResolvers"`
-	AutoMergeKubeconfig  bool          `yaml:"autoMergeKubeconfig" json:"autoMergeKubeconfig"`
-	AutoRemoveKubeconfig bool          `yaml:"autoRemoveKubeconfig" json:"autoRemoveKubeconfig"`
+	NodeVersion string `yaml:"nodeVersion" json:"nodeVersion"`
+	// NodeImages adds or replaces node images by version; each must be
+	// pinned by digest (name:tag@sha256:…).
+	NodeImages           map[string]string `yaml:"nodeImages,omitempty" json:"nodeImages,omitempty"`
+	MetalLBVersion       string            `yaml:"metalLBVersion" json:"metalLBVersion"`
+	CustomDNSResolvers   []DNSResolver     `yaml:"customDnsResolvers" json:"customDnsResolvers"`
+	AutoMergeKubeconfig  bool              `yaml:"autoMergeKubeconfig" json:"autoMergeKubeconfig"`
+	AutoRemoveKubeconfig bool              `yaml:"autoRemoveKubeconfig" json:"autoRemoveKubeconfig"`
 }
 
 // DNSResolver sends one domain to chosen upstream resolvers from every

@@ -279,7 +279,17 @@ func TestValidation(t *testing.T) {
 		{"cidr on docker0", func(c *Config) { c.Network.CIDR = "172.17.0.0/16" }, []prob{{"network.cidr", "docker0"}}},
 		{"cidr on a service range", func(c *Config) { c.Network.CIDR = "10.3.0.0/16" }, []prob{{"network.cidr", "10.3.0.0/16, the service or pod range of cluster slot 3"}}},
 		{"cidr on a high pod range", func(c *Config) { c.Network.CIDR = "10.150.0.0/16" }, []prob{{"network.cidr", "cluster slot 50"}}},
-		{"node version", func(c *Config) { c.Kind.NodeVersion = "1.36" }, []prob{{"kind.nodeVersion", `"1.36" has no node image for kind v0.33.0 (the kind in the VM): use one of v1.37.0, v1.36.4, v1.35.8, v1.34.11`}}},
+		{"node version", func(c *Config) { c.Kind.NodeVersion = "1.36" }, []prob{{"kind.nodeVersion", `"1.36" has no node image for kind v0.33.0 (the kind in the VM): use one of v1.37.0, v1.36.4, v1.35.8, v1.34.11, or pin an image for it under kind.nodeImages`}}},
+		{"node version with a pinned image of its own", func(c *Config) {
+			c.Kind.NodeVersion = "v1.36.1"
+			c.Kind.NodeImages = map[string]string{"v1.36.1": "registry.example/kindest/node:v1.36.1@sha256:" + strings.Repeat("a", 64)}
+		}, nil},
+		{"node image without a digest", func(c *Config) {
+			c.Kind.NodeImages = map[string]string{"v1.36.4": "kindest/node:v1.36.4"}
+		}, []prob{{"kind.nodeImages.v1.36.4", "not pinned by digest"}}},
+		{"node image under a bad version", func(c *Config) {
+			c.Kind.NodeImages = map[string]string{"latest": "kindest/node@sha256:" + strings.Repeat("b", 64)}
+		}, []prob{{"kind.nodeImages", `"latest" is not a Kubernetes version`}}},
 		{"node version without an image", func(c *Config) { c.Kind.NodeVersion = "v1.36.1" }, []prob{{"kind.nodeVersion", "has no node image"}}},
 		{"metallb version", func(c *Config) { c.Kind.MetalLBVersion = "latest" }, []prob{{"kind.metalLBVersion", "not a MetalLB version"}}},
 		{"resolver domain", func(c *Config) {
@@ -390,7 +400,7 @@ func TestNodeImagesArePinned(t *testing.T) {
 			t.Errorf("%s: %s is not pinned by a sha256 digest", v, img)
 		}
 	}
-	if got := strings.Join(NodeVersions(), " "); got != "v1.37.0 v1.36.4 v1.35.8 v1.34.11" {
+	if got := strings.Join(Kind{}.NodeVersions(), " "); got != "v1.37.0 v1.36.4 v1.35.8 v1.34.11" {
 		t.Errorf("NodeVersions = %s", got)
 	}
 	if _, ok := NodeImages[DefaultNodeVersion]; !ok {

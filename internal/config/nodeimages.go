@@ -1,8 +1,11 @@
 package config
 
 import (
+	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/distribution/reference"
 )
 
 // NodeImages are the kindest/node images published with kind v0.33.0 (the
@@ -15,11 +18,28 @@ var NodeImages = map[string]string{
 	"v1.34.11": "kindest/node:v1.34.11@sha256:44e222ee2132dab25ff87301682f89eb82c7880ea3a1bf543bfe9708fd08d67d",
 }
 
-// NodeVersions lists the versions of NodeImages, newest first.
-func NodeVersions() []string {
-	v := make([]string, 0, len(NodeImages))
-	for k := range NodeImages {
-		v = append(v, k)
+// NodeImage is the digest-pinned node image of version: kind.nodeImages
+// first, then the images published with kind.
+func (k Kind) NodeImage(version string) (string, error) {
+	if ref, ok := k.NodeImages[version]; ok {
+		return ref, nil
+	}
+	if ref, ok := NodeImages[version]; ok {
+		return ref, nil
+	}
+	return "", fmt.Errorf("node version %q has no node image for kind v0.33.0 (the kind in the VM): use one of %s, or pin an image for it under kind.nodeImages", version, strings.Join(k.NodeVersions(), ", "))
+}
+
+// NodeVersions lists the versions that have a node image, newest first.
+func (k Kind) NodeVersions() []string {
+	v := make([]string, 0, len(NodeImages)+len(k.NodeImages))
+	for x := range NodeImages {
+		v = append(v, x)
+	}
+	for x := range k.NodeImages {
+		if _, dup := NodeImages[x]; !dup {
+			v = append(v, x)
+		}
 	}
 	sort.Slice(v, func(i, j int) bool { return semverLess(v[j], v[i]) })
 	return v
@@ -36,4 +56,16 @@ func semverLess(a, b string) bool {
 		}
 	}
 	return len(pa) < len(pb)
+}
+
+// checkPinned reports why ref is not a usable digest-pinned image reference.
+func checkPinned(ref string) error {
+	named, err := reference.ParseNormalizedNamed(ref)
+	if err != nil {
+		return fmt.Errorf("%q is not an image reference: %v", ref, err)
+	}
+	if _, ok := named.(reference.Digested); !ok {
+		return fmt.Errorf("%q is not pinned by digest: write it as name:tag@sha256:<digest> (docker image inspect --format '{{index .RepoDigests 0}}' shows it)", ref)
+	}
+	return nil
 }

@@ -52,3 +52,18 @@ func (p Paths) LabelKey() string { return filepath.Join(p.Dir, "label.key") }
 
 // RegistryCache is the host folder that holds the mirrors' caches.
 func (p Paths) RegistryCache() string { return filepath.Join(p.Dir, "registry-cache") }
+
+// Cache holds downloads marina keeps (the MetalLB manifest).
+func (p Paths) Cache() string { return filepath.Join(p.Dir, "cache") }
+
+// Slots holds the slot reservations of clusters being created, and
+// SlotsLock serialises choosing one.
+func (p Paths) Slots() string { return filepath.Join(p.Dir, "slots") }
+
+// SlotsLock is the lock file taken while a free slot is chosen.
+func (p Paths) SlotsLock() string { return filepath.Join(p.Dir, "slots.lock") }
+
+// Kubeconfig is cluster name's own kubeconfig file.
+func (p Paths) Kubeconfig(name string) string {
+	return filepath.Join(p.Home, ".kube", "marina", name+".kubeconfig")
+}

@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"path/filepath"
 	"regexp"
+	"sort"
 	"strings"
 
 	"github.com/docker/go-units"
@@ -127,8 +128,21 @@ func (v *validator) network(n Network) {
 }
 
 func (v *validator) kind(k Kind, zone string) {
-	if _, ok := NodeImages[k.NodeVersion]; !ok {
-		v.add("kind.nodeVersion", "%q has no node image for kind v0.33.0 (the kind in the VM): use one of %s", k.NodeVersion, strings.Join(NodeVersions(), ", "))
+	versions := make([]string, 0, len(k.NodeImages))
+	for ver := range k.NodeImages {
+		versions = append(versions, ver)
+	}
+	sort.Strings(versions)
+	for _, ver := range versions {
+		if !versionRe.MatchString(ver) {
+			v.add("kind.nodeImages", "%q is not a Kubernetes version: write it like %s", ver, DefaultNodeVersion)
+		}
+		if err := checkPinned(k.NodeImages[ver]); err != nil {
+			v.add("kind.nodeImages."+ver, "%v", err)
+		}
+	}
+	if _, err := k.NodeImage(k.NodeVersion); err != nil {
+		v.add("kind.nodeVersion", "%v", err)
 	}
 	if !versionRe.MatchString(k.MetalLBVersion) {
 		v.add("kind.metalLBVersion", "%q is not a MetalLB version: write it like %s", k.MetalLBVersion, DefaultMetalLBVersion)

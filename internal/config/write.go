@@ -36,6 +36,10 @@ network:
   disablePortMirroring: {{.Network.DisablePortMirroring}}
 
 kind:
+  # One of the kindest/node images published with kind v0.33.0 (pinned by
+  # digest); pin another with nodeImages:
+  #   nodeImages:
+  #     v1.36.1: kindest/node:v1.36.1@sha256:<digest>
   nodeVersion: {{.Kind.NodeVersion}}
   metalLBVersion: {{.Kind.MetalLBVersion}}
   # Send more domains from every cluster's CoreDNS to resolvers you choose:

@@ -2,11 +2,15 @@ package docker
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/containerd/errdefs"
 	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/api/types/network"
 	"github.com/moby/moby/client"
 )
 
@@ -97,4 +101,60 @@ func (c *Client) EnsureImage(ctx context.Context, ref string) error {
 		return fmt.Errorf("pull %s: %w (the VM needs to reach Docker Hub once for it)", ref, err)
 	}
 	return nil
+}
+
+// Node is a kind node container.
+type Node struct {
+	Container
+	Cluster string // its kind cluster
+	Role    string // control-plane or worker
+	// APIPorts are the VM ports that publish the node's 6443/tcp.
+	APIPorts []int
+}
+
+// KindNodes lists kind's node containers, with the ports publishing each
+// control plane's API server read from its HostConfig (a container that
+// never started has its bindings only there).
+func (c *Client) KindNodes(ctx context.Context, clusterLabel, roleLabel string) ([]Node, error) {
+	cs, err := c.ListLabeled(ctx, clusterLabel)
+	if err != nil {
+		return nil, err
+	}
+	nodes := make([]Node, len(cs))
+	errs := make([]error, len(cs))
+	var wg sync.WaitGroup
+	for i, ct := range cs {
+		nodes[i] = Node{Container: ct, Cluster: ct.Labels[clusterLabel], Role: ct.Labels[roleLabel]}
+		if nodes[i].Role != "control-plane" {
+			continue
+		}
+		wg.Go(func() {
+			res, err := c.api.ContainerInspect(ctx, ct.ID, client.ContainerInspectOptions{})
+			if errdefs.IsNotFound(err) {
+				return // deleted since the list
+			}
+			if err != nil {
+				errs[i] = fmt.Errorf("inspect %s: %w", ct.Name, err)
+				return
+			}
+			if res.Container.HostConfig == nil {
+				return
+			}
+			for port, bs := range res.Container.HostConfig.PortBindings {
+				if port.Num() != 6443 || port.Proto() != network.TCP {
+					continue
+				}
+				for _, b := range bs {
+					if p, err := strconv.Atoi(b.HostPort); err == nil {
+						nodes[i].APIPorts = append(nodes[i].APIPorts, p)
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return nodes, nil
 }

@@ -6,8 +6,11 @@ package kubeconfig
 
 import (
 	"bytes"
+	"crypto/x509"
+	"encoding/pem"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -23,8 +26,10 @@ import (
 
 // Rename turns the kubeconfig kind exports (cluster, user and context named
 // kind-<name>) into one whose three entries are all named name, with the
-// API server at server and name as the current context.
-func Rename(kindConfig []byte, name, server string) ([]byte, error) {
+// API server at server and name as the current context. tlsServerName,
+// when set, is the name the server's certificate is checked against (for
+// a server address the certificate does not carry).
+func Rename(kindConfig []byte, name, server, tlsServerName string) ([]byte, error) {
 	in, err := clientcmd.Load(kindConfig)
 	if err != nil {
 		return nil, fmt.Errorf("read kind's kubeconfig for %s: %w", name, err)
@@ -45,6 +50,7 @@ func Rename(kindConfig []byte, name, server string) ([]byte, error) {
 	out := clientcmdapi.NewConfig()
 	cl := cluster.DeepCopy()
 	cl.Server = server
+	cl.TLSServerName = tlsServerName
 	out.Clusters[name] = cl
 	out.AuthInfos[name] = user.DeepCopy()
 	nc := c.DeepCopy()
@@ -52,6 +58,33 @@ func Rename(kindConfig []byte, name, server string) ([]byte, error) {
 	out.Contexts[name] = nc
 	out.CurrentContext = name
 	return clientcmd.Write(*out)
+}
+
+// TLSServerName is what a kubeconfig for server needs in tls-server-name
+// for the API server certificate certPEM to verify: "" when the
+// certificate carries server's host, else a name it does carry (kind's
+// certificates always hold localhost). That keeps a kubeconfig working
+// after the VM's address changed, without a new certificate.
+func TLSServerName(certPEM []byte, server string) (string, error) {
+	blk, _ := pem.Decode(certPEM)
+	if blk == nil {
+		return "", errors.New("the API server certificate is not PEM")
+	}
+	cert, err := x509.ParseCertificate(blk.Bytes)
+	if err != nil {
+		return "", fmt.Errorf("read the API server certificate: %w", err)
+	}
+	u, err := url.Parse(server)
+	if err != nil {
+		return "", fmt.Errorf("server %q: %w", server, err)
+	}
+	if cert.VerifyHostname(u.Hostname()) == nil {
+		return "", nil
+	}
+	if cert.VerifyHostname("localhost") == nil {
+		return "localhost", nil
+	}
+	return "", fmt.Errorf("the API server certificate is valid for %v %v, not for %s", cert.DNSNames, cert.IPAddresses, u.Hostname())
 }
 
 // Server reads the API server address of a cluster kubeconfig.

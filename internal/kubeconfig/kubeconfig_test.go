@@ -1,13 +1,22 @@
 package kubeconfig
 
 import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
 	"fmt"
+	"math/big"
+	"net"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"gopkg.in/yaml.v3"
 	"k8s.io/client-go/tools/clientcmd"
@@ -25,7 +34,7 @@ func read(t *testing.T, name string) []byte {
 func renamed(t *testing.T, name, server string) []byte {
 	t.Helper()
 	kind := strings.ReplaceAll(string(read(t, "kind-export.yaml")), "kind-dev", "kind-"+name)
-	b, err := Rename([]byte(kind), name, server)
+	b, err := Rename([]byte(kind), name, server, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -258,5 +267,55 @@ func TestTarget(t *testing.T) {
 	}
 	if got := Target(func(string) string { return "" }, "/home/me"); got != "/home/me/.kube/config" {
 		t.Errorf("Target = %s", got)
+	}
+}
+
+// servingCert is a self-signed certificate like kind's API server's.
+func servingCert(t *testing.T, dns []string, ips ...string) []byte {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "kube-apiserver"},
+		NotBefore: time.Now(), NotAfter: time.Now().Add(time.Hour), DNSNames: dns}
+	for _, ip := range ips {
+		tmpl.IPAddresses = append(tmpl.IPAddresses, net.ParseIP(ip))
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
+}
+
+func TestTLSServerName(t *testing.T) {
+	kindCert := servingCert(t, []string{"dev-control-plane", "kubernetes", "localhost"}, "10.1.0.1", "172.30.128.2", "127.0.0.1", "192.168.64.2")
+	cases := []struct {
+		cert    []byte
+		server  string
+		want    string
+		wantErr bool
+	}{
+		{kindCert, "https://192.168.64.2:7001", "", false},
+		{kindCert, "https://127.0.0.1:7001", "", false},
+		// lima0 moved after the cluster was created: checked against localhost.
+		{kindCert, "https://192.168.64.7:7001", "localhost", false},
+		{servingCert(t, []string{"kubernetes"}, "10.1.0.1"), "https://192.168.64.7:7001", "", true},
+		{[]byte("not a cert"), "https://192.168.64.2:7001", "", true},
+	}
+	for _, c := range cases {
+		got, err := TLSServerName(c.cert, c.server)
+		if got != c.want || (err != nil) != c.wantErr {
+			t.Errorf("TLSServerName(%s) = %q, %v; want %q, error %v", c.server, got, err, c.want, c.wantErr)
+		}
+	}
+	b, err := Rename([]byte(strings.ReplaceAll(string(read(t, "kind-export.yaml")), "kind-dev", "kind-x")), "x", "https://192.168.64.7:7001", "localhost")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := clientcmd.Load(b)
+	if err != nil || c.Clusters["x"].TLSServerName != "localhost" {
+		t.Fatalf("tls-server-name not kept: %v %+v", err, c)
 	}
 }

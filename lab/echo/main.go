@@ -1,19 +1,22 @@
 // Command echo is the lab's test workload, built into a FROM-scratch image:
 // "serve ADDR" answers every TCP connection with the address it came from,
-// "dial ADDR" connects, prints the server's answer and exits.
+// "dial ADDR" connects, prints the server's answer and exits; "http ADDR"
+// answers GET /clientip with the caller's ip:port, as agnhost netexec does
+// (the server marina cluster verify deploys).
 package main
 
 import (
 	"bufio"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"time"
 )
 
 func main() {
 	if len(os.Args) != 3 {
-		fmt.Fprintln(os.Stderr, "usage: echo serve|dial ADDR")
+		fmt.Fprintln(os.Stderr, "usage: echo serve|dial|http ADDR")
 		os.Exit(2)
 	}
 	switch os.Args[1] {
@@ -21,8 +24,12 @@ func main() {
 		serve(os.Args[2])
 	case "dial":
 		dial(os.Args[2])
+	case "http":
+		http.HandleFunc("/clientip", func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, r.RemoteAddr) })
+		fmt.Fprintln(os.Stderr, http.ListenAndServe(os.Args[2], nil))
+		os.Exit(1)
 	default:
-		fmt.Fprintln(os.Stderr, "usage: echo serve|dial ADDR")
+		fmt.Fprintln(os.Stderr, "usage: echo serve|dial|http ADDR")
 		os.Exit(2)
 	}
 }

@@ -1,0 +1,430 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gofrs/flock"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/bcollard/marina/internal/cluster"
+	"github.com/bcollard/marina/internal/config"
+	"github.com/bcollard/marina/internal/docker"
+	"github.com/bcollard/marina/internal/fileutil"
+	"github.com/bcollard/marina/internal/guest"
+	"github.com/bcollard/marina/internal/kubeconfig"
+	"github.com/bcollard/marina/internal/registry"
+	"github.com/bcollard/marina/internal/slot"
+	"github.com/bcollard/marina/internal/vm"
+)
+
+// lab is what cluster commands start from: a running VM, its Docker, the
+// clusters Docker shows and (when asked for) lima0's address.
+type lab struct {
+	cfg      config.Config
+	l        *vm.Limactl
+	dc       *docker.Client
+	clusters []cluster.Info
+	lima0    netip.Addr
+}
+
+func (b *lab) close() {
+	if b.dc != nil {
+		b.dc.Close()
+	}
+}
+
+// openLab loads the config (strictly when strict), checks the VM runs and
+// reads Docker's clusters and, with withLima0, lima0's address: both at the
+// same time, one guest round trip at most.
+func openLab(ctx context.Context, e *Env, strict, withLima0 bool) (*lab, error) {
+	var cfg config.Config
+	var err error
+	if strict {
+		cfg, err = e.Config()
+	} else {
+		cfg, err = e.VMConfig()
+	}
+	if err != nil {
+		return nil, err
+	}
+	l, err := e.Limactl()
+	if err != nil {
+		return nil, err
+	}
+	in, err := l.Get(ctx, cfg.VM.Name)
+	if err != nil {
+		return nil, err
+	}
+	if in == nil || in.Status != vm.StatusRunning {
+		return nil, notRunning(cfg.VM.Name, in)
+	}
+	b := &lab{cfg: cfg, l: l}
+	if b.dc, err = docker.Dial(e.Paths.DockerSocket(cfg.VM.Name)); err != nil {
+		return nil, err
+	}
+	var wg sync.WaitGroup
+	var gErr, dErr error
+	if withLima0 {
+		wg.Go(func() {
+			var st guest.State
+			st, gErr = guest.Observe(ctx, e.Guest(l, cfg.VM.Name))
+			b.lima0 = st.Lima0.Addr()
+		})
+	}
+	wg.Go(func() { b.clusters, dErr = b.listClusters(ctx) })
+	wg.Wait()
+	if err := errors.Join(gErr, dErr); err != nil {
+		b.close()
+		return nil, err
+	}
+	return b, nil
+}
+
+func (b *lab) listClusters(ctx context.Context) ([]cluster.Info, error) {
+	nodes, err := b.dc.KindNodes(ctx, cluster.KindLabel, cluster.RoleLabel)
+	if err != nil {
+		return nil, fmt.Errorf("%w\nIs the VM's Docker up? `marina status` shows it", err)
+	}
+	return cluster.Group(nodes), nil
+}
+
+// server is the API server address a kubeconfig of slot n uses: lima0's in
+// direct mode, the Mac's loopback when Lima mirrors the port.
+func (b *lab) server(n int) string {
+	host := "127.0.0.1"
+	if b.cfg.Network.DisablePortMirroring {
+		host = b.lima0.String()
+	}
+	return "https://" + netip.AddrPortFrom(netip.MustParseAddr(host), uint16(slot.APIPort(n))).String()
+}
+
+// CreateOptions are the flags of marina cluster create.
+type CreateOptions struct {
+	Name        string
+	Region      string
+	Zone        string
+	Labels      []string // key=value
+	Fleet       string
+	NodeVersion string
+	Workers     int
+	Mirrors     []string // nil: every mirror
+	Retain      bool
+	DryRun      bool
+	// Wait bounds the wait for MetalLB to serve the cluster's pool.
+	Wait time.Duration
+}
+
+// createPlan is a checked create, before anything changed.
+type createPlan struct {
+	spec       cluster.Spec
+	image      string
+	kindConfig []byte
+	certsD     map[string]string
+	mirrors    []string
+	pool       []string
+	server     string
+}
+
+// CreateCluster creates a cluster that is ready to use, or leaves nothing
+// behind: after kind created it, any failing step removes the cluster and
+// its kubeconfig entries again (unless opts.Retain).
+func CreateCluster(ctx context.Context, e *Env, opts CreateOptions) error {
+	if err := cluster.CheckName(opts.Name); err != nil {
+		return err
+	}
+	userLabels, remove, err := cluster.ParseLabels(opts.Labels)
+	if err != nil {
+		return err
+	}
+	if len(remove) > 0 {
+		return fmt.Errorf("-l %s- removes a label, which only `marina cluster label` does", remove[0])
+	}
+	if err := cluster.CheckKubeletLabels(userLabels); err != nil {
+		return err
+	}
+	if opts.Workers < 0 || opts.Workers > cluster.MaxWorkers {
+		return fmt.Errorf("--workers %d: choose 0 to %d", opts.Workers, cluster.MaxWorkers)
+	}
+	b, err := openLab(ctx, e, true, true)
+	if err != nil {
+		return err
+	}
+	defer b.close()
+	cfg := b.cfg
+	version := cfg.Kind.NodeVersion
+	if opts.NodeVersion != "" {
+		version = opts.NodeVersion
+	}
+	image, err := cfg.Kind.NodeImage(version)
+	if err != nil {
+		return err
+	}
+	mirrors, err := registry.Select(cfg.Registries.Mirrors, opts.Mirrors)
+	if err != nil {
+		return err
+	}
+	certsD, err := registry.CertsD(mirrors)
+	if err != nil {
+		return err
+	}
+	net, err := b.dc.InspectNetwork(ctx, docker.KindNetwork)
+	if err != nil {
+		return err
+	}
+	if net == nil {
+		return fmt.Errorf("the VM has no Docker network %s: run `marina up` first", docker.KindNetwork)
+	}
+
+	res, err := reserveSlot(ctx, e, b, opts.Name)
+	if err != nil {
+		return err
+	}
+	defer res.Release()
+
+	p := createPlan{image: image, certsD: certsD, server: b.server(res.Slot)}
+	for _, m := range mirrors {
+		p.mirrors = append(p.mirrors, m.Name)
+	}
+	p.spec = cluster.Spec{
+		Name: opts.Name, Slot: res.Slot, Region: opts.Region, Zone: opts.Zone,
+		Labels: userLabels, Fleet: opts.Fleet, Workers: opts.Workers,
+		ListenAddress: "127.0.0.1", SANs: []string{"127.0.0.1"},
+		CertsD: guest.CertsDir(opts.Name), ContainerdPatch: registry.ContainerdPatch,
+	}
+	if p.spec.Region == "" {
+		p.spec.Region = cluster.DefaultRegion(res.Slot)
+	}
+	if p.spec.Zone == "" {
+		p.spec.Zone = cluster.DefaultZone(res.Slot)
+	}
+	if cfg.Network.DisablePortMirroring {
+		// Direct mode: the Mac reaches the API server on lima0, so the VM
+		// publishes it on every address and the certificate names lima0.
+		p.spec.ListenAddress = "0.0.0.0"
+		p.spec.SANs = append(p.spec.SANs, b.lima0.String())
+	}
+	if p.kindConfig, err = p.spec.KindConfig(); err != nil {
+		return err
+	}
+	if p.pool, err = slot.MetalLBRanges(netip.MustParsePrefix(cfg.Network.CIDR), res.Slot); err != nil {
+		return err
+	}
+	if opts.DryRun {
+		printPlan(e, p.steps(cfg, e), "")
+		fmt.Fprintf(e.Stdout, "\nkind config:\n%s", p.kindConfig)
+		return nil
+	}
+	return applyCreate(ctx, e, b, p, opts)
+}
+
+// reserveSlot chooses the lowest free slot under the slot lock, from the
+// node containers Docker runs now and the slots other creates hold.
+func reserveSlot(ctx context.Context, e *Env, b *lab, name string) (cluster.Reservation, error) {
+	if err := os.MkdirAll(e.Paths.Dir, 0o700); err != nil {
+		return cluster.Reservation{}, err
+	}
+	lock := flock.New(e.Paths.SlotsLock())
+	lctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	if ok, err := lock.TryLockContext(lctx, 50*time.Millisecond); !ok {
+		return cluster.Reservation{}, fmt.Errorf("another marina holds %s: %v", e.Paths.SlotsLock(), err)
+	}
+	defer lock.Unlock()
+	cs, err := b.listClusters(ctx) // again, now that no other create can change it
+	if err != nil {
+		return cluster.Reservation{}, err
+	}
+	if _, ok := cluster.Find(cs, name); ok {
+		return cluster.Reservation{}, fmt.Errorf("cluster %s already exists: delete it with `marina cluster delete %s`, or choose another name", name, name)
+	}
+	rs := cluster.Reservations{Dir: e.Paths.Slots()}
+	held, err := rs.List()
+	if err != nil {
+		return cluster.Reservation{}, err
+	}
+	for _, r := range held {
+		if r.Name == name {
+			return cluster.Reservation{}, fmt.Errorf("cluster %s is being created by another marina (process %d)", name, r.PID)
+		}
+	}
+	n, err := cluster.Free(cs, held)
+	if err != nil {
+		return cluster.Reservation{}, err
+	}
+	return rs.Take(n, name)
+}
+
+func (p createPlan) steps(cfg config.Config, e *Env) []Step {
+	s := p.spec
+	mirrors := "no registry mirrors"
+	if len(p.mirrors) > 0 {
+		mirrors = "registry mirrors " + strings.Join(p.mirrors, ", ")
+	}
+	steps := []Step{
+		{Do: fmt.Sprintf("create kind cluster %s in slot %d: API server %s, services %s, pods %s, 1 control plane and %d workers from %s",
+			s.Name, s.Slot, p.server, slot.ServiceSubnet(s.Slot), slot.PodSubnet(s.Slot), s.Workers, p.image)},
+		{Do: "label its nodes " + labelString(s.NodeLabels())},
+		{Do: "point its nodes' containerd at " + mirrors},
+		{Do: fmt.Sprintf("install MetalLB %s with the LoadBalancer pool %s", cfg.Kind.MetalLBVersion, strings.Join(p.pool, ", "))},
+	}
+	if rs := cfg.Kind.CustomDNSResolvers; len(rs) > 0 {
+		var ds []string
+		for _, r := range rs {
+			ds = append(ds, r.Domain+" → "+strings.Join(r.Resolvers, " "))
+		}
+		steps = append(steps, Step{Do: "forward from CoreDNS: " + strings.Join(ds, ", ")})
+	}
+	kc := "write " + e.Paths.Kubeconfig(s.Name)
+	if cfg.Kind.AutoMergeKubeconfig {
+		kc += " and merge it into " + e.kubeconfigTarget() + " as context " + s.Name
+	}
+	return append(steps, Step{Do: kc})
+}
+
+func labelString(l cluster.Labels) string {
+	keys := make([]string, 0, len(l))
+	for k := range l {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var parts []string
+	for _, k := range keys {
+		parts = append(parts, k+"="+l[k])
+	}
+	return strings.Join(parts, ",")
+}
+
+// kubeconfigTarget is the kubeconfig marina merges into.
+func (e *Env) kubeconfigTarget() string { return kubeconfig.Target(e.Getenv, e.Paths.Home) }
+
+func applyCreate(ctx context.Context, e *Env, b *lab, p createPlan, opts CreateOptions) (err error) {
+	name := p.spec.Name
+	g := e.Guest(b.l, b.cfg.VM.Name)
+	var out vm.Result
+	label := fmt.Sprintf("Creating cluster %s in slot %d (kind, %d node", name, p.spec.Slot, 1+p.spec.Workers)
+	if p.spec.Workers > 0 {
+		label += "s"
+	}
+	label += ")"
+	err = e.step(label, "", func() error {
+		var err error
+		out, err = g.Run(ctx, vm.Script{Name: "kind create cluster " + name, Body: guest.KindCreate(name, p.image, p.kindConfig, p.certsD, opts.Retain), Root: true})
+		return err
+	})
+	if err != nil {
+		if !opts.Retain {
+			// kind removed its own nodes; the cluster's folder goes too.
+			_, _ = g.Run(context.WithoutCancel(ctx), vm.Script{Name: "remove cluster " + name, Body: guest.KindDelete([]string{name}), Root: true})
+		} else {
+			e.UI.Warnf("--retain: cluster %s's node containers are kept; `marina cluster delete %s` removes them", name, name)
+		}
+		return fmt.Errorf("cluster %s: kind could not create it: %w", name, err)
+	}
+
+	// From here on the cluster exists: a failing step removes it again.
+	kcPath := e.Paths.Kubeconfig(name)
+	target := e.kubeconfigTarget()
+	failed := func(what string, cause error) error {
+		if opts.Retain {
+			e.UI.Warnf("--retain: cluster %s is kept as it is; `marina cluster delete %s` removes it", name, name)
+			return fmt.Errorf("cluster %s: %s failed: %w", name, what, cause)
+		}
+		rb := context.WithoutCancel(ctx)
+		var errs []error
+		rmErr := e.step("Removing cluster "+name+" again", "Removed cluster "+name, func() error {
+			if _, err := g.Run(rb, vm.Script{Name: "kind delete cluster " + name, Body: guest.KindDelete([]string{name}), Root: true}); err != nil {
+				errs = append(errs, err)
+			}
+			if err := os.Remove(kcPath); err != nil && !errors.Is(err, os.ErrNotExist) {
+				errs = append(errs, err)
+			}
+			if err := kubeconfig.Remove(target, name); err != nil {
+				errs = append(errs, err)
+			}
+			return errors.Join(errs...)
+		})
+		if rmErr != nil {
+			return fmt.Errorf("cluster %s: %s failed: %w\nremoving the cluster failed too: %v; `marina cluster delete %s` finishes it", name, what, cause, rmErr, name)
+		}
+		return fmt.Errorf("cluster %s: %s failed: %w\nthe cluster was removed; rerun with --retain to keep a failed cluster for a look", name, what, cause)
+	}
+
+	ex, ok := guest.ParseExports(string(out.Stdout))[name]
+	if !ok || len(ex.Kubeconfig) == 0 {
+		return failed("reading its kubeconfig", errors.New("kind printed no kubeconfig"))
+	}
+	kc, err := exportKubeconfig(name, p.server, ex)
+	if err != nil {
+		return failed("reading its kubeconfig", err)
+	}
+	rc, err := restConfig(kc)
+	if err != nil {
+		return failed("reading its kubeconfig", err)
+	}
+	if err := installAddons(ctx, e, b.cfg, rc, p.pool, opts.Wait); err != nil {
+		return failed(err.(*addonError).step, err.(*addonError).err)
+	}
+	if err := e.step("Writing its kubeconfig", "Wrote "+kcPath, func() error {
+		if err := writeKubeconfig(kcPath, kc); err != nil {
+			return err
+		}
+		if b.cfg.Kind.AutoMergeKubeconfig {
+			return kubeconfig.Merge(target, name, kc)
+		}
+		return nil
+	}); err != nil {
+		return failed("writing its kubeconfig", err)
+	}
+	fmt.Fprintf(e.Stdout, "Cluster %s is ready: API server %s, LoadBalancer pool %s\n", name, p.server, strings.Join(p.pool, ", "))
+	if b.cfg.Kind.AutoMergeKubeconfig {
+		fmt.Fprintf(e.Stdout, "  kubectl --context %s get nodes\n", name)
+	} else {
+		fmt.Fprintf(e.Stdout, "  export KUBECONFIG=%s\n", kcPath)
+	}
+	return nil
+}
+
+// exportKubeconfig turns kind's export into marina's kubeconfig for name,
+// with the API server at server.
+func exportKubeconfig(name, server string, ex guest.Export) ([]byte, error) {
+	tlsName, err := kubeconfig.TLSServerName(ex.Cert, server)
+	if err != nil {
+		return nil, fmt.Errorf("%w: the cluster cannot be reached at %s; recreate it", err, server)
+	}
+	return kubeconfig.Rename(ex.Kubeconfig, name, server, tlsName)
+}
+
+func restConfig(kc []byte) (*rest.Config, error) {
+	rc, err := clientcmd.RESTConfigFromKubeConfig(kc)
+	if err != nil {
+		return nil, err
+	}
+	rc.UserAgent = "marina"
+	return rc, nil
+}
+
+// writeKubeconfig writes a cluster's own kubeconfig, 0600 in a 0700 folder.
+func writeKubeconfig(path string, kc []byte) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return err
+	}
+	return fileutil.WriteAtomic(path, kc, 0o600)
+}
+
+// addonError is a failed addon step, named for the rollback message.
+type addonError struct {
+	step string
+	err  error
+}
+
+func (a *addonError) Error() string { return a.step + ": " + a.err.Error() }

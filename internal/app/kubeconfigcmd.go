@@ -1,0 +1,206 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/bcollard/marina/internal/cluster"
+	"github.com/bcollard/marina/internal/config"
+	"github.com/bcollard/marina/internal/guest"
+	"github.com/bcollard/marina/internal/kubeconfig"
+	"github.com/bcollard/marina/internal/run"
+	"github.com/bcollard/marina/internal/vm"
+)
+
+// KubeconfigPath prints cluster name's own kubeconfig file.
+func KubeconfigPath(e *Env, name string, env bool) error {
+	if err := cluster.CheckName(name); err != nil {
+		return err
+	}
+	p := e.Paths.Kubeconfig(name)
+	if _, err := os.Stat(p); err != nil {
+		return fmt.Errorf("cluster %s has no kubeconfig at %s: `marina kubeconfig merge %s` writes it", name, p, name)
+	}
+	if env {
+		fmt.Fprintf(e.Stdout, "export KUBECONFIG=%s\n", run.ShellQuote(p))
+		return nil
+	}
+	fmt.Fprintln(e.Stdout, p)
+	return nil
+}
+
+// MergeKubeconfigs exports the kubeconfigs of names (every cluster when
+// empty) again from the live clusters, with the API server address the VM
+// has now, writes each cluster's file and merges it into the user's
+// kubeconfig.
+func MergeKubeconfigs(ctx context.Context, e *Env, names []string, dryRun bool) error {
+	b, err := openLab(ctx, e, false, true)
+	if err != nil {
+		return err
+	}
+	defer b.close()
+	if len(names) == 0 {
+		names = cluster.Names(b.clusters)
+		if len(names) == 0 {
+			fmt.Fprintln(e.Stdout, "No clusters: nothing to merge.")
+			return nil
+		}
+	}
+	var infos []cluster.Info
+	for _, n := range dedupe(names) {
+		if err := cluster.CheckName(n); err != nil {
+			return err
+		}
+		c, ok := cluster.Find(b.clusters, n)
+		if !ok {
+			return fmt.Errorf("there is no cluster %s (clusters: %s)", n, strings.Join(orNone(cluster.Names(b.clusters)), ", "))
+		}
+		infos = append(infos, c)
+	}
+	target := e.kubeconfigTarget()
+	if dryRun {
+		var steps []Step
+		for _, c := range infos {
+			steps = append(steps, Step{Do: fmt.Sprintf("export %s from the cluster (API server %s) to %s and merge it into %s", c.Name, b.server(c.Slot), e.Paths.Kubeconfig(c.Name), target)})
+		}
+		printPlan(e, steps, "")
+		return nil
+	}
+	return e.step("Exporting "+strings.Join(cluster.Names(infos), ", "), "Merged "+strings.Join(cluster.Names(infos), ", ")+" into "+target, func() error {
+		return refreshKubeconfigs(ctx, e, b, infos, true)
+	})
+}
+
+// refreshKubeconfigs exports clusters (one guest round trip for all),
+// writes their files and, with merge, merges them into the user's
+// kubeconfig.
+func refreshKubeconfigs(ctx context.Context, e *Env, b *lab, infos []cluster.Info, merge bool) error {
+	var names []string
+	for _, c := range infos {
+		if c.Slot == 0 {
+			return fmt.Errorf("cluster %s publishes no marina API port (700N): it was not created by marina", c.Name)
+		}
+		if !c.Running() {
+			return fmt.Errorf("cluster %s is stopped: its nodes do not run (docker start them, or recreate the cluster)", c.Name)
+		}
+		names = append(names, c.Name)
+	}
+	res, err := e.Guest(b.l, b.cfg.VM.Name).Run(ctx, vm.Script{Name: "export kubeconfigs", Body: guest.KindExport(names), Root: true})
+	if err != nil {
+		return err
+	}
+	exports := guest.ParseExports(string(res.Stdout))
+	target := e.kubeconfigTarget()
+	var errs []error
+	for _, c := range infos {
+		ex, ok := exports[c.Name]
+		if !ok {
+			errs = append(errs, fmt.Errorf("kind printed no kubeconfig for %s", c.Name))
+			continue
+		}
+		kc, err := exportKubeconfig(c.Name, b.server(c.Slot), ex)
+		if err == nil {
+			err = writeKubeconfig(e.Paths.Kubeconfig(c.Name), kc)
+		}
+		if err == nil && merge {
+			err = kubeconfig.Merge(target, c.Name, kc)
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("cluster %s: %w", c.Name, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// RemoveKubeconfigs drops the entries of names from the user's kubeconfig;
+// the clusters' own files stay.
+func RemoveKubeconfigs(e *Env, names []string) error {
+	target := e.kubeconfigTarget()
+	for _, n := range names {
+		if err := cluster.CheckName(n); err != nil {
+			return err
+		}
+		if err := kubeconfig.Remove(target, n); err != nil {
+			return err
+		}
+		fmt.Fprintf(e.Stdout, "Removed %s from %s\n", n, target)
+	}
+	return nil
+}
+
+// UseKubeconfig makes name the current context of the user's kubeconfig.
+func UseKubeconfig(e *Env, name string) error {
+	if err := cluster.CheckName(name); err != nil {
+		return err
+	}
+	target := e.kubeconfigTarget()
+	ok, err := kubeconfig.Has(target, name)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return fmt.Errorf("%s has no context %s: `marina kubeconfig merge %s` adds it", target, name, name)
+	}
+	if err := kubeconfig.Use(target, name); err != nil {
+		return err
+	}
+	fmt.Fprintf(e.Stdout, "Switched %s to context %s\n", target, name)
+	return nil
+}
+
+// staleKubeconfigs are the clusters whose own kubeconfig names an API
+// server other than the one the VM offers now (lima0's address changed).
+func staleKubeconfigs(e *Env, b *lab) []cluster.Info {
+	var out []cluster.Info
+	for _, c := range b.clusters {
+		kc, err := os.ReadFile(e.Paths.Kubeconfig(c.Name))
+		if err != nil || c.Slot == 0 || !c.Running() {
+			continue
+		}
+		if s, err := kubeconfig.Server(kc); err == nil && s != b.server(c.Slot) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// followLima0 re-exports the kubeconfigs that still name an old lima0
+// address (direct mode), so that `marina up` after a vzNAT address change
+// leaves every cluster reachable. Entries are merged again only into a
+// kubeconfig that has them already.
+func followLima0(ctx context.Context, e *Env, l *vm.Limactl, cfg config.Config, o *observed) error {
+	if !cfg.Network.DisablePortMirroring || o.docker == nil {
+		return nil
+	}
+	b := &lab{cfg: cfg, l: l, dc: o.docker, lima0: o.guest.Lima0.Addr()}
+	var err error
+	if b.clusters, err = b.listClusters(ctx); err != nil {
+		return err
+	}
+	stale := staleKubeconfigs(e, b)
+	if len(stale) == 0 {
+		return nil
+	}
+	names := cluster.Names(stale)
+	return e.step("Pointing the kubeconfigs of "+strings.Join(names, ", ")+" at "+b.lima0.String(), "", func() error {
+		if err := refreshKubeconfigs(ctx, e, b, stale, false); err != nil {
+			return err
+		}
+		target := e.kubeconfigTarget()
+		var errs []error
+		for _, n := range names {
+			if ok, err := kubeconfig.Has(target, n); err != nil || !ok {
+				continue
+			}
+			kc, err := os.ReadFile(e.Paths.Kubeconfig(n))
+			if err == nil {
+				err = kubeconfig.Merge(target, n, kc)
+			}
+			errs = append(errs, err)
+		}
+		return errors.Join(errs...)
+	})
+}

@@ -1,0 +1,183 @@
+package cli
+
+import (
+	"context"
+
+	"github.com/spf13/cobra"
+
+	"github.com/bcollard/marina/internal/app"
+)
+
+func (r *root) clusterCmd() *cobra.Command {
+	c := &cobra.Command{
+		Use:     "cluster",
+		Aliases: []string{"clusters"},
+		Short:   "Create, list, label, verify and delete kind clusters",
+		Args:    cobra.NoArgs,
+	}
+	c.AddCommand(r.clusterCreateCmd(), r.clusterDeleteCmd(), r.clusterListCmd(), r.clusterLabelCmd(), r.clusterVerifyCmd())
+	return c
+}
+
+func (r *root) clusterCreateCmd() *cobra.Command {
+	var o app.CreateOptions
+	c := &cobra.Command{
+		Use:   "create NAME",
+		Short: "Create a cluster with MetalLB, the registry mirrors and a merged kubeconfig",
+		Long: `Create a kind cluster in the lowest free slot N (1-99): API server on port
+700N, services in 10.N.0.0/16, pods in 10.1N.0.0/16 (slots from 10 on use
+10.(100+N).0.0/16), LoadBalancer addresses <kind network>.N.1-7 and .16-254.
+Its nodes pull through the registry mirrors; MetalLB serves its pool; its
+CoreDNS forwards kind.customDnsResolvers; its kubeconfig is written to
+~/.kube/marina/NAME.kubeconfig and merged into ~/.kube/config (or the first
+file of $KUBECONFIG).
+
+If a step fails after kind created the cluster, the cluster and its kubeconfig
+entries are removed again, unless --retain is given.`,
+		Example: `  marina cluster create dev
+  marina cluster create east --region us-east1 --zone us-east1-c -l team=net --workers 2`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			o.Name = args[0]
+			return app.CreateCluster(c.Context(), r.env, o)
+		},
+	}
+	f := c.Flags()
+	f.StringVar(&o.Region, "region", "", "topology.kubernetes.io/region of the nodes (default europe-westN)")
+	f.StringVar(&o.Zone, "zone", "", "topology.kubernetes.io/zone of the nodes (default europe-westN-b)")
+	f.StringArrayVarP(&o.Labels, "label", "l", nil, "node label key=value (repeatable)")
+	f.StringVar(&o.NodeVersion, "node-version", "", "Kubernetes version of the nodes (default kind.nodeVersion)")
+	f.IntVar(&o.Workers, "workers", 0, "number of worker nodes besides the control plane")
+	f.BoolVar(&o.Retain, "retain", false, "keep the cluster when a step fails, for a look")
+	f.DurationVar(&o.Wait, "wait", app.DefaultWait, "how long to wait for MetalLB to be ready")
+	dryRunFlag(c, &o.DryRun)
+	return c
+}
+
+func (r *root) clusterDeleteCmd() *cobra.Command {
+	var o app.DeleteOptions
+	c := &cobra.Command{
+		Use:   "delete [NAME…]",
+		Short: "Delete clusters and their kubeconfig entries",
+		Long: `Delete the named clusters, or those whose nodes match -l (after a
+confirmation, unless -y). With neither, in a terminal, pick from a list.`,
+		Example: `  marina cluster delete dev
+  marina cluster delete -l env=test -y`,
+		RunE: func(c *cobra.Command, args []string) error {
+			o.Names = args
+			return app.DeleteClusters(c.Context(), r.env, o)
+		},
+	}
+	c.Flags().StringVarP(&o.Selector, "selector", "l", "", "delete the clusters whose nodes match this label selector")
+	c.Flags().BoolVarP(&o.Yes, "yes", "y", false, "do not ask for confirmation")
+	dryRunFlag(c, &o.DryRun)
+	return c
+}
+
+func (r *root) clusterListCmd() *cobra.Command {
+	var selector string
+	c := withOutput(r, &cobra.Command{
+		Use:     "list",
+		Aliases: []string{"ls"},
+		Short:   "List the clusters: slot, API port, nodes, state and kubeconfig",
+		Args:    cobra.NoArgs,
+	}, func(ctx context.Context, e *app.Env) ([]app.ClusterRow, error) {
+		rows, err := app.ListClusters(ctx, e, selector)
+		if rows == nil {
+			rows = []app.ClusterRow{} // an empty JSON list, not null
+		}
+		return rows, err
+	}, app.PrintClusters)
+	c.Flags().StringVarP(&selector, "selector", "l", "", "only the clusters whose nodes match this label selector")
+	return c
+}
+
+func (r *root) clusterLabelCmd() *cobra.Command {
+	var labels []string
+	var dryRun bool
+	c := &cobra.Command{
+		Use:     "label NAME -l key=value|-l key-…",
+		Short:   "Set or remove labels on every node of a cluster",
+		Example: `  marina cluster label dev -l team=net -l env-`,
+		Args:    cobra.ExactArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			return app.LabelCluster(c.Context(), r.env, args[0], labels, dryRun)
+		},
+	}
+	c.Flags().StringArrayVarP(&labels, "label", "l", nil, "key=value to set, key- to remove (repeatable)")
+	dryRunFlag(c, &dryRun)
+	return c
+}
+
+func (r *root) clusterVerifyCmd() *cobra.Command {
+	var o app.VerifyOptions
+	c := &cobra.Command{
+		Use:   "verify [NAME]",
+		Short: "Check that a LoadBalancer answers from this Mac and sees its address",
+		Long: `Deploy a small echo server behind a LoadBalancer Service with
+externalTrafficPolicy: Local, wait for its address, connect to it from this
+machine and report whether the server saw this machine's own address (the
+layer-3 route at work), then clean up. Without NAME, the current context's
+cluster.`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			if len(args) == 1 {
+				o.Name = args[0]
+			}
+			return app.VerifyCluster(c.Context(), r.env, o)
+		},
+	}
+	c.Flags().StringVar(&o.Image, "image", app.DefaultVerifyImage, "the echo server image (it must answer GET /clientip with the caller's ip:port)")
+	c.Flags().DurationVar(&o.Wait, "wait", app.DefaultVerifyWait, "how long to wait for the workload and its address")
+	return c
+}
+
+func (r *root) kubeconfigCmd() *cobra.Command {
+	c := &cobra.Command{
+		Use:   "kubeconfig",
+		Short: "The clusters' kubeconfigs: path, env, merge, remove, use",
+		Args:  cobra.NoArgs,
+	}
+	var dryRun bool
+	merge := &cobra.Command{
+		Use:   "merge [NAME…]",
+		Short: "Export kubeconfigs again from the live clusters and merge them (every cluster when none is named)",
+		Long: `Export each cluster's kubeconfig again from kind, with the API server address
+the VM has now (after a lima0 address change, too), write
+~/.kube/marina/NAME.kubeconfig and merge it into ~/.kube/config (or the first
+file of $KUBECONFIG), keeping every other entry and field as it is.`,
+		RunE: func(c *cobra.Command, args []string) error {
+			return app.MergeKubeconfigs(c.Context(), r.env, args, dryRun)
+		},
+	}
+	dryRunFlag(merge, &dryRun)
+	c.AddCommand(
+		&cobra.Command{
+			Use:   "path NAME",
+			Short: "Print the path of a cluster's own kubeconfig",
+			Args:  cobra.ExactArgs(1),
+			RunE:  func(c *cobra.Command, args []string) error { return app.KubeconfigPath(r.env, args[0], false) },
+		},
+		&cobra.Command{
+			Use:     "env NAME",
+			Short:   "Print an export KUBECONFIG=… line for a cluster",
+			Example: `  eval "$(marina kubeconfig env dev)"`,
+			Args:    cobra.ExactArgs(1),
+			RunE:    func(c *cobra.Command, args []string) error { return app.KubeconfigPath(r.env, args[0], true) },
+		},
+		merge,
+		&cobra.Command{
+			Use:   "remove NAME…",
+			Short: "Remove clusters' entries from ~/.kube/config (their own files stay)",
+			Args:  cobra.MinimumNArgs(1),
+			RunE:  func(c *cobra.Command, args []string) error { return app.RemoveKubeconfigs(r.env, args) },
+		},
+		&cobra.Command{
+			Use:   "use NAME",
+			Short: "Make a cluster the current context of ~/.kube/config",
+			Args:  cobra.ExactArgs(1),
+			RunE:  func(c *cobra.Command, args []string) error { return app.UseKubeconfig(r.env, args[0]) },
+		},
+	)
+	return c
+}

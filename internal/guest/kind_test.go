@@ -1,0 +1,48 @@
+package guest
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+func TestKindScriptsParse(t *testing.T) {
+	scripts := map[string]string{
+		"create": KindCreate("dev", "kindest/node:v1.36.4@sha256:"+strings.Repeat("a", 64), []byte("kind: Cluster\n'quote' $(x) `y`\n"), map[string]string{"docker.io/hosts.toml": "server = \"x\"\n"}, true),
+		"export": KindExport([]string{"dev", "east"}),
+		"delete": KindDelete([]string{"dev"}),
+	}
+	for name, s := range scripts {
+		if out, err := exec.Command("bash", "-n", "-c", s).CombinedOutput(); err != nil {
+			t.Errorf("%s: %v\n%s\n%s", name, err, out, s)
+		}
+	}
+	c := scripts["create"]
+	// The config and the files travel base64-encoded: nothing of them is
+	// shell text.
+	if strings.Contains(c, "$(x)") || strings.Contains(c, "'quote'") {
+		t.Error("the kind config reached the script as text")
+	}
+	for _, want := range []string{"--name dev", "--config -", "--retain", "/etc/marina/clusters/dev/certs.d/docker.io/hosts.toml"} {
+		if !strings.Contains(c, want) {
+			t.Errorf("create script lacks %q", want)
+		}
+	}
+	if strings.Contains(KindCreate("dev", "img@sha256:x", nil, nil, false), "--retain") {
+		t.Error("--retain without asking")
+	}
+}
+
+func TestParseExports(t *testing.T) {
+	out := "@@ kubeconfig dev\napiVersion: v1\nkind: Config\n@@ cert dev\n-----BEGIN CERTIFICATE-----\nAAA\n-----END CERTIFICATE-----\n@@ kubeconfig east\nk: v\n@@ cert east\n"
+	ex := ParseExports(out)
+	if len(ex) != 2 {
+		t.Fatalf("exports = %v", ex)
+	}
+	if string(ex["dev"].Kubeconfig) != "apiVersion: v1\nkind: Config\n" || !strings.HasPrefix(string(ex["dev"].Cert), "-----BEGIN") {
+		t.Errorf("dev = %q / %q", ex["dev"].Kubeconfig, ex["dev"].Cert)
+	}
+	if string(ex["east"].Kubeconfig) != "k: v\n" || len(ex["east"].Cert) != 0 {
+		t.Errorf("east = %+v", ex["east"])
+	}
+}
