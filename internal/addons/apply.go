@@ -45,9 +45,9 @@ func applyObjects(ctx context.Context, cfg *rest.Config, objs []*unstructured.Un
 	if err != nil {
 		return err
 	}
-	for i, obj := range objs {
+	for _, obj := range objs {
 		if err := a.apply(ctx, obj); err != nil {
-			return fmt.Errorf("manifest document %d: %w", i+1, err)
+			return err // it names the object
 		}
 	}
 	return nil
