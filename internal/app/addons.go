@@ -25,20 +25,27 @@ type addonStep struct {
 	fn                func(context.Context) error
 }
 
+// metalLBManifest is the pinned MetalLB manifest, from marina's cache or
+// downloaded once: fetched before kind runs, so that a Mac without a
+// network fails before anything is created.
+func metalLBManifest(ctx context.Context, e *Env, version string) ([]byte, error) {
+	var m []byte
+	err := e.step("Fetching the MetalLB "+version+" manifest", "", func() (err error) {
+		m, err = addons.Manifest(ctx, e.Paths.Cache(), version)
+		return err
+	})
+	return m, err
+}
+
 // installAddons puts MetalLB with the slot's pool, and the CoreDNS
 // forwarding of customDnsResolvers, into a new cluster. A failure is an
 // *addonError naming the step.
-func installAddons(ctx context.Context, e *Env, cfg config.Config, rc *rest.Config, pool []string, wait time.Duration) error {
+func installAddons(ctx context.Context, e *Env, cfg config.Config, rc *rest.Config, manifest []byte, pool []string, wait time.Duration) error {
 	if wait <= 0 {
 		wait = DefaultWait
 	}
 	version := cfg.Kind.MetalLBVersion
-	var manifest []byte
 	steps := []addonStep{
-		{"Fetching the MetalLB " + version + " manifest", "", "fetching the MetalLB manifest", func(ctx context.Context) (err error) {
-			manifest, err = addons.Manifest(ctx, e.Paths.Cache(), version)
-			return err
-		}},
 		{"Installing MetalLB " + version, "Installed MetalLB " + version, "installing MetalLB", func(ctx context.Context) error {
 			ctx, cancel := context.WithTimeout(ctx, wait)
 			defer cancel()

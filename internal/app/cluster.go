@@ -309,6 +309,10 @@ func (e *Env) kubeconfigTarget() string { return kubeconfig.Target(e.Getenv, e.P
 
 func applyCreate(ctx context.Context, e *Env, b *lab, p createPlan, opts CreateOptions) (err error) {
 	name := p.spec.Name
+	manifest, err := metalLBManifest(ctx, e, b.cfg.Kind.MetalLBVersion)
+	if err != nil {
+		return err
+	}
 	g := e.Guest(b.l, b.cfg.VM.Name)
 	var out vm.Result
 	label := fmt.Sprintf("Creating cluster %s in slot %d (kind, %d node", name, p.spec.Slot, 1+p.spec.Workers)
@@ -371,8 +375,11 @@ func applyCreate(ctx context.Context, e *Env, b *lab, p createPlan, opts CreateO
 	if err != nil {
 		return failed("reading its kubeconfig", err)
 	}
-	if err := installAddons(ctx, e, b.cfg, rc, p.pool, opts.Wait); err != nil {
-		return failed(err.(*addonError).step, err.(*addonError).err)
+	if err := installAddons(ctx, e, b.cfg, rc, manifest, p.pool, opts.Wait); err != nil {
+		if ae, ok := errors.AsType[*addonError](err); ok {
+			return failed(ae.step, ae.err)
+		}
+		return failed("installing the addons", err)
 	}
 	if err := e.step("Writing its kubeconfig", "Wrote "+kcPath, func() error {
 		if err := writeKubeconfig(kcPath, kc); err != nil {

@@ -55,6 +55,12 @@ func ListClusters(ctx context.Context, e *Env, selector string) ([]ClusterRow, e
 		return nil, err
 	}
 	defer b.close()
+	return clusterRows(ctx, e, b, sel, selector)
+}
+
+// clusterRows describes b's clusters, reading the node labels of the
+// running ones from their API servers at the same time.
+func clusterRows(ctx context.Context, e *Env, b *lab, sel labels.Selector, selector string) ([]ClusterRow, error) {
 	rows := make([]ClusterRow, len(b.clusters))
 	errs := make([]error, len(b.clusters))
 	var wg sync.WaitGroup
@@ -176,23 +182,27 @@ func DeleteClusters(ctx context.Context, e *Env, opts DeleteOptions) error {
 			return err
 		}
 	}
+	sel, err := parseSelector(opts.Selector)
+	if err != nil {
+		return err
+	}
+	b, err := openLab(ctx, e, false, false)
+	if err != nil {
+		return err
+	}
+	defer b.close()
 	var names []string
 	confirm := false
 	switch {
 	case len(opts.Names) > 0:
-		b, err := openLab(ctx, e, false, false)
-		if err != nil {
-			return err
-		}
-		b.close()
 		for _, n := range opts.Names {
 			if _, ok := cluster.Find(b.clusters, n); !ok {
 				return fmt.Errorf("there is no cluster %s (clusters: %s); nothing was deleted", n, strings.Join(orNone(cluster.Names(b.clusters)), ", "))
 			}
 		}
 		names = dedupe(opts.Names)
-	case opts.Selector != "":
-		rows, err := ListClusters(ctx, e, opts.Selector)
+	case sel != nil:
+		rows, err := clusterRows(ctx, e, b, sel, opts.Selector)
 		if err != nil {
 			return err
 		}
@@ -208,13 +218,13 @@ func DeleteClusters(ctx context.Context, e *Env, opts DeleteOptions) error {
 		if !e.TTY {
 			return errors.New("name the clusters to delete, or select them with -l (in a terminal, marina cluster delete lists them to pick from)")
 		}
-		rows, err := ListClusters(ctx, e, "")
-		if err != nil {
-			return err
-		}
-		if len(rows) == 0 {
+		if len(b.clusters) == 0 {
 			fmt.Fprintln(e.Stdout, "No clusters to delete.")
 			return nil
+		}
+		rows, err := clusterRows(ctx, e, b, nil, "")
+		if err != nil {
+			return err
 		}
 		if names, err = pick(e.Stdin, e.Stderr, rows); err != nil {
 			return err
@@ -222,10 +232,7 @@ func DeleteClusters(ctx context.Context, e *Env, opts DeleteOptions) error {
 	}
 	sort.Strings(names)
 	steps := []Step{{Do: "delete " + plural(len(names), "cluster") + " " + strings.Join(names, ", ") + " with their kubeconfig files"}}
-	cfg, err := e.VMConfig()
-	if err != nil {
-		return err
-	}
+	cfg := b.cfg
 	target := e.kubeconfigTarget()
 	if cfg.Kind.AutoRemoveKubeconfig {
 		steps = append(steps, Step{Do: "remove their entries from " + target})
@@ -242,11 +249,7 @@ func DeleteClusters(ctx context.Context, e *Env, opts DeleteOptions) error {
 			return errors.New("nothing was deleted")
 		}
 	}
-	l, err := e.Limactl()
-	if err != nil {
-		return err
-	}
-	g := e.Guest(l, cfg.VM.Name)
+	g := e.Guest(b.l, cfg.VM.Name)
 	return e.step("Deleting "+strings.Join(names, ", "), "Deleted "+strings.Join(names, ", "), func() error {
 		if _, err := g.Run(ctx, vm.Script{Name: "kind delete cluster", Body: guest.KindDelete(names), Root: true}); err != nil {
 			return err
