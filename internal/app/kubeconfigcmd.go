@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/bcollard/marina/internal/cluster"
@@ -174,6 +175,9 @@ func staleKubeconfigs(e *Env, b *lab) []cluster.Info {
 func followLima0(ctx context.Context, e *Env, l *vm.Limactl, cfg config.Config, o *observed) error {
 	if !cfg.Network.DisablePortMirroring || o.docker == nil {
 		return nil
+	}
+	if kcs, _ := filepath.Glob(e.Paths.Kubeconfig("*")); len(kcs) == 0 {
+		return nil // no cluster kubeconfig to look at: no Docker call either
 	}
 	b := &lab{cfg: cfg, l: l, dc: o.docker, lima0: o.guest.Lima0.Addr()}
 	var err error
