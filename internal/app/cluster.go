@@ -307,7 +307,7 @@ func labelString(l cluster.Labels) string {
 // kubeconfigTarget is the kubeconfig marina merges into.
 func (e *Env) kubeconfigTarget() string { return kubeconfig.Target(e.Getenv, e.Paths.Home) }
 
-func applyCreate(ctx context.Context, e *Env, b *lab, p createPlan, opts CreateOptions) (err error) {
+func applyCreate(ctx context.Context, e *Env, b *lab, p createPlan, opts CreateOptions) error {
 	name := p.spec.Name
 	manifest, err := metalLBManifest(ctx, e, b.cfg.Kind.MetalLBVersion)
 	if err != nil {
@@ -315,11 +315,7 @@ func applyCreate(ctx context.Context, e *Env, b *lab, p createPlan, opts CreateO
 	}
 	g := e.Guest(b.l, b.cfg.VM.Name)
 	var out vm.Result
-	label := fmt.Sprintf("Creating cluster %s in slot %d (kind, %d node", name, p.spec.Slot, 1+p.spec.Workers)
-	if p.spec.Workers > 0 {
-		label += "s"
-	}
-	label += ")"
+	label := fmt.Sprintf("Creating cluster %s in slot %d (kind, %s)", name, p.spec.Slot, plural(1+p.spec.Workers, "node"))
 	err = e.step(label, "", func() error {
 		var err error
 		out, err = g.Run(ctx, vm.Script{Name: "kind create cluster " + name, Body: guest.KindCreate(name, p.image, p.kindConfig, p.certsD, opts.Retain), Root: true})
@@ -338,6 +334,7 @@ func applyCreate(ctx context.Context, e *Env, b *lab, p createPlan, opts CreateO
 	// From here on the cluster exists: a failing step removes it again.
 	kcPath := e.Paths.Kubeconfig(name)
 	target := e.kubeconfigTarget()
+	merged := false // only what marina merged is removed again
 	failed := func(what string, cause error) error {
 		if opts.Retain {
 			e.UI.Warnf("--retain: cluster %s is kept as it is; `marina cluster delete %s` removes it", name, name)
@@ -352,8 +349,10 @@ func applyCreate(ctx context.Context, e *Env, b *lab, p createPlan, opts CreateO
 			if err := os.Remove(kcPath); err != nil && !errors.Is(err, os.ErrNotExist) {
 				errs = append(errs, err)
 			}
-			if err := kubeconfig.Remove(target, name); err != nil {
-				errs = append(errs, err)
+			if merged {
+				if err := kubeconfig.Remove(target, name); err != nil {
+					errs = append(errs, err)
+				}
 			}
 			return errors.Join(errs...)
 		})
@@ -386,6 +385,7 @@ func applyCreate(ctx context.Context, e *Env, b *lab, p createPlan, opts CreateO
 			return err
 		}
 		if b.cfg.Kind.AutoMergeKubeconfig {
+			merged = true
 			return kubeconfig.Merge(target, name, kc)
 		}
 		return nil
