@@ -497,27 +497,9 @@ func TestClusters(t *testing.T) {
 	})
 
 	t.Run("a new lima0 address: up points the kubeconfigs at it", func(t *testing.T) {
-		t.Cleanup(func() {
-			for _, cmd := range [][]string{
-				{"ip", "-n", "marina-vm", "addr", "flush", "dev", "lima0"},
-				{"ip", "-n", "marina-vm", "addr", "add", vmIP + "/24", "dev", "lima0"},
-				{"ip", "-n", "marina-vm", "route", "replace", "default", "via", "192.168.64.1"},
-				{"ip", "-n", "marina-mac", "addr", "del", "192.168.70.1/24", "dev", "bridge100"},
-			} {
-				_ = exec.Command(cmd[0], cmd[1:]...).Run()
-			}
-			marina(t, "up")
-		})
-		for _, cmd := range [][]string{
-			{"ip", "-n", "marina-mac", "addr", "add", "192.168.70.1/24", "dev", "bridge100"},
-			{"ip", "-n", "marina-vm", "addr", "flush", "dev", "lima0"},
-			{"ip", "-n", "marina-vm", "addr", "add", "192.168.70.2/24", "dev", "lima0"},
-			{"ip", "-n", "marina-vm", "route", "replace", "default", "via", "192.168.70.1"},
-		} {
-			if out, err := exec.Command(cmd[0], cmd[1:]...).CombinedOutput(); err != nil {
-				t.Fatalf("%v: %v %s", cmd, err, out)
-			}
-		}
+		// Cleanups run last first: the addresses come back, then up.
+		t.Cleanup(func() { marina(t, "up") })
+		moveLima0(t)
 		mustMarina(t, "up")
 		c, err := clientcmd.LoadFromFile(kubeconfigPath())
 		if err != nil {

@@ -365,28 +365,7 @@ func TestNetwork(t *testing.T) {
 	t.Run("a new lima0 address moves the route and the rules", func(t *testing.T) {
 		mustMarina(t, "up")
 		srvIP := containerIP(t, "kind-srv", "kind") // the reboot may have moved it
-		// A new vzNAT lease: another address in another network. The lab's
-		// own addresses come back afterwards.
-		t.Cleanup(func() {
-			for _, cmd := range [][]string{
-				{"ip", "-n", "marina-vm", "addr", "flush", "dev", "lima0"},
-				{"ip", "-n", "marina-vm", "addr", "add", "192.168.64.2/24", "dev", "lima0"},
-				{"ip", "-n", "marina-vm", "route", "replace", "default", "via", "192.168.64.1"},
-				{"ip", "-n", "marina-mac", "addr", "del", "192.168.70.1/24", "dev", "bridge100"},
-			} {
-				_ = exec.Command(cmd[0], cmd[1:]...).Run()
-			}
-		})
-		for _, cmd := range [][]string{
-			{"ip", "-n", "marina-mac", "addr", "add", "192.168.70.1/24", "dev", "bridge100"},
-			{"ip", "-n", "marina-vm", "addr", "flush", "dev", "lima0"},
-			{"ip", "-n", "marina-vm", "addr", "add", "192.168.70.2/24", "dev", "lima0"},
-			{"ip", "-n", "marina-vm", "route", "replace", "default", "via", "192.168.70.1"},
-		} {
-			if out, err := exec.Command(cmd[0], cmd[1:]...).CombinedOutput(); err != nil {
-				t.Fatalf("%v: %v %s", cmd, err, out)
-			}
-		}
+		moveLima0(t)
 		r := mustMarina(t, "status")
 		if !strings.Contains(r.stdout, "172.30.0.0/16 → wrong gateway (via 192.168.64.2; the VM's lima0 is 192.168.70.2)") {
 			t.Errorf("status after the change:\n%s", r.stdout)
@@ -466,5 +445,32 @@ func TestKindNetworkConflict(t *testing.T) {
 	mustMarina(t, "up")
 	if got := labDocker(t, "network", "inspect", "-f", "{{(index .IPAM.Config 0).Subnet}}", "kind"); got != "172.30.0.0/16" {
 		t.Errorf("kind network after up: %s", got)
+	}
+}
+
+// moveLima0 gives the VM's lima0 192.168.70.2/24 (the Mac's bridge
+// 192.168.70.1), as a new vzNAT lease would: another address in another
+// network. The lab's own addresses come back when the test ends.
+func moveLima0(t *testing.T) {
+	t.Helper()
+	t.Cleanup(func() {
+		for _, cmd := range [][]string{
+			{"ip", "-n", "marina-vm", "addr", "flush", "dev", "lima0"},
+			{"ip", "-n", "marina-vm", "addr", "add", "192.168.64.2/24", "dev", "lima0"},
+			{"ip", "-n", "marina-vm", "route", "replace", "default", "via", "192.168.64.1"},
+			{"ip", "-n", "marina-mac", "addr", "del", "192.168.70.1/24", "dev", "bridge100"},
+		} {
+			_ = exec.Command(cmd[0], cmd[1:]...).Run()
+		}
+	})
+	for _, cmd := range [][]string{
+		{"ip", "-n", "marina-mac", "addr", "add", "192.168.70.1/24", "dev", "bridge100"},
+		{"ip", "-n", "marina-vm", "addr", "flush", "dev", "lima0"},
+		{"ip", "-n", "marina-vm", "addr", "add", "192.168.70.2/24", "dev", "lima0"},
+		{"ip", "-n", "marina-vm", "route", "replace", "default", "via", "192.168.70.1"},
+	} {
+		if out, err := exec.Command(cmd[0], cmd[1:]...).CombinedOutput(); err != nil {
+			t.Fatalf("%v: %v %s", cmd, err, out)
+		}
 	}
 }
