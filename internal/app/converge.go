@@ -62,14 +62,22 @@ func converge(ctx context.Context, e *Env, l *vm.Limactl, cfg config.Config, pla
 	if p.route.State == host.Shadowed {
 		e.UI.Warnf("%s\n  marina cannot fix this; the addresses it covers stay unreachable from this host until that route is gone (check your VPN client)", p.route)
 	}
+	b, stale, err := staleAfterMove(ctx, e, l, cfg, o)
+	if err != nil {
+		return err
+	}
 	if dryRun {
-		printPlan(e, append(planned, p.steps...), "VM "+name+" and its networking match the config")
+		steps := append(planned, p.steps...)
+		if len(stale) > 0 {
+			steps = append(steps, followStep(b, stale))
+		}
+		printPlan(e, steps, "VM "+name+" and its networking match the config")
 		return nil
 	}
 	if err := applyConverge(ctx, e, l, name, o, p); err != nil {
 		return err
 	}
-	if err := followLima0(ctx, e, l, cfg, o); err != nil {
+	if err := followLima0(ctx, e, b, stale); err != nil {
 		return err
 	}
 	fmt.Fprintf(e.Stdout, "VM %s is ready: lima0 %s, Docker at unix://%s, %s routed to the VM\n", name, o.guest.Lima0.Addr(), e.Paths.DockerSocket(name), cidr)

@@ -168,23 +168,33 @@ func staleKubeconfigs(e *Env, b *lab) []cluster.Info {
 	return out
 }
 
-// followLima0 re-exports the kubeconfigs that still name an old lima0
-// address (direct mode), so that `marina up` after a vzNAT address change
-// leaves every cluster reachable. Entries are merged again only into a
-// kubeconfig that has them already.
-func followLima0(ctx context.Context, e *Env, l *vm.Limactl, cfg config.Config, o *observed) error {
+// staleAfterMove finds the clusters whose kubeconfig still names an old
+// lima0 address (direct mode only; loopback addresses never move).
+func staleAfterMove(ctx context.Context, e *Env, l *vm.Limactl, cfg config.Config, o *observed) (*lab, []cluster.Info, error) {
 	if !cfg.Network.DisablePortMirroring || o.docker == nil {
-		return nil
+		return nil, nil, nil
 	}
 	if kcs, _ := filepath.Glob(e.Paths.Kubeconfig("*")); len(kcs) == 0 {
-		return nil // no cluster kubeconfig to look at: no Docker call either
+		return nil, nil, nil // no cluster kubeconfig to look at: no Docker call either
 	}
 	b := &lab{cfg: cfg, l: l, dc: o.docker, lima0: o.guest.Lima0.Addr()}
 	var err error
 	if b.clusters, err = b.listClusters(ctx); err != nil {
-		return err
+		return nil, nil, err
 	}
-	stale := staleKubeconfigs(e, b)
+	return b, staleKubeconfigs(e, b), nil
+}
+
+// followStep is the plan line of followLima0.
+func followStep(b *lab, stale []cluster.Info) Step {
+	return Step{Do: "export the kubeconfigs of " + strings.Join(cluster.Names(stale), ", ") + " again with the API servers at " + b.lima0.String(), Reason: "lima0's address changed"}
+}
+
+// followLima0 re-exports the kubeconfigs that still name an old lima0
+// address, so that `marina up` after a vzNAT address change leaves every
+// cluster reachable. Entries are merged again only into a kubeconfig that
+// has them already.
+func followLima0(ctx context.Context, e *Env, b *lab, stale []cluster.Info) error {
 	if len(stale) == 0 {
 		return nil
 	}

@@ -500,6 +500,13 @@ func TestClusters(t *testing.T) {
 		// Cleanups run last first: the addresses come back, then up.
 		t.Cleanup(func() { marina(t, "up") })
 		moveLima0(t)
+		r := mustMarina(t, "up", "--dry-run")
+		if !strings.Contains(r.stdout, "export the kubeconfigs of dev, east, west again with the API servers at 192.168.70.2") {
+			t.Errorf("up --dry-run after the move:\n%s", r.stdout)
+		}
+		if c, _ := clientcmd.LoadFromFile(kubeconfigPath()); c == nil || !strings.HasPrefix(c.Clusters["dev"].Server, "https://"+vmIP) {
+			t.Error("the dry run changed the kubeconfig")
+		}
 		mustMarina(t, "up")
 		c, err := clientcmd.LoadFromFile(kubeconfigPath())
 		if err != nil {
