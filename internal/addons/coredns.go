@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
-	"regexp"
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -295,8 +294,6 @@ type serverBlock struct {
 	upstreams []string
 }
 
-var dnsLabel = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)
-
 // serverBlocks validates resolver entries and turns them into server
 // blocks: domains lower case without the final dot, upstreams as IP or
 // IP:port in CoreDNS's spelling ([v6]:port).
@@ -306,7 +303,7 @@ func serverBlocks(resolvers []config.DNSResolver) ([]serverBlock, error) {
 	for i, r := range resolvers {
 		where := fmt.Sprintf("kind.customDnsResolvers[%d]", i)
 		d := strings.TrimSuffix(strings.ToLower(r.Domain), ".")
-		if !isDomain(d) {
+		if !config.IsDomain(d) {
 			return nil, corefileErrorf("%s: %q is not a domain name: write it like corp.example.com in the marina config", where, r.Domain)
 		}
 		switch {
@@ -333,18 +330,6 @@ func serverBlocks(resolvers []config.DNSResolver) ([]serverBlock, error) {
 		out = append(out, serverBlock{domain: d, upstreams: ups})
 	}
 	return out, nil
-}
-
-func isDomain(d string) bool {
-	if d == "" || len(d) > 253 {
-		return false
-	}
-	for _, l := range strings.Split(d, ".") {
-		if !dnsLabel.MatchString(l) {
-			return false
-		}
-	}
-	return true
 }
 
 // upstream checks one resolver address and spells it for CoreDNS.

@@ -69,6 +69,24 @@ func timeoutError(ctx context.Context, what, state string, start time.Time, err 
 	return fmt.Errorf("%s: still %s after %s (%v): %s", what, state, time.Since(start).Round(time.Second), ctx.Err(), fix)
 }
 
+// waitObject polls one object until state calls it done; on a timeout the
+// error names what, what was still false, and fix.
+func waitObject[T any](ctx context.Context, what string, get func(context.Context) (T, error), state func(T) (bool, string), fix string) error {
+	start := time.Now()
+	seen, err := waitFor(ctx, func(ctx context.Context) (bool, string, error) {
+		obj, err := get(ctx)
+		if err != nil {
+			return false, "", err
+		}
+		ok, s := state(obj)
+		return ok, s, nil
+	})
+	if err == nil {
+		return nil
+	}
+	return timeoutError(ctx, what, seen, start, err, fix)
+}
+
 // WaitCRDsEstablished waits until every named CustomResourceDefinition has
 // Established=True: only then does the API server serve its kind, so that
 // objects of that kind can be applied.
@@ -155,19 +173,10 @@ func WaitDeploymentAvailable(ctx context.Context, cfg *rest.Config, namespace, n
 	if err != nil {
 		return err
 	}
-	start := time.Now()
-	state, err := waitFor(ctx, func(ctx context.Context) (bool, string, error) {
-		d, err := cs.AppsV1().Deployments(namespace).Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return false, "", err
-		}
-		ok, s := deploymentState(d)
-		return ok, s, nil
-	})
-	if err == nil {
-		return nil
+	get := func(ctx context.Context) (*appsv1.Deployment, error) {
+		return cs.AppsV1().Deployments(namespace).Get(ctx, name, metav1.GetOptions{})
 	}
-	return timeoutError(ctx, "deployment "+namespace+"/"+name, state, start, err,
+	return waitObject(ctx, "deployment "+namespace+"/"+name, get, deploymentState,
 		fmt.Sprintf("look at its pods and their events (kubectl -n %s describe deployment %s; kubectl -n %s get events); images come through marina's registry mirrors", namespace, name, namespace))
 }
 
@@ -214,19 +223,10 @@ func WaitDaemonSetReady(ctx context.Context, cfg *rest.Config, namespace, name s
 	if err != nil {
 		return err
 	}
-	start := time.Now()
-	state, err := waitFor(ctx, func(ctx context.Context) (bool, string, error) {
-		ds, err := cs.AppsV1().DaemonSets(namespace).Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return false, "", err
-		}
-		ok, s := daemonSetState(ds)
-		return ok, s, nil
-	})
-	if err == nil {
-		return nil
+	get := func(ctx context.Context) (*appsv1.DaemonSet, error) {
+		return cs.AppsV1().DaemonSets(namespace).Get(ctx, name, metav1.GetOptions{})
 	}
-	return timeoutError(ctx, "daemonset "+namespace+"/"+name, state, start, err,
+	return waitObject(ctx, "daemonset "+namespace+"/"+name, get, daemonSetState,
 		fmt.Sprintf("look at its pods and their events (kubectl -n %s describe daemonset %s; kubectl -n %s get events); images come through marina's registry mirrors", namespace, name, namespace))
 }
 

@@ -43,13 +43,19 @@ func (b *lab) close() {
 	}
 }
 
-// openLab loads the config (strictly when strict), checks the VM runs and
-// reads Docker's clusters and, with withLima0, lima0's address: both at the
-// same time, one guest round trip at most.
-func openLab(ctx context.Context, e *Env, strict, withLima0 bool) (*lab, error) {
+// labNeeds says what a cluster command needs from openLab.
+type labNeeds struct {
+	strict   bool // the whole config valid (a create), not just the VM's part
+	lima0    bool // lima0's address (one guest round trip)
+	clusters bool // the clusters Docker shows
+}
+
+// openLab loads the config, checks the VM runs and reads what need asks
+// for; lima0's address and the clusters are read at the same time.
+func openLab(ctx context.Context, e *Env, need labNeeds) (*lab, error) {
 	var cfg config.Config
 	var err error
-	if strict {
+	if need.strict {
 		cfg, err = e.Config()
 	} else {
 		cfg, err = e.VMConfig()
@@ -74,14 +80,16 @@ func openLab(ctx context.Context, e *Env, strict, withLima0 bool) (*lab, error) 
 	}
 	var wg sync.WaitGroup
 	var gErr, dErr error
-	if withLima0 {
+	if need.lima0 {
 		wg.Go(func() {
 			var st guest.State
 			st, gErr = guest.Observe(ctx, e.Guest(l, cfg.VM.Name))
 			b.lima0 = st.Lima0.Addr()
 		})
 	}
-	wg.Go(func() { b.clusters, dErr = b.listClusters(ctx) })
+	if need.clusters {
+		wg.Go(func() { b.clusters, dErr = b.listClusters(ctx) })
+	}
 	wg.Wait()
 	if err := errors.Join(gErr, dErr); err != nil {
 		b.close()
@@ -155,7 +163,8 @@ func CreateCluster(ctx context.Context, e *Env, opts CreateOptions) error {
 	if opts.Workers < 0 || opts.Workers > cluster.MaxWorkers {
 		return fmt.Errorf("--workers %d: choose 0 to %d", opts.Workers, cluster.MaxWorkers)
 	}
-	b, err := openLab(ctx, e, true, true)
+	// The clusters are read under the slot lock (reserveSlot), not here.
+	b, err := openLab(ctx, e, labNeeds{strict: true, lima0: true})
 	if err != nil {
 		return err
 	}

@@ -50,7 +50,7 @@ func ListClusters(ctx context.Context, e *Env, selector string) ([]ClusterRow, e
 	if err != nil {
 		return nil, err
 	}
-	b, err := openLab(ctx, e, false, false)
+	b, err := openLab(ctx, e, labNeeds{clusters: true})
 	if err != nil {
 		return nil, err
 	}
@@ -186,7 +186,7 @@ func DeleteClusters(ctx context.Context, e *Env, opts DeleteOptions) error {
 	if err != nil {
 		return err
 	}
-	b, err := openLab(ctx, e, false, false)
+	b, err := openLab(ctx, e, labNeeds{clusters: true})
 	if err != nil {
 		return err
 	}
@@ -310,7 +310,7 @@ func LabelCluster(ctx context.Context, e *Env, name string, specs []string, dryR
 	if err != nil {
 		return err
 	}
-	b, err := openLab(ctx, e, false, false)
+	b, err := openLab(ctx, e, labNeeds{clusters: true})
 	if err != nil {
 		return err
 	}

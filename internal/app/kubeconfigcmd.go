@@ -38,7 +38,7 @@ func KubeconfigPath(e *Env, name string, env bool) error {
 // has now, writes each cluster's file and merges it into the user's
 // kubeconfig.
 func MergeKubeconfigs(ctx context.Context, e *Env, names []string, dryRun bool) error {
-	b, err := openLab(ctx, e, false, true)
+	b, err := openLab(ctx, e, labNeeds{lima0: true, clusters: true})
 	if err != nil {
 		return err
 	}

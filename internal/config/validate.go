@@ -152,7 +152,7 @@ func (v *validator) kind(k Kind, zone string) {
 		path := fmt.Sprintf("kind.customDnsResolvers[%d]", i)
 		d := strings.TrimSuffix(r.Domain, ".")
 		switch {
-		case !isDomain(d):
+		case !IsDomain(d):
 			v.add(path+".domain", "%q is not a domain name", r.Domain)
 		case seen[d]:
 			v.add(path+".domain", "%s is listed twice", d)
@@ -246,7 +246,7 @@ func redactURL(u *url.URL) string {
 func (v *validator) dns(d DNS) {
 	name := d.Domain
 	switch {
-	case !isDomain(name):
+	case !IsDomain(name):
 		v.add("dns.domain", "%q is not a domain name: write it like %s", name, DefaultDNSDomain)
 	case name == "cluster.local" || strings.HasSuffix(name, ".cluster.local"):
 		v.add("dns.domain", "%s belongs to the clusters' own DNS: choose a name like %s", name, DefaultDNSDomain)
@@ -255,8 +255,8 @@ func (v *validator) dns(d DNS) {
 	}
 }
 
-// isDomain reports whether s is a lowercase DNS name of one or more labels.
-func isDomain(s string) bool {
+// IsDomain reports whether s is a lowercase DNS name of one or more labels.
+func IsDomain(s string) bool {
 	if s == "" || len(s) > 253 {
 		return false
 	}

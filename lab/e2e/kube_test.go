@@ -9,14 +9,9 @@ package e2e
 import (
 	"bytes"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/x509"
 	"crypto/x509/pkix"
-	"encoding/pem"
 	"fmt"
-	"math/big"
 	"net"
 	"net/http"
 	"os"
@@ -34,6 +29,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/bcollard/marina/lab/pki"
 )
 
 // kubeServiceCIDR is the shared API server's service range.
@@ -138,7 +135,7 @@ func runKubeAPI(dir string) error {
 		return err
 	}
 	etcdClient, etcdPeer, apiPort := ports[0], ports[1], ports[2]
-	pki, err := kubePKI(dir)
+	certs, err := kubePKI(dir)
 	if err != nil {
 		return err
 	}
@@ -176,12 +173,12 @@ func runKubeAPI(dir string) error {
 		"--bind-address=127.0.0.1", "--advertise-address=127.0.0.1",
 		fmt.Sprintf("--secure-port=%d", apiPort),
 		"--cert-dir="+filepath.Join(dir, "apiserver-certs"),
-		"--tls-cert-file="+pki["apiserver.crt"], "--tls-private-key-file="+pki["apiserver.key"],
-		"--client-ca-file="+pki["ca.crt"],
+		"--tls-cert-file="+certs.path("apiserver.crt"), "--tls-private-key-file="+certs.path("apiserver.key"),
+		"--client-ca-file="+certs.path("ca.crt"),
 		"--service-cluster-ip-range="+kubeServiceCIDR,
 		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
-		"--service-account-key-file="+pki["sa.pub"],
-		"--service-account-signing-key-file="+pki["sa.key"],
+		"--service-account-key-file="+certs.path("sa.pub"),
+		"--service-account-signing-key-file="+certs.path("sa.key"),
 		"--authorization-mode=RBAC",
 		"--allow-privileged=true",
 		"--v=1",
@@ -194,9 +191,9 @@ func runKubeAPI(dir string) error {
 	cfg := &rest.Config{
 		Host: host,
 		TLSClientConfig: rest.TLSClientConfig{
-			CAData:   pki.data("ca.crt"),
-			CertData: pki.data("admin.crt"),
-			KeyData:  pki.data("admin.key"),
+			CAData:   certs.data("ca.crt"),
+			CertData: certs.data("admin.crt"),
+			KeyData:  certs.data("admin.key"),
 		},
 		QPS: 100, Burst: 200,
 	}
@@ -283,115 +280,42 @@ func stopKubeAPI() {
 	}
 }
 
-// pkiFiles maps a file name in the PKI folder to its path.
-type pkiFiles map[string]string
+// pkiFiles is the folder of the API server's PKI; data reads one file.
+type pkiFiles string
+
+func (p pkiFiles) path(name string) string { return filepath.Join(string(p), name) }
 
 func (p pkiFiles) data(name string) []byte {
-	b, err := os.ReadFile(p[name])
+	b, err := os.ReadFile(p.path(name))
 	if err != nil {
 		panic(err)
 	}
 	return b
 }
 
-// kubePKI writes what the API server and its clients need: a CA, the
-// serving certificate (127.0.0.1, localhost, the kubernetes service names
-// and the first service IP), an admin client certificate in
-// system:masters, and the service-account key pair.
+// kubePKI writes what the API server and its clients need, laid out as
+// kubeadm does (lab/pki): a CA, the serving certificate (127.0.0.1,
+// localhost, the kubernetes service names and the first service IP), an
+// admin client certificate in system:masters, and the service-account key
+// pair.
 func kubePKI(dir string) (pkiFiles, error) {
 	pdir := filepath.Join(dir, "pki")
 	if err := os.MkdirAll(pdir, 0o700); err != nil {
-		return nil, err
+		return "", err
 	}
-	files := pkiFiles{}
-	write := func(name, typ string, der []byte) error {
-		p := filepath.Join(pdir, name)
-		files[name] = p
-		return os.WriteFile(p, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600)
-	}
-	writeKey := func(name string, k *ecdsa.PrivateKey) error {
-		der, err := x509.MarshalPKCS8PrivateKey(k)
-		if err != nil {
-			return err
-		}
-		return write(name, "PRIVATE KEY", der)
-	}
-	now := time.Now()
-	serial := func() *big.Int {
-		n, _ := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 62))
-		return n
-	}
-	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	ca, err := pki.LoadOrMakeCA(pdir, "ca", "marina-lab-kubernetes-ca")
 	if err != nil {
-		return nil, err
+		return "", err
 	}
-	caTmpl := &x509.Certificate{
-		SerialNumber:          serial(),
-		Subject:               pkix.Name{CommonName: "marina-lab-kubernetes-ca"},
-		NotBefore:             now.Add(-time.Hour),
-		NotAfter:              now.Add(24 * time.Hour),
-		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
-		BasicConstraintsValid: true,
-		IsCA:                  true,
+	dns := []string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local"}
+	ips := []net.IP{net.ParseIP("127.0.0.1"), net.ParseIP("10.96.0.1")}
+	if _, _, err := ca.Issue("apiserver", pkix.Name{CommonName: "kube-apiserver"}, x509.ExtKeyUsageServerAuth, dns, ips); err != nil {
+		return "", err
 	}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, caKey.Public(), caKey)
-	if err != nil {
-		return nil, err
+	if _, _, err := ca.Issue("admin", pkix.Name{CommonName: "lab-admin", Organization: []string{"system:masters"}}, x509.ExtKeyUsageClientAuth, nil, nil); err != nil {
+		return "", err
 	}
-	ca, _ := x509.ParseCertificate(caDER)
-	if err := write("ca.crt", "CERTIFICATE", caDER); err != nil {
-		return nil, err
-	}
-	if err := writeKey("ca.key", caKey); err != nil {
-		return nil, err
-	}
-	leaf := func(name string, tmpl *x509.Certificate) error {
-		k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-		if err != nil {
-			return err
-		}
-		tmpl.SerialNumber = serial()
-		tmpl.NotBefore, tmpl.NotAfter = now.Add(-time.Hour), now.Add(24*time.Hour)
-		tmpl.KeyUsage = x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment
-		der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, k.Public(), caKey)
-		if err != nil {
-			return err
-		}
-		if err := write(name+".crt", "CERTIFICATE", der); err != nil {
-			return err
-		}
-		return writeKey(name+".key", k)
-	}
-	if err := leaf("apiserver", &x509.Certificate{
-		Subject:     pkix.Name{CommonName: "kube-apiserver"},
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		DNSNames: []string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc",
-			"kubernetes.default.svc.cluster.local"},
-		IPAddresses: []net.IP{net.ParseIP("127.0.0.1"), net.ParseIP("10.96.0.1")},
-	}); err != nil {
-		return nil, err
-	}
-	if err := leaf("admin", &x509.Certificate{
-		Subject:     pkix.Name{CommonName: "lab-admin", Organization: []string{"system:masters"}},
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
-	}); err != nil {
-		return nil, err
-	}
-	saKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, err
-	}
-	if err := writeKey("sa.key", saKey); err != nil {
-		return nil, err
-	}
-	pub, err := x509.MarshalPKIXPublicKey(saKey.Public())
-	if err != nil {
-		return nil, err
-	}
-	if err := write("sa.pub", "PUBLIC KEY", pub); err != nil {
-		return nil, err
-	}
-	return files, nil
+	return pkiFiles(pdir), pki.ServiceAccountKey(pdir)
 }
 
 // TestKubeAPI proves the shared API server: client-go writes and reads, and

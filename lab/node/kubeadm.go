@@ -29,7 +29,12 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/bcollard/marina/lab/pki"
 )
+
+// pkiDir is where kubeadm keeps the cluster's PKI.
+const pkiDir = "/etc/kubernetes/pki"
 
 const (
 	manifestsDir = "/etc/kubernetes/manifests" // the servers' command lines (JSON)
@@ -121,31 +126,31 @@ func kubeadmInit(c *kubeadmConfig) error {
 			return err
 		}
 	}
-	kca, err := loadOrMakeCA("ca", "kubernetes")
+	kca, err := pki.LoadOrMakeCA(pkiDir, "ca", "kubernetes")
 	if err != nil {
 		return err
 	}
-	fpca, err := loadOrMakeCA("front-proxy-ca", "front-proxy-ca")
+	fpca, err := pki.LoadOrMakeCA(pkiDir, "front-proxy-ca", "front-proxy-ca")
 	if err != nil {
 		return err
 	}
 	// etcd listens on loopback without TLS here; its CA exists because kind
 	// copies it to secondary control planes.
-	if _, err := loadOrMakeCA("etcd/ca", "etcd-ca"); err != nil {
+	if _, err := pki.LoadOrMakeCA(pkiDir, "etcd/ca", "etcd-ca"); err != nil {
 		return err
 	}
-	if err := serviceAccountKey(); err != nil {
+	if err := pki.ServiceAccountKey(pkiDir); err != nil {
 		return err
 	}
 	dns, ips := apiServerSANs(c, name, adv, endpoint)
-	if _, _, err := kca.issue("apiserver", pkix.Name{CommonName: "kube-apiserver"}, x509.ExtKeyUsageServerAuth, dns, ips); err != nil {
+	if _, _, err := kca.Issue("apiserver", pkix.Name{CommonName: "kube-apiserver"}, x509.ExtKeyUsageServerAuth, dns, ips); err != nil {
 		return err
 	}
 	fmt.Printf("[certs] apiserver serving cert is signed for DNS names %v and IPs %v\n", dns, ips)
-	if _, _, err := fpca.issue("front-proxy-client", pkix.Name{CommonName: "front-proxy-client"}, x509.ExtKeyUsageClientAuth, nil, nil); err != nil {
+	if _, _, err := fpca.Issue("front-proxy-client", pkix.Name{CommonName: "front-proxy-client"}, x509.ExtKeyUsageClientAuth, nil, nil); err != nil {
 		return err
 	}
-	if _, _, err := kca.issue("apiserver-kubelet-client", pkix.Name{CommonName: "kube-apiserver-kubelet-client", Organization: []string{"kubeadm:cluster-admins"}}, x509.ExtKeyUsageClientAuth, nil, nil); err != nil {
+	if _, _, err := kca.Issue("apiserver-kubelet-client", pkix.Name{CommonName: "kube-apiserver-kubelet-client", Organization: []string{"kubeadm:cluster-admins"}}, x509.ExtKeyUsageClientAuth, nil, nil); err != nil {
 		return err
 	}
 
@@ -153,13 +158,13 @@ func kubeadmInit(c *kubeadmConfig) error {
 	// group, bound to cluster-admin below) and super-admin.conf (system:masters).
 	server := "https://" + endpoint
 	writeConf := func(file, user string, orgs []string) (*rest.Config, error) {
-		crt, key, err := kca.issue("", pkix.Name{CommonName: user, Organization: orgs}, x509.ExtKeyUsageClientAuth, nil, nil)
+		crt, key, err := kca.Issue("", pkix.Name{CommonName: user, Organization: orgs}, x509.ExtKeyUsageClientAuth, nil, nil)
 		if err != nil {
 			return nil, err
 		}
 		kc := clientcmdapi.NewConfig()
 		ctxName := user + "@" + clusterName
-		kc.Clusters[clusterName] = &clientcmdapi.Cluster{Server: server, CertificateAuthorityData: kca.pem()}
+		kc.Clusters[clusterName] = &clientcmdapi.Cluster{Server: server, CertificateAuthorityData: kca.PEM()}
 		kc.AuthInfos[user] = &clientcmdapi.AuthInfo{ClientCertificateData: crt, ClientKeyData: key}
 		kc.Contexts[ctxName] = &clientcmdapi.Context{Cluster: clusterName, AuthInfo: user}
 		kc.CurrentContext = ctxName
@@ -169,7 +174,7 @@ func kubeadmInit(c *kubeadmConfig) error {
 		return &rest.Config{
 			// Reach this node's own API server, whatever the endpoint's name.
 			Host:            "https://127.0.0.1:" + strconv.Itoa(c.BindPort),
-			TLSClientConfig: rest.TLSClientConfig{CAData: kca.pem(), CertData: crt, KeyData: key, ServerName: "localhost"},
+			TLSClientConfig: rest.TLSClientConfig{CAData: kca.PEM(), CertData: crt, KeyData: key, ServerName: "localhost"},
 		}, nil
 	}
 	if _, err := writeConf("admin.conf", "kubernetes-admin", []string{"kubeadm:cluster-admins"}); err != nil {

@@ -1,6 +1,8 @@
-//go:build linux
-
-package main
+// Package pki makes the certificates the lab's Kubernetes pieces need (the
+// kind node stand-in's kubeadm and the tests' API server): a CA kept as
+// NAME.crt and NAME.key in a folder, leaves it signs, and the
+// service-account key pair, laid out as kubeadm lays out /etc/kubernetes/pki.
+package pki
 
 import (
 	"crypto"
@@ -18,10 +20,9 @@ import (
 	"time"
 )
 
-const pkiDir = "/etc/kubernetes/pki"
-
-// ca is a certificate authority kept under pkiDir as NAME.crt and NAME.key.
-type ca struct {
+// CA is a certificate authority kept in Dir as NAME.crt and NAME.key.
+type CA struct {
+	Dir  string
 	cert *x509.Certificate
 	key  crypto.Signer
 }
@@ -33,10 +34,10 @@ func serial() *big.Int {
 	return n
 }
 
-// loadOrMakeCA returns the CA NAME, made when it does not exist yet (kind
-// copies the CAs of the first control plane to the others).
-func loadOrMakeCA(name, cn string) (*ca, error) {
-	crtPath, keyPath := filepath.Join(pkiDir, name+".crt"), filepath.Join(pkiDir, name+".key")
+// LoadOrMakeCA returns the CA NAME in dir, made when it does not exist yet
+// (kind copies the CAs of the first control plane to the others).
+func LoadOrMakeCA(dir, name, cn string) (*CA, error) {
+	crtPath, keyPath := filepath.Join(dir, name+".crt"), filepath.Join(dir, name+".key")
 	if crtPEM, err := os.ReadFile(crtPath); err == nil {
 		keyPEM, err := os.ReadFile(keyPath)
 		if err != nil {
@@ -59,7 +60,7 @@ func loadOrMakeCA(name, cn string) (*ca, error) {
 		if !ok {
 			return nil, errors.New(name + ": not a signing key")
 		}
-		return &ca{cert: cert, key: signer}, nil
+		return &CA{Dir: dir, cert: cert, key: signer}, nil
 	}
 	key, err := newKey()
 	if err != nil {
@@ -86,12 +87,12 @@ func loadOrMakeCA(name, cn string) (*ca, error) {
 	if err := writeKey(keyPath, key); err != nil {
 		return nil, err
 	}
-	return &ca{cert: cert, key: key}, nil
+	return &CA{Dir: dir, cert: cert, key: key}, nil
 }
 
-// issue writes NAME.crt and NAME.key, signed by the CA, and returns their
-// PEM bytes.
-func (c *ca) issue(name string, subject pkix.Name, usage x509.ExtKeyUsage, dns []string, ips []net.IP) (crtPEM, keyPEM []byte, err error) {
+// Issue signs a new leaf and returns its PEM certificate and key; with a
+// name it also writes NAME.crt and NAME.key into the CA's folder.
+func (c *CA) Issue(name string, subject pkix.Name, usage x509.ExtKeyUsage, dns []string, ips []net.IP) (crtPEM, keyPEM []byte, err error) {
 	key, err := newKey()
 	if err != nil {
 		return nil, nil, err
@@ -118,17 +119,18 @@ func (c *ca) issue(name string, subject pkix.Name, usage x509.ExtKeyUsage, dns [
 	crtPEM = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
 	keyPEM = pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kder})
 	if name != "" {
-		if err := os.WriteFile(filepath.Join(pkiDir, name+".crt"), crtPEM, 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(c.Dir, name+".crt"), crtPEM, 0o644); err != nil {
 			return nil, nil, err
 		}
-		if err := os.WriteFile(filepath.Join(pkiDir, name+".key"), keyPEM, 0o600); err != nil {
+		if err := os.WriteFile(filepath.Join(c.Dir, name+".key"), keyPEM, 0o600); err != nil {
 			return nil, nil, err
 		}
 	}
 	return crtPEM, keyPEM, nil
 }
 
-func (c *ca) pem() []byte {
+// PEM is the CA's certificate.
+func (c *CA) PEM() []byte {
 	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: c.cert.Raw})
 }
 
@@ -151,21 +153,22 @@ func writeKey(path string, key *ecdsa.PrivateKey) error {
 	return writePEM(path, "PRIVATE KEY", der)
 }
 
-// serviceAccountKey makes sa.key and sa.pub unless kind copied them in.
-func serviceAccountKey() error {
-	if _, err := os.Stat(filepath.Join(pkiDir, "sa.key")); err == nil {
+// ServiceAccountKey makes sa.key and sa.pub in dir unless they are there
+// (kind copies them in on joining control planes).
+func ServiceAccountKey(dir string) error {
+	if _, err := os.Stat(filepath.Join(dir, "sa.key")); err == nil {
 		return nil
 	}
 	key, err := newKey()
 	if err != nil {
 		return err
 	}
-	if err := writeKey(filepath.Join(pkiDir, "sa.key"), key); err != nil {
+	if err := writeKey(filepath.Join(dir, "sa.key"), key); err != nil {
 		return err
 	}
 	pub, err := x509.MarshalPKIXPublicKey(key.Public())
 	if err != nil {
 		return err
 	}
-	return writePEM(filepath.Join(pkiDir, "sa.pub"), "PUBLIC KEY", pub)
+	return writePEM(filepath.Join(dir, "sa.pub"), "PUBLIC KEY", pub)
 }
