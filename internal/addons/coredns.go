@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/netip"
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -29,10 +28,6 @@ const (
 	beginMarker = "# BEGIN marina: forwarding from kind.customDnsResolvers; edit the marina config, not this part"
 	endMarker   = "# END marina"
 )
-
-// maxUpstreams is the most upstreams CoreDNS's forward plugin accepts in
-// one forward line; it refuses to start with more.
-const maxUpstreams = 15
 
 // CoreDNS makes the cluster's CoreDNS forward each resolver entry's domain
 // to its resolvers, in server blocks of their own in the Corefile of
@@ -309,19 +304,19 @@ func serverBlocks(resolvers []config.DNSResolver) ([]serverBlock, error) {
 		switch {
 		case seen[d]:
 			return nil, corefileErrorf("%s: %s is listed twice: merge the entries' resolvers in the marina config", where, d)
-		case d == "cluster.local" || strings.HasSuffix(d, ".cluster.local") || d == "in-addr.arpa" || d == "ip6.arpa":
-			return nil, corefileErrorf("%s: %s is answered by the cluster's own DNS (the kubernetes plugin); forwarding it elsewhere would break Service names: remove it from the marina config", where, d)
+		case config.ClusterZone(d) != "":
+			return nil, corefileErrorf("%s: %s %s: remove it from the marina config", where, d, config.ClusterZone(d))
 		}
 		seen[d] = true
 		if len(r.Resolvers) == 0 {
 			return nil, corefileErrorf("%s: no resolvers for %s: list at least one address, such as 10.0.0.53 or 10.0.0.53:5353", where, d)
 		}
-		if len(r.Resolvers) > maxUpstreams {
-			return nil, corefileErrorf("%s: %d resolvers for %s, but CoreDNS forwards to at most %d: shorten the list", where, len(r.Resolvers), d, maxUpstreams)
+		if len(r.Resolvers) > config.MaxResolvers {
+			return nil, corefileErrorf("%s: %d resolvers for %s, but CoreDNS forwards to at most %d: shorten the list", where, len(r.Resolvers), d, config.MaxResolvers)
 		}
 		ups := make([]string, 0, len(r.Resolvers))
 		for j, a := range r.Resolvers {
-			u, err := upstream(a)
+			u, err := config.ResolverAddr(a)
 			if err != nil {
 				return nil, corefileErrorf("%s.resolvers[%d]: %q %v: write an IP address or IP:port, such as 10.0.0.53 or [fd00::53]:5353", where, j, a, err)
 			}
@@ -330,25 +325,4 @@ func serverBlocks(resolvers []config.DNSResolver) ([]serverBlock, error) {
 		out = append(out, serverBlock{domain: d, upstreams: ups})
 	}
 	return out, nil
-}
-
-// upstream checks one resolver address and spells it for CoreDNS.
-func upstream(a string) (string, error) {
-	if ip, err := netip.ParseAddr(a); err == nil {
-		if ip.Zone() != "" {
-			return "", errors.New("has an IPv6 zone, which CoreDNS in a pod cannot use")
-		}
-		return ip.String(), nil
-	}
-	ap, err := netip.ParseAddrPort(a)
-	if err != nil {
-		return "", errors.New("is not an IP address or IP:port")
-	}
-	if ap.Addr().Zone() != "" {
-		return "", errors.New("has an IPv6 zone, which CoreDNS in a pod cannot use")
-	}
-	if ap.Port() == 0 {
-		return "", errors.New("has port 0")
-	}
-	return ap.String(), nil
 }

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"sync"
 
 	"github.com/bcollard/marina/internal/config"
 	"github.com/bcollard/marina/internal/host"
@@ -31,6 +32,25 @@ type Env struct {
 	HostArch string
 
 	guest *vm.SSHGuest
+
+	mu       sync.Mutex
+	leftover string
+}
+
+// SetLeftover records what an interrupted marina would leave behind now,
+// with the command that removes it ("" when nothing): the CLI prints it
+// when a second signal ends the wait for a rollback.
+func (e *Env) SetLeftover(s string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.leftover = s
+}
+
+// Leftover is what SetLeftover last said.
+func (e *Env) Leftover() string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.leftover
 }
 
 // NewEnv builds an Env for this process.
@@ -47,14 +67,14 @@ func (e *Env) Config() (config.Config, error) {
 	return config.Load(e.Paths)
 }
 
-// VMConfig loads the config for commands that only need to find the VM:
-// problems elsewhere in the file become warnings instead of errors.
-func (e *Env) VMConfig() (config.Config, error) {
-	cfg, warnings, err := config.LoadLoose(e.Paths)
+// VMName reads only vm.name, for commands that need nothing else from
+// the config: problems elsewhere in the file become warnings.
+func (e *Env) VMName() (string, error) {
+	name, warnings, err := config.LoadVMName(e.Paths)
 	for _, w := range warnings {
 		e.UI.Warnf("%s (marina up refuses the config until this is fixed)", w)
 	}
-	return cfg, err
+	return name, err
 }
 
 // Limactl returns the limactl driver for marina's LIMA_HOME.
@@ -79,9 +99,18 @@ func (e *Env) Host() *host.Host {
 // round-trip count covers the whole command).
 func (e *Env) Guest(l *vm.Limactl, name string) *vm.SSHGuest {
 	if e.guest == nil {
-		e.guest = &vm.SSHGuest{Name: name, Dir: e.Paths.InstanceDir(name), Limactl: l, Log: e.UI.Debugf}
+		// name was validated when the config was read.
+		files, _ := e.Paths.VM(name)
+		e.guest = &vm.SSHGuest{Name: name, Dir: files.InstanceDir, Limactl: l, Log: e.UI.Debugf}
 	}
 	return e.guest
+}
+
+// socket is the forwarded Docker socket of VM name (validated with the
+// config).
+func (e *Env) socket(name string) string {
+	files, _ := e.Paths.VM(name)
+	return files.DockerSocket
 }
 
 // GuestCalls is the number of guest round trips this process made.
@@ -107,11 +136,24 @@ func (e *Env) step(label, done string, fn func() error) error {
 	return nil
 }
 
-// vmState loads the config leniently (see VMConfig) and looks the VM up:
-// what status, down, destroy and shell start from. in is nil when the VM
-// does not exist.
-func (e *Env) vmState(ctx context.Context) (cfg config.Config, l *vm.Limactl, in *vm.Instance, err error) {
-	if cfg, err = e.VMConfig(); err != nil {
+// vmState reads vm.name (see VMName) and looks the VM up: what status,
+// down, destroy and shell start from. in is nil when the VM does not
+// exist.
+func (e *Env) vmState(ctx context.Context) (name string, l *vm.Limactl, in *vm.Instance, err error) {
+	if name, err = e.VMName(); err != nil {
+		return
+	}
+	if l, err = e.Limactl(); err != nil {
+		return
+	}
+	in, err = l.Get(ctx, name)
+	return
+}
+
+// strictVM is vmState for commands that act on more than the VM: the whole
+// config must be valid.
+func (e *Env) strictVM(ctx context.Context) (cfg config.Config, l *vm.Limactl, in *vm.Instance, err error) {
+	if cfg, err = e.Config(); err != nil {
 		return
 	}
 	if l, err = e.Limactl(); err != nil {

@@ -13,8 +13,6 @@ import (
 	"time"
 
 	"github.com/gofrs/flock"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/bcollard/marina/internal/cluster"
 	"github.com/bcollard/marina/internal/config"
@@ -30,7 +28,8 @@ import (
 // lab is what cluster commands start from: a running VM, its Docker, the
 // clusters Docker shows and (when asked for) lima0's address.
 type lab struct {
-	cfg      config.Config
+	name     string        // the VM's
+	cfg      config.Config // the whole config, when labNeeds.strict
 	l        *vm.Limactl
 	dc       *docker.Client
 	clusters []cluster.Info
@@ -45,7 +44,7 @@ func (b *lab) close() {
 
 // labNeeds says what a cluster command needs from openLab.
 type labNeeds struct {
-	strict   bool // the whole config valid (a create), not just the VM's part
+	strict   bool // the whole config valid (it acts on settings), not just vm.name
 	lima0    bool // lima0's address (one guest round trip)
 	clusters bool // the clusters Docker shows
 }
@@ -53,29 +52,27 @@ type labNeeds struct {
 // openLab loads the config, checks the VM runs and reads what need asks
 // for; lima0's address and the clusters are read at the same time.
 func openLab(ctx context.Context, e *Env, need labNeeds) (*lab, error) {
-	var cfg config.Config
+	b := &lab{}
 	var err error
 	if need.strict {
-		cfg, err = e.Config()
-	} else {
-		cfg, err = e.VMConfig()
-	}
-	if err != nil {
+		if b.cfg, err = e.Config(); err != nil {
+			return nil, err
+		}
+		b.name = b.cfg.VM.Name
+	} else if b.name, err = e.VMName(); err != nil {
 		return nil, err
 	}
-	l, err := e.Limactl()
-	if err != nil {
+	if b.l, err = e.Limactl(); err != nil {
 		return nil, err
 	}
-	in, err := l.Get(ctx, cfg.VM.Name)
+	in, err := b.l.Get(ctx, b.name)
 	if err != nil {
 		return nil, err
 	}
 	if in == nil || in.Status != vm.StatusRunning {
-		return nil, notRunning(cfg.VM.Name, in)
+		return nil, notRunning(b.name, in)
 	}
-	b := &lab{cfg: cfg, l: l}
-	if b.dc, err = docker.Dial(e.Paths.DockerSocket(cfg.VM.Name)); err != nil {
+	if b.dc, err = docker.Dial(e.socket(b.name)); err != nil {
 		return nil, err
 	}
 	var wg sync.WaitGroup
@@ -83,7 +80,7 @@ func openLab(ctx context.Context, e *Env, need labNeeds) (*lab, error) {
 	if need.lima0 {
 		wg.Go(func() {
 			var st guest.State
-			st, gErr = guest.Observe(ctx, e.Guest(l, cfg.VM.Name))
+			st, gErr = guest.Observe(ctx, e.Guest(b.l, b.name))
 			b.lima0 = st.Lima0.Addr()
 		})
 	}
@@ -141,6 +138,10 @@ type createPlan struct {
 	mirrors    []string
 	pool       []string
 	server     string
+	kubeconfig string // the cluster's own file
+	target     string // the kubeconfig it is merged into ("" when not)
+	create     string // the guest scripts: kind create, and delete
+	remove     string
 }
 
 // CreateCluster creates a cluster that is ready to use, or leaves nothing
@@ -204,11 +205,26 @@ func CreateCluster(ctx context.Context, e *Env, opts CreateOptions) error {
 	for _, m := range mirrors {
 		p.mirrors = append(p.mirrors, m.Name)
 	}
+	if p.kubeconfig, err = e.Paths.Kubeconfig(opts.Name); err != nil {
+		return err
+	}
+	if cfg.Kind.AutoMergeKubeconfig {
+		p.target = e.kubeconfigTarget()
+		// A name the user's kubeconfig already has for something of its
+		// own fails now, before kind made anything.
+		if err := kubeconfig.CheckMerge(p.target, opts.Name); err != nil {
+			return err
+		}
+	}
+	certsDir, err := guest.CertsDir(opts.Name)
+	if err != nil {
+		return err
+	}
 	p.spec = cluster.Spec{
 		Name: opts.Name, Slot: res.Slot, Region: opts.Region, Zone: opts.Zone,
 		Labels: userLabels, Fleet: opts.Fleet, Workers: opts.Workers,
 		ListenAddress: "127.0.0.1", SANs: []string{"127.0.0.1"},
-		CertsD: guest.CertsDir(opts.Name), ContainerdPatch: registry.ContainerdPatch,
+		CertsD: certsDir, ContainerdPatch: registry.ContainerdPatch,
 	}
 	if p.spec.Region == "" {
 		p.spec.Region = cluster.DefaultRegion(res.Slot)
@@ -226,6 +242,12 @@ func CreateCluster(ctx context.Context, e *Env, opts CreateOptions) error {
 		return err
 	}
 	if p.pool, err = slot.MetalLBRanges(netip.MustParsePrefix(cfg.Network.CIDR), res.Slot); err != nil {
+		return err
+	}
+	if p.create, err = guest.KindCreate(opts.Name, p.image, p.kindConfig, p.certsD, opts.Retain); err != nil {
+		return err
+	}
+	if p.remove, err = guest.KindDelete([]string{opts.Name}); err != nil {
 		return err
 	}
 	if opts.DryRun {
@@ -293,9 +315,9 @@ func (p createPlan) steps(cfg config.Config, e *Env) []Step {
 		}
 		steps = append(steps, Step{Do: "forward from CoreDNS: " + strings.Join(ds, ", ")})
 	}
-	kc := "write " + e.Paths.Kubeconfig(s.Name)
-	if cfg.Kind.AutoMergeKubeconfig {
-		kc += " and merge it into " + e.kubeconfigTarget() + " as context " + s.Name
+	kc := "write " + p.kubeconfig
+	if p.target != "" {
+		kc += " and merge it into " + p.target + " as context " + s.Name
 	}
 	return append(steps, Step{Do: kc})
 }
@@ -316,24 +338,39 @@ func labelString(l cluster.Labels) string {
 // kubeconfigTarget is the kubeconfig marina merges into.
 func (e *Env) kubeconfigTarget() string { return kubeconfig.Target(e.Getenv, e.Paths.Home) }
 
+// rollbackTimeout bounds removing a half-made cluster: a VM that stopped
+// answering must not hang marina after an interrupt.
+const rollbackTimeout = 2 * time.Minute
+
 func applyCreate(ctx context.Context, e *Env, b *lab, p createPlan, opts CreateOptions) error {
 	name := p.spec.Name
 	manifest, err := metalLBManifest(ctx, e, b.cfg.Kind.MetalLBVersion)
 	if err != nil {
 		return err
 	}
-	g := e.Guest(b.l, b.cfg.VM.Name)
+	g := e.Guest(b.l, b.name)
+	// From here on an interrupted marina may leave a cluster behind: a
+	// second signal says so.
+	e.SetLeftover(fmt.Sprintf("cluster %s may be half made in VM %s (its node containers and /etc/marina/clusters/%s) and %s may exist; `marina cluster delete %s` removes it", name, b.name, name, p.kubeconfig, name))
+	rollback := func() (context.Context, context.CancelFunc) {
+		return context.WithTimeout(context.WithoutCancel(ctx), rollbackTimeout)
+	}
 	var out vm.Result
 	label := fmt.Sprintf("Creating cluster %s in slot %d (kind, %s)", name, p.spec.Slot, plural(1+p.spec.Workers, "node"))
 	err = e.step(label, "", func() error {
 		var err error
-		out, err = g.Run(ctx, vm.Script{Name: "kind create cluster " + name, Body: guest.KindCreate(name, p.image, p.kindConfig, p.certsD, opts.Retain), Root: true})
+		out, err = g.Run(ctx, vm.Script{Name: "kind create cluster " + name, Body: p.create, Root: true})
 		return err
 	})
 	if err != nil {
 		if !opts.Retain {
 			// kind removed its own nodes; the cluster's folder goes too.
-			_, _ = g.Run(context.WithoutCancel(ctx), vm.Script{Name: "remove cluster " + name, Body: guest.KindDelete([]string{name}), Root: true})
+			rb, cancel := rollback()
+			defer cancel()
+			if _, rerr := g.Run(rb, vm.Script{Name: "remove cluster " + name, Body: p.remove, Root: true}); rerr != nil {
+				return fmt.Errorf("cluster %s: kind could not create it: %w\nremoving what it left failed too: %v; `marina cluster delete %s` finishes it", name, err, rerr, name)
+			}
+			e.SetLeftover("")
 		} else {
 			e.UI.Warnf("--retain: cluster %s's node containers are kept; `marina cluster delete %s` removes them", name, name)
 		}
@@ -341,25 +378,24 @@ func applyCreate(ctx context.Context, e *Env, b *lab, p createPlan, opts CreateO
 	}
 
 	// From here on the cluster exists: a failing step removes it again.
-	kcPath := e.Paths.Kubeconfig(name)
-	target := e.kubeconfigTarget()
-	merged := false // only what marina merged is removed again
+	merged := false // only what this run merged is removed again
 	failed := func(what string, cause error) error {
 		if opts.Retain {
 			e.UI.Warnf("--retain: cluster %s is kept as it is; `marina cluster delete %s` removes it", name, name)
 			return fmt.Errorf("cluster %s: %s failed: %w", name, what, cause)
 		}
-		rb := context.WithoutCancel(ctx)
+		rb, cancel := rollback()
+		defer cancel()
 		var errs []error
 		rmErr := e.step("Removing cluster "+name+" again", "Removed cluster "+name, func() error {
-			if _, err := g.Run(rb, vm.Script{Name: "kind delete cluster " + name, Body: guest.KindDelete([]string{name}), Root: true}); err != nil {
+			if _, err := g.Run(rb, vm.Script{Name: "kind delete cluster " + name, Body: p.remove, Root: true}); err != nil {
 				errs = append(errs, err)
 			}
-			if err := os.Remove(kcPath); err != nil && !errors.Is(err, os.ErrNotExist) {
+			if err := os.Remove(p.kubeconfig); err != nil && !errors.Is(err, os.ErrNotExist) {
 				errs = append(errs, err)
 			}
 			if merged {
-				if err := kubeconfig.Remove(target, name); err != nil {
+				if _, err := kubeconfig.Remove(p.target, name); err != nil {
 					errs = append(errs, err)
 				}
 			}
@@ -368,6 +404,7 @@ func applyCreate(ctx context.Context, e *Env, b *lab, p createPlan, opts CreateO
 		if rmErr != nil {
 			return fmt.Errorf("cluster %s: %s failed: %w\nremoving the cluster failed too: %v; `marina cluster delete %s` finishes it", name, what, cause, rmErr, name)
 		}
+		e.SetLeftover("")
 		return fmt.Errorf("cluster %s: %s failed: %w\nthe cluster was removed; rerun with --retain to keep a failed cluster for a look", name, what, cause)
 	}
 
@@ -379,7 +416,7 @@ func applyCreate(ctx context.Context, e *Env, b *lab, p createPlan, opts CreateO
 	if err != nil {
 		return failed("reading its kubeconfig", err)
 	}
-	rc, err := restConfig(kc)
+	rc, err := kubeconfig.RESTConfig(kc)
 	if err != nil {
 		return failed("reading its kubeconfig", err)
 	}
@@ -389,23 +426,27 @@ func applyCreate(ctx context.Context, e *Env, b *lab, p createPlan, opts CreateO
 		}
 		return failed("installing the addons", err)
 	}
-	if err := e.step("Writing its kubeconfig", "Wrote "+kcPath, func() error {
-		if err := writeKubeconfig(kcPath, kc); err != nil {
+	if err := e.step("Writing its kubeconfig", "Wrote "+p.kubeconfig, func() error {
+		if err := writeKubeconfig(p.kubeconfig, kc); err != nil {
 			return err
 		}
-		if b.cfg.Kind.AutoMergeKubeconfig {
-			merged = true
-			return kubeconfig.Merge(target, name, kc)
+		if p.target == "" {
+			return nil
 		}
+		if err := kubeconfig.Merge(p.target, name, kc); err != nil {
+			return err
+		}
+		merged = true
 		return nil
 	}); err != nil {
 		return failed("writing its kubeconfig", err)
 	}
+	e.SetLeftover("")
 	fmt.Fprintf(e.Stdout, "Cluster %s is ready: API server %s, LoadBalancer pool %s\n", name, p.server, strings.Join(p.pool, ", "))
-	if b.cfg.Kind.AutoMergeKubeconfig {
+	if p.target != "" {
 		fmt.Fprintf(e.Stdout, "  kubectl --context %s get nodes\n", name)
 	} else {
-		fmt.Fprintf(e.Stdout, "  export KUBECONFIG=%s\n", kcPath)
+		fmt.Fprintf(e.Stdout, "  export KUBECONFIG=%s\n", p.kubeconfig)
 	}
 	return nil
 }
@@ -418,15 +459,6 @@ func exportKubeconfig(name, server string, ex guest.Export) ([]byte, error) {
 		return nil, fmt.Errorf("%w: the cluster cannot be reached at %s; recreate it", err, server)
 	}
 	return kubeconfig.Rename(ex.Kubeconfig, name, server, tlsName)
-}
-
-func restConfig(kc []byte) (*rest.Config, error) {
-	rc, err := clientcmd.RESTConfigFromKubeConfig(kc)
-	if err != nil {
-		return nil, err
-	}
-	rc.UserAgent = "marina"
-	return rc, nil
 }
 
 // writeKubeconfig writes a cluster's own kubeconfig, 0600 in a 0700 folder.

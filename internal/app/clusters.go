@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/bcollard/marina/internal/cluster"
+	"github.com/bcollard/marina/internal/fileutil"
 	"github.com/bcollard/marina/internal/guest"
 	"github.com/bcollard/marina/internal/kubeconfig"
 	"github.com/bcollard/marina/internal/slot"
@@ -65,7 +66,8 @@ func clusterRows(ctx context.Context, e *Env, b *lab, sel labels.Selector, selec
 	errs := make([]error, len(b.clusters))
 	var wg sync.WaitGroup
 	for i, c := range b.clusters {
-		rows[i] = ClusterRow{Name: c.Name, Num: c.Slot, Nodes: len(c.Nodes), State: "stopped", KubeconfigPath: e.Paths.Kubeconfig(c.Name)}
+		kc, _ := e.Paths.Kubeconfig(c.Name) // names from Docker are checked in cluster.Group
+		rows[i] = ClusterRow{Name: c.Name, Num: c.Slot, Nodes: len(c.Nodes), State: "stopped", KubeconfigPath: kc}
 		if c.Slot > 0 {
 			rows[i].APIPort = slot.APIPort(c.Slot)
 		}
@@ -115,15 +117,18 @@ func parseSelector(s string) (labels.Selector, error) {
 
 // clusterClient is a client for cluster name, from its own kubeconfig.
 func clusterClient(e *Env, name string, timeout time.Duration) (*kubernetes.Clientset, error) {
-	path := e.Paths.Kubeconfig(name)
-	kc, err := os.ReadFile(path)
+	path, err := e.Paths.Kubeconfig(name)
+	if err != nil {
+		return nil, err
+	}
+	kc, err := fileutil.ReadRegular(path, kubeconfig.MaxSize)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("cluster %s has no kubeconfig at %s: `marina kubeconfig merge %s` writes it", name, path, name)
 	}
 	if err != nil {
 		return nil, err
 	}
-	rc, err := restConfig(kc)
+	rc, err := kubeconfig.RESTConfig(kc)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
@@ -186,7 +191,8 @@ func DeleteClusters(ctx context.Context, e *Env, opts DeleteOptions) error {
 	if err != nil {
 		return err
 	}
-	b, err := openLab(ctx, e, labNeeds{clusters: true})
+	// Strict: whether entries leave ~/.kube/config is a setting.
+	b, err := openLab(ctx, e, labNeeds{strict: true, clusters: true})
 	if err != nil {
 		return err
 	}
@@ -231,6 +237,16 @@ func DeleteClusters(ctx context.Context, e *Env, opts DeleteOptions) error {
 		}
 	}
 	sort.Strings(names)
+	script, err := guest.KindDelete(names)
+	if err != nil {
+		return err
+	}
+	files := make([]string, len(names))
+	for i, n := range names {
+		if files[i], err = e.Paths.Kubeconfig(n); err != nil {
+			return err
+		}
+	}
 	steps := []Step{{Do: "delete " + plural(len(names), "cluster") + " " + strings.Join(names, ", ") + " with their kubeconfig files"}}
 	cfg := b.cfg
 	target := e.kubeconfigTarget()
@@ -249,22 +265,31 @@ func DeleteClusters(ctx context.Context, e *Env, opts DeleteOptions) error {
 			return errors.New("nothing was deleted")
 		}
 	}
-	g := e.Guest(b.l, cfg.VM.Name)
-	return e.step("Deleting "+strings.Join(names, ", "), "Deleted "+strings.Join(names, ", "), func() error {
-		if _, err := g.Run(ctx, vm.Script{Name: "kind delete cluster", Body: guest.KindDelete(names), Root: true}); err != nil {
+	g := e.Guest(b.l, b.name)
+	var foreign []string
+	err = e.step("Deleting "+strings.Join(names, ", "), "Deleted "+strings.Join(names, ", "), func() error {
+		if _, err := g.Run(ctx, vm.Script{Name: "kind delete cluster", Body: script, Root: true}); err != nil {
 			return err
 		}
 		var errs []error
-		for _, n := range names {
-			if err := os.Remove(e.Paths.Kubeconfig(n)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		for i, n := range names {
+			if err := os.Remove(files[i]); err != nil && !errors.Is(err, os.ErrNotExist) {
 				errs = append(errs, err)
 			}
 			if cfg.Kind.AutoRemoveKubeconfig {
-				errs = append(errs, kubeconfig.Remove(target, n))
+				r, err := kubeconfig.Remove(target, n)
+				errs = append(errs, err)
+				if len(r.Foreign) > 0 {
+					foreign = append(foreign, n)
+				}
 			}
 		}
 		return errors.Join(errs...)
 	})
+	for _, n := range foreign {
+		e.UI.Warnf("%s has entries named %s that marina did not write: they were left as they are", target, n)
+	}
+	return err
 }
 
 // pick asks which clusters to delete: numbers from the list, or "all".

@@ -15,9 +15,10 @@ import (
 	"github.com/bcollard/marina/internal/vm"
 )
 
-// kindNet is the guest-side description of the kind network.
-func kindNet(cidr netip.Prefix) guest.Net {
-	return guest.Net{Kind: cidr, Bridge: docker.KindBridge}
+// kindNet is the guest-side description of the kind network, open to the
+// Mac at mac.
+func kindNet(cidr netip.Prefix, mac netip.Addr) guest.Net {
+	return guest.Net{Kind: cidr, Bridge: docker.KindBridge, Mac: mac}
 }
 
 // converge brings a running VM's networking and services to the config:
@@ -49,7 +50,7 @@ func converge(ctx context.Context, e *Env, l *vm.Limactl, cfg config.Config, pla
 		e.UI.End(false)
 		return o.routeErr
 	}
-	e.UI.Relabel(fmt.Sprintf("VM address on lima0: %s; Docker %s answers on %s", o.guest.Lima0, o.dockerVer, e.Paths.DockerSocket(name)))
+	e.UI.Relabel(fmt.Sprintf("VM address on lima0: %s (this host: %s); Docker %s answers on %s", o.guest.Lima0, o.mac, o.dockerVer, e.socket(name)))
 	e.UI.End(true)
 	if all := o.guest.Lima0All; len(all) > 1 {
 		e.UI.Warnf("lima0 has %d IPv4 addresses (%v); marina uses %s", len(all), all, o.guest.Lima0)
@@ -59,8 +60,11 @@ func converge(ctx context.Context, e *Env, l *vm.Limactl, cfg config.Config, pla
 	if err != nil {
 		return err
 	}
-	if p.route.State == host.Shadowed {
+	switch p.route.State {
+	case host.Shadowed:
 		e.UI.Warnf("%s\n  marina cannot fix this; the addresses it covers stay unreachable from this host until that route is gone (check your VPN client)", p.route)
+	case host.Foreign:
+		e.UI.Warnf("%s\n  choose another network.cidr, or remove that route if it is a leftover: `sudo route -n delete -net %s`", p.route, p.route.Want)
 	}
 	b, stale, err := staleAfterMove(ctx, e, l, cfg, o)
 	if err != nil {
@@ -80,7 +84,7 @@ func converge(ctx context.Context, e *Env, l *vm.Limactl, cfg config.Config, pla
 	if err := followLima0(ctx, e, b, stale); err != nil {
 		return err
 	}
-	fmt.Fprintf(e.Stdout, "VM %s is ready: lima0 %s, Docker at unix://%s, %s routed to the VM\n", name, o.guest.Lima0.Addr(), e.Paths.DockerSocket(name), cidr)
+	fmt.Fprintf(e.Stdout, "VM %s is ready: lima0 %s, Docker at unix://%s, %s routed to the VM\n", name, o.guest.Lima0.Addr(), e.socket(name), cidr)
 	return nil
 }
 
@@ -94,6 +98,7 @@ type convergePlan struct {
 	mirrors    mirrorPlan
 	route      host.RouteStatus
 	routeFix   []string
+	made       *host.Made // the routes marina made
 }
 
 // planConverge decides, from one observation, what must change. It changes
@@ -101,7 +106,7 @@ type convergePlan struct {
 func planConverge(e *Env, cfg config.Config, o *observed, dryRun bool) (convergePlan, error) {
 	cidr := netip.MustParsePrefix(cfg.Network.CIDR)
 	lima0 := o.guest.Lima0
-	p := convergePlan{network: docker.KindNetworkSpec(cidr, guest.HostIf), net: kindNet(cidr)}
+	p := convergePlan{network: docker.KindNetworkSpec(cidr, guest.HostIf), net: kindNet(cidr, o.mac)}
 	if have := o.network; have != nil {
 		if diff := p.network.Differences(have); len(diff) > 0 {
 			return p, networkMismatch(cfg.VM.Name, p.network, have, diff)
@@ -110,7 +115,7 @@ func planConverge(e *Env, cfg config.Config, o *observed, dryRun bool) (converge
 		p.createNet = true
 		p.steps = append(p.steps, Step{Do: "create the Docker network " + p.network.Name + ": " + p.network.CreateArgs()})
 	}
-	checks, err := p.net.Checks(o.guest.Net, lima0)
+	checks, err := p.net.Checks(o.guest.Net)
 	if err != nil {
 		return p, err
 	}
@@ -135,7 +140,10 @@ func planConverge(e *Env, cfg config.Config, o *observed, dryRun bool) (converge
 	}
 	p.mirrors = planMirrors(specs, o.mirrors, o.guest.RegistrySums)
 	p.steps = append(p.steps, p.mirrors.steps()...)
-	p.route = host.Classify(cidr, lima0.Addr(), o.route)
+	if p.made, err = host.LoadMade(e.Paths.Routes()); err != nil {
+		return p, err
+	}
+	p.route = host.Classify(cidr, lima0.Addr(), o.route, p.made.Gateways(cidr)...)
 	if p.routeFix = host.RouteFix(p.route); p.routeFix != nil {
 		p.steps = append(p.steps, Step{Do: "route " + cidr.String() + " to the VM: " + run.Quote(p.routeFix), Reason: "now " + string(p.route.State)})
 	}
@@ -185,9 +193,17 @@ func applyConverge(ctx context.Context, e *Env, l *vm.Limactl, name string, o *o
 		}
 	}
 	if p.routeFix != nil {
-		return e.step(fmt.Sprintf("Routing %s from this host via %s", p.route.Want, p.route.Via), "", func() error {
+		err := e.step(fmt.Sprintf("Routing %s from this host via %s", p.route.Want, p.route.Via), "", func() error {
 			return e.Host().Privileged(ctx, p.routeFix)
 		})
+		if err != nil {
+			return err
+		}
+	}
+	// Remember the route as marina's: destroy and a lima0 move may then
+	// change it, even with the VM stopped; nothing else is ever touched.
+	if p.routeFix != nil || p.route.State == host.Present {
+		return p.made.Add(p.route.Want, p.route.Via)
 	}
 	return nil
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/bcollard/marina/internal/cluster"
 	"github.com/bcollard/marina/internal/config"
+	"github.com/bcollard/marina/internal/fileutil"
 	"github.com/bcollard/marina/internal/guest"
 	"github.com/bcollard/marina/internal/kubeconfig"
 	"github.com/bcollard/marina/internal/run"
@@ -21,7 +22,10 @@ func KubeconfigPath(e *Env, name string, env bool) error {
 	if err := cluster.CheckName(name); err != nil {
 		return err
 	}
-	p := e.Paths.Kubeconfig(name)
+	p, err := e.Paths.Kubeconfig(name)
+	if err != nil {
+		return err
+	}
 	if _, err := os.Stat(p); err != nil {
 		return fmt.Errorf("cluster %s has no kubeconfig at %s: `marina kubeconfig merge %s` writes it", name, p, name)
 	}
@@ -38,7 +42,8 @@ func KubeconfigPath(e *Env, name string, env bool) error {
 // has now, writes each cluster's file and merges it into the user's
 // kubeconfig.
 func MergeKubeconfigs(ctx context.Context, e *Env, names []string, dryRun bool) error {
-	b, err := openLab(ctx, e, labNeeds{lima0: true, clusters: true})
+	// Strict: the API server address depends on network settings.
+	b, err := openLab(ctx, e, labNeeds{strict: true, lima0: true, clusters: true})
 	if err != nil {
 		return err
 	}
@@ -62,10 +67,16 @@ func MergeKubeconfigs(ctx context.Context, e *Env, names []string, dryRun bool) 
 		infos = append(infos, c)
 	}
 	target := e.kubeconfigTarget()
+	for _, c := range infos {
+		if err := kubeconfig.CheckMerge(target, c.Name); err != nil {
+			return err
+		}
+	}
 	if dryRun {
 		var steps []Step
 		for _, c := range infos {
-			steps = append(steps, Step{Do: fmt.Sprintf("export %s from the cluster (API server %s) to %s and merge it into %s", c.Name, b.server(c.Slot), e.Paths.Kubeconfig(c.Name), target)})
+			kc, _ := e.Paths.Kubeconfig(c.Name)
+			steps = append(steps, Step{Do: fmt.Sprintf("export %s from the cluster (API server %s) to %s and merge it into %s", c.Name, b.server(c.Slot), kc, target)})
 		}
 		printPlan(e, steps, "")
 		return nil
@@ -89,7 +100,11 @@ func refreshKubeconfigs(ctx context.Context, e *Env, b *lab, infos []cluster.Inf
 		}
 		names = append(names, c.Name)
 	}
-	res, err := e.Guest(b.l, b.cfg.VM.Name).Run(ctx, vm.Script{Name: "export kubeconfigs", Body: guest.KindExport(names), Root: true})
+	script, err := guest.KindExport(names)
+	if err != nil {
+		return err
+	}
+	res, err := e.Guest(b.l, b.name).Run(ctx, vm.Script{Name: "export kubeconfigs", Body: script, Root: true})
 	if err != nil {
 		return err
 	}
@@ -103,8 +118,12 @@ func refreshKubeconfigs(ctx context.Context, e *Env, b *lab, infos []cluster.Inf
 			continue
 		}
 		kc, err := exportKubeconfig(c.Name, b.server(c.Slot), ex)
+		var path string
 		if err == nil {
-			err = writeKubeconfig(e.Paths.Kubeconfig(c.Name), kc)
+			path, err = e.Paths.Kubeconfig(c.Name)
+		}
+		if err == nil {
+			err = writeKubeconfig(path, kc)
 		}
 		if err == nil && merge {
 			err = kubeconfig.Merge(target, c.Name, kc)
@@ -117,19 +136,31 @@ func refreshKubeconfigs(ctx context.Context, e *Env, b *lab, infos []cluster.Inf
 }
 
 // RemoveKubeconfigs drops the entries of names from the user's kubeconfig;
-// the clusters' own files stay.
+// the clusters' own files stay. Only entries marina wrote are removed: the
+// user's own of the same name stay, and are an error.
 func RemoveKubeconfigs(e *Env, names []string) error {
 	target := e.kubeconfigTarget()
 	for _, n := range names {
 		if err := cluster.CheckName(n); err != nil {
 			return err
 		}
-		if err := kubeconfig.Remove(target, n); err != nil {
-			return err
-		}
-		fmt.Fprintf(e.Stdout, "Removed %s from %s\n", n, target)
 	}
-	return nil
+	var errs []error
+	for _, n := range names {
+		r, err := kubeconfig.Remove(target, n)
+		switch {
+		case err != nil:
+			errs = append(errs, err)
+		case len(r.Entries) > 0:
+			fmt.Fprintf(e.Stdout, "Removed %s (%s) from %s\n", n, strings.Join(r.Entries, ", "), target)
+		case len(r.Foreign) == 0:
+			fmt.Fprintf(e.Stdout, "%s has no entries named %s: nothing to remove\n", target, n)
+		}
+		if len(r.Foreign) > 0 {
+			errs = append(errs, fmt.Errorf("%s has a %s named %s that marina did not write: it was left as it is (kubectl config delete-context %s removes a context of yours)", target, strings.Join(r.Foreign, ", "), n, n))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // UseKubeconfig makes name the current context of the user's kubeconfig.
@@ -157,8 +188,12 @@ func UseKubeconfig(e *Env, name string) error {
 func staleKubeconfigs(e *Env, b *lab) []cluster.Info {
 	var out []cluster.Info
 	for _, c := range b.clusters {
-		kc, err := os.ReadFile(e.Paths.Kubeconfig(c.Name))
+		path, err := e.Paths.Kubeconfig(c.Name)
 		if err != nil || c.Slot == 0 || !c.Running() {
+			continue
+		}
+		kc, err := fileutil.ReadRegular(path, kubeconfig.MaxSize)
+		if err != nil {
 			continue
 		}
 		if s, err := kubeconfig.Server(kc); err == nil && s != b.server(c.Slot) {
@@ -174,10 +209,10 @@ func staleAfterMove(ctx context.Context, e *Env, l *vm.Limactl, cfg config.Confi
 	if !cfg.Network.DisablePortMirroring || o.docker == nil {
 		return nil, nil, nil
 	}
-	if kcs, _ := filepath.Glob(e.Paths.Kubeconfig("*")); len(kcs) == 0 {
+	if kcs, _ := filepath.Glob(filepath.Join(e.Paths.KubeconfigDir(), "*.kubeconfig")); len(kcs) == 0 {
 		return nil, nil, nil // no cluster kubeconfig to look at: no Docker call either
 	}
-	b := &lab{cfg: cfg, l: l, dc: o.docker, lima0: o.guest.Lima0.Addr()}
+	b := &lab{name: cfg.VM.Name, cfg: cfg, l: l, dc: o.docker, lima0: o.guest.Lima0.Addr()}
 	var err error
 	if b.clusters, err = b.listClusters(ctx); err != nil {
 		return nil, nil, err
@@ -209,7 +244,11 @@ func followLima0(ctx context.Context, e *Env, b *lab, stale []cluster.Info) erro
 			if ok, err := kubeconfig.Has(target, n); err != nil || !ok {
 				continue
 			}
-			kc, err := os.ReadFile(e.Paths.Kubeconfig(n))
+			path, err := e.Paths.Kubeconfig(n)
+			var kc []byte
+			if err == nil {
+				kc, err = fileutil.ReadRegular(path, kubeconfig.MaxSize)
+			}
 			if err == nil {
 				err = kubeconfig.Merge(target, n, kc)
 			}

@@ -5,10 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net"
 	"net/netip"
 	"os"
 	"os/exec"
+	"slices"
+	"time"
 
+	"github.com/bcollard/marina/internal/config"
+	"github.com/bcollard/marina/internal/guest"
 	"github.com/bcollard/marina/internal/host"
 	"github.com/bcollard/marina/internal/run"
 	"github.com/bcollard/marina/internal/ui"
@@ -23,22 +28,22 @@ type DownOptions struct {
 
 // Down stops the VM; it keeps everything in it.
 func Down(ctx context.Context, e *Env, opts DownOptions) error {
-	cfg, l, in, err := e.vmState(ctx)
+	name, l, in, err := e.vmState(ctx)
 	if err != nil {
 		return err
 	}
-	name := cfg.VM.Name
+	running := in != nil && in.Status == vm.StatusRunning
 	var steps []Step
-	if in != nil && in.Status == vm.StatusRunning {
+	if running {
 		steps = append(steps, Step{Do: "stop VM " + name, Reason: "clusters, images and caches are kept; `marina up` starts it again"})
 	}
-	var unroute []string
+	var unroute []routeRemoval
 	if opts.RemoveRoute {
-		if unroute, err = routeRemoval(ctx, e, cfg.Network.CIDR); err != nil {
+		if unroute, err = routeRemovals(ctx, e, l, name, running); err != nil {
 			return err
 		}
-		if unroute != nil {
-			steps = append(steps, Step{Do: "remove the host's route to " + cfg.Network.CIDR + ": " + run.Quote(unroute)})
+		for _, r := range unroute {
+			steps = append(steps, r.step())
 		}
 	}
 	if len(steps) == 0 || opts.DryRun {
@@ -49,33 +54,86 @@ func Down(ctx context.Context, e *Env, opts DownOptions) error {
 		printPlan(e, steps, "VM "+name+" "+state)
 		return nil
 	}
-	if in != nil && in.Status == vm.StatusRunning {
+	if running {
 		if err := e.step("Stopping VM "+name, "Stopped VM "+name, func() error { return l.Stop(ctx, name) }); err != nil {
 			return err
 		}
 	}
-	return removeRoute(ctx, e, cfg.Network.CIDR, unroute)
+	return removeRoutes(ctx, e, unroute)
 }
 
-// routeRemoval is the command that removes the kind network's host route,
-// nil when there is none of exactly that network.
-func routeRemoval(ctx context.Context, e *Env, cidr string) ([]string, error) {
-	p, err := netip.ParsePrefix(cidr)
-	if err != nil {
-		return nil, nil // nothing marina could have routed
-	}
-	rs, err := e.Host().RouteStatus(ctx, p, netip.Addr{})
+// routeRemoval is one host route marina made and will delete.
+type routeRemoval struct {
+	status host.RouteStatus
+	argv   []string
+}
+
+func (r routeRemoval) step() Step {
+	return Step{Do: "remove the host's route to " + r.status.Want.String() + " via " + r.status.Found.Gateway.String() + ": " + run.Quote(r.argv)}
+}
+
+// routeRemovals are the host routes to delete: of the networks marina
+// routed (its record) and the config's network.cidr (when the config is
+// valid), only a route of exactly that network whose gateway marina put
+// there (recorded, or the VM's lima0 address now). Any other route is
+// reported and left alone; the default route never qualifies.
+func routeRemovals(ctx context.Context, e *Env, l *vm.Limactl, name string, running bool) ([]routeRemoval, error) {
+	made, err := host.LoadMade(e.Paths.Routes())
 	if err != nil {
 		return nil, err
 	}
-	return host.RouteRemove(rs), nil
+	nets := made.Networks()
+	if cfg, err := e.Config(); err == nil {
+		p := netip.MustParsePrefix(cfg.Network.CIDR) // validated
+		if !slices.Contains(nets, p) {
+			nets = append(nets, p)
+		}
+	} else if !errors.Is(err, config.ErrNotFound) {
+		e.UI.Warnf("network.cidr is not read from an invalid config: only the routes marina recorded in %s are looked at", e.Paths.Routes())
+	}
+	h := e.Host()
+	var lima0 netip.Addr
+	var out []routeRemoval
+	for _, p := range nets {
+		rs, err := h.RouteStatus(ctx, p, lima0, made.Gateways(p)...)
+		if err != nil {
+			return nil, err
+		}
+		if rs.Found != nil && rs.Found.Dest == p && !rs.Ours && running && !lima0.IsValid() {
+			// Not recorded: it is marina's if it goes through the VM's
+			// lima0 address now (one round trip, only in this case).
+			if st, err := guest.Observe(ctx, e.Guest(l, name)); err == nil {
+				lima0 = st.Lima0.Addr()
+				rs = host.Classify(p, lima0, rs.Found, made.Gateways(p)...)
+			}
+		}
+		if argv := host.RouteRemove(rs); argv != nil {
+			out = append(out, routeRemoval{status: rs, argv: argv})
+		} else if rs.Found != nil && rs.Found.Dest == p {
+			e.UI.Warnf("the host's route to %s (%s) was not made by marina for this VM: it is left as it is", p, rs.Found)
+		}
+	}
+	return out, nil
 }
 
-func removeRoute(ctx context.Context, e *Env, cidr string, argv []string) error {
-	if argv == nil {
+func removeRoutes(ctx context.Context, e *Env, rs []routeRemoval) error {
+	if len(rs) == 0 {
 		return nil
 	}
-	return e.step("Removing the host's route to "+cidr, "", func() error { return e.Host().Privileged(ctx, argv) })
+	made, err := host.LoadMade(e.Paths.Routes())
+	if err != nil {
+		return err
+	}
+	for _, r := range rs {
+		err := e.step("Removing the host's route to "+r.status.Want.String(), "", func() error { return e.Host().Privileged(ctx, r.argv) })
+		if err != nil {
+			return err
+		}
+		if err := made.Forget(r.status.Want); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // DestroyOptions are the flags of marina destroy.
@@ -87,25 +145,25 @@ type DestroyOptions struct {
 // Destroy deletes the VM and everything in it. The registry cache on the
 // Mac and the config are kept.
 func Destroy(ctx context.Context, e *Env, opts DestroyOptions) error {
-	cfg, l, in, err := e.vmState(ctx)
+	name, l, in, err := e.vmState(ctx)
 	if err != nil {
 		return err
 	}
-	name := cfg.VM.Name
-	sock := e.Paths.DockerSocket(name)
+	sock := e.socket(name)
 	var steps []Step
 	if in != nil {
 		steps = append(steps, Step{Do: fmt.Sprintf("delete VM %s (%s) and its disk, with every cluster and image in it", name, in.Status)})
 	}
-	if _, err := os.Lstat(sock); err == nil {
+	removeSock := staleSocket(sock, in)
+	if removeSock {
 		steps = append(steps, Step{Do: "remove the Docker socket " + sock})
 	}
-	unroute, err := routeRemoval(ctx, e, cfg.Network.CIDR)
+	unroute, err := routeRemovals(ctx, e, l, name, in != nil && in.Status == vm.StatusRunning)
 	if err != nil {
 		return err
 	}
-	if unroute != nil {
-		steps = append(steps, Step{Do: "remove the host's route to " + cfg.Network.CIDR + ": " + run.Quote(unroute)})
+	for _, r := range unroute {
+		steps = append(steps, r.step())
 	}
 	if len(steps) == 0 {
 		fmt.Fprintf(e.Stdout, "No changes: VM %s does not exist.\n", name)
@@ -129,23 +187,43 @@ func Destroy(ctx context.Context, e *Env, opts DestroyOptions) error {
 			return err
 		}
 	}
-	// Lima leaves the forwarded socket behind when the VM goes away.
-	if err := os.Remove(sock); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("remove %s: %w", sock, err)
+	// Lima leaves the forwarded socket behind when the VM goes away; one
+	// that still answers belongs to another VM of the same name (another
+	// MARINA_HOME) and stays.
+	if removeSock || (in != nil && staleSocket(sock, nil)) {
+		if err := os.Remove(sock); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("remove %s: %w", sock, err)
+		}
 	}
-	return removeRoute(ctx, e, cfg.Network.CIDR, unroute)
+	return removeRoutes(ctx, e, unroute)
+}
+
+// staleSocket reports whether the Docker socket at sock is a leftover
+// marina may remove: a socket that nothing answers on. in is this home's
+// VM: while it exists, its socket is its own.
+func staleSocket(sock string, in *vm.Instance) bool {
+	st, err := os.Lstat(sock)
+	if err != nil || st.Mode()&os.ModeSocket == 0 || in != nil {
+		return false
+	}
+	c, err := net.DialTimeout("unix", sock, 500*time.Millisecond)
+	if err != nil {
+		return true
+	}
+	c.Close()
+	return false
 }
 
 // Shell opens a shell in the VM, or runs args there.
 func Shell(ctx context.Context, e *Env, args []string) error {
-	cfg, l, in, err := e.vmState(ctx)
+	name, l, in, err := e.vmState(ctx)
 	if err != nil {
 		return err
 	}
 	if in == nil || in.Status != vm.StatusRunning {
-		return notRunning(cfg.VM.Name, in)
+		return notRunning(name, in)
 	}
-	c := l.ShellCmd(cfg.VM.Name, args)
+	c := l.ShellCmd(name, args)
 	cmd := exec.CommandContext(ctx, c.Args[0], c.Args[1:]...)
 	cmd.Env = append(os.Environ(), c.Env...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = e.Stdin, e.Stdout, e.Stderr

@@ -59,7 +59,7 @@ func planMirrors(specs []registry.Spec, have []docker.Container, sums map[string
 	wanted := map[string]bool{}
 	for _, s := range specs {
 		wanted[s.Name] = true
-		fileOK := sums[registry.ConfigFile(s.Name)] == s.FileSum()
+		fileOK := sums[s.ConfigFile] == s.FileSum()
 		if !fileOK {
 			p.writes = true
 		}
@@ -129,13 +129,13 @@ func applyMirrors(ctx context.Context, dc *docker.Client, p mirrorPlan) error {
 	if len(p.create) == 0 {
 		return nil
 	}
-	if err := dc.EnsureImage(ctx, registry.Image); err != nil {
-		return err
-	}
 	for _, s := range p.create {
+		if err := dc.EnsureImage(ctx, s.Image); err != nil {
+			return err
+		}
 		err := dc.Run(ctx, docker.RunSpec{
 			Name:   s.Name,
-			Image:  registry.Image,
+			Image:  s.Image,
 			Labels: map[string]string{registry.LabelMirror: s.Name, registry.LabelConfig: s.Digest},
 			Binds:  s.Binds(),
 		})
@@ -155,5 +155,5 @@ func mirrorSpecs(e *Env, cfg config.Config, dryRun bool) ([]registry.Spec, error
 	if err != nil {
 		return nil, err
 	}
-	return registry.Specs(cfg.Registries.Mirrors, vm.GuestCacheDir, key)
+	return registry.Specs(cfg.Registries, vm.GuestCacheDir, key)
 }

@@ -11,7 +11,7 @@ import (
 
 func specsFor(t *testing.T, ms ...config.Mirror) []registry.Spec {
 	t.Helper()
-	s, err := registry.Specs(ms, "/var/lib/marina/registry-cache", []byte("0123456789abcdef0123456789abcdef"))
+	s, err := registry.Specs(config.Registries{Image: config.DefaultRegistryImage, Mirrors: ms}, "/var/lib/marina/registry-cache", []byte("0123456789abcdef0123456789abcdef"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -25,7 +25,7 @@ func runningMirror(s registry.Spec, id string) docker.Container {
 func sums(specs ...registry.Spec) map[string]string {
 	m := map[string]string{}
 	for _, s := range specs {
-		m[registry.ConfigFile(s.Name)] = s.FileSum()
+		m[s.ConfigFile] = s.FileSum()
 	}
 	return m
 }
@@ -68,7 +68,7 @@ func TestPlanMirrors(t *testing.T) {
 		{"nothing yet", []registry.Spec{q, g}, nil, nil, true, "registry-quayio,registry-gcrio", ""},
 		{"all in place", []registry.Spec{q, g}, []docker.Container{runningMirror(q, "q"), runningMirror(g, "g")}, sums(q, g), false, "", ""},
 		{"one upstream changed", []registry.Spec{q2, g}, []docker.Container{runningMirror(q, "q"), runningMirror(g, "g")}, sums(q, g), true, "registry-quayio", "registry-quayio"},
-		{"a file edited in the VM", []registry.Spec{q, g}, []docker.Container{runningMirror(q, "q"), runningMirror(g, "g")}, map[string]string{registry.ConfigFile(q.Name): "0", registry.ConfigFile(g.Name): g.FileSum()}, true, "registry-quayio", "registry-quayio"},
+		{"a file edited in the VM", []registry.Spec{q, g}, []docker.Container{runningMirror(q, "q"), runningMirror(g, "g")}, map[string]string{q.ConfigFile: "0", g.ConfigFile: g.FileSum()}, true, "registry-quayio", "registry-quayio"},
 		{"a mirror left the config", []registry.Spec{q}, []docker.Container{runningMirror(q, "q"), old}, sums(q), false, "", "registry-old"},
 		{"a stale config file", []registry.Spec{q}, []docker.Container{runningMirror(q, "q")}, sums(q, g), true, "", ""},
 		{"a stopped mirror", []registry.Spec{q}, []docker.Container{stopped}, sums(q), false, "registry-quayio", "registry-quayio"},

@@ -20,6 +20,9 @@ import (
 type observed struct {
 	guest    guest.State
 	guestErr error
+	// mac is this host's own address towards lima0: the one source the
+	// VM's rules let into the kind network.
+	mac netip.Addr
 
 	docker     *docker.Client // nil when it could not be dialled
 	dockerVer  string
@@ -42,10 +45,13 @@ func observe(ctx context.Context, e *Env, l *vm.Limactl, name string, cidr netip
 	go func() {
 		defer wg.Done()
 		o.guest, o.guestErr = guest.Observe(ctx, e.Guest(l, name))
+		if o.guestErr == nil {
+			o.mac, o.guestErr = host.SourceFor(o.guest.Lima0.Addr())
+		}
 	}()
 	go func() {
 		defer wg.Done()
-		dc, err := docker.Dial(e.Paths.DockerSocket(name))
+		dc, err := docker.Dial(e.socket(name))
 		if err != nil {
 			o.dockerErr = err
 			return

@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -23,6 +24,7 @@ import (
 	"github.com/bcollard/marina/internal/guest"
 	"github.com/bcollard/marina/internal/registry"
 	"github.com/bcollard/marina/internal/run"
+	"github.com/bcollard/marina/internal/ui"
 	"github.com/bcollard/marina/internal/vm"
 )
 
@@ -53,14 +55,14 @@ type ProxyCounters struct {
 // ListMirrors reports every configured mirror and any stray mirror
 // container.
 func ListMirrors(ctx context.Context, e *Env) ([]MirrorStatus, error) {
-	cfg, l, in, err := e.vmState(ctx)
+	cfg, l, in, err := e.strictVM(ctx)
 	if err != nil {
 		return nil, err
 	}
 	running := in != nil && in.Status == vm.StatusRunning
 	var have []docker.Container
 	if running {
-		dc, err := docker.Dial(e.Paths.DockerSocket(cfg.VM.Name))
+		dc, err := docker.Dial(e.socket(cfg.VM.Name))
 		if err != nil {
 			return nil, err
 		}
@@ -86,6 +88,11 @@ func ListMirrors(ctx context.Context, e *Env) ([]MirrorStatus, error) {
 		out = append(out, s)
 	}
 	for name, c := range byName {
+		// A label anyone with the Docker socket could have written: shown,
+		// never used to build a path.
+		if config.CheckMirrorName(name) != nil {
+			name = fmt.Sprintf("%q (container %s)", name, c.Name)
+		}
 		out = append(out, MirrorStatus{Name: name, State: "stray", IP: c.IP, CacheBytes: -1})
 	}
 	if err := cacheSizes(ctx, e, l, cfg, running, out); err != nil {
@@ -100,36 +107,34 @@ func ListMirrors(ctx context.Context, e *Env) ([]MirrorStatus, error) {
 func cacheSizes(ctx context.Context, e *Env, l *vm.Limactl, cfg config.Config, running bool, rows []MirrorStatus) error {
 	if cfg.Registries.CacheStorage == config.CacheHost {
 		for i := range rows {
-			rows[i].CacheDir = filepath.Join(e.Paths.RegistryCache(), rows[i].Name)
-			rows[i].CacheBytes = dirSize(rows[i].CacheDir)
+			if dir, err := e.Paths.MirrorCache(rows[i].Name); err == nil {
+				rows[i].CacheDir, rows[i].CacheBytes = dir, dirSize(dir)
+			}
 		}
 		return nil
 	}
-	for i := range rows {
-		rows[i].CacheDir = registry.CacheDir(vm.GuestCacheDir, rows[i].Name) + " (in the VM)"
-	}
-	if !running || len(rows) == 0 {
-		return nil
-	}
+	dirs := map[string]int{}
 	var b strings.Builder
-	for _, r := range rows {
-		fmt.Fprintf(&b, "du -sb %s 2>/dev/null || echo '- %[1]s'\n", run.ShellQuote(registry.CacheDir(vm.GuestCacheDir, r.Name)))
+	for i := range rows {
+		dir, err := registry.CacheDir(vm.GuestCacheDir, rows[i].Name)
+		if err != nil {
+			continue
+		}
+		rows[i].CacheDir = dir + " (in the VM)"
+		dirs[dir] = i
+		fmt.Fprintf(&b, "du -sb %s 2>/dev/null || true\n", run.ShellQuote(dir))
+	}
+	if !running || len(dirs) == 0 {
+		return nil
 	}
 	res, err := e.Guest(l, cfg.VM.Name).Run(ctx, vm.Script{Name: "measure the mirror caches", Body: b.String(), Root: true})
 	if err != nil {
 		return err
 	}
-	sizes := map[string]int64{}
 	for _, line := range strings.Split(string(res.Stdout), "\n") {
-		f := strings.Fields(line)
-		if len(f) == 2 {
-			if n, err := strconv.ParseInt(f[0], 10, 64); err == nil {
-				sizes[filepath.Base(f[1])] = n
-			}
-		}
-	}
-	for i := range rows {
-		if n, ok := sizes[rows[i].Name]; ok {
+		size, dir, ok := strings.Cut(line, "\t")
+		i, known := dirs[dir]
+		if n, err := strconv.ParseInt(size, 10, 64); ok && known && err == nil {
 			rows[i].CacheBytes = n
 		}
 	}
@@ -226,13 +231,14 @@ func orDash(s string) string {
 // CleanCacheOptions are the flags of marina registry clean-cache.
 type CleanCacheOptions struct {
 	DryRun bool
+	Yes    bool // empty more than one cache without asking
 }
 
 // CleanCache empties the caches of the named mirrors (all when none is
 // named). A running mirror is removed first and started again afterwards,
 // empty.
 func CleanCache(ctx context.Context, e *Env, names []string, opts CleanCacheOptions) error {
-	cfg, l, in, err := e.vmState(ctx)
+	cfg, l, in, err := e.strictVM(ctx)
 	if err != nil {
 		return err
 	}
@@ -254,11 +260,20 @@ func CleanCache(ctx context.Context, e *Env, names []string, opts CleanCacheOpti
 	if !running && !host {
 		return notRunning(cfg.VM.Name, in)
 	}
+	// Every folder to empty, each a plain child of the cache root.
+	dirs := make([]string, len(selected))
 	var steps []Step
-	for _, m := range selected {
-		where := filepath.Join(e.Paths.RegistryCache(), m.Name)
-		if !host {
-			where = registry.CacheDir(vm.GuestCacheDir, m.Name) + " in the VM"
+	for i, m := range selected {
+		where := ""
+		if host {
+			dirs[i], err = e.Paths.MirrorCache(m.Name)
+			where = dirs[i]
+		} else {
+			dirs[i], err = registry.CacheDir(vm.GuestCacheDir, m.Name)
+			where = dirs[i] + " in the VM"
+		}
+		if err != nil {
+			return err
 		}
 		s := Step{Do: "empty the cache of " + m.Name + " (" + where + ")"}
 		if running {
@@ -270,11 +285,20 @@ func CleanCache(ctx context.Context, e *Env, names []string, opts CleanCacheOpti
 		printPlan(e, steps, "")
 		return nil
 	}
+	if len(selected) > 1 && !opts.Yes {
+		what := fmt.Sprintf("Empty the caches of %d mirrors (%s)? Every image pulled through them is downloaded again.", len(selected), strings.Join(registryNames(selected), ", "))
+		if !e.TTY {
+			return fmt.Errorf("marina registry clean-cache empties %d caches and needs a confirmation: run it in a terminal, pass -y, or name one mirror", len(selected))
+		}
+		if !ui.Confirm(e.Stdin, e.Stderr, what) {
+			return errors.New("nothing was emptied")
+		}
+	}
 	// A running mirror holds its files: it goes first and comes back after.
 	var dc *docker.Client
 	var stop, start mirrorPlan
 	if running {
-		if dc, err = docker.Dial(e.Paths.DockerSocket(cfg.VM.Name)); err != nil {
+		if dc, err = docker.Dial(e.socket(cfg.VM.Name)); err != nil {
 			return err
 		}
 		defer dc.Close()
@@ -282,7 +306,9 @@ func CleanCache(ctx context.Context, e *Env, names []string, opts CleanCacheOpti
 		if err != nil {
 			return err
 		}
-		if start.create, err = mirrorSpecs(e, config.Config{Registries: config.Registries{Mirrors: selected}}, false); err != nil {
+		sub := cfg
+		sub.Registries.Mirrors = selected
+		if start.create, err = mirrorSpecs(e, sub, false); err != nil {
 			return err
 		}
 		want := map[string]bool{}
@@ -297,20 +323,21 @@ func CleanCache(ctx context.Context, e *Env, names []string, opts CleanCacheOpti
 		if err := applyMirrors(ctx, dc, stop); err != nil {
 			return err
 		}
+		e.SetLeftover(fmt.Sprintf("the mirrors %s may be stopped: `marina up` starts them again", strings.Join(registryNames(selected), ", ")))
 	}
-	err = e.step(fmt.Sprintf("Emptying %d mirror cache(s)", len(selected)), "", func() error {
+	err = e.step(fmt.Sprintf("Emptying %s", plural(len(selected), "mirror cache")), "", func() error {
 		if host {
-			for _, m := range selected {
-				if err := emptyDir(filepath.Join(e.Paths.RegistryCache(), m.Name)); err != nil {
+			for _, d := range dirs {
+				if err := emptyDir(d); err != nil {
 					return err
 				}
 			}
 			return nil
 		}
 		b := guest.NewBatch()
-		for _, m := range selected {
-			dir := run.ShellQuote(registry.CacheDir(vm.GuestCacheDir, m.Name))
-			b.Sh("rm -rf " + dir + " && mkdir -p " + dir)
+		for _, d := range dirs {
+			q := run.ShellQuote(d)
+			b.Sh("rm -rf " + q + " && mkdir -p " + q)
 		}
 		_, err := e.Guest(l, cfg.VM.Name).Run(ctx, vm.Script{Name: "empty the mirror caches", Body: b.Script(), Root: true})
 		return err
@@ -318,7 +345,19 @@ func CleanCache(ctx context.Context, e *Env, names []string, opts CleanCacheOpti
 	if err != nil || !running {
 		return err
 	}
-	return e.step("Starting the mirrors again", "", func() error { return applyMirrors(ctx, dc, start) })
+	err = e.step("Starting the mirrors again", "", func() error { return applyMirrors(ctx, dc, start) })
+	if err == nil {
+		e.SetLeftover("")
+	}
+	return err
+}
+
+func registryNames(ms []config.Mirror) []string {
+	out := make([]string, len(ms))
+	for i, m := range ms {
+		out[i] = m.Name
+	}
+	return out
 }
 
 // emptyDir removes what dir holds and keeps dir.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/netip"
+	"strings"
 
 	"github.com/docker/go-units"
 
@@ -19,6 +20,9 @@ type Status struct {
 	VM    VMStatus     `json:"vm"`
 	Route RouteStatus  `json:"route"`
 	Guest *GuestStatus `json:"guestNetwork,omitempty"`
+	// ConfigError is why the config could not be read whole: the VM is
+	// still shown (vm.name is read alone), its networking is not.
+	ConfigError string `json:"configError,omitempty"`
 }
 
 // VMStatus is the VM section.
@@ -43,7 +47,7 @@ type VMStatus struct {
 // RouteStatus is the host route section.
 type RouteStatus struct {
 	CIDR string `json:"cidr"`
-	// State is present, missing, wrong gateway or shadowed.
+	// State is present, missing, wrong gateway, shadowed or foreign.
 	State string `json:"state,omitempty"`
 	// Via and Interface are the route the host uses now.
 	Via       string `json:"via,omitempty"`
@@ -85,16 +89,20 @@ const NotCreated = "NotCreated"
 // GetStatus observes everything it can and never stops at the first
 // failure: each problem lands next to what was learned.
 func GetStatus(ctx context.Context, e *Env) (Status, error) {
-	cfg, l, in, err := e.vmState(ctx)
+	name, l, in, err := e.vmState(ctx)
 	if err != nil {
 		return Status{}, err
 	}
-	name := cfg.VM.Name
-	cidr, cidrErr := netip.ParsePrefix(cfg.Network.CIDR)
-	s := Status{VM: VMStatus{Name: name, Status: NotCreated, DockerSocket: e.Paths.DockerSocket(name)}, Route: RouteStatus{CIDR: cfg.Network.CIDR}}
-	if cidrErr != nil {
-		s.Route.Line, s.Route.Error = cfg.Network.CIDR+" → unknown (network.cidr is invalid)", cidrErr.Error()
-		cidr = netip.Prefix{}
+	s := Status{VM: VMStatus{Name: name, Status: NotCreated, DockerSocket: e.socket(name)}}
+	// The networking sections need the whole config; the VM section only
+	// its name, so that a broken config still shows the VM.
+	var cidr netip.Prefix
+	if cfg, err := e.Config(); err != nil {
+		s.ConfigError = err.Error()
+		s.Route.Line = "unknown (the config is invalid: `marina config edit` fixes it)"
+	} else {
+		cidr = netip.MustParsePrefix(cfg.Network.CIDR) // validated
+		s.Route.CIDR = cidr.String()
 	}
 	if in == nil {
 		s.route(ctx, e, cidr, nil)
@@ -151,7 +159,7 @@ func (s *Status) guestNetwork(o *observed, cidr netip.Prefix) {
 		kn.Problems = spec.Differences(have)
 	}
 	gs.OK = kn.Present && len(kn.Problems) == 0
-	checks, err := kindNet(cidr).Checks(o.guest.Net, o.guest.Lima0)
+	checks, err := kindNet(cidr, o.mac).Checks(o.guest.Net)
 	if err != nil {
 		v.Errors = append(v.Errors, err.Error())
 	}
@@ -188,7 +196,12 @@ func (s *Status) route(ctx context.Context, e *Env, cidr netip.Prefix, o *observ
 		r.Line, r.Error = cidr.String()+" → unknown", err.Error()
 		return
 	}
-	rs := host.Classify(cidr, via, found)
+	made, err := host.LoadMade(e.Paths.Routes())
+	if err != nil {
+		r.Error = err.Error()
+		made = &host.Made{}
+	}
+	rs := host.Classify(cidr, via, found, made.Gateways(cidr)...)
 	r.State, r.Line = string(rs.State), rs.String()
 	if found != nil {
 		r.Interface = found.Interface
@@ -217,6 +230,9 @@ func PrintStatus(w io.Writer, s Status) {
 		for _, err := range v.Errors {
 			fmt.Fprintf(w, "  problem:  %s\n", err)
 		}
+	}
+	if s.ConfigError != "" {
+		fmt.Fprintf(w, "=== Config ===\n  %s\n", strings.ReplaceAll(s.ConfigError, "\n", "\n  "))
 	}
 	fmt.Fprintln(w, "=== Host route ===")
 	fmt.Fprintf(w, "  %s\n", s.Route.Line)

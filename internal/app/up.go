@@ -256,7 +256,8 @@ func applyUp(ctx context.Context, e *Env, cfg config.Config, l *vm.Limactl, plan
 	// A failed boot is explained in Lima's logs.
 	logs := func(err error) error {
 		if err != nil {
-			err = fmt.Errorf("%w\nLima's logs: %s", err, e.Paths.InstanceDir(name))
+			files, _ := e.Paths.VM(name)
+			err = fmt.Errorf("%w\nLima's logs: %s", err, files.InstanceDir)
 		}
 		return err
 	}

@@ -18,14 +18,15 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/bcollard/marina/internal/cluster"
+	"github.com/bcollard/marina/internal/kubeconfig"
 )
 
 // DefaultVerifyImage answers GET /clientip with the caller's address
-// (agnhost netexec, the echo server of Kubernetes' own e2e tests).
-const DefaultVerifyImage = "registry.k8s.io/e2e-test-images/agnhost:2.63.0"
+// (agnhost netexec, the echo server of Kubernetes' own e2e tests), pinned
+// by digest as the kueue project's e2e tests pin it.
+const DefaultVerifyImage = "registry.k8s.io/e2e-test-images/agnhost:2.53@sha256:99c6b4bb4a1e1df3f0b3752168c89358794d02258ebebc26bf21c29399011a85"
 
 // DefaultVerifyWait bounds the wait for the echo server and its address.
 const DefaultVerifyWait = 3 * time.Minute
@@ -105,11 +106,11 @@ func VerifyCluster(ctx context.Context, e *Env, opts VerifyOptions) error {
 // names a marina cluster.
 func currentContext(e *Env) (string, error) {
 	target := e.kubeconfigTarget()
-	c, err := clientcmd.LoadFromFile(target)
-	if err != nil || c.CurrentContext == "" {
+	cur, err := kubeconfig.Current(target)
+	if err != nil || cur == "" {
 		return "", fmt.Errorf("name the cluster to verify (%s has no current context)", target)
 	}
-	return c.CurrentContext, nil
+	return cur, nil
 }
 
 func deployEcho(ctx context.Context, cs *kubernetes.Clientset, ns, image string) error {

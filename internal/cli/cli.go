@@ -9,6 +9,8 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -20,24 +22,66 @@ import (
 	"github.com/bcollard/marina/internal/version"
 )
 
-// Main runs marina with args and returns the exit status.
+// Main runs marina with args and returns the exit status. SIGINT, SIGTERM
+// and SIGHUP all cancel the command, which then undoes what it started (a
+// half-made cluster is removed, within a deadline); a second signal stops
+// marina at once and says what is left and the command that removes it.
 func Main(args []string) int {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	return Run(ctx, args, os.Stdout, os.Stderr)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	defer signal.Stop(sigs)
+	r := newRoot(os.Stdout, os.Stderr)
+	var first atomic.Value
+	go func() {
+		s, ok := <-sigs
+		if !ok {
+			return
+		}
+		first.Store(s)
+		if env := r.env.Load(); env != nil && env.Leftover() != "" {
+			fmt.Fprintf(os.Stderr, "\nmarina: %s: undoing what this command started (a second signal stops at once)\n", s)
+		}
+		cancel()
+		s = <-sigs
+		fmt.Fprintf(os.Stderr, "\nmarina: %s again: stopped without waiting for the rollback.\n", s)
+		if env := r.env.Load(); env != nil && env.Leftover() != "" {
+			fmt.Fprintf(os.Stderr, "Left behind: %s\n", env.Leftover())
+		}
+		os.Exit(exitCode(s))
+	}()
+	code := r.run(ctx, args)
+	if s, ok := first.Load().(os.Signal); ok && code != 0 {
+		return exitCode(s)
+	}
+	return code
+}
+
+// exitCode is the shell's status for a process a signal ended: 128+N.
+func exitCode(s os.Signal) int {
+	if n, ok := s.(syscall.Signal); ok {
+		return 128 + int(n)
+	}
+	return 130
 }
 
 // Run runs marina with args and the given output streams.
 func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	r := &root{stdout: stdout, stderr: stderr}
+	return newRoot(stdout, stderr).run(ctx, args)
+}
+
+func newRoot(stdout, stderr io.Writer) *root { return &root{stdout: stdout, stderr: stderr} }
+
+func (r *root) run(ctx context.Context, args []string) int {
 	cmd := r.command()
 	cmd.SetArgs(args)
-	cmd.SetOut(stdout)
-	cmd.SetErr(stderr)
+	cmd.SetOut(r.stdout)
+	cmd.SetErr(r.stderr)
 	err := cmd.ExecuteContext(ctx)
-	if r.env != nil {
-		r.env.UI.End(err == nil)
-		r.env.UI.Debugf("guest round trips: %d", r.env.GuestCalls())
+	if env := r.env.Load(); env != nil {
+		env.UI.End(err == nil)
+		env.UI.Debugf("guest round trips: %d", env.GuestCalls())
 	}
 	if err == nil {
 		return 0
@@ -47,10 +91,14 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exit.Code
 	}
 	if errors.Is(err, context.Canceled) {
-		fmt.Fprintln(stderr, "ERROR: interrupted")
+		if err == context.Canceled {
+			fmt.Fprintln(r.stderr, "ERROR: interrupted")
+		} else {
+			fmt.Fprintf(r.stderr, "ERROR: interrupted: %v\n", err)
+		}
 		return 130
 	}
-	fmt.Fprintf(stderr, "ERROR: %v\n", err)
+	fmt.Fprintf(r.stderr, "ERROR: %v\n", err)
 	return 1
 }
 
@@ -58,7 +106,8 @@ type root struct {
 	stdout, stderr io.Writer
 	configFlag     string
 	debug          bool
-	env            *app.Env
+	// env is set once the command starts; the signal handler reads it.
+	env atomic.Pointer[app.Env]
 }
 
 func (r *root) command() *cobra.Command {
@@ -91,9 +140,29 @@ func (r *root) setup() error {
 		return err
 	}
 	u := ui.New(r.stderr, ui.IsSmartTerminal(os.Stderr, os.Getenv) && r.stderr == io.Writer(os.Stderr), r.debug)
-	r.env = app.NewEnv(paths, u, term.IsTerminal(int(os.Stdin.Fd())))
-	r.env.Stdout, r.env.Stderr = r.stdout, r.stderr
+	env := app.NewEnv(paths, u, term.IsTerminal(int(os.Stdin.Fd())))
+	env.Stdout, env.Stderr = r.stdout, r.stderr
+	r.env.Store(env)
 	return nil
+}
+
+// group makes c a command that only holds subcommands: bare, it prints its
+// help; with a word that is none of them, it fails with cobra's
+// suggestions, so that a script with a typo stops.
+func group(c *cobra.Command) *cobra.Command {
+	c.SuggestionsMinimumDistance = 2
+	c.Args = func(c *cobra.Command, args []string) error {
+		if len(args) == 0 {
+			return nil
+		}
+		msg := fmt.Sprintf("unknown command %q for %q", args[0], c.CommandPath())
+		if s := c.SuggestionsFor(args[0]); len(s) > 0 {
+			msg += "\n\nDid you mean this?\n\t" + strings.Join(s, "\n\t")
+		}
+		return fmt.Errorf("%s\nRun '%s --help' for usage", msg, c.CommandPath())
+	}
+	c.RunE = func(c *cobra.Command, _ []string) error { return c.Help() }
+	return c
 }
 
 func dryRunFlag(c *cobra.Command, v *bool) {
@@ -109,7 +178,7 @@ func (r *root) upCmd() *cobra.Command {
 it is stopped, and check that the guest and its Docker answer. Every run is
 safe to repeat: what already matches the config is left alone.`,
 		Args: cobra.NoArgs,
-		RunE: func(c *cobra.Command, _ []string) error { return app.Up(c.Context(), r.env, o) },
+		RunE: func(c *cobra.Command, _ []string) error { return app.Up(c.Context(), r.env.Load(), o) },
 	}
 	dryRunFlag(c, &o.DryRun)
 	return c
@@ -124,7 +193,7 @@ func (r *root) downCmd() *cobra.Command {
 The host route to the kind network stays unless --remove-route is given (on a
 Mac it goes anyway with the VM's network; marina up puts it back).`,
 		Args: cobra.NoArgs,
-		RunE: func(c *cobra.Command, _ []string) error { return app.Down(c.Context(), r.env, o) },
+		RunE: func(c *cobra.Command, _ []string) error { return app.Down(c.Context(), r.env.Load(), o) },
 	}
 	c.Flags().BoolVar(&o.RemoveRoute, "remove-route", false, "also remove the host's route to the kind network (needs sudo)")
 	dryRunFlag(c, &o.DryRun)
@@ -140,7 +209,7 @@ func (r *root) destroyCmd() *cobra.Command {
 The config and the registry cache on the Mac are kept, so the next marina up
 starts from a warm cache. Asks first; -y does not.`,
 		Args: cobra.NoArgs,
-		RunE: func(c *cobra.Command, _ []string) error { return app.Destroy(c.Context(), r.env, o) },
+		RunE: func(c *cobra.Command, _ []string) error { return app.Destroy(c.Context(), r.env.Load(), o) },
 	}
 	c.Flags().BoolVarP(&o.Yes, "yes", "y", false, "do not ask for confirmation")
 	dryRunFlag(c, &o.DryRun)
@@ -164,7 +233,7 @@ func withOutput[T any](r *root, c *cobra.Command, get func(context.Context, *app
 		if output != "text" && output != "json" && output != "yaml" {
 			return fmt.Errorf("unknown output format %q: use text, json or yaml", output)
 		}
-		v, err := get(c.Context(), r.env)
+		v, err := get(c.Context(), r.env.Load())
 		if err != nil {
 			return err
 		}
@@ -184,16 +253,15 @@ func (r *root) shellCmd() *cobra.Command {
 		Example: `  marina shell
   marina shell -- docker ps
   marina shell -- sudo iptables -S DOCKER-USER`,
-		RunE: func(c *cobra.Command, args []string) error { return app.Shell(c.Context(), r.env, args) },
+		RunE: func(c *cobra.Command, args []string) error { return app.Shell(c.Context(), r.env.Load(), args) },
 	}
 }
 
 func (r *root) registryCmd() *cobra.Command {
-	c := &cobra.Command{
+	c := group(&cobra.Command{
 		Use:   "registry",
 		Short: "The pull-through registry mirrors every cluster shares",
-		Args:  cobra.NoArgs,
-	}
+	})
 	list := withOutput(r, &cobra.Command{
 		Use:   "list",
 		Short: "List the mirrors: upstream, port, state, cache size, hits and misses",
@@ -204,38 +272,39 @@ func (r *root) registryCmd() *cobra.Command {
 		Use:   "clean-cache [NAME…]",
 		Short: "Empty the cache of the named mirrors (every mirror when none is named)",
 		Long: `Empty mirror caches. A running mirror is removed first and started again,
-empty; the next pulls go to the upstream again.`,
-		RunE: func(c *cobra.Command, args []string) error { return app.CleanCache(c.Context(), r.env, args, o) },
+empty; the next pulls go to the upstream again. Emptying more than one cache
+asks first; -y does not.`,
+		RunE: func(c *cobra.Command, args []string) error { return app.CleanCache(c.Context(), r.env.Load(), args, o) },
 	}
+	clean.Flags().BoolVarP(&o.Yes, "yes", "y", false, "do not ask for confirmation")
 	dryRunFlag(clean, &o.DryRun)
 	c.AddCommand(list, clean)
 	return c
 }
 
 func (r *root) configCmd() *cobra.Command {
-	c := &cobra.Command{
+	c := group(&cobra.Command{
 		Use:   "config",
 		Short: "Show, locate or edit the config file",
-		Args:  cobra.NoArgs,
-	}
+	})
 	c.AddCommand(
 		&cobra.Command{
 			Use:   "path",
 			Short: "Print the config file's path",
 			Args:  cobra.NoArgs,
-			RunE:  func(*cobra.Command, []string) error { return app.ConfigPath(r.env) },
+			RunE:  func(*cobra.Command, []string) error { return app.ConfigPath(r.env.Load()) },
 		},
 		&cobra.Command{
 			Use:   "show",
 			Short: "Print the effective config, defaults included (passwords masked)",
 			Args:  cobra.NoArgs,
-			RunE:  func(*cobra.Command, []string) error { return app.ShowConfig(r.env) },
+			RunE:  func(*cobra.Command, []string) error { return app.ShowConfig(r.env.Load()) },
 		},
 		&cobra.Command{
 			Use:   "edit",
 			Short: "Edit the config in $VISUAL or $EDITOR, then check it",
 			Args:  cobra.NoArgs,
-			RunE:  func(c *cobra.Command, _ []string) error { return app.EditConfig(c.Context(), r.env) },
+			RunE:  func(c *cobra.Command, _ []string) error { return app.EditConfig(c.Context(), r.env.Load()) },
 		},
 	)
 	return c

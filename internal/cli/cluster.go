@@ -9,12 +9,11 @@ import (
 )
 
 func (r *root) clusterCmd() *cobra.Command {
-	c := &cobra.Command{
+	c := group(&cobra.Command{
 		Use:     "cluster",
 		Aliases: []string{"clusters"},
 		Short:   "Create, list, label, verify and delete kind clusters",
-		Args:    cobra.NoArgs,
-	}
+	})
 	c.AddCommand(r.clusterCreateCmd(), r.clusterDeleteCmd(), r.clusterListCmd(), r.clusterLabelCmd(), r.clusterVerifyCmd())
 	return c
 }
@@ -39,7 +38,7 @@ entries are removed again, unless --retain is given.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
 			o.Name = args[0]
-			return app.CreateCluster(c.Context(), r.env, o)
+			return app.CreateCluster(c.Context(), r.env.Load(), o)
 		},
 	}
 	f := c.Flags()
@@ -65,7 +64,7 @@ confirmation, unless -y). With neither, in a terminal, pick from a list.`,
   marina cluster delete -l env=test -y`,
 		RunE: func(c *cobra.Command, args []string) error {
 			o.Names = args
-			return app.DeleteClusters(c.Context(), r.env, o)
+			return app.DeleteClusters(c.Context(), r.env.Load(), o)
 		},
 	}
 	c.Flags().StringVarP(&o.Selector, "selector", "l", "", "delete the clusters whose nodes match this label selector")
@@ -101,7 +100,7 @@ func (r *root) clusterLabelCmd() *cobra.Command {
 		Example: `  marina cluster label dev -l team=net -l env-`,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
-			return app.LabelCluster(c.Context(), r.env, args[0], labels, dryRun)
+			return app.LabelCluster(c.Context(), r.env.Load(), args[0], labels, dryRun)
 		},
 	}
 	c.Flags().StringArrayVarP(&labels, "label", "l", nil, "key=value to set, key- to remove (repeatable)")
@@ -124,7 +123,7 @@ cluster.`,
 			if len(args) == 1 {
 				o.Name = args[0]
 			}
-			return app.VerifyCluster(c.Context(), r.env, o)
+			return app.VerifyCluster(c.Context(), r.env.Load(), o)
 		},
 	}
 	c.Flags().StringVar(&o.Image, "image", app.DefaultVerifyImage, "the echo server image (it must answer GET /clientip with the caller's ip:port)")
@@ -133,11 +132,10 @@ cluster.`,
 }
 
 func (r *root) kubeconfigCmd() *cobra.Command {
-	c := &cobra.Command{
+	c := group(&cobra.Command{
 		Use:   "kubeconfig",
 		Short: "The clusters' kubeconfigs: path, env, merge, remove, use",
-		Args:  cobra.NoArgs,
-	}
+	})
 	var dryRun bool
 	merge := &cobra.Command{
 		Use:   "merge [NAME…]",
@@ -147,7 +145,7 @@ the VM has now (after a lima0 address change, too), write
 ~/.kube/marina/NAME.kubeconfig and merge it into ~/.kube/config (or the first
 file of $KUBECONFIG), keeping every other entry and field as it is.`,
 		RunE: func(c *cobra.Command, args []string) error {
-			return app.MergeKubeconfigs(c.Context(), r.env, args, dryRun)
+			return app.MergeKubeconfigs(c.Context(), r.env.Load(), args, dryRun)
 		},
 	}
 	dryRunFlag(merge, &dryRun)
@@ -156,27 +154,27 @@ file of $KUBECONFIG), keeping every other entry and field as it is.`,
 			Use:   "path NAME",
 			Short: "Print the path of a cluster's own kubeconfig",
 			Args:  cobra.ExactArgs(1),
-			RunE:  func(c *cobra.Command, args []string) error { return app.KubeconfigPath(r.env, args[0], false) },
+			RunE:  func(c *cobra.Command, args []string) error { return app.KubeconfigPath(r.env.Load(), args[0], false) },
 		},
 		&cobra.Command{
 			Use:     "env NAME",
 			Short:   "Print an export KUBECONFIG=… line for a cluster",
 			Example: `  eval "$(marina kubeconfig env dev)"`,
 			Args:    cobra.ExactArgs(1),
-			RunE:    func(c *cobra.Command, args []string) error { return app.KubeconfigPath(r.env, args[0], true) },
+			RunE:    func(c *cobra.Command, args []string) error { return app.KubeconfigPath(r.env.Load(), args[0], true) },
 		},
 		merge,
 		&cobra.Command{
 			Use:   "remove NAME…",
 			Short: "Remove clusters' entries from ~/.kube/config (their own files stay)",
 			Args:  cobra.MinimumNArgs(1),
-			RunE:  func(c *cobra.Command, args []string) error { return app.RemoveKubeconfigs(r.env, args) },
+			RunE:  func(c *cobra.Command, args []string) error { return app.RemoveKubeconfigs(r.env.Load(), args) },
 		},
 		&cobra.Command{
 			Use:   "use NAME",
 			Short: "Make a cluster the current context of ~/.kube/config",
 			Args:  cobra.ExactArgs(1),
-			RunE:  func(c *cobra.Command, args []string) error { return app.UseKubeconfig(r.env, args[0]) },
+			RunE:  func(c *cobra.Command, args []string) error { return app.UseKubeconfig(r.env.Load(), args[0]) },
 		},
 	)
 	return c

@@ -175,6 +175,10 @@ func TestGroupAndFree(t *testing.T) {
 		node("a", "control-plane", "running", 7001),
 		node("x", "control-plane", "exited", 6443), // not a marina port
 		node("c", "control-plane", "created", 7004),
+		// Labels anyone could write: never a cluster marina acts on.
+		node("../../etc", "control-plane", "running", 7009),
+		node("a b", "control-plane", "running", 7008),
+		node("", "control-plane", "running", 7007),
 	}
 	cs := Group(nodes)
 	if strings.Join(Names(cs), ",") != "a,b,c,x" {

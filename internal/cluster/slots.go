@@ -33,11 +33,14 @@ func (i Info) Running() bool {
 }
 
 // Group gathers node containers into clusters, sorted by name. A cluster's
-// slot is the one its control plane's API port belongs to.
+// slot is the one its control plane's API port belongs to. A container
+// whose cluster label is not a name marina could have given (anyone with
+// the Docker socket can write labels) is left out: its name would reach
+// paths and scripts.
 func Group(nodes []docker.Node) []Info {
 	by := map[string]*Info{}
 	for _, n := range nodes {
-		if n.Cluster == "" {
+		if CheckName(n.Cluster) != nil {
 			continue
 		}
 		in := by[n.Cluster]

@@ -52,8 +52,10 @@ type DNSResolver struct {
 type Registries struct {
 	// CacheStorage is "host" (a virtiofs folder on the Mac, survives
 	// destroy) or "guest" (the VM's own disk).
-	CacheStorage string   `yaml:"cacheStorage" json:"cacheStorage"`
-	Mirrors      []Mirror `yaml:"mirrors" json:"mirrors"`
+	CacheStorage string `yaml:"cacheStorage" json:"cacheStorage"`
+	// Image is the distribution image every mirror runs, pinned by digest.
+	Image   string   `yaml:"image" json:"image"`
+	Mirrors []Mirror `yaml:"mirrors" json:"mirrors"`
 }
 
 // Mirror is one distribution pull-through proxy for one upstream registry.
@@ -87,6 +89,9 @@ const (
 	DefaultNodeVersion    = "v1.36.4"
 	DefaultMetalLBVersion = "v0.16.2"
 	DefaultDNSDomain      = "demo.internal"
+	// DefaultRegistryImage is distribution v3.0.0's official image (the
+	// multi-platform index), the one the lab's stand-in is built from.
+	DefaultRegistryImage = "registry:3.0.0@sha256:6c5666b861f3505b116bb9aa9b25175e71210414bd010d92035ff64018f9457e"
 )
 
 // DefaultMirrors are the five upstreams every cluster pulls through.
@@ -115,7 +120,7 @@ func Default() Config {
 			AutoMergeKubeconfig:  true,
 			AutoRemoveKubeconfig: true,
 		},
-		Registries: Registries{CacheStorage: CacheHost, Mirrors: DefaultMirrors()},
+		Registries: Registries{CacheStorage: CacheHost, Image: DefaultRegistryImage, Mirrors: DefaultMirrors()},
 		DNS:        DNS{Domain: DefaultDNSDomain},
 	}
 }

@@ -368,8 +368,9 @@ func TestSocketLimitCountsMarinaHome(t *testing.T) {
 	}
 }
 
-// A mistake outside vm.name must not stop status, down or destroy.
-func TestLoadLoose(t *testing.T) {
+// A mistake outside vm.name, even one that stops the file parsing, must
+// not stop status, down or destroy; and nothing but vm.name comes back.
+func TestLoadVMName(t *testing.T) {
 	p := testPaths(t)
 	write := func(body string) {
 		if err := os.WriteFile(p.Config, []byte(body), 0o600); err != nil {
@@ -377,20 +378,51 @@ func TestLoadLoose(t *testing.T) {
 		}
 	}
 	write("vm:\n  name: lab\nregistries:\n  cacheStorage: nfs\n")
-	cfg, warnings, err := LoadLoose(p)
-	if err != nil || cfg.VM.Name != "lab" || len(warnings) != 1 || !strings.Contains(warnings[0], ":4: registries.cacheStorage:") {
-		t.Errorf("LoadLoose = %q, %q, %v", cfg.VM.Name, warnings, err)
+	name, warnings, err := LoadVMName(p)
+	if err != nil || name != "lab" || len(warnings) != 1 || !strings.Contains(warnings[0], ":4: registries.cacheStorage:") {
+		t.Errorf("LoadVMName = %q, %q, %v", name, warnings, err)
 	}
 	if _, err := Load(p); err == nil {
-		t.Error("Load accepted what LoadLoose warned about")
+		t.Error("Load accepted what LoadVMName warned about")
 	}
-	write("vm:\n  name: Bad_Name\n")
-	if _, _, err := LoadLoose(p); err == nil {
-		t.Error("a bad vm.name was only a warning")
+	for body, want := range map[string]string{
+		"vm:\n  name: lab\n  cpu: 4\n":                                  "lab", // typo
+		"vm:\n  name: lab\n\tcpus: 4\n":                                 "lab", // a tab
+		"vm:\n\tname: lab\n":                                            "lab",
+		"vm:\n  name: lab\n  cpus: 4\n  cpus: 5\n":                      "lab", // duplicate key
+		"vm:\n  name: \"lab\"  # mine\nnetwork:\n  kindBridgeCIDR: x\n": "lab", // klimax key
+		"network:\n  cidr: 10.0.0.0/8\n":                                DefaultVMName,
+		"network:\n\tcidr: x\n":                                         DefaultVMName,
+		"vm:\n  cpus: 4\n\tdisk: 1\n":                                   DefaultVMName,
+		"":                                                              DefaultVMName,
+		"vm:\n  name: lab\n---\nfoo: 1\n":                               "lab",
+	} {
+		write(body)
+		if got, _, err := LoadVMName(p); err != nil || got != want {
+			t.Errorf("%q: LoadVMName = %q, %v; want %q", body, got, err, want)
+		}
 	}
-	write("vm:\n  nmae: lab\n")
-	if _, _, err := LoadLoose(p); err == nil {
-		t.Error("an unknown key was only a warning")
+	for _, body := range []string{
+		"vm:\n  name: Bad_Name\n",
+		"vm:\n  name: ../..\n",
+		"vm:\n  name: a\n  name: b\n", // which one?
+		"vm:\n  name: a\nvm:\n  name: b\n",
+		"vm:\n  name: a\n\tcpus: 1\nvm:\n  name: b\n", // the same, not parsing
+		"vm: {name: lab}\n\tcpus: 4\n",
+		"{vm: {name: lab}, \tx: [}\n",
+		"base: &b\n  name: lab\nvm: *b\n",
+		"vm:\n  <<: {name: lab}\n",
+		"vm: [a]\n",
+		"- a\n",
+	} {
+		write(body)
+		if got, _, err := LoadVMName(p); err == nil {
+			t.Errorf("%q: LoadVMName = %q, want an error", body, got)
+		}
+	}
+	write("vm:\n  name: lab\n---\nvm:\n  name: other\n")
+	if _, err := Load(p); err == nil || !strings.Contains(err.Error(), "second YAML document") {
+		t.Errorf("Load of two documents: %v", err)
 	}
 }
 

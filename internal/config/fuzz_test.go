@@ -32,3 +32,34 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// FuzzLoadVMName: whatever the file holds, the lenient loader returns a
+// valid VM name or an error, never anything else; and where the strict
+// loader accepts the file, both name the same VM.
+func FuzzLoadVMName(f *testing.F) {
+	f.Add(string(DefaultFile()))
+	f.Add("vm:\n  name: lab\n\tcpus: 4\n")
+	f.Add("vm:\n  name: lab\n  cpus: 4\n  cpus: 5\n")
+	f.Add("vm:\n  name: '../..'\n")
+	f.Add("vm: {name: lab}\n")
+	f.Add("vm:\n  name: \"lab\" # c\nx: [\n")
+	f.Add("vm:\n  name: a\n---\nvm:\n  name: b\n")
+	f.Fuzz(func(t *testing.T, doc string) {
+		paths := Paths{Home: "/Users/me", Dir: "/Users/me/.marina", Config: "config.yaml"}
+		name, _, err := vmNameOf(paths, []byte(doc))
+		if err != nil {
+			if err.Error() == "" {
+				t.Fatal("empty error message")
+			}
+		} else {
+			var v validator
+			v.vmName(name, paths)
+			if len(v.probs) > 0 {
+				t.Fatalf("LoadVMName returned an invalid name %q: %v", name, v.probs)
+			}
+		}
+		if cfg, serr := loadData(paths, []byte(doc)); serr == nil && (err != nil || cfg.VM.Name != name) {
+			t.Fatalf("Load names %q, LoadVMName %q (%v)", cfg.VM.Name, name, err)
+		}
+	})
+}

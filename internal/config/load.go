@@ -1,8 +1,10 @@
 package config
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"reflect"
 	"regexp"
@@ -11,6 +13,8 @@ import (
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/bcollard/marina/internal/fileutil"
 )
 
 // ErrNotFound is returned by Load when the config file does not exist.
@@ -21,9 +25,6 @@ var ErrNotFound = errors.New("config file not found")
 type Error struct {
 	File     string
 	Problems []Problem
-
-	validation bool   // the file parsed; its values are wrong
-	parsed     Config // what it parsed to, when validation is set
 }
 
 // Problem is one finding: the dotted key it concerns, the line it is on
@@ -60,16 +61,33 @@ func (e *Error) Error() string {
 	return b.String()
 }
 
+// MaxFileSize bounds what marina reads as a config file: a real one is a
+// few kilobytes; --config /dev/zero must not exhaust memory.
+const MaxFileSize = 1 << 20
+
+// read reads the config file; a missing one is ErrNotFound (wrapped).
+func read(path string) ([]byte, error) {
+	data, err := fileutil.ReadRegular(path, MaxFileSize)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("%w: %s (run `marina up` to create it, or `marina config edit`)", ErrNotFound, path)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read config: %w", err)
+	}
+	return data, nil
+}
+
 // Load reads, checks and validates the config file at paths.Config.
 // A missing file is ErrNotFound (wrapped).
 func Load(paths Paths) (Config, error) {
-	data, err := os.ReadFile(paths.Config)
-	if errors.Is(err, os.ErrNotExist) {
-		return Config{}, fmt.Errorf("%w: %s (run `marina up` to create it, or `marina config edit`)", ErrNotFound, paths.Config)
-	}
+	data, err := read(paths.Config)
 	if err != nil {
-		return Config{}, fmt.Errorf("read config: %w", err)
+		return Config{}, err
 	}
+	return loadData(paths, data)
+}
+
+func loadData(paths Paths, data []byte) (Config, error) {
 	cfg, lines, err := Parse(paths.Config, data)
 	if err != nil {
 		return Config{}, err
@@ -78,31 +96,48 @@ func Load(paths Paths) (Config, error) {
 		for i := range probs {
 			probs[i].Line = lines.find(probs[i].Path)
 		}
-		return Config{}, &Error{File: paths.Config, Problems: probs, validation: true, parsed: cfg}
+		return Config{}, &Error{File: paths.Config, Problems: probs}
 	}
 	return cfg, nil
 }
 
-// LoadLoose reads the config for commands that only need to find the VM
-// (status, down, destroy, shell), so that a mistake elsewhere in the file
-// does not lock the user out of stopping or deleting it. A file that does
-// not parse, or a bad vm.name, is still an error; every other problem comes
-// back as a warning line.
-func LoadLoose(paths Paths) (Config, []string, error) {
-	cfg, err := Load(paths)
-	var ce *Error
-	if err == nil || !errors.As(err, &ce) || !ce.validation {
-		return cfg, nil, err
+// LoadVMName reads only vm.name, for the commands that need nothing else
+// (status, down, destroy, shell): a mistake anywhere else in the file, even
+// one that stops it parsing (a tab, a duplicate key, a klimax key), must
+// not lock the user out of stopping or deleting the VM. It returns a valid
+// VM name or an error, never anything else; every problem of the whole
+// file comes back as a warning line.
+func LoadVMName(paths Paths) (string, []string, error) {
+	data, err := read(paths.Config)
+	if err != nil {
+		return "", nil, err
+	}
+	return vmNameOf(paths, data)
+}
+
+// vmNameOf is LoadVMName on data read from paths.Config.
+func vmNameOf(paths Paths, data []byte) (string, []string, error) {
+	name, err := VMName(data)
+	if err != nil {
+		return "", nil, fmt.Errorf("%s: cannot tell which VM it names: %w; fix the file (`marina config edit`)", paths.Config, err)
+	}
+	var v validator
+	v.vmName(name, paths)
+	if len(v.probs) > 0 {
+		return "", nil, &Error{File: paths.Config, Problems: v.probs}
 	}
 	var warnings []string
-	for _, p := range ce.Problems {
-		if p.Path == "vm.name" {
-			return Config{}, nil, err
+	if _, err := loadData(paths, data); err != nil {
+		var ce *Error
+		if !errors.As(err, &ce) {
+			return name, []string{err.Error()}, nil
 		}
-		one := &Error{File: ce.File, Problems: []Problem{p}}
-		warnings = append(warnings, strings.TrimPrefix(one.Error(), "invalid config "+ce.File+":\n  "))
+		for _, p := range ce.Problems {
+			one := &Error{File: ce.File, Problems: []Problem{p}}
+			warnings = append(warnings, strings.TrimPrefix(one.Error(), "invalid config "+ce.File+":\n  "))
+		}
 	}
-	return ce.parsed, warnings, nil
+	return name, warnings, nil
 }
 
 // Lines maps dotted key paths ("registries.mirrors[1].port") to the line
@@ -130,8 +165,8 @@ func (l Lines) find(path string) int {
 func Parse(file string, data []byte) (Config, Lines, error) {
 	cfg := Default()
 	lines := Lines{}
-	var doc yaml.Node
-	if err := yaml.Unmarshal(data, &doc); err != nil {
+	doc, err := oneDocument(data)
+	if err != nil {
 		return Config{}, nil, &Error{File: file, Problems: []Problem{{Line: yamlErrLine(err.Error()), Msg: cleanYAMLErr(err.Error())}}}
 	}
 	if len(doc.Content) == 0 { // empty file or comments only
@@ -158,6 +193,24 @@ func Parse(file string, data []byte) (Config, Lines, error) {
 		cfg.Kind.CustomDNSResolvers = []DNSResolver{}
 	}
 	return cfg, lines, nil
+}
+
+// oneDocument parses data as exactly one YAML document: a second one
+// would otherwise be dropped without a word.
+func oneDocument(data []byte) (yaml.Node, error) {
+	var doc yaml.Node
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	if err := dec.Decode(&doc); err != nil && !errors.Is(err, io.EOF) {
+		return yaml.Node{}, err
+	}
+	var next yaml.Node
+	switch err := dec.Decode(&next); {
+	case errors.Is(err, io.EOF):
+		return doc, nil
+	case err != nil:
+		return yaml.Node{}, err
+	}
+	return yaml.Node{}, fmt.Errorf("line %d: a second YAML document starts here (after ---): keep the whole config in one", max(next.Line-1, 1))
 }
 
 // checkKeys walks node against the Go type t and reports every key the type

@@ -2,8 +2,12 @@ package config
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
+
+	"github.com/bcollard/marina/internal/fileutil"
 )
 
 // Paths locates everything marina keeps on the host.
@@ -38,13 +42,30 @@ func ResolvePaths(getenv func(string) string, configFlag string) (Paths, error) 
 // from the user's own Lima instances.
 func (p Paths) LimaHome() string { return filepath.Join(p.Dir, "lima") }
 
-// InstanceDir is the Lima instance folder of VM name.
-func (p Paths) InstanceDir(name string) string { return filepath.Join(p.LimaHome(), name) }
-
-// DockerSocket is where Lima forwards the VM's Docker socket.
-func (p Paths) DockerSocket(name string) string {
-	return filepath.Join(p.Home, "."+name+".docker.sock")
+// VMFiles are the host paths that belong to one VM.
+type VMFiles struct {
+	// InstanceDir is the Lima instance folder.
+	InstanceDir string
+	// DockerSocket is where Lima forwards the VM's Docker socket.
+	DockerSocket string
 }
+
+// VM is where VM name's files are: each a plain child of its folder, or an
+// error for a name that would reach elsewhere.
+func (p Paths) VM(name string) (VMFiles, error) {
+	dir, err := fileutil.Child(p.LimaHome(), name)
+	if err != nil {
+		return VMFiles{}, fmt.Errorf("VM name: %w", err)
+	}
+	sock, err := fileutil.Child(p.Home, "."+name+".docker.sock")
+	if err != nil {
+		return VMFiles{}, fmt.Errorf("VM name: %w", err)
+	}
+	return VMFiles{InstanceDir: dir, DockerSocket: sock}, nil
+}
+
+// Routes records the host routes marina made.
+func (p Paths) Routes() string { return filepath.Join(p.Dir, "routes.json") }
 
 // LabelKey keys the digests marina puts in container labels (so a label
 // cannot be used to check a guessed registry password).
@@ -63,7 +84,23 @@ func (p Paths) Slots() string { return filepath.Join(p.Dir, "slots") }
 // SlotsLock is the lock file taken while a free slot is chosen.
 func (p Paths) SlotsLock() string { return filepath.Join(p.Dir, "slots.lock") }
 
+// KubeconfigDir holds the clusters' own kubeconfig files.
+func (p Paths) KubeconfigDir() string { return filepath.Join(p.Home, ".kube", "marina") }
+
 // Kubeconfig is cluster name's own kubeconfig file.
-func (p Paths) Kubeconfig(name string) string {
-	return filepath.Join(p.Home, ".kube", "marina", name+".kubeconfig")
+func (p Paths) Kubeconfig(name string) (string, error) {
+	f, err := fileutil.Child(p.KubeconfigDir(), name+".kubeconfig")
+	if err != nil || strings.ContainsAny(name, "*?[") {
+		return "", fmt.Errorf("cluster %q has no kubeconfig file name: it is not a cluster name", name)
+	}
+	return f, nil
+}
+
+// MirrorCache is mirror name's cache folder on the Mac.
+func (p Paths) MirrorCache(name string) (string, error) {
+	d, err := fileutil.Child(p.RegistryCache(), name)
+	if err != nil {
+		return "", fmt.Errorf("mirror %q: %w", name, err)
+	}
+	return d, nil
 }

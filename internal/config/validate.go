@@ -1,12 +1,15 @@
 package config
 
 import (
+	"errors"
 	"fmt"
+	"net"
 	"net/netip"
 	"net/url"
 	"path/filepath"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/docker/go-units"
@@ -55,17 +58,27 @@ func (v *validator) add(path, format string, args ...any) {
 	v.probs = append(v.probs, Problem{Path: path, Msg: fmt.Sprintf(format, args...)})
 }
 
-func (v *validator) vm(vm VM, paths Paths) {
-	if !dnsLabel.MatchString(vm.Name) {
-		v.add("vm.name", "%q is not a valid VM name: use lowercase letters, digits and '-', starting and ending with a letter or digit (at most 63 characters)", vm.Name)
-	} else {
-		if sock := paths.DockerSocket(vm.Name); len(sock) >= unixPathMax {
-			v.add("vm.name", "the Docker socket path %s is %d bytes, over macOS's limit of %d for unix sockets: choose a shorter vm.name", sock, len(sock), unixPathMax-1)
-		}
-		if sock := filepath.Join(paths.InstanceDir(vm.Name), limaLongestSock); len(sock) >= unixPathMax {
-			v.add("vm.name", "Lima's socket path %s would be %d bytes, over macOS's limit of %d for unix sockets: choose a shorter vm.name or a shorter MARINA_HOME", sock, len(sock), unixPathMax-1)
-		}
+// vmName checks a VM name: a DNS label whose sockets fit macOS's limit.
+func (v *validator) vmName(name string, paths Paths) {
+	if !dnsLabel.MatchString(name) {
+		v.add("vm.name", "%q is not a valid VM name: use lowercase letters, digits and '-', starting and ending with a letter or digit (at most 63 characters)", name)
+		return
 	}
+	files, err := paths.VM(name)
+	if err != nil {
+		v.add("vm.name", "%v", err)
+		return
+	}
+	if sock := files.DockerSocket; len(sock) >= unixPathMax {
+		v.add("vm.name", "the Docker socket path %s is %d bytes, over macOS's limit of %d for unix sockets: choose a shorter vm.name", sock, len(sock), unixPathMax-1)
+	}
+	if sock := filepath.Join(files.InstanceDir, limaLongestSock); len(sock) >= unixPathMax {
+		v.add("vm.name", "Lima's socket path %s would be %d bytes, over macOS's limit of %d for unix sockets: choose a shorter vm.name or a shorter MARINA_HOME", sock, len(sock), unixPathMax-1)
+	}
+}
+
+func (v *validator) vm(vm VM, paths Paths) {
+	v.vmName(vm.Name, paths)
 	if vm.CPUs < 1 {
 		v.add("vm.cpus", "must be at least 1, got %d", vm.CPUs)
 	}
@@ -150,48 +163,82 @@ func (v *validator) kind(k Kind, zone string) {
 	seen := map[string]bool{}
 	for i, r := range k.CustomDNSResolvers {
 		path := fmt.Sprintf("kind.customDnsResolvers[%d]", i)
-		d := strings.TrimSuffix(r.Domain, ".")
+		d := strings.TrimSuffix(strings.ToLower(r.Domain), ".")
 		switch {
 		case !IsDomain(d):
-			v.add(path+".domain", "%q is not a domain name", r.Domain)
+			v.add(path+".domain", "%q is not a domain name: write it like corp.example.com", r.Domain)
 		case seen[d]:
-			v.add(path+".domain", "%s is listed twice", d)
+			v.add(path+".domain", "%s is listed twice: merge the entries' resolvers", d)
 		case d == zone || strings.HasSuffix(d, "."+zone):
 			v.add(path+".domain", "%s is inside marina's own zone %s, which the local DNS server answers", d, zone)
-		case d == "cluster.local" || strings.HasSuffix(d, ".cluster.local"):
-			v.add(path+".domain", "%s belongs to the cluster's own DNS", d)
+		default:
+			if why := ClusterZone(d); why != "" {
+				v.add(path+".domain", "%s %s", d, why)
+			}
 		}
 		seen[d] = true
-		if len(r.Resolvers) == 0 {
-			v.add(path+".resolvers", "list at least one resolver address for %s, such as 8.8.8.8", r.Domain)
+		switch n := len(r.Resolvers); {
+		case n == 0:
+			v.add(path+".resolvers", "list at least one resolver address for %s, such as 10.0.0.53 or 10.0.0.53:5353", r.Domain)
+		case n > MaxResolvers:
+			v.add(path+".resolvers", "%d resolvers for %s, but CoreDNS forwards to at most %d: shorten the list", n, r.Domain, MaxResolvers)
 		}
 		for j, a := range r.Resolvers {
-			if _, err := netip.ParseAddr(a); err == nil {
-				continue
+			if _, err := ResolverAddr(a); err != nil {
+				v.add(fmt.Sprintf("%s.resolvers[%d]", path, j), "%q %v: write an IP address or IP:port, such as 10.0.0.53 or [fd00::53]:5353", a, err)
 			}
-			if _, err := netip.ParseAddrPort(a); err == nil {
-				continue
-			}
-			v.add(fmt.Sprintf("%s.resolvers[%d]", path, j), "%q is not an IP address (or address:port)", a)
 		}
 	}
+}
+
+// MaxResolvers is the most upstreams CoreDNS's forward plugin takes in one
+// forward line; it refuses to start with more.
+const MaxResolvers = 15
+
+// ClusterZone says why d, a domain in lower case, cannot be forwarded out
+// of a cluster ("" when it can): the cluster's own DNS answers it.
+func ClusterZone(d string) string {
+	switch {
+	case d == "cluster.local" || strings.HasSuffix(d, ".cluster.local"), d == "in-addr.arpa", d == "ip6.arpa":
+		return "is answered by the cluster's own DNS (the kubernetes plugin); forwarding it elsewhere would break Service names"
+	}
+	return ""
+}
+
+// ResolverAddr checks one resolver address and spells it as CoreDNS does
+// (IP, or IP:port with [v6]:port).
+func ResolverAddr(a string) (string, error) {
+	if ip, err := netip.ParseAddr(a); err == nil {
+		if ip.Zone() != "" {
+			return "", errors.New("has an IPv6 zone, which CoreDNS in a pod cannot use")
+		}
+		return ip.String(), nil
+	}
+	ap, err := netip.ParseAddrPort(a)
+	switch {
+	case err != nil:
+		return "", errors.New("is not an IP address or IP:port")
+	case ap.Addr().Zone() != "":
+		return "", errors.New("has an IPv6 zone, which CoreDNS in a pod cannot use")
+	case ap.Port() == 0:
+		return "", errors.New("has port 0")
+	}
+	return ap.String(), nil
 }
 
 func (v *validator) registries(r Registries) {
 	if r.CacheStorage != CacheHost && r.CacheStorage != CacheGuest {
 		v.add("registries.cacheStorage", "%q is not a cache storage: use %q (on the Mac, survives destroy) or %q (on the VM's disk)", r.CacheStorage, CacheHost, CacheGuest)
 	}
+	if err := checkPinned(r.Image); err != nil {
+		v.add("registries.image", "%v", err)
+	}
 	names := map[string]int{}
 	ports := map[int]int{}
 	for i, m := range r.Mirrors {
 		path := fmt.Sprintf("registries.mirrors[%d]", i)
-		switch {
-		case strings.ContainsAny(m.Name, ".:"):
-			v.add(path+".name", "%q looks like a hostname: a container of that name on the kind network answers for that host itself through Docker's DNS, so the mirror would shadow its own upstream; use %s", m.Name, mirrorNames)
-		case !dnsLabel.MatchString(m.Name):
-			v.add(path+".name", "%q is not a valid mirror name: use %s", m.Name, mirrorNames)
-		case strings.HasPrefix(m.Name, "marina-"):
-			v.add(path+".name", "%q starts with marina-, which is kept for marina's own containers", m.Name)
+		if err := CheckMirrorName(m.Name); err != nil {
+			v.add(path+".name", "%v", err)
 		}
 		if j, dup := names[m.Name]; dup && m.Name != "" {
 			v.add(path+".name", "%q is also the name of registries.mirrors[%d]", m.Name, j)
@@ -218,29 +265,76 @@ func (v *validator) registries(r Registries) {
 	}
 }
 
+// hostname is a host name of DNS labels (either case) or an IPv4 address.
+var hostname = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$`)
+
+// CheckMirrorName reports why name cannot name a mirror: its container,
+// its config file and its cache folder are all named after it.
+func CheckMirrorName(name string) error {
+	switch {
+	case strings.ContainsAny(name, ".:"):
+		return fmt.Errorf("%q looks like a hostname: a container of that name on the kind network answers for that host itself through Docker's DNS, so the mirror would shadow its own upstream; use %s", name, mirrorNames)
+	case !dnsLabel.MatchString(name):
+		return fmt.Errorf("%q is not a valid mirror name: use %s", name, mirrorNames)
+	case strings.HasPrefix(name, "marina-"):
+		return fmt.Errorf("%q starts with marina-, which is kept for marina's own containers", name)
+	}
+	return nil
+}
+
 func (v *validator) remoteURL(path, raw string) {
 	u, err := url.Parse(raw)
-	if err != nil || u.Host == "" {
-		v.add(path, "%q is not a URL: write it like https://quay.io", raw)
+	if err != nil || u.Host == "" || u.Opaque != "" {
+		v.add(path, "%q is not a URL: write it like https://quay.io", RedactURL(raw))
+		return
+	}
+	if u.User != nil {
+		v.add(path, "%q carries credentials: put them in username and password instead", RedactURL(raw))
 		return
 	}
 	if u.Scheme != "https" {
 		v.add(path, "%q must use https", raw)
 	}
-	if u.User != nil {
-		v.add(path, "%q carries credentials: put them in username and password instead", redactURL(u))
+	if err := CheckHostPort(u.Host); err != nil {
+		v.add(path, "%q: %v", raw, err)
 	}
-	if (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" {
-		v.add(path, "%q must be the registry's root with no path: one mirror serves one whole registry", redactURL(u))
+	if (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" || u.ForceQuery {
+		v.add(path, "%q must be the registry's root with no path: one mirror serves one whole registry", raw)
 	}
 }
 
-func redactURL(u *url.URL) string {
-	c := *u
-	if c.User != nil {
-		c.User = url.User("…")
+// CheckHostPort reports why hp is not host or host:port with a DNS host
+// name or an IP address and a port from 1 to 65535. Registry hosts reach
+// files and scripts in the VM; nothing else may.
+func CheckHostPort(hp string) error {
+	host, port := hp, ""
+	if h, p, err := net.SplitHostPort(hp); err == nil {
+		host, port = h, p
+	} else if strings.HasPrefix(hp, "[") || strings.Count(hp, ":") > 0 {
+		return fmt.Errorf("%q is not a host name or host:port", hp)
 	}
-	return c.String()
+	if ip, err := netip.ParseAddr(host); err == nil {
+		if ip.Zone() != "" {
+			return fmt.Errorf("%q has an IPv6 zone", host)
+		}
+	} else if !hostname.MatchString(host) || len(host) > 253 {
+		return fmt.Errorf("%q is not a host name: use letters, digits, '-' and '.'", host)
+	}
+	if port != "" {
+		if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 || strconv.Itoa(n) != port {
+			return fmt.Errorf("%q is not a port (1–65535)", port)
+		}
+	}
+	return nil
+}
+
+// userinfo is the user:password@ part of a URL, found without parsing it
+// (a URL that does not parse may still carry a password).
+var userinfo = regexp.MustCompile(`^([^:/?#]*:?//)[^/?#]*@`)
+
+// RedactURL is raw with any credentials masked, for messages.
+func RedactURL(raw string) string {
+	return userinfo.ReplaceAllString(raw, "${1}…@")
 }
 
 func (v *validator) dns(d DNS) {
@@ -248,7 +342,7 @@ func (v *validator) dns(d DNS) {
 	switch {
 	case !IsDomain(name):
 		v.add("dns.domain", "%q is not a domain name: write it like %s", name, DefaultDNSDomain)
-	case name == "cluster.local" || strings.HasSuffix(name, ".cluster.local"):
+	case ClusterZone(name) != "":
 		v.add("dns.domain", "%s belongs to the clusters' own DNS: choose a name like %s", name, DefaultDNSDomain)
 	case name == "local" || strings.HasSuffix(name, ".local"):
 		v.add("dns.domain", "%s is under .local, which macOS resolves with multicast DNS: choose a name like %s", name, DefaultDNSDomain)

@@ -55,6 +55,8 @@ registries:
   # host: the caches live in ~/.marina/registry-cache and survive destroy.
   # guest: they live on the VM's disk.
   cacheStorage: {{.Registries.CacheStorage}}
+  # The registry image every mirror runs, pinned by digest.
+  image: {{.Registries.Image}}
   # Pull-through mirrors shared by every cluster; [] turns them all off.
   # An upstream that needs credentials takes username and password keys.
   mirrors:

@@ -3,7 +3,11 @@ package guest
 import (
 	"encoding/base64"
 	"fmt"
+	"path"
+	"regexp"
 	"strings"
+
+	"github.com/bcollard/marina/internal/run"
 )
 
 // Batch collects changes for one apply round trip: files that are written
@@ -31,14 +35,38 @@ put() {
 	return b
 }
 
+var (
+	modeRe = regexp.MustCompile(`^0?[0-7]{3}$`)
+	flagRe = regexp.MustCompile(`^[a-z_][a-z0-9_]*$`)
+)
+
 // Put installs f; when flag is not empty the shell variable of that name
-// is set to 1 if the file changed.
+// is set to 1 if the file changed. The path and mode are quoted, whatever
+// they hold; a path that is not absolute and clean, a mode that is not
+// octal or a flag that is not a variable name makes the script fail there
+// instead of writing anything.
 func (b *Batch) Put(f File, flag string) {
-	fmt.Fprintf(&b.b, "put %s %s %s", f.Path, f.Mode, base64.StdEncoding.EncodeToString([]byte(f.Content)))
+	switch {
+	case !path.IsAbs(f.Path) || path.Clean(f.Path) != f.Path || strings.ContainsAny(f.Path, "\x00\n"):
+		b.fail(fmt.Sprintf("refusing to write %q: not an absolute, clean path", f.Path))
+		return
+	case !modeRe.MatchString(f.Mode):
+		b.fail(fmt.Sprintf("refusing to write %s with mode %q", f.Path, f.Mode))
+		return
+	case flag != "" && !flagRe.MatchString(flag):
+		b.fail(fmt.Sprintf("refusing the flag %q", flag))
+		return
+	}
+	fmt.Fprintf(&b.b, "put %s %s %s", run.ShellQuote(f.Path), f.Mode, base64.StdEncoding.EncodeToString([]byte(f.Content)))
 	if flag != "" {
 		fmt.Fprintf(&b.b, " && %s=1", flag)
 	}
 	b.b.WriteString(" || true\n")
+}
+
+// fail makes the script stop at this point with msg.
+func (b *Batch) fail(msg string) {
+	fmt.Fprintf(&b.b, "echo %s >&2; exit 1\n", run.ShellQuote("marina: "+msg))
 }
 
 // Sh appends shell commands.

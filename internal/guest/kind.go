@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/bcollard/marina/internal/fileutil"
 	"github.com/bcollard/marina/internal/run"
 )
 
@@ -14,8 +15,25 @@ import (
 // certs.d its nodes mount read-only.
 const ClustersDir = "/etc/marina/clusters"
 
+// ClusterDir is cluster name's folder in the VM, refused for a name that
+// is not one plain path element (or holds spaces, which would break the
+// sections of an export).
+func ClusterDir(name string) (string, error) {
+	d, err := fileutil.Child(ClustersDir, name)
+	if err != nil || strings.ContainsAny(name, " \t\n") || strings.HasPrefix(name, "-") {
+		return "", fmt.Errorf("%q is not a cluster name", name)
+	}
+	return d, nil
+}
+
 // CertsDir is the certs.d folder of cluster name in the VM.
-func CertsDir(name string) string { return path.Join(ClustersDir, name, "certs.d") }
+func CertsDir(name string) (string, error) {
+	d, err := ClusterDir(name)
+	if err != nil {
+		return "", err
+	}
+	return path.Join(d, "certs.d"), nil
+}
 
 // The files kind's control plane keeps that marina reads back.
 const apiServerCert = "/etc/kubernetes/pki/apiserver.crt"
@@ -25,43 +43,59 @@ const apiServerCert = "/etc/kubernetes/pki/apiserver.crt"
 // config on stdin, then prints the cluster's export (see ParseExports).
 // name and image must have been validated; everything else travels
 // base64-encoded.
-func KindCreate(name, image string, kindConfig []byte, certsD map[string]string, retain bool) string {
+func KindCreate(name, image string, kindConfig []byte, certsD map[string]string, retain bool) (string, error) {
+	dir, err := ClusterDir(name)
+	if err != nil {
+		return "", err
+	}
+	certs := path.Join(dir, "certs.d")
 	b := NewBatch()
-	dir := path.Join(ClustersDir, name)
 	b.Sh("rm -rf " + run.ShellQuote(dir))
 	keys := make([]string, 0, len(certsD))
 	for k := range certsD {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
-	b.Sh("install -d -m 0755 " + run.ShellQuote(CertsDir(name)))
+	b.Sh("install -d -m 0755 " + run.ShellQuote(certs))
 	for _, k := range keys {
-		b.Put(File{Path: path.Join(CertsDir(name), k), Mode: "0644", Content: certsD[k]}, "")
+		f := path.Join(certs, k)
+		if !strings.HasPrefix(f, certs+"/") {
+			return "", fmt.Errorf("%q is not a file under certs.d", k)
+		}
+		b.Put(File{Path: f, Mode: "0644", Content: certsD[k]}, "")
 	}
 	args := []string{"kind", "create", "cluster", "--name", name, "--image", image, "--config", "-"}
 	if retain {
 		args = append(args, "--retain")
 	}
 	b.Sh(fmt.Sprintf("printf '%%s' %s | base64 -d | %s >&2", base64.StdEncoding.EncodeToString(kindConfig), run.Quote(args)))
-	b.Sh(exportScript([]string{name}))
-	return b.Script()
+	exp, err := exportScript([]string{name})
+	if err != nil {
+		return "", err
+	}
+	b.Sh(exp)
+	return b.Script(), nil
 }
 
 // KindExport prints the exports of clusters names (see ParseExports).
-func KindExport(names []string) string {
-	return "set -eu -o pipefail\n" + exportScript(names)
+func KindExport(names []string) (string, error) {
+	exp, err := exportScript(names)
+	return "set -eu -o pipefail\n" + exp, err
 }
 
 // exportScript prints, per cluster, kind's kubeconfig and the API server's
 // certificate (to see which addresses it is valid for).
-func exportScript(names []string) string {
+func exportScript(names []string) (string, error) {
 	var b strings.Builder
 	for _, n := range names {
+		if _, err := ClusterDir(n); err != nil {
+			return "", err
+		}
 		q := run.ShellQuote(n)
 		fmt.Fprintf(&b, "echo '@@ kubeconfig %s'\nkind get kubeconfig --name %s\n", n, q)
 		fmt.Fprintf(&b, "echo '@@ cert %s'\ndocker exec %s cat %s\n", n, run.ShellQuote(n+"-control-plane"), apiServerCert)
 	}
-	return b.String()
+	return b.String(), nil
 }
 
 // Export is what the VM says about one cluster's API server.
@@ -91,11 +125,15 @@ func ParseExports(out string) map[string]Export {
 
 // KindDelete deletes clusters names and their folders in the VM. kind
 // treats a missing cluster as deleted.
-func KindDelete(names []string) string {
+func KindDelete(names []string) (string, error) {
 	var b strings.Builder
 	b.WriteString("set -eu -o pipefail\n")
 	for _, n := range names {
-		fmt.Fprintf(&b, "kind delete cluster --name %s >&2\nrm -rf %s\n", run.ShellQuote(n), run.ShellQuote(path.Join(ClustersDir, n)))
+		dir, err := ClusterDir(n)
+		if err != nil {
+			return "", err
+		}
+		fmt.Fprintf(&b, "kind delete cluster --name %s >&2\nrm -rf %s\n", run.ShellQuote(n), run.ShellQuote(dir))
 	}
-	return b.String()
+	return b.String(), nil
 }

@@ -7,10 +7,17 @@ import (
 )
 
 func TestKindScriptsParse(t *testing.T) {
+	must := func(s string, err error) string {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
 	scripts := map[string]string{
-		"create": KindCreate("dev", "kindest/node:v1.36.4@sha256:"+strings.Repeat("a", 64), []byte("kind: Cluster\n'quote' $(x) `y`\n"), map[string]string{"docker.io/hosts.toml": "server = \"x\"\n"}, true),
-		"export": KindExport([]string{"dev", "east"}),
-		"delete": KindDelete([]string{"dev"}),
+		"create": must(KindCreate("dev", "kindest/node:v1.36.4@sha256:"+strings.Repeat("a", 64), []byte("kind: Cluster\n'quote' $(x) `y`\n"), map[string]string{"docker.io/hosts.toml": "server = \"x\"\n"}, true)),
+		"export": must(KindExport([]string{"dev", "east"})),
+		"delete": must(KindDelete([]string{"dev"})),
 	}
 	for name, s := range scripts {
 		if out, err := exec.Command("bash", "-n", "-c", s).CombinedOutput(); err != nil {
@@ -28,8 +35,27 @@ func TestKindScriptsParse(t *testing.T) {
 			t.Errorf("create script lacks %q", want)
 		}
 	}
-	if strings.Contains(KindCreate("dev", "img@sha256:x", nil, nil, false), "--retain") {
+	if strings.Contains(must(KindCreate("dev", "img@sha256:x", nil, nil, false)), "--retain") {
 		t.Error("--retain without asking")
+	}
+}
+
+// A name from anywhere (Docker's labels, a flag) cannot reach outside the
+// clusters' folder, and a certs.d key cannot leave certs.d.
+func TestKindScriptsRefuseBadNames(t *testing.T) {
+	for _, n := range []string{"..", "../etc", "a b", "", "dev\n@@ cert x", "-rf"} {
+		if _, err := KindCreate(n, "img@sha256:x", nil, nil, false); err == nil {
+			t.Errorf("KindCreate(%q) accepted", n)
+		}
+		if _, err := KindDelete([]string{"dev", n}); err == nil {
+			t.Errorf("KindDelete(%q) accepted", n)
+		}
+		if _, err := KindExport([]string{n}); err == nil {
+			t.Errorf("KindExport(%q) accepted", n)
+		}
+	}
+	if _, err := KindCreate("dev", "img@sha256:x", nil, map[string]string{"../../../root/.ssh/authorized_keys": "x"}, false); err == nil {
+		t.Error("a certs.d key left certs.d")
 	}
 }
 

@@ -33,6 +33,9 @@ const (
 type Net struct {
 	Kind   netip.Prefix // the kind network (network.cidr)
 	Bridge string       // its Linux bridge
+	// Mac is the Mac's own address on the vzNAT network, as the VM sees
+	// its packets: the only host on lima0 the kind network is open to.
+	Mac netip.Addr
 }
 
 var ifName = regexp.MustCompile(`^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,14}$`)
@@ -44,6 +47,9 @@ func (n Net) check() error {
 	if !ifName.MatchString(n.Bridge) {
 		return fmt.Errorf("%q is not an interface name", n.Bridge)
 	}
+	if !n.Mac.Is4() || n.Mac.IsUnspecified() || n.Mac.IsLoopback() || n.Kind.Contains(n.Mac) {
+		return fmt.Errorf("%s is not the Mac's address on the VM's network", n.Mac)
+	}
 	return nil
 }
 
@@ -54,16 +60,23 @@ type Rule struct {
 	What  string // what it is for, for status
 }
 
-// Rules are the rules the script installs when lima0 is on hostNet.
-func (n Net) Rules(hostNet netip.Prefix) []Rule {
-	hostNet = hostNet.Masked()
+// Rules are the rules the script installs, in `iptables -S` form: the Mac
+// alone reaches the kind network from lima0 (anything else on the vzNAT
+// network, another VM, is dropped, published API server ports included),
+// and traffic between the two keeps its addresses both ways.
+func (n Net) Rules() []Rule {
+	mac := netip.PrefixFrom(n.Mac, 32)
 	return []Rule{
-		{"nat", fmt.Sprintf("-A %s -s %s -d %s -o %s -j ACCEPT", natChain, n.Kind, hostNet, HostIf),
+		{"nat", fmt.Sprintf("-A %s -s %s -d %s -o %s -j ACCEPT", natChain, n.Kind, mac, HostIf),
 			"kind → Mac keeps its source address (exempt from Docker's MASQUERADE)"},
-		{"filter", fmt.Sprintf("-A %s -s %s -d %s -i %s -o %s -j ACCEPT", filterChain, hostNet, n.Kind, HostIf, n.Bridge),
+		{"filter", fmt.Sprintf("-A %s -s %s -d %s -i %s -o %s -j ACCEPT", filterChain, mac, n.Kind, HostIf, n.Bridge),
 			"Mac → kind network: containers, unpublished ports, MetalLB addresses"},
-		{"filter", fmt.Sprintf("-A %s -s %s -d %s -i %s -o %s -m conntrack --ctstate RELATED,ESTABLISHED -j ACCEPT", filterChain, n.Kind, hostNet, n.Bridge, HostIf),
+		{"filter", fmt.Sprintf("-A %s -s %s -d %s -i %s -o %s -m conntrack --ctstate RELATED,ESTABLISHED -j ACCEPT", filterChain, n.Kind, mac, n.Bridge, HostIf),
 			"replies from the kind network to the Mac"},
+		{"filter", fmt.Sprintf("-A %s -i %s -o %s -m conntrack --ctstate RELATED,ESTABLISHED -j RETURN", filterChain, HostIf, n.Bridge),
+			"replies to connections the kind network opened go on to Docker's rules"},
+		{"filter", fmt.Sprintf("-A %s -i %s -o %s -j DROP", filterChain, HostIf, n.Bridge),
+			"nothing else on the VM's network (another VM) reaches the kind network"},
 	}
 }
 
@@ -77,22 +90,19 @@ func Jumps() []Rule {
 }
 
 var scriptTmpl = template.Must(template.New("net").Parse(`#!/bin/bash
-# Written by marina; marina up rewrites it. Routes the Mac into the kind
-# network at layer 3 with no address translation either way:
+# Written by marina; marina up rewrites it. Routes the Mac ({{.Mac}}) into
+# the kind network at layer 3 with no address translation either way:
 #  - the Mac reaches every address of {{.Kind}} over {{.HostIf}}, through
 #    Docker's DOCKER-USER chain (Docker 28.2+ drops such traffic otherwise);
+#    nothing else on {{.HostIf}}'s network does;
 #  - traffic from the kind network to the Mac keeps its source address,
-#    exempt from Docker's MASQUERADE.
+#    exempt from Docker's MASQUERADE;
+#  - the FORWARD policy is DROP, whatever Docker found at its start.
 # Runs from marina up, from {{.Unit}} at boot and after every Docker start.
 set -eu -o pipefail
-kind={{.Kind}}
-bridge={{.Bridge}}
-host_if={{.HostIf}}
 
-# lima0's network with its real prefix: the kernel's connected route.
-host_net=$(ip -4 -o route show dev "$host_if" proto kernel scope link | awk 'NR == 1 { print $1 }')
-if [ -z "$host_net" ]; then
-	echo "marina-network: $host_if has no IPv4 network yet; no rules changed" >&2
+if [ -z "$(ip -4 -o addr show dev {{.HostIf}} 2>/dev/null)" ]; then
+	echo "marina-network: {{.HostIf}} has no IPv4 address yet; no rules changed" >&2
 	exit 1
 fi
 if ! iptables -w -S DOCKER-USER >/dev/null 2>&1; then
@@ -100,6 +110,7 @@ if ! iptables -w -S DOCKER-USER >/dev/null 2>&1; then
 	exit 1
 fi
 sysctl -q -w net.ipv4.ip_forward=1
+iptables -w -P FORWARD DROP
 
 # chain TABLE CHAIN RULE…: make CHAIN hold exactly the RULES, in order.
 chain() {
@@ -128,12 +139,9 @@ first() {
 	iptables -w -t "$table" -I "$name" 1 -j "$target"
 }
 
-chain nat {{.NatChain}} \
-	"-A {{.NatChain}} -s $kind -d $host_net -o $host_if -j ACCEPT"
-chain filter {{.FilterChain}} \
-	"-A {{.FilterChain}} -s $host_net -d $kind -i $host_if -o $bridge -j ACCEPT" \
-	"-A {{.FilterChain}} -s $kind -d $host_net -i $bridge -o $host_if -m conntrack --ctstate RELATED,ESTABLISHED -j ACCEPT"
-first nat POSTROUTING {{.NatChain}}
+{{range .Chains}}chain {{.Table}} {{.Name}}{{range .Rules}} \
+	'{{.}}'{{end}}
+{{end}}first nat POSTROUTING {{.NatChain}}
 first filter DOCKER-USER {{.FilterChain}}
 `))
 
@@ -174,10 +182,25 @@ func (n Net) Files() ([]File, error) {
 	if err := n.check(); err != nil {
 		return nil, err
 	}
+	// The script installs exactly Rules(), the list the checks compare
+	// with: one source for both.
+	type chain struct {
+		Table, Name string
+		Rules       []string
+	}
+	var chains []chain
+	for _, r := range n.Rules() {
+		name := strings.Fields(r.Spec)[1]
+		if len(chains) == 0 || chains[len(chains)-1].Name != name {
+			chains = append(chains, chain{Table: r.Table, Name: name})
+		}
+		c := &chains[len(chains)-1]
+		c.Rules = append(c.Rules, r.Spec)
+	}
 	var b bytes.Buffer
-	err := scriptTmpl.Execute(&b, map[string]string{
-		"Kind": n.Kind.String(), "Bridge": n.Bridge, "HostIf": HostIf, "Unit": UnitName,
-		"NatChain": natChain, "FilterChain": filterChain,
+	err := scriptTmpl.Execute(&b, map[string]any{
+		"Kind": n.Kind.String(), "Mac": n.Mac.String(), "HostIf": HostIf, "Unit": UnitName,
+		"NatChain": natChain, "FilterChain": filterChain, "Chains": chains,
 	})
 	if err != nil {
 		return nil, err
@@ -214,6 +237,8 @@ type NetState struct {
 	Enabled bool
 	// Chains maps "table chain" to its rules in -S form.
 	Chains map[string][]string
+	// Policies maps "table chain" to a built-in chain's policy.
+	Policies map[string]string
 	// Err is set when the rules could not be read.
 	Err string
 }
@@ -234,7 +259,7 @@ iptables -w -t filter -S 2>&1 || true
 `
 
 func parseNetState(sec map[string]string) NetState {
-	st := NetState{Sums: map[string]string{}, Chains: map[string][]string{}}
+	st := NetState{Sums: map[string]string{}, Chains: map[string][]string{}, Policies: map[string]string{}}
 	st.Forwarding = strings.TrimSpace(sec["forward"]) == "1"
 	for _, line := range strings.Split(sec["files"], "\n") {
 		f := strings.Fields(line)
@@ -251,6 +276,10 @@ func parseNetState(sec map[string]string) NetState {
 	for _, table := range []string{"nat", "filter"} {
 		for _, line := range strings.Split(sec[table], "\n") {
 			line = strings.TrimSpace(line)
+			if f := strings.Fields(line); len(f) == 3 && f[0] == "-P" {
+				st.Policies[table+" "+f[1]] = f[2]
+				continue
+			}
 			if !strings.HasPrefix(line, "-A ") {
 				if line != "" && !strings.HasPrefix(line, "-P ") && !strings.HasPrefix(line, "-N ") && st.Err == "" {
 					st.Err = "iptables -t " + table + ": " + line
@@ -271,16 +300,17 @@ type Check struct {
 	Note string
 }
 
-// Checks compares st with what the rules for hostNet must be. Each check
-// looks for exactly what the script installs.
-func (n Net) Checks(st NetState, hostNet netip.Prefix) ([]Check, error) {
+// Checks compares st with what the rules must be. Each check looks for
+// exactly what the script installs.
+func (n Net) Checks(st NetState) ([]Check, error) {
 	files, err := n.Files()
 	if err != nil {
 		return nil, err
 	}
 	var out []Check
 	out = append(out, Check{What: "IPv4 forwarding", OK: st.Forwarding, Note: "net.ipv4.ip_forward"})
-	for _, r := range n.Rules(hostNet) {
+	out = append(out, Check{What: "the VM forwards nothing it is not told to", OK: st.Policies["filter FORWARD"] == "DROP", Note: "-t filter -P FORWARD DROP"})
+	for _, r := range n.Rules() {
 		chain := strings.Fields(r.Spec)[1]
 		found := false
 		for _, have := range st.Chains[r.Table+" "+chain] {
@@ -290,7 +320,7 @@ func (n Net) Checks(st NetState, hostNet netip.Prefix) ([]Check, error) {
 	}
 	// A chain may only hold marina's rules: anything else is stale.
 	want := map[string]bool{}
-	for _, r := range n.Rules(hostNet) {
+	for _, r := range n.Rules() {
 		want[r.Table+" "+r.Spec] = true
 	}
 	for _, key := range []string{"nat " + natChain, "filter " + filterChain} {

@@ -9,19 +9,21 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/bcollard/marina/internal/run"
 )
 
-var testNet = Net{Kind: netip.MustParsePrefix("172.30.0.0/16"), Bridge: "br-kind"}
+var testNet = Net{Kind: netip.MustParsePrefix("172.30.0.0/16"), Bridge: "br-kind", Mac: netip.MustParseAddr("192.168.64.1")}
 
-// What `iptables -S` prints in a guest where the rules are installed on a
-// /22 lima0 network, with Docker's own rules around them.
-func observed(hostNet string, extraNat ...string) string {
+// What `iptables -S` prints in a guest where the rules are installed for
+// the Mac at mac, with Docker's own rules around them.
+func observed(mac string, extraNat ...string) string {
 	nat := []string{
 		"-P POSTROUTING ACCEPT",
 		"-N MARINA-POSTROUTING",
 		"-A POSTROUTING -j MARINA-POSTROUTING",
 		"-A POSTROUTING -s 172.30.0.0/16 ! -o br-kind -j MASQUERADE",
-		"-A MARINA-POSTROUTING -s 172.30.0.0/16 -d " + hostNet + " -o lima0 -j ACCEPT",
+		"-A MARINA-POSTROUTING -s 172.30.0.0/16 -d " + mac + "/32 -o lima0 -j ACCEPT",
 	}
 	nat = append(nat, extraNat...)
 	filter := []string{
@@ -30,8 +32,10 @@ func observed(hostNet string, extraNat ...string) string {
 		"-N MARINA-FORWARD",
 		"-A FORWARD -j DOCKER-USER",
 		"-A DOCKER-USER -j MARINA-FORWARD",
-		"-A MARINA-FORWARD -s " + hostNet + " -d 172.30.0.0/16 -i lima0 -o br-kind -j ACCEPT",
-		"-A MARINA-FORWARD -s 172.30.0.0/16 -d " + hostNet + " -i br-kind -o lima0 -m conntrack --ctstate RELATED,ESTABLISHED -j ACCEPT",
+		"-A MARINA-FORWARD -s " + mac + "/32 -d 172.30.0.0/16 -i lima0 -o br-kind -j ACCEPT",
+		"-A MARINA-FORWARD -s 172.30.0.0/16 -d " + mac + "/32 -i br-kind -o lima0 -m conntrack --ctstate RELATED,ESTABLISHED -j ACCEPT",
+		"-A MARINA-FORWARD -i lima0 -o br-kind -m conntrack --ctstate RELATED,ESTABLISHED -j RETURN",
+		"-A MARINA-FORWARD -i lima0 -o br-kind -j DROP",
 	}
 	files, _ := testNet.Files()
 	var sums []string
@@ -52,8 +56,8 @@ func failing(cs []Check) []string {
 }
 
 func TestChecksAllGood(t *testing.T) {
-	st := parseNetState(sections(observed("192.168.64.0/22")))
-	cs, err := testNet.Checks(st, netip.MustParsePrefix("192.168.65.7/22"))
+	st := parseNetState(sections(observed("192.168.64.1")))
+	cs, err := testNet.Checks(st)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,18 +67,20 @@ func TestChecksAllGood(t *testing.T) {
 }
 
 func TestChecksFindEachProblem(t *testing.T) {
-	lima0 := netip.MustParsePrefix("192.168.64.3/24")
-	good := observed("192.168.64.0/24")
+	good := observed("192.168.64.1")
 	cases := []struct {
 		name string
 		out  string
 		want string
 	}{
 		{"forwarding off", strings.Replace(good, "@@ forward\n1", "@@ forward\n0", 1), "IPv4 forwarding"},
-		{"stale prefix", observed("192.168.60.0/24"), "stale rule: -t nat -A MARINA-POSTROUTING -s 172.30.0.0/16 -d 192.168.60.0/24"},
+		{"the Mac moved", observed("192.168.60.1"), "stale rule: -t nat -A MARINA-POSTROUTING -s 172.30.0.0/16 -d 192.168.60.1/32"},
+		{"a whole network let in", strings.Replace(good, "-s 192.168.64.1/32 -d 172.30.0.0/16", "-s 192.168.64.0/24 -d 172.30.0.0/16", 1), "stale rule: -t filter -A MARINA-FORWARD -s 192.168.64.0/24"},
+		{"no drop for other hosts", strings.Replace(good, "-A MARINA-FORWARD -i lima0 -o br-kind -j DROP\n", "", 1), "nothing else on the VM's network"},
+		{"FORWARD policy ACCEPT", strings.Replace(good, "-P FORWARD DROP", "-P FORWARD ACCEPT", 1), "the VM forwards nothing"},
 		{"Docker's MASQUERADE above the jump", strings.Replace(good, "-A POSTROUTING -j MARINA-POSTROUTING\n-A POSTROUTING -s 172.30.0.0/16 ! -o br-kind -j MASQUERADE",
 			"-A POSTROUTING -s 172.30.0.0/16 ! -o br-kind -j MASQUERADE\n-A POSTROUTING -j MARINA-POSTROUTING", 1), "jump into marina's rules: -t nat"},
-		{"jump twice", observed("192.168.64.0/24", "-A POSTROUTING -j MARINA-POSTROUTING"), "jump into marina's rules: -t nat"},
+		{"jump twice", observed("192.168.64.1", "-A POSTROUTING -j MARINA-POSTROUTING"), "jump into marina's rules: -t nat"},
 		{"return path missing", strings.Replace(good, "-m conntrack --ctstate RELATED,ESTABLISHED", "-m conntrack --ctstate ESTABLISHED", 1), "replies from the kind network"},
 		{"unit not enabled", strings.Replace(good, "@@ enabled\nenabled", "@@ enabled\ndisabled", 1), "marina-network.service enabled"},
 		{"script edited", regexp.MustCompile(`[0-9a-f]{64} /usr/local/sbin/marina-network`).ReplaceAllString(good, strings.Repeat("0", 64)+" /usr/local/sbin/marina-network"), "installed /usr/local/sbin/marina-network"},
@@ -82,7 +88,7 @@ func TestChecksFindEachProblem(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			cs, err := testNet.Checks(parseNetState(sections(c.out)), lima0)
+			cs, err := testNet.Checks(parseNetState(sections(c.out)))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -102,11 +108,15 @@ func TestChecksFindEachProblem(t *testing.T) {
 }
 
 func TestNetRejectsBadInput(t *testing.T) {
+	mac := testNet.Mac
 	for _, n := range []Net{
-		{Kind: netip.MustParsePrefix("172.30.1.0/16"), Bridge: "br-kind"},
-		{Kind: netip.MustParsePrefix("fd00::/64"), Bridge: "br-kind"},
-		{Kind: netip.MustParsePrefix("172.30.0.0/16"), Bridge: "br kind; rm -rf /"},
-		{Kind: netip.MustParsePrefix("172.30.0.0/16"), Bridge: "a-very-long-bridge-name"},
+		{Kind: netip.MustParsePrefix("172.30.1.0/16"), Bridge: "br-kind", Mac: mac},
+		{Kind: netip.MustParsePrefix("fd00::/64"), Bridge: "br-kind", Mac: mac},
+		{Kind: netip.MustParsePrefix("172.30.0.0/16"), Bridge: "br kind; rm -rf /", Mac: mac},
+		{Kind: netip.MustParsePrefix("172.30.0.0/16"), Bridge: "a-very-long-bridge-name", Mac: mac},
+		{Kind: netip.MustParsePrefix("172.30.0.0/16"), Bridge: "br-kind"},
+		{Kind: netip.MustParsePrefix("172.30.0.0/16"), Bridge: "br-kind", Mac: netip.MustParseAddr("0.0.0.0")},
+		{Kind: netip.MustParsePrefix("172.30.0.0/16"), Bridge: "br-kind", Mac: netip.MustParseAddr("172.30.0.5")},
 	} {
 		if _, err := n.Files(); err == nil {
 			t.Errorf("accepted %+v", n)
@@ -125,13 +135,18 @@ func TestFilesAndApplyScript(t *testing.T) {
 		t.Fatal(err)
 	}
 	script := files[0].Content
-	for _, want := range []string{"kind=172.30.0.0/16", "bridge=br-kind", "host_if=lima0", "proto kernel scope link", "first nat POSTROUTING MARINA-POSTROUTING", "first filter DOCKER-USER MARINA-FORWARD"} {
+	for _, want := range []string{"iptables -w -P FORWARD DROP", "first nat POSTROUTING MARINA-POSTROUTING", "first filter DOCKER-USER MARINA-FORWARD"} {
 		if !strings.Contains(script, want) {
 			t.Errorf("script lacks %q", want)
 		}
 	}
-	if strings.Contains(script, "/24") {
-		t.Error("the script assumes a /24")
+	// The script installs exactly the rules the checks look for, in order.
+	var specs []string
+	for _, r := range testNet.Rules() {
+		specs = append(specs, "'"+r.Spec+"'")
+	}
+	if got := regexp.MustCompile(`'-A MARINA-[A-Z]+ [^']*'`).FindAllString(script, -1); strings.Join(got, "\n") != strings.Join(specs, "\n") {
+		t.Errorf("script rules:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(specs, "\n"))
 	}
 	if !strings.Contains(files[2].Content, "ExecStartPost=-"+ScriptPath) {
 		t.Errorf("drop-in: %s", files[2].Content)
@@ -143,7 +158,7 @@ func TestFilesAndApplyScript(t *testing.T) {
 	apply := b.Script()
 	for _, f := range files {
 		enc := base64.StdEncoding.EncodeToString([]byte(f.Content))
-		if !strings.Contains(apply, "put "+f.Path+" "+f.Mode+" "+enc+" && reload=1") {
+		if !strings.Contains(apply, "put "+run.ShellQuote(f.Path)+" "+f.Mode+" "+enc+" && reload=1") {
 			t.Errorf("apply script does not install %s", f.Path)
 		}
 	}

@@ -2,6 +2,7 @@ package guest
 
 import (
 	"fmt"
+	"path"
 	"sort"
 	"strings"
 
@@ -32,9 +33,9 @@ func RegistryApply(b *Batch, specs []registry.Spec) {
 	keep := make([]string, 0, len(specs))
 	b.Sh(fmt.Sprintf("install -d -m 0700 -o root -g root %s", registry.ConfigDir))
 	for _, s := range specs {
-		b.Put(File{Path: registry.ConfigFile(s.Name), Mode: "0600", Content: string(s.Config)}, "")
+		b.Put(File{Path: s.ConfigFile, Mode: "0600", Content: string(s.Config)}, "")
 		b.Sh("mkdir -p " + run.ShellQuote(s.CacheDir))
-		keep = append(keep, run.ShellQuote(s.Name+".yml"))
+		keep = append(keep, run.ShellQuote(path.Base(s.ConfigFile)))
 	}
 	sort.Strings(keep)
 	b.Sh(fmt.Sprintf(`for f in %s/*.yml; do

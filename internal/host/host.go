@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -36,13 +37,14 @@ func (h *Host) Lookup(ctx context.Context, want netip.Prefix) (*Route, error) {
 	return h.lookup(ctx, FirstHost(want))
 }
 
-// RouteStatus looks up how the host routes want today.
-func (h *Host) RouteStatus(ctx context.Context, want netip.Prefix, via netip.Addr) (RouteStatus, error) {
+// RouteStatus looks up how the host routes want today; mine are the
+// gateways marina recorded for it (see Classify).
+func (h *Host) RouteStatus(ctx context.Context, want netip.Prefix, via netip.Addr, mine ...netip.Addr) (RouteStatus, error) {
 	r, err := h.Lookup(ctx, want)
 	if err != nil {
 		return RouteStatus{}, err
 	}
-	return Classify(want, via, r), nil
+	return Classify(want, via, r, mine...), nil
 }
 
 // RouteFix is the command that makes the route right, nil when it is right
@@ -79,4 +81,16 @@ func (h *Host) Privileged(ctx context.Context, argv []string) error {
 		return fmt.Errorf("`sudo %s`: %w", run.Quote(argv), err)
 	}
 	return nil
+}
+
+// SourceFor is the address this host sends from to reach addr: the Mac's
+// own address on the vzNAT network, the one the VM sees its packets come
+// from. Nothing is sent (a UDP socket only picks a route).
+func SourceFor(addr netip.Addr) (netip.Addr, error) {
+	c, err := net.DialUDP("udp", nil, net.UDPAddrFromAddrPort(netip.AddrPortFrom(addr, 9)))
+	if err != nil {
+		return netip.Addr{}, fmt.Errorf("find this host's address towards the VM (%s): %w", addr, err)
+	}
+	defer c.Close()
+	return c.LocalAddr().(*net.UDPAddr).AddrPort().Addr().Unmap(), nil
 }

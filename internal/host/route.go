@@ -16,12 +16,18 @@ type Route struct {
 	Dest      netip.Prefix // 0.0.0.0/0 for the default route
 	Gateway   netip.Addr   // invalid for an interface route
 	Interface string
+	// Cloned is a host route macOS cloned from another one (WASCLONED):
+	// its destination is not a route of its own, its parent's is unknown.
+	Cloned bool
 }
 
 func (r Route) String() string {
 	s := r.Dest.String()
 	if r.Dest.Bits() == 0 {
 		s = "the default route"
+	}
+	if r.Cloned {
+		s = "a host route cloned from another"
 	}
 	if r.Gateway.IsValid() {
 		s += " via " + r.Gateway.String()
@@ -41,6 +47,9 @@ const (
 	Missing      RouteState = "missing"
 	WrongGateway RouteState = "wrong gateway"
 	Shadowed     RouteState = "shadowed"
+	// Foreign is a route of exactly the kind network that marina did not
+	// make (a VPN's): it is reported and left alone.
+	Foreign RouteState = "foreign"
 )
 
 // RouteStatus is the kind network's route as found, against what it must be.
@@ -49,19 +58,44 @@ type RouteStatus struct {
 	Via   netip.Addr // the VM's lima0 address; invalid when unknown
 	Found *Route     // the route the host uses for Want's first host; nil: none
 	State RouteState
+	// Ours is set when Found is a route of exactly Want that marina made:
+	// its gateway is the VM's lima0 address now, or one marina recorded
+	// when it added the route. Only such a route is ever changed or
+	// deleted.
+	Ours bool
 }
 
-// Classify tells present and ours from missing, wrong gateway and shadowed.
-// found is the route the host picks for the first host of want.
-func Classify(want netip.Prefix, via netip.Addr, found *Route) RouteStatus {
+// Classify tells present and ours from missing, wrong gateway, shadowed
+// and foreign. found is the route the host picks for the first host of
+// want; mine are the gateways marina routed want through before.
+func Classify(want netip.Prefix, via netip.Addr, found *Route, mine ...netip.Addr) RouteStatus {
 	s := RouteStatus{Want: want, Via: via, Found: found}
+	exact := found != nil && !found.Cloned && found.Dest == want && found.Gateway.IsValid()
+	if exact {
+		s.Ours = found.Gateway == via
+		for _, gw := range mine {
+			s.Ours = s.Ours || (gw.IsValid() && found.Gateway == gw)
+		}
+	}
 	switch {
-	case found == nil || found.Dest.Bits() < want.Bits():
+	case found == nil:
+		s.State = Missing
+	case found.Cloned:
+		// A host route macOS cloned (after traffic went out): through
+		// lima0 it came from marina's route; otherwise from a broader one.
+		if via.IsValid() && found.Gateway == via {
+			s.State = Present
+		} else {
+			s.State = Missing
+		}
+	case found.Dest.Bits() < want.Bits():
 		// Nothing, or only a broader route (the default, a VPN's /12):
 		// this is the check klimax got wrong by trusting an exit code.
 		s.State = Missing
 	case found.Dest.Bits() > want.Bits():
 		s.State = Shadowed
+	case !s.Ours:
+		s.State = Foreign
 	case via.IsValid() && found.Gateway != via:
 		s.State = WrongGateway
 	default:
@@ -87,6 +121,8 @@ func (s RouteStatus) String() string {
 		return head + fmt.Sprintf("wrong gateway (via %s; the VM's lima0 is %s)", gwOrIf(s.Found), s.Via)
 	case Shadowed:
 		return head + "shadowed by " + s.Found.String() + " (a VPN? addresses in " + s.Found.Dest.String() + " do not reach the VM)"
+	case Foreign:
+		return head + "taken by " + s.Found.String() + ", a route marina did not make (a VPN?): marina leaves it alone, and the kind network does not reach the VM from this host until it is gone"
 	}
 	return head + string(s.State)
 }
@@ -100,27 +136,60 @@ func gwOrIf(r *Route) string {
 
 // commands builds one OS's route changes.
 type commands struct {
-	add, change func(netip.Prefix, netip.Addr) []string
-	del         func(netip.Prefix) []string
+	add, change, del func(netip.Prefix, netip.Addr) []string
 }
 
+// fix adds a missing route and moves marina's own to the new lima0
+// address; nothing else, and only for a private IPv4 network.
 func (c commands) fix(s RouteStatus) []string {
+	if CheckPrefix(s.Want) != nil || !s.Via.IsValid() || !s.Via.Is4() {
+		return nil
+	}
 	switch s.State {
 	case Missing:
 		return c.add(s.Want, s.Via)
 	case WrongGateway:
-		return c.change(s.Want, s.Via)
+		if s.Ours {
+			return c.change(s.Want, s.Via)
+		}
 	}
 	return nil
 }
 
-// remove deletes only a route of exactly the kind network: never the
-// default route or a VPN's.
+// remove deletes only marina's own route of exactly the kind network:
+// never the default route, a VPN's, or one whose gateway marina cannot
+// tell as its own.
 func (c commands) remove(s RouteStatus) []string {
-	if s.Found == nil || s.Found.Dest != s.Want {
+	if CheckPrefix(s.Want) != nil || s.Found == nil || !s.Ours || s.Found.Dest != s.Want {
 		return nil
 	}
-	return c.del(s.Want)
+	return c.del(s.Want, s.Found.Gateway)
+}
+
+// CheckPrefix reports why marina must not route p: it only ever routes a
+// private (RFC 1918) IPv4 network of at least 256 addresses and at most
+// a /8, so that no value can reach the default route or the internet.
+func CheckPrefix(p netip.Prefix) error {
+	switch {
+	case !p.IsValid() || !p.Addr().Is4():
+		return fmt.Errorf("%s is not an IPv4 network", p)
+	case p != p.Masked():
+		return fmt.Errorf("%s has host bits set", p)
+	case p.Bits() < 8 || p.Bits() > 24:
+		return fmt.Errorf("%s is not a network marina routes (a /8 to a /24)", p)
+	}
+	for _, r := range private {
+		if r.Contains(p.Addr()) && r.Bits() <= p.Bits() {
+			return nil
+		}
+	}
+	return fmt.Errorf("%s is not a private (RFC 1918) network", p)
+}
+
+var private = []netip.Prefix{
+	netip.MustParsePrefix("10.0.0.0/8"),
+	netip.MustParsePrefix("172.16.0.0/12"),
+	netip.MustParsePrefix("192.168.0.0/16"),
 }
 
 // macOS: route(8). Not persistent; the route goes with the vzNAT bridge
@@ -132,7 +201,9 @@ var darwinCommands = commands{
 	change: func(p netip.Prefix, gw netip.Addr) []string {
 		return []string{"/sbin/route", "-n", "change", "-net", p.String(), gw.String()}
 	},
-	del: func(p netip.Prefix) []string { return []string{"/sbin/route", "-n", "delete", "-net", p.String()} },
+	del: func(p netip.Prefix, gw netip.Addr) []string {
+		return []string{"/sbin/route", "-n", "delete", "-net", p.String(), gw.String()}
+	},
 }
 
 // Linux (the lab): ip(8).
@@ -143,7 +214,10 @@ var linuxCommands = commands{
 	change: func(p netip.Prefix, gw netip.Addr) []string {
 		return []string{"ip", "route", "replace", p.String(), "via", gw.String()}
 	},
-	del: func(p netip.Prefix) []string { return []string{"ip", "route", "del", p.String()} },
+	// With its gateway: ip deletes the route only if it still has it.
+	del: func(p netip.Prefix, gw netip.Addr) []string {
+		return []string{"ip", "route", "del", p.String(), "via", gw.String()}
+	},
 }
 
 // FirstHost is the address route lookups ask about.
@@ -170,29 +244,37 @@ func ParseRouteGet(out string) (*Route, error) {
 		return nil, fmt.Errorf("cannot read `route -n get` output: no destination line in %q", strings.TrimSpace(out))
 	}
 	r := &Route{Interface: fields["interface"]}
+	flags := strings.Split(strings.Trim(fields["flags"], "<>"), ",")
+	for _, f := range flags {
+		r.Cloned = r.Cloned || f == "WASCLONED"
+	}
+	addr := netip.IPv4Unspecified()
+	bits := 32 // a host route has no mask line
 	if dest == "default" {
-		r.Dest = netip.PrefixFrom(netip.IPv4Unspecified(), 0)
+		// "default" is 0.0.0.0 with the mask given: a split-tunnel VPN's
+		// 0.0.0.0/1 prints as "default" with mask 128.0.0.0.
+		bits = 0
 	} else {
-		addr, err := netip.ParseAddr(dest)
-		if err != nil {
+		a, err := netip.ParseAddr(dest)
+		if err != nil || !a.Is4() {
 			return nil, fmt.Errorf("cannot read `route -n get` output: destination %q", dest)
 		}
-		bits := 32 // a host route has no mask line
-		switch m, ok := fields["mask"]; {
-		case !ok:
-		case m == "default":
-			bits = 0
-		default:
-			mask, err := netip.ParseAddr(m)
-			if err != nil || !mask.Is4() {
-				return nil, fmt.Errorf("cannot read `route -n get` output: mask %q", m)
-			}
-			if bits = maskBits(mask); bits < 0 {
-				return nil, fmt.Errorf("cannot read `route -n get` output: mask %q is not contiguous", m)
-			}
-		}
-		r.Dest = netip.PrefixFrom(addr, bits).Masked()
+		addr = a
 	}
+	switch m, ok := fields["mask"]; {
+	case !ok:
+	case m == "default":
+		bits = 0
+	default:
+		mask, err := netip.ParseAddr(m)
+		if err != nil || !mask.Is4() {
+			return nil, fmt.Errorf("cannot read `route -n get` output: mask %q", m)
+		}
+		if bits = maskBits(mask); bits < 0 {
+			return nil, fmt.Errorf("cannot read `route -n get` output: mask %q is not contiguous", m)
+		}
+	}
+	r.Dest = netip.PrefixFrom(addr, bits).Masked()
 	// An interface route shows the interface (or a link address) as its
 	// gateway; only an IP is a gateway.
 	if gw, err := netip.ParseAddr(fields["gateway"]); err == nil {

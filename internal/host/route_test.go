@@ -29,21 +29,34 @@ func TestClassifyMacOSRouteGet(t *testing.T) {
 		state RouteState
 		line  string
 		fix   string
+		mine  []netip.Addr
 	}{
 		{"route-get-missing.txt", Missing,
 			"172.30.0.0/16 → missing (the host would send it along the default route via 192.168.1.1 on en0)",
-			"/sbin/route -n add -net 172.30.0.0/16 192.168.64.3"},
-		{"route-get-ours.txt", Present, "172.30.0.0/16 → present (via 192.168.64.3)", ""},
+			"/sbin/route -n add -net 172.30.0.0/16 192.168.64.3", nil},
+		{"route-get-ours.txt", Present, "172.30.0.0/16 → present (via 192.168.64.3)", "", nil},
+		// lima0 moved from .7 to .3: marina made the route through .7.
 		{"route-get-wrong-gateway.txt", WrongGateway,
 			"172.30.0.0/16 → wrong gateway (via 192.168.64.7; the VM's lima0 is 192.168.64.3)",
-			"/sbin/route -n change -net 172.30.0.0/16 192.168.64.3"},
+			"/sbin/route -n change -net 172.30.0.0/16 192.168.64.3", []netip.Addr{netip.MustParseAddr("192.168.64.7")}},
+		// The same route, not made by marina: left alone.
+		{"route-get-wrong-gateway.txt", Foreign,
+			"172.30.0.0/16 → taken by 172.30.0.0/16 via 192.168.64.7 on bridge100, a route marina did not make (a VPN?): marina leaves it alone, and the kind network does not reach the VM from this host until it is gone",
+			"", nil},
+		{"route-get-vpn-same.txt", Foreign,
+			"172.30.0.0/16 → taken by 172.30.0.0/16 via 100.64.0.1 on utun4, a route marina did not make (a VPN?): marina leaves it alone, and the kind network does not reach the VM from this host until it is gone",
+			"", nil},
+		{"route-get-split-default.txt", Missing,
+			"172.30.0.0/16 → missing (the host would send it along 0.0.0.0/1 via 10.8.0.1 on utun5)",
+			"/sbin/route -n add -net 172.30.0.0/16 192.168.64.3", nil},
+		{"route-get-cloned.txt", Present, "172.30.0.0/16 → present (via 192.168.64.3)", "", nil},
 		{"route-get-utun.txt", Shadowed,
-			"172.30.0.0/16 → shadowed by 172.30.0.0/24 via 100.64.0.1 on utun4 (a VPN? addresses in 172.30.0.0/24 do not reach the VM)", ""},
+			"172.30.0.0/16 → shadowed by 172.30.0.0/24 via 100.64.0.1 on utun4 (a VPN? addresses in 172.30.0.0/24 do not reach the VM)", "", nil},
 		{"route-get-vpn-broad.txt", Missing,
 			"172.30.0.0/16 → missing (the host would send it along 172.16.0.0/12 on utun3)",
-			"/sbin/route -n add -net 172.30.0.0/16 192.168.64.3"},
+			"/sbin/route -n add -net 172.30.0.0/16 192.168.64.3", nil},
 		{"route-get-no-route.txt", Missing, "172.30.0.0/16 → missing (the host has no route for it at all)",
-			"/sbin/route -n add -net 172.30.0.0/16 192.168.64.3"},
+			"/sbin/route -n add -net 172.30.0.0/16 192.168.64.3", nil},
 	}
 	for _, c := range cases {
 		t.Run(c.file, func(t *testing.T) {
@@ -51,7 +64,7 @@ func TestClassifyMacOSRouteGet(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			s := Classify(kindNet, lima0, r)
+			s := Classify(kindNet, lima0, r, c.mine...)
 			if s.State != c.state {
 				t.Errorf("state = %s, want %s (route %+v)", s.State, c.state, r)
 			}
@@ -66,10 +79,15 @@ func TestClassifyMacOSRouteGet(t *testing.T) {
 	}
 }
 
+// With the VM down (lima0 unknown) marina's own route is the one through
+// a gateway it recorded; any other is not its own.
 func TestClassifyWithoutKnownGateway(t *testing.T) {
 	r, _ := ParseRouteGet(read(t, "route-get-wrong-gateway.txt"))
-	if s := Classify(kindNet, netip.Addr{}, r); s.State != Present {
-		t.Errorf("with the VM down any gateway is present: %s", s.State)
+	if s := Classify(kindNet, netip.Addr{}, r, netip.MustParseAddr("192.168.64.7")); s.State != Present || !s.Ours {
+		t.Errorf("the recorded route: %s, ours %v", s.State, s.Ours)
+	}
+	if s := Classify(kindNet, netip.Addr{}, r, netip.MustParseAddr("192.168.64.9")); s.State != Foreign || s.Ours || RouteRemove(s) != nil {
+		t.Errorf("another route: %s, ours %v", s.State, s.Ours)
 	}
 }
 
@@ -112,13 +130,13 @@ func TestRemoveOnlyExactRoute(t *testing.T) {
 		t.Errorf("would delete a VPN's route: %v", cmd)
 	}
 	r, _ = ParseRouteGet(read(t, "route-get-ours.txt"))
-	if cmd := strings.Join(darwinCommands.remove(Classify(kindNet, lima0, r)), " "); cmd != "/sbin/route -n delete -net 172.30.0.0/16" {
+	if cmd := strings.Join(darwinCommands.remove(Classify(kindNet, lima0, r)), " "); cmd != "/sbin/route -n delete -net 172.30.0.0/16 192.168.64.3" {
 		t.Errorf("removing our own route: %q", cmd)
 	}
 }
 
 func FuzzParseRouteGet(f *testing.F) {
-	for _, name := range []string{"route-get-missing.txt", "route-get-ours.txt", "route-get-utun.txt", "route-get-no-route.txt"} {
+	for _, name := range []string{"route-get-missing.txt", "route-get-ours.txt", "route-get-utun.txt", "route-get-no-route.txt", "route-get-split-default.txt", "route-get-cloned.txt"} {
 		b, _ := os.ReadFile(filepath.Join("testdata", name))
 		f.Add(string(b))
 	}
@@ -128,7 +146,65 @@ func FuzzParseRouteGet(f *testing.F) {
 			t.Fatalf("invalid destination from %q", out)
 		}
 		if err == nil {
-			_ = Classify(kindNet, lima0, r).String()
+			s := Classify(kindNet, lima0, r)
+			_ = s.String()
+			// Whatever the host says, marina deletes only its own route of
+			// exactly the kind network and never touches a broader one.
+			if rm := RouteRemove(s); rm != nil && (r == nil || r.Dest != kindNet || r.Gateway != lima0) {
+				t.Fatalf("remove %v for %+v", rm, r)
+			}
+			if fix := RouteFix(s); fix != nil && (fix[len(fix)-1] != lima0.String() && fix[len(fix)-1] != kindNet.String()) {
+				t.Fatalf("fix %v", fix)
+			}
 		}
 	})
+}
+
+func TestCheckPrefix(t *testing.T) {
+	for _, ok := range []string{"172.30.0.0/16", "10.0.0.0/8", "192.168.100.0/24"} {
+		if err := CheckPrefix(netip.MustParsePrefix(ok)); err != nil {
+			t.Errorf("%s: %v", ok, err)
+		}
+	}
+	for _, bad := range []string{"0.0.0.0/0", "0.0.0.0/1", "8.8.0.0/16", "172.0.0.0/8", "172.30.0.1/16", "192.168.1.1/32", "fd00::/64", "10.0.0.0/7"} {
+		if err := CheckPrefix(netip.MustParsePrefix(bad)); err == nil {
+			t.Errorf("%s accepted", bad)
+		}
+	}
+}
+
+func TestMadeRecord(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "routes.json")
+	m, err := LoadMade(path)
+	if err != nil || len(m.Routes) != 0 {
+		t.Fatalf("empty record: %+v, %v", m, err)
+	}
+	gw := netip.MustParseAddr("192.168.64.3")
+	if err := m.Add(kindNet, gw); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Add(kindNet, lima0); err != nil {
+		t.Fatal(err)
+	}
+	m2, err := LoadMade(path)
+	if err != nil || len(m2.Gateways(kindNet)) != 1 || m2.Gateways(kindNet)[0] != lima0 {
+		t.Errorf("reloaded: %+v, %v", m2, err)
+	}
+	if st, _ := os.Stat(path); st.Mode().Perm() != 0o600 {
+		t.Errorf("mode %v", st.Mode())
+	}
+	// A record naming the default route is ignored, not obeyed.
+	if err := os.WriteFile(path, []byte(`{"routes":[{"cidr":"0.0.0.0/0","gateway":"192.168.64.3"},{"cidr":"172.30.0.0/16","gateway":"192.168.64.3"}]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	m3, err := LoadMade(path)
+	if err != nil || len(m3.Routes) != 1 || m3.Routes[0].CIDR != kindNet {
+		t.Errorf("hostile record: %+v, %v", m3, err)
+	}
+	if err := m3.Forget(kindNet); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(path); !os.IsNotExist(err) {
+		t.Error("an empty record stays on disk")
+	}
 }

@@ -10,6 +10,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"io"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -19,46 +20,9 @@ import (
 	"github.com/gofrs/flock"
 	"gopkg.in/yaml.v3"
 	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/bcollard/marina/internal/fileutil"
 )
-
-// Rename turns the kubeconfig kind exports (cluster, user and context named
-// kind-<name>) into one whose three entries are all named name, with the
-// API server at server and name as the current context. tlsServerName,
-// when set, is the name the server's certificate is checked against (for
-// a server address the certificate does not carry).
-func Rename(kindConfig []byte, name, server, tlsServerName string) ([]byte, error) {
-	in, err := clientcmd.Load(kindConfig)
-	if err != nil {
-		return nil, fmt.Errorf("read kind's kubeconfig for %s: %w", name, err)
-	}
-	ctxName := in.CurrentContext
-	c, ok := in.Contexts[ctxName]
-	if !ok {
-		return nil, fmt.Errorf("kind's kubeconfig for %s has no current context", name)
-	}
-	cluster, ok := in.Clusters[c.Cluster]
-	if !ok {
-		return nil, fmt.Errorf("kind's kubeconfig for %s lacks cluster %q", name, c.Cluster)
-	}
-	user, ok := in.AuthInfos[c.AuthInfo]
-	if !ok {
-		return nil, fmt.Errorf("kind's kubeconfig for %s lacks user %q", name, c.AuthInfo)
-	}
-	out := clientcmdapi.NewConfig()
-	cl := cluster.DeepCopy()
-	cl.Server = server
-	cl.TLSServerName = tlsServerName
-	out.Clusters[name] = cl
-	out.AuthInfos[name] = user.DeepCopy()
-	nc := c.DeepCopy()
-	nc.Cluster, nc.AuthInfo = name, name
-	out.Contexts[name] = nc
-	out.CurrentContext = name
-	return clientcmd.Write(*out)
-}
 
 // TLSServerName is what a kubeconfig for server needs in tls-server-name
 // for the API server certificate certPEM to verify: "" when the
@@ -119,8 +83,10 @@ func Target(getenv func(string) string, home string) string {
 var sections = []string{"clusters", "contexts", "users"}
 
 // Merge puts the entries of cluster (a kubeconfig of marina's, all named
-// name) into the kubeconfig at target, replacing entries of that name and
-// touching nothing else. current-context is left alone.
+// name) into the kubeconfig at target, replacing only entries of that name
+// that marina wrote itself and touching nothing else. An entry of that name
+// that marina did not write (the user's own "dev") is an error that changes
+// nothing. current-context is left alone.
 func Merge(target, name string, cluster []byte) error {
 	var src yaml.Node
 	if err := yaml.Unmarshal(cluster, &src); err != nil || len(src.Content) == 0 {
@@ -129,15 +95,18 @@ func Merge(target, name string, cluster []byte) error {
 	entries := map[string]*yaml.Node{}
 	for _, sec := range sections {
 		for _, item := range seqItems(mapValue(src.Content[0], sec)) {
-			if itemName(item) == name {
+			if itemName(item) == name && owned(sec, item) {
 				entries[sec] = item
 			}
 		}
 		if entries[sec] == nil {
-			return fmt.Errorf("the kubeconfig of %s has no %s entry named %q", name, strings.TrimSuffix(sec, "s"), name)
+			return fmt.Errorf("the kubeconfig of %s has no %s entry named %q that marina wrote", name, strings.TrimSuffix(sec, "s"), name)
 		}
 	}
-	return edit(target, func(root *yaml.Node) bool {
+	return edit(target, func(root *yaml.Node) (bool, error) {
+		if err := clash(target, root, name); err != nil {
+			return false, err
+		}
 		for _, sec := range sections {
 			seq := mapValue(root, sec)
 			if seq == nil || seq.Kind != yaml.SequenceNode {
@@ -155,18 +124,82 @@ func Merge(target, name string, cluster []byte) error {
 				seq.Content = append(seq.Content, entries[sec])
 			}
 		}
-		return true
+		return true, nil
 	})
 }
 
-// Remove drops the entries named name from target and clears
-// current-context when it named them. A missing file is fine.
-func Remove(target, name string) error {
-	if _, err := os.Stat(target); errors.Is(err, os.ErrNotExist) {
+// CheckMerge reports whether cluster name could be merged into target:
+// an error when target holds entries of that name marina did not write.
+// It reads target and changes nothing, so that a create fails before kind
+// runs rather than after.
+func CheckMerge(target, name string) error {
+	root, err := readTarget(target)
+	if err != nil || root == nil {
+		return err
+	}
+	return clash(target, root, name)
+}
+
+// clash is the error for entries named name in root that marina did not
+// write.
+func clash(target string, root *yaml.Node, name string) error {
+	var foreign []string
+	for _, sec := range sections {
+		for _, item := range seqItems(mapValue(root, sec)) {
+			if itemName(item) == name && !owned(sec, item) {
+				foreign = append(foreign, strings.TrimSuffix(sec, "s"))
+			}
+		}
+	}
+	if len(foreign) == 0 {
 		return nil
 	}
-	return edit(target, func(root *yaml.Node) bool {
-		changed := false
+	return fmt.Errorf("%s already has a %s named %q that marina did not write; marina leaves it alone and changed nothing: choose another cluster name, or rename yours first (kubectl config rename-context %s %s-old, and its cluster and user)",
+		target, strings.Join(dedupe(foreign), ", "), name, name, name)
+}
+
+// owned reports whether a kubeconfig entry (an item of clusters, users or
+// contexts) carries marina's mark.
+func owned(section string, item *yaml.Node) bool {
+	inner := mapValue(item, map[string]string{"clusters": "cluster", "users": "user", "contexts": "context"}[section])
+	for _, ext := range seqItems(mapValue(inner, "extensions")) {
+		if itemName(ext) == Mark {
+			return true
+		}
+	}
+	return false
+}
+
+func dedupe(in []string) []string {
+	var out []string
+	for _, s := range in {
+		if len(out) == 0 || out[len(out)-1] != s {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// Removed is what Remove did.
+type Removed struct {
+	// Entries are the sections (cluster, user, context) whose entry of the
+	// name marina removed.
+	Entries []string
+	// Foreign are the sections holding an entry of the name that marina
+	// did not write, and so kept.
+	Foreign []string
+}
+
+// Remove drops the entries named name that marina wrote from target, and
+// clears current-context when it named the context removed. Entries of
+// that name marina did not write stay, and are reported. A missing file
+// is fine.
+func Remove(target, name string) (Removed, error) {
+	var r Removed
+	if _, err := os.Lstat(target); errors.Is(err, os.ErrNotExist) {
+		return r, nil
+	}
+	err := edit(target, func(root *yaml.Node) (bool, error) {
 		for _, sec := range sections {
 			seq := mapValue(root, sec)
 			if seq == nil || seq.Kind != yaml.SequenceNode {
@@ -174,41 +207,129 @@ func Remove(target, name string) error {
 			}
 			kept := seq.Content[:0]
 			for _, item := range seq.Content {
-				if itemName(item) == name {
-					changed = true
+				switch {
+				case itemName(item) != name:
+				case owned(sec, item):
+					r.Entries = append(r.Entries, strings.TrimSuffix(sec, "s"))
 					continue
+				default:
+					r.Foreign = append(r.Foreign, strings.TrimSuffix(sec, "s"))
 				}
 				kept = append(kept, item)
 			}
 			seq.Content = kept
 		}
-		if cc := mapValue(root, "current-context"); cc != nil && cc.Value == name {
-			cc.Value = ""
-			changed = true
+		removedContext := false
+		for _, e := range r.Entries {
+			removedContext = removedContext || e == "context"
 		}
-		return changed
+		if cc := mapValue(root, "current-context"); removedContext && cc != nil && cc.Value == name {
+			cc.Value = ""
+		}
+		return len(r.Entries) > 0, nil
 	})
+	return r, err
 }
 
 // Use makes name the current context of target.
 func Use(target, name string) error {
-	return edit(target, func(root *yaml.Node) bool {
+	return edit(target, func(root *yaml.Node) (bool, error) {
 		setMapValue(root, "current-context", &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: name})
-		return true
+		return true, nil
 	})
 }
 
 // Has reports whether target holds a context named name.
 func Has(target, name string) (bool, error) {
-	c, err := clientcmd.LoadFromFile(target)
-	if errors.Is(err, os.ErrNotExist) {
-		return false, nil
-	}
-	if err != nil {
+	root, err := readTarget(target)
+	if err != nil || root == nil {
 		return false, err
 	}
-	_, ok := c.Contexts[name]
-	return ok, nil
+	for _, item := range seqItems(mapValue(root, "contexts")) {
+		if itemName(item) == name {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// Current is target's current context ("" when none).
+func Current(target string) (string, error) {
+	root, err := readTarget(target)
+	if err != nil || root == nil {
+		return "", err
+	}
+	if cc := mapValue(root, "current-context"); cc != nil && cc.Kind == yaml.ScalarNode {
+		return cc.Value, nil
+	}
+	return "", nil
+}
+
+// MaxSize bounds what marina reads as a kubeconfig.
+const MaxSize = 16 << 20
+
+// realTarget is the file target names: target itself, or where its
+// symlink points (dotfiles keep ~/.kube/config as a link). A link to
+// nothing is an error: writing a new file in its place would break the
+// user's setup.
+func realTarget(target string) (string, error) {
+	st, err := os.Lstat(target)
+	if errors.Is(err, os.ErrNotExist) || (err == nil && st.Mode()&os.ModeSymlink == 0) {
+		return target, nil
+	}
+	if err != nil {
+		return "", err
+	}
+	real, err := filepath.EvalSymlinks(target)
+	if err != nil {
+		dest, _ := os.Readlink(target)
+		return "", fmt.Errorf("%s is a symlink to %s, which does not exist: marina will not replace the link with a file; create its target or remove the link, then try again", target, dest)
+	}
+	return real, nil
+}
+
+// readTarget reads and parses target as one YAML document and returns
+// its top-level mapping; nil when the file is missing or empty.
+func readTarget(target string) (*yaml.Node, error) {
+	doc, err := readDoc(target)
+	if err != nil || doc == nil {
+		return nil, err
+	}
+	return doc.Content[0], nil
+}
+
+// readDoc is readTarget's document, comments and all.
+func readDoc(target string) (*yaml.Node, error) {
+	real, err := realTarget(target)
+	if err != nil {
+		return nil, err
+	}
+	old, err := fileutil.ReadRegular(real, MaxSize)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", target, err)
+	}
+	if len(bytes.TrimSpace(old)) == 0 {
+		return nil, nil
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(old))
+	var doc yaml.Node
+	if err := dec.Decode(&doc); err != nil {
+		return nil, fmt.Errorf("read %s: %w (fix or move it, then try again)", target, err)
+	}
+	var next yaml.Node
+	if err := dec.Decode(&next); !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("%s holds more than one YAML document: marina would drop all but the first, so it changes nothing; keep one (kubectl reads only the first)", target)
+	}
+	if len(doc.Content) == 0 || (doc.Content[0].Kind == yaml.ScalarNode && doc.Content[0].Tag == "!!null") {
+		return nil, nil
+	}
+	if doc.Content[0].Kind != yaml.MappingNode {
+		return nil, fmt.Errorf("%s is not a kubeconfig (its top level is not a mapping)", target)
+	}
+	return &doc, nil
 }
 
 // lockWait is how long edit waits for another writer of the same file.
@@ -218,8 +339,13 @@ var lockWait = 30 * time.Second
 // serialises marina processes (released by the kernel if one dies), and
 // kubectl's own "<file>.lock", so that kubectl and marina never write the
 // file at the same time. The result is checked with clientcmd and written
-// atomically with mode 0600.
-func edit(target string, change func(root *yaml.Node) bool) error {
+// atomically with mode 0600; an error from change leaves the file as it
+// was.
+func edit(target string, change func(root *yaml.Node) (bool, error)) error {
+	real, err := realTarget(target)
+	if err != nil {
+		return err
+	}
 	dir := filepath.Dir(target)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("create %s: %w", dir, err)
@@ -257,33 +383,24 @@ func edit(target string, change func(root *yaml.Node) bool) error {
 	}
 	defer os.Remove(lock)
 
-	old, err := os.ReadFile(target)
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("read %s: %w", target, err)
+	doc, err := readDoc(target)
+	if err != nil {
+		return err
 	}
-	var doc yaml.Node
-	if len(bytes.TrimSpace(old)) > 0 {
-		if err := yaml.Unmarshal(old, &doc); err != nil {
-			return fmt.Errorf("read %s: %w (fix or move it, then try again)", target, err)
-		}
-	}
-	if len(doc.Content) == 0 || doc.Content[0].Kind != yaml.MappingNode {
-		if len(doc.Content) > 0 && !(doc.Content[0].Kind == yaml.ScalarNode && doc.Content[0].Tag == "!!null") {
-			return fmt.Errorf("%s is not a kubeconfig (its top level is not a mapping)", target)
-		}
-		doc = yaml.Node{Kind: yaml.DocumentNode, Content: []*yaml.Node{{Kind: yaml.MappingNode, Tag: "!!map"}}}
-		root := doc.Content[0]
+	if doc == nil {
+		root := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
 		setMapValue(root, "apiVersion", &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: "v1"})
 		setMapValue(root, "kind", &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: "Config"})
 		setMapValue(root, "preferences", &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"})
+		doc = &yaml.Node{Kind: yaml.DocumentNode, Content: []*yaml.Node{root}}
 	}
-	if !change(doc.Content[0]) {
-		return nil
+	if changed, err := change(doc.Content[0]); err != nil || !changed {
+		return err
 	}
 	var b bytes.Buffer
 	enc := yaml.NewEncoder(&b)
 	enc.SetIndent(2)
-	if err := enc.Encode(&doc); err != nil {
+	if err := enc.Encode(doc); err != nil {
 		return err
 	}
 	if err := enc.Close(); err != nil {
@@ -292,11 +409,7 @@ func edit(target string, change func(root *yaml.Node) bool) error {
 	if _, err := clientcmd.Load(b.Bytes()); err != nil {
 		return fmt.Errorf("the merged %s would not load (%w); it was left as it was", target, err)
 	}
-	// A kubeconfig that is a symlink (dotfiles) stays one: write its target.
-	if real, err := filepath.EvalSymlinks(target); err == nil {
-		target = real
-	}
-	return fileutil.WriteAtomic(target, b.Bytes(), 0o600)
+	return fileutil.WriteAtomic(real, b.Bytes(), 0o600)
 }
 
 func mapValue(m *yaml.Node, key string) *yaml.Node {

@@ -33,8 +33,7 @@ func read(t *testing.T, name string) []byte {
 
 func renamed(t *testing.T, name, server string) []byte {
 	t.Helper()
-	kind := strings.ReplaceAll(string(read(t, "kind-export.yaml")), "kind-dev", "kind-"+name)
-	b, err := Rename([]byte(kind), name, server, "")
+	b, err := Rename(kindExport(t, name, "", ""), name, server, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,11 +101,19 @@ func TestMergeKeepsEverythingElse(t *testing.T) {
 	if err := os.WriteFile(target, orig, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := Merge(target, "dev", renamed(t, "dev", "https://192.168.64.3:7003")); err != nil {
+	// The file holds the user's own dev: merging dev is refused, east goes in.
+	if err := Merge(target, "dev", renamed(t, "dev", "https://192.168.64.3:7003")); err == nil {
+		t.Error("merge replaced the user's own dev")
+	}
+	if err := Merge(target, "east", renamed(t, "east", "https://192.168.64.3:7003")); err != nil {
+		t.Fatal(err)
+	}
+	// A second merge of a cluster replaces marina's own entries.
+	if err := Merge(target, "east", renamed(t, "east", "https://192.168.64.3:7004")); err != nil {
 		t.Fatal(err)
 	}
 	after, _ := os.ReadFile(target)
-	if !reflect.DeepEqual(without(semantic(t, after), "dev"), without(semantic(t, orig), "dev")) {
+	if !reflect.DeepEqual(without(semantic(t, after), "east"), semantic(t, orig)) {
 		t.Errorf("merge changed what it does not own:\n%s", after)
 	}
 	if !strings.Contains(string(after), "# my clusters; do not lose this comment") {
@@ -119,24 +126,30 @@ func TestMergeKeepsEverythingElse(t *testing.T) {
 	if c.CurrentContext != "prod" {
 		t.Errorf("current-context = %q, want prod kept", c.CurrentContext)
 	}
-	if c.Clusters["dev"].Server != "https://192.168.64.3:7003" || c.AuthInfos["dev"].Token != "" || len(c.AuthInfos["dev"].ClientCertificateData) == 0 {
-		t.Errorf("dev was not replaced: %+v %+v", c.Clusters["dev"], c.AuthInfos["dev"])
+	if c.Clusters["east"].Server != "https://192.168.64.3:7004" || len(c.AuthInfos["east"].ClientCertificateData) == 0 {
+		t.Errorf("east was not replaced: %+v %+v", c.Clusters["east"], c.AuthInfos["east"])
 	}
-	if n := strings.Count(string(after), "name: dev\n"); n != 3 {
-		t.Errorf("dev appears %d times, want once per section", n)
+	if n := strings.Count(string(after), "name: east\n"); n != 3 {
+		t.Errorf("east appears %d times, want once per section", n)
 	}
 	st, _ := os.Stat(target)
 	if st.Mode().Perm() != 0o600 {
 		t.Errorf("mode %o, want 0600", st.Mode().Perm())
 	}
 
-	// Removing it gives back what was there, minus dev.
-	if err := Remove(target, "dev"); err != nil {
-		t.Fatal(err)
+	// Removing it gives back what was there; the user's dev stays.
+	if r, err := Remove(target, "east"); err != nil || len(r.Entries) != 3 || len(r.Foreign) != 0 {
+		t.Fatalf("Remove(east) = %+v, %v", r, err)
 	}
 	after, _ = os.ReadFile(target)
-	if !reflect.DeepEqual(semantic(t, after), without(semantic(t, orig), "dev")) {
+	if !reflect.DeepEqual(semantic(t, after), semantic(t, orig)) {
 		t.Errorf("remove changed what it does not own:\n%s", after)
+	}
+	if r, err := Remove(target, "dev"); err != nil || len(r.Entries) != 0 || len(r.Foreign) != 3 {
+		t.Errorf("Remove(dev) = %+v, %v", r, err)
+	}
+	if b, _ := os.ReadFile(target); !reflect.DeepEqual(semantic(t, b), semantic(t, orig)) {
+		t.Errorf("remove of the user's dev changed the file:\n%s", b)
 	}
 }
 
@@ -158,13 +171,13 @@ func TestMergeIntoNothing(t *testing.T) {
 	if c, _ := clientcmd.LoadFromFile(target); c.CurrentContext != "dev" {
 		t.Errorf("after Use current-context = %q", c.CurrentContext)
 	}
-	if err := Remove(target, "dev"); err != nil {
+	if _, err := Remove(target, "dev"); err != nil {
 		t.Fatal(err)
 	}
 	if c, _ := clientcmd.LoadFromFile(target); c.CurrentContext != "" || len(c.Contexts) != 0 {
 		t.Errorf("after Remove = %+v", c)
 	}
-	if err := Remove(filepath.Join(t.TempDir(), "missing"), "dev"); err != nil {
+	if _, err := Remove(filepath.Join(t.TempDir(), "missing"), "dev"); err != nil {
 		t.Errorf("Remove of a missing file: %v", err)
 	}
 }
@@ -235,13 +248,13 @@ func TestSymlinkStaysASymlink(t *testing.T) {
 	if err := os.Symlink(real, link); err != nil {
 		t.Fatal(err)
 	}
-	if err := Merge(link, "dev", renamed(t, "dev", "https://127.0.0.1:7001")); err != nil {
+	if err := Merge(link, "east", renamed(t, "east", "https://127.0.0.1:7001")); err != nil {
 		t.Fatal(err)
 	}
 	if st, _ := os.Lstat(link); st.Mode()&os.ModeSymlink == 0 {
 		t.Error("the symlink was replaced by a file")
 	}
-	if ok, _ := Has(real, "dev"); !ok {
+	if ok, _ := Has(real, "east"); !ok {
 		t.Error("the link's target did not get the cluster")
 	}
 }
@@ -310,12 +323,55 @@ func TestTLSServerName(t *testing.T) {
 			t.Errorf("TLSServerName(%s) = %q, %v; want %q, error %v", c.server, got, err, c.want, c.wantErr)
 		}
 	}
-	b, err := Rename([]byte(strings.ReplaceAll(string(read(t, "kind-export.yaml")), "kind-dev", "kind-x")), "x", "https://192.168.64.7:7001", "localhost")
+	b, err := Rename(kindExport(t, "x", "", ""), "x", "https://192.168.64.7:7001", "localhost")
 	if err != nil {
 		t.Fatal(err)
 	}
 	c, err := clientcmd.Load(b)
 	if err != nil || c.Clusters["x"].TLSServerName != "localhost" {
 		t.Fatalf("tls-server-name not kept: %v %+v", err, c)
+	}
+}
+
+// A kubeconfig link to nothing is not replaced by a file, and a file of
+// two documents is not cut down to one.
+func TestDanglingLinkAndTwoDocuments(t *testing.T) {
+	dir := t.TempDir()
+	link := filepath.Join(dir, "config")
+	if err := os.Symlink(filepath.Join(dir, "dotfiles", "kubeconfig"), link); err != nil {
+		t.Fatal(err)
+	}
+	if err := Merge(link, "dev", renamed(t, "dev", "https://127.0.0.1:7001")); err == nil || !strings.Contains(err.Error(), "does not exist") {
+		t.Errorf("merge into a dangling link: %v", err)
+	}
+	if st, err := os.Lstat(link); err != nil || st.Mode()&os.ModeSymlink == 0 {
+		t.Error("the link was replaced")
+	}
+	two := filepath.Join(dir, "two")
+	body := "apiVersion: v1\nkind: Config\n---\napiVersion: v1\nkind: Config\ncontexts:\n- name: x\n  context: {cluster: x, user: x}\n"
+	if err := os.WriteFile(two, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := Merge(two, "dev", renamed(t, "dev", "https://127.0.0.1:7001")); err == nil || !strings.Contains(err.Error(), "more than one YAML document") {
+		t.Errorf("merge into two documents: %v", err)
+	}
+	if b, _ := os.ReadFile(two); string(b) != body {
+		t.Error("the file was changed")
+	}
+}
+
+// marina's own files are read as strictly as an export: one with a
+// plugin added is refused.
+func TestRESTConfigOnlyFromMarinasFiles(t *testing.T) {
+	kc := renamed(t, "dev", "https://127.0.0.1:7001")
+	if _, err := RESTConfig(kc); err != nil {
+		t.Fatalf("marina's own kubeconfig: %v", err)
+	}
+	bad := strings.Replace(string(kc), "    client-key-data:", "    tokenFile: /etc/shadow\n    client-key-data:", 1)
+	if bad == string(kc) {
+		t.Fatal("the test did not change the file")
+	}
+	if _, err := RESTConfig([]byte(bad)); err == nil || !strings.Contains(err.Error(), "tokenFile") {
+		t.Errorf("RESTConfig with a tokenFile: %v", err)
 	}
 }

@@ -17,12 +17,11 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/bcollard/marina/internal/config"
+	"github.com/bcollard/marina/internal/fileutil"
 )
 
 // Where things live, in the VM and in a mirror container.
 const (
-	// Image is distribution's official image.
-	Image = "registry:3"
 	// ConfigDir holds one root-only config file per mirror in the VM.
 	ConfigDir = "/etc/marina/registry"
 	// containerConfig is where registry:3 reads its configuration.
@@ -38,11 +37,23 @@ const (
 )
 
 // ConfigFile is a mirror's config path in the VM.
-func ConfigFile(name string) string { return path.Join(ConfigDir, name+".yml") }
+func ConfigFile(name string) (string, error) {
+	f, err := fileutil.Child(ConfigDir, name+".yml")
+	if err != nil || config.CheckMirrorName(name) != nil {
+		return "", fmt.Errorf("mirror %q: not a mirror name, so it has no config file", name)
+	}
+	return f, nil
+}
 
 // CacheDir is a mirror's cache folder in the VM (a virtiofs mount of the
 // Mac's folder, or the VM's disk).
-func CacheDir(guestCacheRoot, name string) string { return path.Join(guestCacheRoot, name) }
+func CacheDir(guestCacheRoot, name string) (string, error) {
+	d, err := fileutil.Child(guestCacheRoot, name)
+	if err != nil || config.CheckMirrorName(name) != nil {
+		return "", fmt.Errorf("mirror %q: not a mirror name, so it has no cache folder", name)
+	}
+	return d, nil
+}
 
 // the subset of distribution's configuration marina writes.
 type distConfig struct {
@@ -118,11 +129,13 @@ func Config(m config.Mirror) ([]byte, error) {
 
 // Spec is everything a mirror container is made from.
 type Spec struct {
-	Name     string
-	Port     int
-	Upstream string
-	Config   []byte // the file's content (secret)
-	CacheDir string // in the VM
+	Name       string
+	Port       int
+	Upstream   string
+	Image      string // pinned by digest
+	Config     []byte // the file's content (secret)
+	ConfigFile string // in the VM
+	CacheDir   string // in the VM
 	// Digest identifies Config and the container settings; it is what the
 	// container's label records.
 	Digest string
@@ -131,16 +144,22 @@ type Spec struct {
 // Specs renders the spec of every mirror. key keys the digest, so the
 // label on a container (which anyone with the Docker socket can read)
 // cannot be used to check a guessed password.
-func Specs(mirrors []config.Mirror, guestCacheRoot string, key []byte) ([]Spec, error) {
-	out := make([]Spec, 0, len(mirrors))
-	for _, m := range mirrors {
+func Specs(r config.Registries, guestCacheRoot string, key []byte) ([]Spec, error) {
+	out := make([]Spec, 0, len(r.Mirrors))
+	for _, m := range r.Mirrors {
 		cfg, err := Config(m)
 		if err != nil {
 			return nil, err
 		}
-		s := Spec{Name: m.Name, Port: m.Port, Upstream: m.RemoteURL, Config: cfg, CacheDir: CacheDir(guestCacheRoot, m.Name)}
+		s := Spec{Name: m.Name, Port: m.Port, Upstream: m.RemoteURL, Image: r.Image, Config: cfg}
+		if s.ConfigFile, err = ConfigFile(m.Name); err != nil {
+			return nil, err
+		}
+		if s.CacheDir, err = CacheDir(guestCacheRoot, m.Name); err != nil {
+			return nil, err
+		}
 		mac := hmac.New(sha256.New, key)
-		fmt.Fprintf(mac, "image=%s\ncache=%s\nconfig=%s\n", Image, s.CacheDir, cfg)
+		fmt.Fprintf(mac, "image=%s\ncache=%s\nconfig=%s\n", s.Image, s.CacheDir, cfg)
 		s.Digest = hex.EncodeToString(mac.Sum(nil))
 		out = append(out, s)
 	}
@@ -155,7 +174,7 @@ func (s Spec) FileSum() string {
 
 // Binds are the container's mounts: its config read-only, its cache.
 func (s Spec) Binds() []string {
-	return []string{ConfigFile(s.Name) + ":" + containerConfig + ":ro", s.CacheDir + ":" + containerData}
+	return []string{s.ConfigFile + ":" + containerConfig + ":ro", s.CacheDir + ":" + containerData}
 }
 
 // Hosts are the registry names containerd looks mirrors up by for m's
@@ -163,8 +182,12 @@ func (s Spec) Binds() []string {
 // registry-1.docker.io.
 func Hosts(m config.Mirror) ([]string, error) {
 	u, err := url.Parse(m.RemoteURL)
-	if err != nil || u.Host == "" {
-		return nil, fmt.Errorf("mirror %s: %q is not a registry URL", m.Name, m.RemoteURL)
+	if err != nil || u.Host == "" || u.User != nil {
+		return nil, fmt.Errorf("mirror %s: %q is not a registry URL", m.Name, config.RedactURL(m.RemoteURL))
+	}
+	// The host names a folder in the VM: it must be a host and nothing else.
+	if err := config.CheckHostPort(u.Host); err != nil {
+		return nil, fmt.Errorf("mirror %s: %v", m.Name, err)
 	}
 	switch u.Host {
 	case "registry-1.docker.io", "docker.io", "index.docker.io":

@@ -174,10 +174,16 @@ func TestConfigParsesWithDistribution(t *testing.T) {
 func TestSpecsDigest(t *testing.T) {
 	ms := []config.Mirror{{Name: "registry-quayio", Port: 5010, RemoteURL: "https://quay.io", Username: "u", Password: "secret-one"}}
 	key := []byte("0123456789abcdef0123456789abcdef")
-	a, _ := Specs(ms, "/var/lib/marina/registry-cache", key)
+	r := config.Registries{Image: config.DefaultRegistryImage, Mirrors: ms}
+	a, _ := Specs(r, "/var/lib/marina/registry-cache", key)
 	ms[0].Password = "secret-two"
-	b, _ := Specs(ms, "/var/lib/marina/registry-cache", key)
-	c, _ := Specs(ms, "/var/lib/marina/registry-cache", []byte("another key, another digest....."))
+	b, _ := Specs(r, "/var/lib/marina/registry-cache", key)
+	c, _ := Specs(r, "/var/lib/marina/registry-cache", []byte("another key, another digest....."))
+	r.Image = "registry:3.0.1@sha256:" + strings.Repeat("0", 64)
+	d, _ := Specs(r, "/var/lib/marina/registry-cache", []byte("another key, another digest....."))
+	if c[0].Digest == d[0].Digest {
+		t.Error("a new image does not change the digest: the container would keep the old one")
+	}
 	if a[0].Digest == b[0].Digest {
 		t.Error("a new password does not change the digest: the container would keep the old one")
 	}
@@ -201,5 +207,32 @@ func TestContainerdPatchIsTOML(t *testing.T) {
 	reg := plugins["io.containerd.grpc.v1.cri"].(map[string]any)["registry"].(map[string]any)
 	if reg["config_path"] != "/etc/containerd/certs.d" {
 		t.Errorf("patch = %v", doc)
+	}
+}
+
+// A name read back from anywhere cannot reach outside the mirrors' folders.
+func TestPathsOnlyUnderTheirRoots(t *testing.T) {
+	for _, name := range []string{"..", "../..", "a/b", "", ".", "x\x00", "quay.io"} {
+		if p, err := ConfigFile(name); err == nil {
+			t.Errorf("ConfigFile(%q) = %s", name, p)
+		}
+		if p, err := CacheDir("/var/lib/marina/registry-cache", name); err == nil {
+			t.Errorf("CacheDir(%q) = %s", name, p)
+		}
+	}
+	r := config.Registries{Image: config.DefaultRegistryImage, Mirrors: []config.Mirror{{Name: "../..", Port: 5000, RemoteURL: "https://quay.io"}}}
+	if s, err := Specs(r, "/var/lib/marina/registry-cache", make([]byte, 32)); err == nil {
+		t.Errorf("Specs accepted ../..: %+v", s)
+	}
+}
+
+// The upstream's host becomes a folder in the VM: only a host may.
+func TestHostsRefusesAnythingButAHost(t *testing.T) {
+	for _, u := range []string{"https://x&(touch$IFS'PWNED';id>&2)&x", "https://a b", "https://bot:pw@quay.io", "https://quay.io:0", "https://quay.io:99999"} {
+		if h, err := Hosts(config.Mirror{Name: "m", RemoteURL: u}); err == nil {
+			t.Errorf("Hosts(%q) = %v", u, h)
+		} else if strings.Contains(err.Error(), "pw") {
+			t.Errorf("the error shows the password: %v", err)
+		}
 	}
 }

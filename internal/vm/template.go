@@ -12,12 +12,16 @@ import (
 
 // What the VM is built from. Each is pinned so two Macs get the same guest.
 const (
-	// Ubuntu 24.04 LTS cloud images, release 20260615, as Lima 2.1.4 pins them.
-	imageRelease = "https://cloud-images.ubuntu.com/releases/noble/release-20260615/"
-	imageARM64   = imageRelease + "ubuntu-24.04-server-cloudimg-arm64.img"
-	digestARM64  = "sha256:cafa1a965b591b7c4184b484ffd8e625981a79d48f9b4ae8a4adf7b4c5ade927"
-	imageAMD64   = imageRelease + "ubuntu-24.04-server-cloudimg-amd64.img"
-	digestAMD64  = "sha256:5fa5b05e5ec239858c4531485d6023b0896448c2df7c63b34f8dae6ea6051a44"
+	// Ubuntu 24.04 LTS cloud images, release 20260705, as Lima 2.2.0 pins
+	// them (templates/_images/ubuntu-24.04.yaml). Ubuntu deletes dated
+	// releases after some months; then Lima falls back, as its own
+	// template does, to the current release, checked by its SHA256SUMS.
+	imageRelease = "https://cloud-images.ubuntu.com/releases/noble/release-20260705/"
+	imageCurrent = "https://cloud-images.ubuntu.com/releases/noble/release/"
+	imageARM64   = "ubuntu-24.04-server-cloudimg-arm64.img"
+	digestARM64  = "sha256:7df0201546f75b8bcc1044594c806c35749421ad3c9bc1be2a3ab806cfae39cc"
+	imageAMD64   = "ubuntu-24.04-server-cloudimg-amd64.img"
+	digestAMD64  = "sha256:ffe6203da54deeb6db5d2a98a83f9ec8e55f149d3f7ba622e1abe5fa966ee3d6"
 
 	// DockerMajor is the Docker Engine major version the VM runs; marina's
 	// firewall rules are proven against it.
@@ -68,7 +72,7 @@ type limaYAML struct {
 type limaImage struct {
 	Location string `yaml:"location"`
 	Arch     string `yaml:"arch"`
-	Digest   string `yaml:"digest"`
+	Digest   string `yaml:"digest,omitempty"`
 }
 
 type limaCtrd struct {
@@ -129,8 +133,10 @@ func Template(in TemplateInput) ([]byte, error) {
 		Memory:             c.VM.Memory,
 		Disk:               c.VM.Disk,
 		Images: []limaImage{
-			{Location: imageARM64, Arch: "aarch64", Digest: digestARM64},
-			{Location: imageAMD64, Arch: "x86_64", Digest: digestAMD64},
+			{Location: imageRelease + imageARM64, Arch: "aarch64", Digest: digestARM64},
+			{Location: imageRelease + imageAMD64, Arch: "x86_64", Digest: digestAMD64},
+			{Location: imageCurrent + imageARM64, Arch: "aarch64"},
+			{Location: imageCurrent + imageAMD64, Arch: "x86_64"},
 		},
 		// Docker brings its own containerd.
 		Containerd: limaCtrd{System: false, User: false},
@@ -151,7 +157,11 @@ func Template(in TemplateInput) ([]byte, error) {
 		f := false
 		y.PortForwards = append(y.PortForwards, limaPortFwd{GuestIP: "0.0.0.0", GuestIPMustBeZero: &f, Proto: "any", Ignore: true})
 	}
-	y.PortForwards = append(y.PortForwards, limaPortFwd{GuestSocket: GuestDockerSocket, HostSocket: in.Paths.DockerSocket(c.VM.Name)})
+	files, err := in.Paths.VM(c.VM.Name)
+	if err != nil {
+		return nil, err
+	}
+	y.PortForwards = append(y.PortForwards, limaPortFwd{GuestSocket: GuestDockerSocket, HostSocket: files.DockerSocket})
 	if c.VM.Rosetta && in.HostArch == "arm64" {
 		y.VMOpts = &limaVMOpts{}
 		y.VMOpts.VZ.Rosetta.Enabled = true
@@ -220,6 +230,16 @@ put() {
 	rm -f "$tmp"
 }
 
+# only_key FILE FINGERPRINT: FILE holds exactly one public key (with its
+# subkeys), and it is FINGERPRINT. A keyring with one more key would let
+# that key sign Docker's packages too.
+only_key() {
+	gpg --show-keys --with-colons "$1" 2>/dev/null | awk -F: -v want="$2" '
+		$1 == "pub" { keys++; primary = 1; next }
+		$1 == "fpr" && primary { fpr = $10; primary = 0 }
+		END { exit !(keys == 1 && fpr == want) }'
+}
+
 # kind needs many inotify watches; the routed kind network needs forwarding.
 put /etc/sysctl.d/99-marina.conf 0644 <<'EOF' || true
 fs.inotify.max_user_watches = 524288
@@ -246,8 +266,9 @@ EOF
 if ! dockerd --version 2>/dev/null | grep -q '^Docker version [[.DockerMajor]]\.'; then
 	install -m 0755 -d /etc/apt/keyrings
 	curl -fsSL --retry 5 https://download.docker.com/linux/ubuntu/gpg -o /etc/apt/keyrings/docker.asc.new
-	if ! gpg --show-keys --with-colons /etc/apt/keyrings/docker.asc.new | grep -q '^fpr:*[[.KeyFingerprint]]:'; then
-		echo "marina: Docker's apt key does not have the expected fingerprint [[.KeyFingerprint]]" >&2
+	if ! only_key /etc/apt/keyrings/docker.asc.new [[.KeyFingerprint]]; then
+		rm -f /etc/apt/keyrings/docker.asc.new
+		echo "marina: Docker's apt keyring is not exactly the key [[.KeyFingerprint]]" >&2
 		exit 1
 	fi
 	mv /etc/apt/keyrings/docker.asc.new /etc/apt/keyrings/docker.asc

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -77,9 +78,18 @@ func TestTemplatePassesLimaAndMirrorsNothing(t *testing.T) {
 	if *y.Containerd.System || *y.Containerd.User {
 		t.Error("Lima's containerd is on; Docker brings its own")
 	}
-	for _, img := range y.Images {
-		if !strings.HasPrefix(string(img.Digest), "sha256:") || !strings.Contains(img.Location, "ubuntu-24.04") {
-			t.Errorf("image %s is not a pinned Ubuntu 24.04 LTS image (digest %q)", img.Location, img.Digest)
+	// Per architecture: the dated release pinned by digest first, then
+	// Lima's own fallback to the current release (dated ones get deleted).
+	if len(y.Images) != 4 {
+		t.Fatalf("images = %+v", y.Images)
+	}
+	for i, img := range y.Images {
+		pinned := i < 2
+		if !strings.Contains(img.Location, "/releases/noble/") || !strings.HasSuffix(img.Location, "-server-cloudimg-"+map[limatype.Arch]string{limatype.AARCH64: "arm64", limatype.X8664: "amd64"}[img.Arch]+".img") {
+			t.Errorf("image %d: %s (%s) is not Ubuntu 24.04 LTS for its architecture", i, img.Location, img.Arch)
+		}
+		if pinned != strings.HasPrefix(string(img.Digest), "sha256:") || pinned != strings.Contains(img.Location, "/release-2026") {
+			t.Errorf("image %d: %s digest %q: want the dated release pinned first, the current one after", i, img.Location, img.Digest)
 		}
 	}
 	if len(y.Provision) != 1 || y.Provision[0].Mode != limatype.ProvisionModeSystem {
@@ -172,5 +182,65 @@ func TestProvisionScript(t *testing.T) {
 	}
 	if out, err := exec.Command(bash, "-n", f).CombinedOutput(); err != nil {
 		t.Errorf("bash -n: %v\n%s", err, out)
+	}
+}
+
+// only_key, the provisioning script's check of Docker's apt keyring, run
+// against real keyrings: exactly the expected key passes; the same key with
+// another one beside it, or another key alone, does not.
+func TestProvisionKeyCheck(t *testing.T) {
+	if _, err := exec.LookPath("gpg"); err != nil {
+		t.Skip("gpg is not installed (lab/lab up installs it)")
+	}
+	script, err := ProvisionScript()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fn := regexp.MustCompile(`(?s)only_key\(\) \{.*?\n\}\n`).FindString(script)
+	if fn == "" {
+		t.Fatal("the provisioning script has no only_key function")
+	}
+	dir := t.TempDir()
+	gpg := func(args ...string) []byte {
+		t.Helper()
+		cmd := exec.Command("gpg", append([]string{"--batch", "--homedir", dir, "--pinentry-mode", "loopback", "--passphrase", ""}, args...)...)
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("gpg %v: %v", args, err)
+		}
+		return out
+	}
+	gpg("--quick-gen-key", "docker <a@example.com>", "ed25519", "sign", "never")
+	gpg("--quick-gen-key", "intruder <b@example.com>", "ed25519", "sign", "never")
+	fprs := regexp.MustCompile(`(?m)^fpr:+([0-9A-F]{40}):`).FindAllStringSubmatch(string(gpg("--with-colons", "--list-keys")), -1)
+	if len(fprs) < 2 {
+		t.Fatalf("fingerprints: %v", fprs)
+	}
+	docker, intruder := fprs[0][1], fprs[1][1]
+	// Give the docker key a subkey, as Docker's own has.
+	gpg("--quick-add-key", docker, "ed25519", "sign", "never")
+	write := func(name string, ids ...string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, gpg(append([]string{"--armor", "--export"}, ids...)...), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	check := func(file, want string) bool {
+		cmd := exec.Command("bash", "-c", fn+`only_key "$1" "$2"`, "_", file, want)
+		cmd.Env = append(os.Environ(), "GNUPGHOME="+t.TempDir())
+		return cmd.Run() == nil
+	}
+	if !check(write("one", docker), docker) {
+		t.Error("the expected key alone was refused")
+	}
+	if check(write("two", docker, intruder), docker) {
+		t.Error("a keyring with another key beside the expected one passed")
+	}
+	if check(write("other", intruder), docker) {
+		t.Error("another key passed")
+	}
+	if check(filepath.Join(dir, "missing"), docker) {
+		t.Error("a missing keyring passed")
 	}
 }

@@ -412,7 +412,7 @@ func TestRegistryMirrors(t *testing.T) {
 		if strings.Contains(all, password) || strings.Contains(all, labUser) {
 			t.Errorf("env or args carry credentials: %s", all)
 		}
-		st := strings.TrimSpace(inGuest(t, "stat -c '%a %U %G' "+registry.ConfigFile("registry-lab")+" "+registry.ConfigDir))
+		st := strings.TrimSpace(inGuest(t, "stat -c '%a %U %G' "+registry.ConfigDir+"/registry-lab.yml "+registry.ConfigDir))
 		if st != "600 root root\n700 root root" && st != "600 root root\r\n700 root root" {
 			if lines := strings.Split(st, "\n"); len(lines) != 2 || lines[0] != "600 root root" || lines[1] != "700 root root" {
 				t.Errorf("config file and folder modes: %q, want 600 and 700, root", st)
@@ -464,7 +464,7 @@ func TestRegistryMirrors(t *testing.T) {
 		if q := containerID(t, "registry-quayio"); q == quay || q == "" {
 			t.Error("registry-quayio was not recreated")
 		}
-		if !strings.Contains(inGuest(t, "cat "+registry.ConfigFile("registry-quayio")), "remoteurl: https://quay.example.com") {
+		if !strings.Contains(inGuest(t, "cat "+registry.ConfigDir+"/registry-quayio.yml"), "remoteurl: https://quay.example.com") {
 			t.Error("the new upstream is not in the config file")
 		}
 	})

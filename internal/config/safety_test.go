@@ -1,0 +1,50 @@
+package config
+
+import (
+	"fmt"
+	"net/netip"
+	"strings"
+	"testing"
+
+	"github.com/bcollard/marina/internal/slot"
+)
+
+// Every later step's refusals are config errors: what the Corefile edit
+// would refuse after kind ran is refused at load.
+func TestResolversTheCorefileRefuses(t *testing.T) {
+	many := make([]string, 16)
+	for i := range many {
+		many[i] = fmt.Sprintf("10.0.0.%d", i+1)
+	}
+	for what, r := range map[string]DNSResolver{
+		"port 0":       {Domain: "corp.example.com", Resolvers: []string{"10.0.0.53:0"}},
+		"16 resolvers": {Domain: "corp.example.com", Resolvers: many},
+		"ipv6 zone":    {Domain: "corp.example.com", Resolvers: []string{"fe80::1%en0"}},
+		"reverse zone": {Domain: "in-addr.arpa", Resolvers: []string{"10.0.0.53"}},
+	} {
+		c := Default()
+		c.Kind.CustomDNSResolvers = []DNSResolver{r}
+		if probs := Validate(c, testPaths(t)); len(probs) == 0 {
+			t.Errorf("%s: accepted", what)
+		}
+	}
+}
+
+// network.cidr may equal no slot's service or pod range (a check of the
+// service ranges alone must fail this test).
+func TestCIDRClearOfEverySlotRange(t *testing.T) {
+	for n := slot.Min; n <= slot.Max; n++ {
+		for _, p := range []netip.Prefix{slot.ServiceSubnet(n), slot.PodSubnet(n)} {
+			c := Default()
+			// The /16 that holds the range.
+			c.Network.CIDR = netip.PrefixFrom(p.Addr(), 16).Masked().String()
+			found := false
+			for _, pr := range Validate(c, testPaths(t)) {
+				found = found || (pr.Path == "network.cidr" && strings.Contains(pr.Msg, fmt.Sprintf("slot %d", n)))
+			}
+			if !found {
+				t.Errorf("slot %d: network.cidr %s (over %s) accepted", n, c.Network.CIDR, p)
+			}
+		}
+	}
+}

@@ -1,0 +1,77 @@
+package host
+
+import (
+	"net/netip"
+	"strings"
+	"testing"
+)
+
+// A VPN's route of exactly the kind network is not marina's: up does not
+// change it and destroy does not delete it.
+func TestSamePrefixVPNRouteIsLeftAlone(t *testing.T) {
+	r, err := ParseRouteGet(read(t, "route-get-vpn-same.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := Classify(kindNet, lima0, r)
+	if fix := RouteFix(s); fix != nil {
+		t.Errorf("up would run %v on a VPN's route (%s)", fix, s)
+	}
+	if rm := RouteRemove(s); rm != nil {
+		t.Errorf("destroy would run %v on a VPN's route (%s)", rm, s)
+	}
+	if !strings.Contains(s.String(), "utun4") {
+		t.Errorf("status does not say whose route it is: %s", s)
+	}
+}
+
+// Without lima0's address marina cannot tell its route from another's.
+func TestNoRemovalWithoutAGateway(t *testing.T) {
+	r, err := ParseRouteGet(read(t, "route-get-ours.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rm := RouteRemove(Classify(kindNet, netip.Addr{}, r)); rm != nil {
+		t.Errorf("removal planned with no gateway to check: %v", rm)
+	}
+	if rm := RouteRemove(Classify(kindNet, lima0, r)); rm == nil {
+		t.Error("marina's own route is not removed")
+	}
+}
+
+// The default route is never touched, whatever prefix is asked for.
+func TestDefaultRouteNeverTouched(t *testing.T) {
+	def := &Route{Dest: netip.MustParsePrefix("0.0.0.0/0"), Gateway: lima0, Interface: "bridge100"}
+	for _, want := range []string{"0.0.0.0/0", "0.0.0.0/1", "8.0.0.0/8", "172.30.0.0/16"} {
+		p := netip.MustParsePrefix(want)
+		s := Classify(p, lima0, def)
+		if fix := RouteFix(s); fix != nil && p.Bits() < 8 {
+			t.Errorf("%s: fix %v", want, fix)
+		}
+		if rm := RouteRemove(s); rm != nil {
+			t.Errorf("%s: remove %v", want, rm)
+		}
+	}
+}
+
+// A split-tunnel VPN's "default" with mask 128.0.0.0 is 0.0.0.0/1, and a
+// cloned host route does not shadow the network it was cloned from.
+func TestRouteGetMaskAndFlags(t *testing.T) {
+	r, err := ParseRouteGet(read(t, "route-get-split-default.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Dest != netip.MustParsePrefix("0.0.0.0/1") {
+		t.Errorf("split default = %s, want 0.0.0.0/1", r.Dest)
+	}
+	if s := Classify(kindNet, lima0, r); s.State != Missing || strings.Contains(s.String(), "the default route") {
+		t.Errorf("split default: %s", s)
+	}
+	r, err = ParseRouteGet(read(t, "route-get-cloned.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := Classify(kindNet, lima0, r); s.State == Shadowed {
+		t.Errorf("a cloned host route counts as shadowing: %s", s)
+	}
+}
