@@ -195,6 +195,20 @@ func CreateCluster(ctx context.Context, e *Env, opts CreateOptions) error {
 		return fmt.Errorf("the VM has no Docker network %s: run `marina up` first", docker.KindNetwork)
 	}
 
+	kcPath, err := e.Paths.Kubeconfig(opts.Name)
+	if err != nil {
+		return err
+	}
+	target := ""
+	if cfg.Kind.AutoMergeKubeconfig {
+		target = e.kubeconfigTarget()
+		// A name the user's kubeconfig already has for something of its
+		// own fails now, before kind made anything.
+		if err := kubeconfig.CheckMerge(target, opts.Name); err != nil {
+			return err
+		}
+	}
+
 	res, err := reserveSlot(ctx, e, b, opts.Name)
 	if err != nil {
 		return err
@@ -205,17 +219,7 @@ func CreateCluster(ctx context.Context, e *Env, opts CreateOptions) error {
 	for _, m := range mirrors {
 		p.mirrors = append(p.mirrors, m.Name)
 	}
-	if p.kubeconfig, err = e.Paths.Kubeconfig(opts.Name); err != nil {
-		return err
-	}
-	if cfg.Kind.AutoMergeKubeconfig {
-		p.target = e.kubeconfigTarget()
-		// A name the user's kubeconfig already has for something of its
-		// own fails now, before kind made anything.
-		if err := kubeconfig.CheckMerge(p.target, opts.Name); err != nil {
-			return err
-		}
-	}
+	p.kubeconfig, p.target = kcPath, target
 	certsDir, err := guest.CertsDir(opts.Name)
 	if err != nil {
 		return err

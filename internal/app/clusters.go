@@ -266,6 +266,8 @@ func DeleteClusters(ctx context.Context, e *Env, opts DeleteOptions) error {
 		}
 	}
 	g := e.Guest(b.l, b.name)
+	e.SetLeftover(fmt.Sprintf("%s may be half deleted; `marina cluster delete %s` finishes", strings.Join(names, ", "), strings.Join(names, " ")))
+	defer e.SetLeftover("")
 	var foreign []string
 	err = e.step("Deleting "+strings.Join(names, ", "), "Deleted "+strings.Join(names, ", "), func() error {
 		if _, err := g.Run(ctx, vm.Script{Name: "kind delete cluster", Body: script, Root: true}); err != nil {

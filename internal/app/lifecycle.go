@@ -206,12 +206,17 @@ func staleSocket(sock string, in *vm.Instance) bool {
 	if err != nil || st.Mode()&os.ModeSocket == 0 || in != nil {
 		return false
 	}
+	return !socketAnswers(sock)
+}
+
+// socketAnswers reports whether something accepts connections on sock.
+func socketAnswers(sock string) bool {
 	c, err := net.DialTimeout("unix", sock, 500*time.Millisecond)
 	if err != nil {
-		return true
+		return false
 	}
 	c.Close()
-	return false
+	return true
 }
 
 // Shell opens a shell in the VM, or runs args there.

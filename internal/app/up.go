@@ -176,6 +176,11 @@ func Up(ctx context.Context, e *Env, opts UpOptions) error {
 	if err != nil {
 		return err
 	}
+	// Two marina homes with the same vm.name would share ~/.<name>.docker.sock:
+	// a socket that answers while this home's VM is not running is another's.
+	if sock := e.socket(name); plan.VM != VMKeep && socketAnswers(sock) {
+		return fmt.Errorf("%s is served by another VM (another MARINA_HOME with vm.name %s, or another tool): starting VM %s here would take it over; set another vm.name in %s, or stop that VM first", sock, name, name, e.Paths.Config)
+	}
 	if in != nil {
 		plan.Warnings = append(plan.Warnings, creationDrift(e, cfg, in)...)
 	}

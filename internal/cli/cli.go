@@ -41,7 +41,7 @@ func Main(args []string) int {
 		}
 		first.Store(s)
 		if env := r.env.Load(); env != nil && env.Leftover() != "" {
-			fmt.Fprintf(os.Stderr, "\nmarina: %s: undoing what this command started (a second signal stops at once)\n", s)
+			fmt.Fprintf(os.Stderr, "\nmarina: %s: stopping, and undoing what it can (a second signal stops at once)\n", s)
 		}
 		cancel()
 		s = <-sigs

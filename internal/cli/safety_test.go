@@ -287,3 +287,20 @@ func TestConfigReadsAreBounded(t *testing.T) {
 		}
 	}
 }
+
+// A VM of the same name in another marina home keeps its socket: up here
+// refuses to take it over.
+func TestUpRefusesAnotherHomesSocket(t *testing.T) {
+	home := shortHome(t)
+	fakeLima(t)
+	writeFile(t, filepath.Join(home, ".marina", "config.yaml"), "registries:\n  mirrors: []\n")
+	ln, err := net.Listen("unix", filepath.Join(home, ".marina.docker.sock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	_, errs, code := run(t, "up", "--dry-run")
+	if code == 0 || !strings.Contains(errs, "served by another VM") {
+		t.Errorf("up next to another home's VM: exit %d %q", code, errs)
+	}
+}

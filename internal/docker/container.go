@@ -93,12 +93,12 @@ func (c *Client) EnsureImage(ctx context.Context, ref string) error {
 		return fmt.Errorf("inspect image %s: %w", ref, err)
 	}
 	resp, err := c.api.ImagePull(ctx, ref, client.ImagePullOptions{})
-	if err != nil {
-		return fmt.Errorf("pull %s: %w", ref, err)
+	if err == nil {
+		defer resp.Close()
+		err = resp.Wait(ctx)
 	}
-	defer resp.Close()
-	if err := resp.Wait(ctx); err != nil {
-		return fmt.Errorf("pull %s: %w (the VM needs to reach Docker Hub once for it)", ref, err)
+	if err != nil {
+		return fmt.Errorf("pull %s: %w (the VM needs to reach its registry once for it)", ref, err)
 	}
 	return nil
 }

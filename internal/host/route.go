@@ -70,7 +70,9 @@ type RouteStatus struct {
 // want; mine are the gateways marina routed want through before.
 func Classify(want netip.Prefix, via netip.Addr, found *Route, mine ...netip.Addr) RouteStatus {
 	s := RouteStatus{Want: want, Via: via, Found: found}
-	exact := found != nil && !found.Cloned && found.Dest == want && found.Gateway.IsValid()
+	// A host route cloned through marina's gateway stands for its parent,
+	// marina's route, which `route delete -net` then removes.
+	exact := found != nil && (found.Cloned || found.Dest == want) && found.Gateway.IsValid()
 	if exact {
 		s.Ours = found.Gateway == via
 		for _, gw := range mine {
@@ -82,10 +84,12 @@ func Classify(want netip.Prefix, via netip.Addr, found *Route, mine ...netip.Add
 		s.State = Missing
 	case found.Cloned:
 		// A host route macOS cloned (after traffic went out): through
-		// lima0 it came from marina's route; otherwise from a broader one.
-		if via.IsValid() && found.Gateway == via {
+		// marina's gateway it came from marina's route; otherwise from
+		// another, broader one.
+		if s.Ours {
 			s.State = Present
 		} else {
+			s.Ours = false
 			s.State = Missing
 		}
 	case found.Dest.Bits() < want.Bits():
@@ -160,7 +164,7 @@ func (c commands) fix(s RouteStatus) []string {
 // never the default route, a VPN's, or one whose gateway marina cannot
 // tell as its own.
 func (c commands) remove(s RouteStatus) []string {
-	if CheckPrefix(s.Want) != nil || s.Found == nil || !s.Ours || s.Found.Dest != s.Want {
+	if CheckPrefix(s.Want) != nil || s.Found == nil || !s.Ours || (s.Found.Dest != s.Want && !s.Found.Cloned) {
 		return nil
 	}
 	return c.del(s.Want, s.Found.Gateway)

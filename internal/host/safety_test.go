@@ -75,3 +75,21 @@ func TestRouteGetMaskAndFlags(t *testing.T) {
 		t.Errorf("a cloned host route counts as shadowing: %s", s)
 	}
 }
+
+// A host route macOS cloned from marina's route stands for it: destroy
+// still removes marina's route; one cloned through another gateway is not
+// marina's.
+func TestClonedRoute(t *testing.T) {
+	r, err := ParseRouteGet(read(t, "route-get-cloned.txt"))
+	if err != nil || !r.Cloned {
+		t.Fatalf("cloned = %+v, %v", r, err)
+	}
+	if rm := strings.Join(RouteRemove(Classify(kindNet, lima0, r)), " "); rm != "ip route del 172.30.0.0/16 via 192.168.64.3" && rm != "/sbin/route -n delete -net 172.30.0.0/16 192.168.64.3" {
+		t.Errorf("remove after a clone: %q", rm)
+	}
+	other := *r
+	other.Gateway = netip.MustParseAddr("10.8.0.1")
+	if s := Classify(kindNet, lima0, &other); s.State != Missing || s.Ours || RouteRemove(s) != nil {
+		t.Errorf("a clone of another route: %s ours %v", s.State, s.Ours)
+	}
+}

@@ -23,7 +23,7 @@ func benchVM(b *testing.B) {
 	writeConfig(b, "registries:\n  mirrors: []\n")
 	mustMarina(b, "up")
 	startUpstream(b, "bench-password")
-	writeConfig(b, fmt.Sprintf("registries:\n  mirrors:\n    - name: registry-lab\n      port: 5060\n      remoteURL: https://%s\n      username: %s\n      password: bench-password\n", upstreamHost, labUser))
+	writeConfig(b, fmt.Sprintf("registries:\n  image: %s\n  mirrors:\n    - name: registry-lab\n      port: 5060\n      remoteURL: https://%s\n      username: %s\n      password: bench-password\n", registryImage(), upstreamHost, labUser))
 	mustMarina(b, "up")
 	benchReady = true
 }

@@ -15,6 +15,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -22,6 +23,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -35,6 +37,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 )
 
 const vmIP = "192.168.64.2"
@@ -403,6 +406,123 @@ func TestClusters(t *testing.T) {
 		}
 	})
 
+	t.Run("the user's own kubeconfig entries are never touched", func(t *testing.T) {
+		addUserEntries(t, "prod", "dev-staging")
+		before := userEntries(t, "prod", "dev-staging")
+		r := marina(t, "cluster", "create", "prod")
+		if r.code == 0 || !strings.Contains(r.stderr, `already has a cluster, context, user named "prod" that marina did not write`) {
+			t.Errorf("create prod over the user's prod: exit %d\n%s", r.code, r.stderr)
+		}
+		if len(nodeContainers(t, "prod")) != 0 {
+			t.Error("kind ran although the name clashes")
+		}
+		r = marina(t, "kubeconfig", "remove", "prod")
+		if r.code == 0 || !strings.Contains(r.stderr, "marina did not write") || strings.Contains(r.stdout, "Removed") {
+			t.Errorf("kubeconfig remove prod: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+		}
+		if r := mustMarina(t, "kubeconfig", "remove", "nosuch"); !strings.Contains(r.stdout, "nothing to remove") {
+			t.Errorf("kubeconfig remove nosuch: %s", r.stdout)
+		}
+		if after := userEntries(t, "prod", "dev-staging"); after != before {
+			t.Errorf("the user's entries changed:\n%s\nwere:\n%s", after, before)
+		}
+	})
+
+	t.Run("an export from the VM carrying a plugin runs nothing and merges nothing", func(t *testing.T) {
+		mark := filepath.Join(home(), "PWNED")
+		plugin := filepath.Join(home(), "plugin")
+		if err := os.WriteFile(plugin, []byte("#!/bin/sh\ntouch "+mark+"\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		// Root in the VM puts an exec plugin into what kind exports.
+		hostile := `#!/bin/sh
+if [ "$1 $2" = "get kubeconfig" ]; then
+	/usr/local/bin/kind.real "$@" | awk '{ print } /^  user:$/ { print "    exec:"; print "      apiVersion: client.authentication.k8s.io/v1"; print "      command: ` + plugin + `"; print "      interactiveMode: Never" }'
+	exit
+fi
+exec /usr/local/bin/kind.real "$@"
+`
+		inGuest(t, "mv /usr/local/bin/kind /usr/local/bin/kind.real && printf '%s' "+shellQuote(hostile)+" >/usr/local/bin/kind && chmod 0755 /usr/local/bin/kind")
+		t.Cleanup(func() { inGuest(t, "mv /usr/local/bin/kind.real /usr/local/bin/kind") })
+		if out := inGuest(t, "kind get kubeconfig --name dev"); !strings.Contains(out, "command: "+plugin) {
+			t.Fatalf("the hostile kind did not inject the plugin:\n%s", out)
+		}
+		kcFile := filepath.Join(home(), ".kube", "marina", "dev.kubeconfig")
+		before, _ := os.ReadFile(kubeconfigPath())
+		own, _ := os.ReadFile(kcFile)
+		r := marina(t, "kubeconfig", "merge", "dev")
+		if r.code == 0 || !strings.Contains(r.stderr, "user.exec") {
+			t.Errorf("merge of a hostile export: exit %d\n%s", r.code, r.stderr)
+		}
+		if _, err := os.Stat(mark); err == nil {
+			t.Error("the plugin ran on the Mac")
+		}
+		if after, _ := os.ReadFile(kubeconfigPath()); string(after) != string(before) {
+			t.Error("~/.kube/config changed")
+		}
+		if after, _ := os.ReadFile(kcFile); string(after) != string(own) {
+			t.Error("dev's own kubeconfig changed")
+		}
+		// marina's client still works from what it wrote before.
+		if _, err := contextClient(t, "dev").CoreV1().Nodes().List(context.Background(), metav1.ListOptions{}); err != nil {
+			t.Errorf("dev after the refused merge: %v", err)
+		}
+	})
+
+	t.Run("nothing else on the vzNAT network reaches nodes, API servers or mirrors", func(t *testing.T) {
+		node := containerIP(t, "dev-control-plane", "kind")
+		mirror := containerIP(t, "registry-lab", "kind")
+		dial := intruder(t)
+		for _, addr := range []string{node + ":6443", vmIP + ":7001", mirror + ":5060", mirror + ":5001"} {
+			if err := dial(addr); err == nil {
+				t.Errorf("another VM on the vzNAT network reached %s", addr)
+			}
+			c, err := net.DialTimeout("tcp", addr, 3*time.Second)
+			if err != nil {
+				t.Errorf("the Mac cannot reach %s: %v", addr, err)
+				continue
+			}
+			if got := c.LocalAddr().(*net.TCPAddr).IP.String(); got != "192.168.64.1" {
+				t.Errorf("the Mac reached %s from %s, not its own address", addr, got)
+			}
+			c.Close()
+		}
+		// Control: an accept for that VM lets it reach the API server, so
+		// it is marina's rules that keep it out.
+		inGuest(t, "iptables -I MARINA-FORWARD 1 -s "+intruderIP+" -j ACCEPT")
+		err := dial(vmIP + ":7001")
+		inGuest(t, "iptables -D MARINA-FORWARD -s "+intruderIP+" -j ACCEPT")
+		if err != nil {
+			t.Errorf("with an accept rule the other VM still cannot reach the API server: %v (the test proves nothing)", err)
+		}
+	})
+
+	t.Run("a signal during create rolls it back; a second stops at once and names what is left", func(t *testing.T) {
+		// Nothing marks MetalLB ready in these clusters: create waits there.
+		r := signalled(t, []string{"cluster", "create", "sig", "--wait", "2m"}, "sig", syscall.SIGTERM)
+		if r.code != 128+int(syscall.SIGTERM) || !strings.Contains(r.stderr, "stopping, and undoing what it can") || !strings.Contains(r.stderr, "the cluster was removed") {
+			t.Errorf("create after SIGTERM: exit %d\n%s", r.code, r.stderr)
+		}
+		if len(nodeContainers(t, "sig")) != 0 || hasContext(t, "sig") {
+			t.Error("SIGTERM left the cluster behind")
+		}
+		if _, err := os.Stat(filepath.Join(home(), ".kube", "marina", "sig.kubeconfig")); !os.IsNotExist(err) {
+			t.Errorf("SIGTERM left its kubeconfig: %v", err)
+		}
+
+		start := time.Now()
+		r = signalled(t, []string{"cluster", "create", "sig2", "--wait", "2m"}, "sig2", syscall.SIGHUP, syscall.SIGINT)
+		if d := time.Since(start); r.code != 128+int(syscall.SIGINT) || !strings.Contains(r.stderr, "stopped without waiting for the rollback") ||
+			!strings.Contains(r.stderr, "Left behind: cluster sig2 may be half made") || !strings.Contains(r.stderr, "`marina cluster delete sig2` removes it") {
+			t.Errorf("create after SIGHUP then SIGINT (%s): exit %d\n%s", d, r.code, r.stderr)
+		}
+		// What it named removes what is left.
+		mustMarina(t, "cluster", "delete", "sig2")
+		if len(nodeContainers(t, "sig2")) != 0 {
+			t.Error("cluster delete sig2 left nodes")
+		}
+	})
+
 	t.Run("two creates at the same time get different slots", func(t *testing.T) {
 		ctl.add("east", 0) // 0: the port is read from the node once it exists
 		ctl.add("west", 0)
@@ -566,7 +686,104 @@ func TestClusters(t *testing.T) {
 		if rows := listClusters(t); len(rows) != 0 {
 			t.Errorf("left: %+v", rows)
 		}
+		// Deleting dev (a prefix of dev-staging) took only marina's dev.
+		for _, n := range []string{"prod", "dev-staging"} {
+			if !hasContext(t, n) {
+				t.Errorf("the user's %s went", n)
+			}
+		}
 	})
+}
+
+// addUserEntries puts entries of the user's own into ~/.kube/config: a
+// cluster, a user with a token and a context for each name.
+func addUserEntries(t *testing.T, names ...string) {
+	t.Helper()
+	c, err := clientcmd.LoadFromFile(kubeconfigPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range names {
+		c.Clusters[n] = &clientcmdapi.Cluster{Server: "https://" + n + ".corp.example.com"}
+		c.AuthInfos[n] = &clientcmdapi.AuthInfo{Token: "token-of-" + n}
+		c.Contexts[n] = &clientcmdapi.Context{Cluster: n, AuthInfo: n}
+	}
+	c.CurrentContext = names[0]
+	if err := clientcmd.WriteToFile(*c, kubeconfigPath()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// userEntries prints the entries of names in ~/.kube/config, and the
+// current context.
+func userEntries(t *testing.T, names ...string) string {
+	t.Helper()
+	c, err := clientcmd.LoadFromFile(kubeconfigPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := "current-context: " + c.CurrentContext + "\n"
+	for _, n := range names {
+		out += fmt.Sprintf("%s: %+v %+v %+v\n", n, c.Clusters[n], c.AuthInfos[n], c.Contexts[n])
+	}
+	return out
+}
+
+// shellQuote quotes s for the guest's shell.
+func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
+
+// signalled runs marina with args, sends it sigs once cluster's node
+// container runs and marina waits for MetalLB (one signal after the
+// other, 200 ms apart), and waits for it to end.
+func signalled(t *testing.T, args []string, cluster string, sigs ...os.Signal) result {
+	t.Helper()
+	var out, errb syncBuffer
+	c := exec.Command(marinaBin, args...)
+	c.Stdout, c.Stderr = &out, &errb
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- c.Wait() }()
+	waitFor(t, 3*time.Minute, "the node container of "+cluster, func() bool {
+		ns := nodeContainers(t, cluster)
+		return len(ns) == 1 && ns[0].Container.State != nil && ns[0].Container.State.Running
+	})
+	// Into the MetalLB wait, after kind.
+	waitFor(t, time.Minute, "marina to wait for MetalLB", func() bool {
+		return strings.Contains(errb.String(), "Installing MetalLB")
+	})
+	for i, s := range sigs {
+		if i > 0 {
+			time.Sleep(200 * time.Millisecond)
+		}
+		_ = c.Process.Signal(s)
+	}
+	select {
+	case <-done:
+	case <-time.After(3 * time.Minute):
+		_ = c.Process.Kill()
+		t.Fatalf("marina did not end after %v:\n%s", sigs, errb.String())
+	}
+	return result{stdout: out.String(), stderr: errb.String(), code: c.ProcessState.ExitCode()}
+}
+
+// syncBuffer is a buffer a process writes while the test reads it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
 
 // seedMetalLB puts MetalLB's manifest, from its Go module, into marina's

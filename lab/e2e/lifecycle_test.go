@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/moby/moby/client"
+
+	"github.com/bcollard/marina/internal/config"
 )
 
 func home() string       { return os.Getenv("HOME") }
@@ -110,12 +112,32 @@ func TestLifecycle(t *testing.T) {
 	})
 
 	t.Run("fresh up creates the VM and waits for Docker", func(t *testing.T) {
-		r := mustMarina(t, "up", "--debug")
-		if !strings.Contains(r.stdout, "lima0 192.168.64.2") {
-			t.Errorf("up does not report the lima0 address:\n%s", r.stdout)
+		// The default config pins the official registry image by digest;
+		// nothing can pull it in the lab, as on a Mac without a network.
+		r := marina(t, "up", "--debug")
+		if r.code == 0 || !strings.Contains(r.stderr, "pull "+config.DefaultRegistryImage) || !strings.Contains(r.stderr, "the VM needs to reach its registry once") {
+			t.Errorf("up with the official registry image offline: exit %d\n%s", r.code, r.stderr)
 		}
 		if !strings.Contains(r.stderr, "limactl start --tty=false --name=marina -") {
 			t.Errorf("the instance was not created through limactl:\n%s", r.stderr)
+		}
+		// The lab's own registry:3.0.0, pinned by its digest, in the
+		// default file marina wrote.
+		cfg := filepath.Join(marinaHome(), "config.yaml")
+		b, err := os.ReadFile(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lab := strings.Replace(string(b), "image: "+config.DefaultRegistryImage, "image: "+registryImage(), 1)
+		if lab == string(b) {
+			t.Fatalf("the default config does not name the registry image:\n%s", b)
+		}
+		if err := os.WriteFile(cfg, []byte(lab), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		r = mustMarina(t, "up", "--debug")
+		if !strings.Contains(r.stdout, "lima0 192.168.64.2") {
+			t.Errorf("up does not report the lima0 address:\n%s", r.stdout)
 		}
 		if s := limaStatus(t); s != "Running" {
 			t.Fatalf("limactl reports %q, want Running", s)

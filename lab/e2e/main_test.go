@@ -11,6 +11,7 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -42,6 +43,11 @@ func TestMain(m *testing.M) {
 		code := m.Run()
 		stopKubeAPI() // kube_test.go's shared API server, if a test started it
 		os.Exit(code)
+	}
+	flag.Parse()
+	if testing.Short() {
+		skipReason = "-short runs the fast tier only; the lab tier runs without it"
+		os.Exit(m.Run())
 	}
 	if os.Geteuid() != 0 {
 		skipReason = "the lab needs root (network and mount namespaces); run the tests as root, as CI does"

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bufio"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
@@ -322,7 +323,30 @@ func TestNetwork(t *testing.T) {
 		}
 	})
 
+	t.Run("the FORWARD policy is DROP after up, and status shows when it is not", func(t *testing.T) {
+		if p := forwardPolicy(t); p != "DROP" {
+			t.Errorf("FORWARD policy after up: %s", p)
+		}
+		inGuest(t, "iptables -P FORWARD ACCEPT")
+		r := mustMarina(t, "status")
+		if !strings.Contains(r.stdout, "✗ the VM forwards nothing it is not told to") {
+			t.Errorf("status with FORWARD ACCEPT:\n%s", r.stdout)
+		}
+		mustMarina(t, "up")
+		if p := forwardPolicy(t); p != "DROP" {
+			t.Errorf("FORWARD policy after up: %s", p)
+		}
+	})
+
 	t.Run("a Docker restart runs the drop-in and the rules are back", func(t *testing.T) {
+		// With forwarding already on, Docker leaves the policy alone: only
+		// marina's drop-in can set it back to DROP.
+		inGuest(t, "sysctl -q -w net.ipv4.ip_forward=1; iptables -P FORWARD ACCEPT")
+		defer func() {
+			if p := forwardPolicy(t); p != "DROP" {
+				t.Errorf("FORWARD policy after a Docker restart: %s", p)
+			}
+		}()
 		before := marinaRules(t)
 		// Docker puts its MASQUERADE rule back above marina's on start;
 		// the drop-in, run as systemd runs it, puts marina's first again.
@@ -354,12 +378,72 @@ func TestNetwork(t *testing.T) {
 		if got := marinaRules(t); got != before {
 			t.Errorf("rules after boot:\n%s\nwant:\n%s", got, before)
 		}
+		// The lab's reboot leaves FORWARD ACCEPT with forwarding on, as a
+		// marina VM boots: the boot unit sets DROP.
+		if p := forwardPolicy(t); p != "DROP" {
+			t.Errorf("FORWARD policy after boot: %s", p)
+		}
 		for _, unit := range []string{"/etc/systemd/system/marina-network.service", "/etc/systemd/system/docker.service"} {
 			out, err := labCmd(t, "vm", "systemd-analyze", "verify", "--man=no", unit)
 			if err != nil || strings.TrimSpace(out) != "" {
 				t.Errorf("systemd-analyze verify %s: %v\n%s", unit, err, out)
 			}
 		}
+	})
+
+	t.Run("nothing else on the vzNAT network reaches the kind network", func(t *testing.T) {
+		mustMarina(t, "up")
+		srvIP := containerIP(t, "kind-srv", "kind")
+		addVIP(t, "kind-srv", "172.30.1.200")
+		dial := intruder(t)
+		for _, addr := range []string{srvIP + ":8080", "172.30.1.200:8080"} {
+			if err := dial(addr); err == nil {
+				t.Errorf("another VM on the vzNAT network reached %s", addr)
+			}
+			if p, err := dialFromMac(addr); err != nil || p != macPeer {
+				t.Errorf("the Mac → %s: peer %q, %v", addr, p, err)
+			}
+		}
+		// Control: with an accept for it, the same VM gets through; so it
+		// is marina's rules that keep it out, not the lab.
+		inGuest(t, "iptables -I MARINA-FORWARD 1 -s "+intruderIP+" -j ACCEPT")
+		err := dial(srvIP + ":8080")
+		inGuest(t, "iptables -D MARINA-FORWARD -s "+intruderIP+" -j ACCEPT")
+		if err != nil {
+			t.Errorf("with an accept rule the other VM still cannot reach %s: %v (the test proves nothing)", srvIP, err)
+		}
+	})
+
+	t.Run("a route of the kind network marina did not make is left alone", func(t *testing.T) {
+		mustMarina(t, "down", "--remove-route")
+		// A VPN's route of exactly the kind network, through another host.
+		if out, err := exec.Command("ip", "route", "replace", "172.30.0.0/16", "via", intruderIP).CombinedOutput(); err != nil {
+			t.Fatalf("%v %s", err, out)
+		}
+		t.Cleanup(func() { _ = exec.Command("ip", "route", "del", "172.30.0.0/16", "via", intruderIP).Run() })
+		route := func() string {
+			out, _ := exec.Command("ip", "route", "show", "172.30.0.0/16").CombinedOutput()
+			return strings.TrimSpace(string(out))
+		}
+		before := route()
+		r := mustMarina(t, "up")
+		if !strings.Contains(r.stderr, "taken by 172.30.0.0/16 via "+intruderIP) {
+			t.Errorf("up does not report the foreign route:\n%s", r.stderr)
+		}
+		if got := route(); got != before {
+			t.Errorf("up changed the foreign route: %q, was %q", got, before)
+		}
+		for _, args := range [][]string{{"down", "--remove-route", "--dry-run"}, {"destroy", "--dry-run"}} {
+			if r := mustMarina(t, args...); strings.Contains(r.stdout, "remove the host's route") {
+				t.Errorf("%v plans to remove the foreign route:\n%s", args, r.stdout)
+			}
+		}
+		mustMarina(t, "down", "--remove-route")
+		if got := route(); got != before {
+			t.Errorf("down --remove-route removed the foreign route: %q", got)
+		}
+		_ = exec.Command("ip", "route", "del", "172.30.0.0/16", "via", intruderIP).Run()
+		mustMarina(t, "up")
 	})
 
 	t.Run("a new lima0 address moves the route and the rules", func(t *testing.T) {
@@ -376,7 +460,7 @@ func TestNetwork(t *testing.T) {
 			t.Errorf("status after up:\n%s", r.stdout)
 		}
 		rules := marinaRules(t)
-		if strings.Contains(rules, "192.168.64.0/24") || !strings.Contains(rules, "-d 192.168.70.0/24 -o lima0 -j ACCEPT") {
+		if strings.Contains(rules, "192.168.64.") || !strings.Contains(rules, "-d 192.168.70.1/32 -o lima0 -j ACCEPT") {
 			t.Errorf("rules after the change:\n%s", rules)
 		}
 		if p, err := dialFromMac(srvIP + ":8080"); err != nil || p != "192.168.70.1" {
@@ -400,11 +484,58 @@ func TestNetwork(t *testing.T) {
 	})
 }
 
+// forwardPolicy is the guest's FORWARD policy.
+func forwardPolicy(t *testing.T) string {
+	t.Helper()
+	first, _, _ := strings.Cut(strings.TrimSpace(inGuest(t, "iptables -S FORWARD")), "\n")
+	return strings.TrimPrefix(first, "-P FORWARD ")
+}
+
+// intruderIP is another VM on the Mac's vzNAT network.
+const intruderIP = "192.168.64.9"
+
+// intruder plugs another "VM" into the Mac's vzNAT bridge (bridge100):
+// network namespace marina-intruder at 192.168.64.9/24 on a port of its
+// own, routing the kind network to the VM's lima0 as a neighbour on that
+// network could. It returns a dial from there: nil when a TCP connection
+// to addr opens.
+func intruder(t *testing.T) func(addr string) error {
+	t.Helper()
+	const ns = "marina-intruder"
+	run := func(args ...string) {
+		t.Helper()
+		if out, err := exec.Command(args[0], args[1:]...).CombinedOutput(); err != nil {
+			t.Fatalf("%v: %v %s", args, err, out)
+		}
+	}
+	_ = exec.Command("ip", "netns", "del", ns).Run()
+	run("ip", "netns", "add", ns)
+	t.Cleanup(func() { _ = exec.Command("ip", "netns", "del", ns).Run() })
+	// The test runs in the Mac's namespace: the new port is created here.
+	run("ip", "link", "add", "vmnet9", "type", "veth", "peer", "name", "eth0", "netns", ns)
+	run("ip", "link", "set", "vmnet9", "master", "bridge100", "up")
+	run("ip", "-n", ns, "addr", "add", intruderIP+"/24", "dev", "eth0")
+	run("ip", "-n", ns, "link", "set", "eth0", "up")
+	run("ip", "-n", ns, "link", "set", "lo", "up")
+	run("ip", "-n", ns, "route", "add", "172.30.0.0/16", "via", vmIP)
+	return func(addr string) error {
+		host, port, err := net.SplitHostPort(addr)
+		if err != nil {
+			return err
+		}
+		out, err := exec.Command("nsenter", "--net=/run/netns/"+ns, "timeout", "3", "bash", "-c", `exec 3<>"/dev/tcp/$0/$1"`, host, port).CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("%v %s", err, out)
+		}
+		return nil
+	}
+}
+
 // A kind network marina did not make is reported with the way out, and
 // left alone.
 func TestKindNetworkConflict(t *testing.T) {
 	needLab(t)
-	writeConfig(t, "registries:\n  mirrors:\n    - name: registry-lab\n      port: 5060\n      remoteURL: https://lab-upstream:5443\n")
+	writeConfig(t, "registries:\n  image: "+registryImage()+"\n  mirrors:\n    - name: registry-lab\n      port: 5060\n      remoteURL: https://lab-upstream:5443\n")
 	mustMarina(t, "up")
 	t.Cleanup(func() { marina(t, "destroy", "-y") })
 	importEcho(t)

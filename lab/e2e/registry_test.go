@@ -49,9 +49,21 @@ func writeConfig(t testing.TB, body string) {
 	}
 }
 
+// registryImage is the lab's registry:3.0.0 pinned by its digest (see
+// lab/lab registry-image): what registries.image names in the lab, where
+// the official image cannot be pulled.
+func registryImage() string {
+	b, err := os.ReadFile(filepath.Join(labRoot(), "images", "registry.ref"))
+	if err != nil {
+		panic("the lab's registry image: " + err.Error())
+	}
+	return strings.TrimSpace(string(b))
+}
+
 func mirrorsConfig(cache, password, quayURL string) string {
 	return fmt.Sprintf(`registries:
   cacheStorage: %s
+  image: %s
   mirrors:
     - name: registry-lab
       port: 5060
@@ -61,7 +73,7 @@ func mirrorsConfig(cache, password, quayURL string) string {
     - name: registry-quayio
       port: 5010
       remoteURL: %s
-`, cache, upstreamHost, labUser, password, quayURL)
+`, cache, registryImage(), upstreamHost, labUser, password, quayURL)
 }
 
 // startUpstream runs lab-upstream on the kind network: a TLS registry (the
@@ -112,7 +124,7 @@ auth:
 	}
 	_, _ = labCmd(t, "docker", "rm", "-f", "lab-upstream")
 	labDocker(t, "run", "-d", "--name", "lab-upstream", "--network", "kind", "-v", "/tmp/lab-upstream:/up:ro",
-		"registry:3", "serve", "/up/config.yml")
+		"registry:3.0.0", "serve", "/up/config.yml")
 	ip := containerIP(t, "lab-upstream", "kind")
 	waitFor(t, 20*time.Second, "lab-upstream to answer", func() bool {
 		c, err := net.DialTimeout("tcp", ip+":5443", time.Second)

@@ -26,12 +26,15 @@ var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
 // packImage writes a root file system as a one-layer image archive that
 // `docker load` reads (an OCI layout, with the manifest.json docker save
-// adds): pack-image -rootfs DIR -name REPO:TAG -out FILE.
+// adds): pack-image -rootfs DIR -name REPO:TAG -out FILE [-config JSON].
+// -config replaces the image's run configuration (entrypoint, command,
+// environment, labels…), which is the kind node's by default.
 func packImage(args []string) error {
 	fs := flag.NewFlagSet("pack-image", flag.ContinueOnError)
 	rootfs := fs.String("rootfs", "", "root file system folder")
 	name := fs.String("name", "", "image name (repo:tag)")
 	out := fs.String("out", "", "archive to write")
+	runConfig := fs.String("config", "", "the image's run configuration, as JSON (default: the kind node's)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -44,21 +47,29 @@ func packImage(args []string) error {
 	}
 	layerDigest := sha(layer.Bytes())
 
+	var run any = map[string]any{
+		"Entrypoint": []string{"/usr/local/bin/entrypoint"},
+		"Env":        []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "container=docker"},
+		"StopSignal": "SIGRTMIN+3",
+		"Labels": map[string]string{
+			"org.opencontainers.image.description": "marina lab stand-in for kindest/node (lab/node)",
+			"marina-lab.image":                     "kind-node",
+		},
+	}
+	if *runConfig != "" {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(*runConfig), &m); err != nil {
+			return fmt.Errorf("-config: %w", err)
+		}
+		run = m
+	}
 	cfg, err := json.Marshal(map[string]any{
 		"architecture": runtime.GOARCH,
 		"os":           "linux",
 		"created":      epoch.Format(time.RFC3339),
-		"config": map[string]any{
-			"Entrypoint": []string{"/usr/local/bin/entrypoint"},
-			"Env":        []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "container=docker"},
-			"StopSignal": "SIGRTMIN+3",
-			"Labels": map[string]string{
-				"org.opencontainers.image.description": "marina lab stand-in for kindest/node (lab/node)",
-				"marina-lab.image":                     "kind-node",
-			},
-		},
-		"rootfs":  map[string]any{"type": "layers", "diff_ids": []string{layerDigest}},
-		"history": []map[string]string{{"created": epoch.Format(time.RFC3339), "created_by": "lab/node/pack"}},
+		"config":       run,
+		"rootfs":       map[string]any{"type": "layers", "diff_ids": []string{layerDigest}},
+		"history":      []map[string]string{{"created": epoch.Format(time.RFC3339), "created_by": "lab/node/pack"}},
 	})
 	if err != nil {
 		return err
@@ -77,8 +88,13 @@ func packImage(args []string) error {
 	}
 	manifestDigest := sha(manifest)
 	repo, tag, _ := strings.Cut(*name, ":")
+	// The name as containerd keeps it: docker.io/library/ for an
+	// official image, docker.io/ for another on Docker Hub.
 	full := *name
-	if !strings.Contains(strings.Split(repo, "/")[0], ".") {
+	switch first := strings.Split(repo, "/")[0]; {
+	case !strings.Contains(repo, "/"):
+		full = "docker.io/library/" + *name
+	case !strings.ContainsAny(first, ".:") && first != "localhost":
 		full = "docker.io/" + *name
 	}
 	index, err := json.Marshal(map[string]any{
