@@ -13,6 +13,7 @@ import (
 
 	"github.com/bcollard/marina/internal/config"
 	"github.com/bcollard/marina/internal/host"
+	"github.com/bcollard/marina/internal/kubeconfig"
 	"github.com/bcollard/marina/internal/run"
 	"github.com/bcollard/marina/internal/ui"
 	"github.com/bcollard/marina/internal/vm"
@@ -45,6 +46,10 @@ func (e *Env) SetLeftover(s string) {
 	defer e.mu.Unlock()
 	e.leftover = s
 }
+
+// Abandon lets go of what must not outlive a marina that stops at once,
+// without its deferred clean-ups: the kubectl lock of a kubeconfig edit.
+func Abandon() { kubeconfig.ReleaseLocks() }
 
 // Leftover is what SetLeftover last said.
 func (e *Env) Leftover() string {

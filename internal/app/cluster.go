@@ -204,7 +204,7 @@ func CreateCluster(ctx context.Context, e *Env, opts CreateOptions) error {
 		target = e.kubeconfigTarget()
 		// A name the user's kubeconfig already has for something of its
 		// own fails now, before kind made anything.
-		if err := kubeconfig.CheckMerge(target, opts.Name); err != nil {
+		if err := kubeconfig.CheckMerge(opts.Name, e.kubeconfigFiles()...); err != nil {
 			return err
 		}
 	}
@@ -341,6 +341,9 @@ func labelString(l cluster.Labels) string {
 
 // kubeconfigTarget is the kubeconfig marina merges into.
 func (e *Env) kubeconfigTarget() string { return kubeconfig.Target(e.Getenv, e.Paths.Home) }
+
+// kubeconfigFiles are the kubeconfigs kubectl reads, the target first.
+func (e *Env) kubeconfigFiles() []string { return kubeconfig.Files(e.Getenv, e.Paths.Home) }
 
 // rollbackTimeout bounds removing a half-made cluster: a VM that stopped
 // answering must not hang marina after an interrupt.

@@ -172,7 +172,9 @@ func applyConverge(ctx context.Context, e *Env, l *vm.Limactl, name string, o *o
 			what = append(what, "routing rules")
 		}
 		if p.mirrors.writes {
-			guest.RegistryApply(b, p.mirrors.specs)
+			if err := guest.RegistryApply(b, p.mirrors.specs); err != nil {
+				return err
+			}
 			what = append(what, "mirror configs")
 		}
 		parts := strings.Join(what, " and ")
@@ -200,9 +202,10 @@ func applyConverge(ctx context.Context, e *Env, l *vm.Limactl, name string, o *o
 			return err
 		}
 	}
-	// Remember the route as marina's: destroy and a lima0 move may then
-	// change it, even with the VM stopped; nothing else is ever touched.
-	if p.routeFix != nil || p.route.State == host.Present {
+	// Remember the route marina made: a lima0 move may then change it and
+	// destroy delete it, even with the VM stopped; nothing else is ever
+	// touched.
+	if p.routeFix != nil {
 		return p.made.Add(p.route.Want, p.route.Via)
 	}
 	return nil

@@ -68,7 +68,7 @@ func MergeKubeconfigs(ctx context.Context, e *Env, names []string, dryRun bool) 
 	}
 	target := e.kubeconfigTarget()
 	for _, c := range infos {
-		if err := kubeconfig.CheckMerge(target, c.Name); err != nil {
+		if err := kubeconfig.CheckMerge(c.Name, e.kubeconfigFiles()...); err != nil {
 			return err
 		}
 	}
@@ -174,7 +174,7 @@ func UseKubeconfig(e *Env, name string) error {
 		return err
 	}
 	if !ok {
-		return fmt.Errorf("%s has no context %s: `marina kubeconfig merge %s` adds it", target, name, name)
+		return fmt.Errorf("%s has no context %s that marina wrote: `marina kubeconfig merge %s` adds it", target, name, name)
 	}
 	if err := kubeconfig.Use(target, name); err != nil {
 		return err

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/bcollard/marina/internal/config"
-	"github.com/bcollard/marina/internal/guest"
 	"github.com/bcollard/marina/internal/host"
 	"github.com/bcollard/marina/internal/run"
 	"github.com/bcollard/marina/internal/ui"
@@ -39,7 +38,7 @@ func Down(ctx context.Context, e *Env, opts DownOptions) error {
 	}
 	var unroute []routeRemoval
 	if opts.RemoveRoute {
-		if unroute, err = routeRemovals(ctx, e, l, name, running); err != nil {
+		if unroute, err = routeRemovals(e); err != nil {
 			return err
 		}
 		for _, r := range unroute {
@@ -74,10 +73,10 @@ func (r routeRemoval) step() Step {
 
 // routeRemovals are the host routes to delete: of the networks marina
 // routed (its record) and the config's network.cidr (when the config is
-// valid), only a route of exactly that network whose gateway marina put
-// there (recorded, or the VM's lima0 address now). Any other route is
-// reported and left alone; the default route never qualifies.
-func routeRemovals(ctx context.Context, e *Env, l *vm.Limactl, name string, running bool) ([]routeRemoval, error) {
+// valid), only a route of exactly that network through a gateway marina
+// recorded when it added the route. Any other route is reported and left
+// alone; the default route never qualifies.
+func routeRemovals(e *Env) ([]routeRemoval, error) {
 	made, err := host.LoadMade(e.Paths.Routes())
 	if err != nil {
 		return nil, err
@@ -92,25 +91,16 @@ func routeRemovals(ctx context.Context, e *Env, l *vm.Limactl, name string, runn
 		e.UI.Warnf("network.cidr is not read from an invalid config: only the routes marina recorded in %s are looked at", e.Paths.Routes())
 	}
 	h := e.Host()
-	var lima0 netip.Addr
 	var out []routeRemoval
 	for _, p := range nets {
-		rs, err := h.RouteStatus(ctx, p, lima0, made.Gateways(p)...)
+		rs, err := h.RouteStatus(context.Background(), p, netip.Addr{}, made.Gateways(p)...)
 		if err != nil {
 			return nil, err
-		}
-		if rs.Found != nil && rs.Found.Dest == p && !rs.Ours && running && !lima0.IsValid() {
-			// Not recorded: it is marina's if it goes through the VM's
-			// lima0 address now (one round trip, only in this case).
-			if st, err := guest.Observe(ctx, e.Guest(l, name)); err == nil {
-				lima0 = st.Lima0.Addr()
-				rs = host.Classify(p, lima0, rs.Found, made.Gateways(p)...)
-			}
 		}
 		if argv := host.RouteRemove(rs); argv != nil {
 			out = append(out, routeRemoval{status: rs, argv: argv})
 		} else if rs.Found != nil && rs.Found.Dest == p {
-			e.UI.Warnf("the host's route to %s (%s) was not made by marina for this VM: it is left as it is", p, rs.Found)
+			e.UI.Warnf("the host's route to %s (%s) is not one marina recorded making: it is left as it is (if it is a leftover: `sudo %s`)", p, rs.Found, run.Quote(host.DeleteCommand(p, rs.Found.Gateway)))
 		}
 	}
 	return out, nil
@@ -158,7 +148,7 @@ func Destroy(ctx context.Context, e *Env, opts DestroyOptions) error {
 	if removeSock {
 		steps = append(steps, Step{Do: "remove the Docker socket " + sock})
 	}
-	unroute, err := routeRemovals(ctx, e, l, name, in != nil && in.Status == vm.StatusRunning)
+	unroute, err := routeRemovals(e)
 	if err != nil {
 		return err
 	}

@@ -49,6 +49,7 @@ func Main(args []string) int {
 		if env := r.env.Load(); env != nil && env.Leftover() != "" {
 			fmt.Fprintf(os.Stderr, "Left behind: %s\n", env.Leftover())
 		}
+		app.Abandon()
 		os.Exit(exitCode(s))
 	}()
 	code := r.run(ctx, args)

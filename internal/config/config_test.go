@@ -396,6 +396,7 @@ func TestLoadVMName(t *testing.T) {
 		"vm:\n  cpus: 4\n\tdisk: 1\n":                                   DefaultVMName,
 		"":                                                              DefaultVMName,
 		"vm:\n  name: lab\n---\nfoo: 1\n":                               "lab",
+		"vm:\n  name: !!binary ai0w\n":                                  "j-0", // as the strict loader reads it
 	} {
 		write(body)
 		if got, _, err := LoadVMName(p); err != nil || got != want {
@@ -414,6 +415,10 @@ func TestLoadVMName(t *testing.T) {
 		"vm:\n  <<: {name: lab}\n",
 		"vm: [a]\n",
 		"- a\n",
+		"vm:\n  notes: |\n    name: evil\n\tx: 1\n", // a block scalar, not a name
+		"vm:\n  extra:\n    name: other\n\tx: 1\n",  // deeper: not vm.name
+		"x: \"start\nvm:\n  name: evil\"\n\tq: 1\n", // inside a string
+		"x: [a,\nvm:\n  name: evil]\n\tq: 1\n",      // inside a flow list
 	} {
 		write(body)
 		if got, _, err := LoadVMName(p); err == nil {

@@ -44,6 +44,9 @@ func FuzzLoadVMName(f *testing.F) {
 	f.Add("vm: {name: lab}\n")
 	f.Add("vm:\n  name: \"lab\" # c\nx: [\n")
 	f.Add("vm:\n  name: a\n---\nvm:\n  name: b\n")
+	f.Add("vm:\n  name: !!binary ai0w\n")
+	f.Add("vm:\n  notes: |\n    name: evil\n\tx: 1\n")
+	f.Add("x: \"start\nvm:\n  name: evil\"\n\tq: 1\n")
 	f.Fuzz(func(t *testing.T, doc string) {
 		paths := Paths{Home: "/Users/me", Dir: "/Users/me/.marina", Config: "config.yaml"}
 		name, _, err := vmNameOf(paths, []byte(doc))

@@ -30,6 +30,26 @@ func TestResolversTheCorefileRefuses(t *testing.T) {
 	}
 }
 
+// No form of remoteURL gets its password into a message.
+func TestRemoteURLPasswordNeverShows(t *testing.T) {
+	for _, raw := range []string{
+		"https://bot:hunter2@quay.io/%zz", "bot:hunter2@quay.io", "https://bot:hunter2@quay.io",
+		"//bot:hunter2@quay.io", "bot:hunter2@quay.io/path", "ftp://bot:hunter2@quay.io", "https://bot:hunter2@@quay.io",
+	} {
+		c := Default()
+		c.Registries.Mirrors = []Mirror{{Name: "m", Port: 5000, RemoteURL: raw}}
+		probs := Validate(c, testPaths(t))
+		if len(probs) == 0 {
+			t.Errorf("%q accepted", raw)
+		}
+		for _, p := range probs {
+			if strings.Contains(p.Msg, "hunter2") {
+				t.Errorf("%q: %s", raw, p.Msg)
+			}
+		}
+	}
+}
+
 // network.cidr may equal no slot's service or pod range (a check of the
 // service ranges alone must fail this test).
 func TestCIDRClearOfEverySlotRange(t *testing.T) {

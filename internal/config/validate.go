@@ -328,13 +328,27 @@ func CheckHostPort(hp string) error {
 	return nil
 }
 
-// userinfo is the user:password@ part of a URL, found without parsing it
-// (a URL that does not parse may still carry a password).
-var userinfo = regexp.MustCompile(`^([^:/?#]*:?//)[^/?#]*@`)
-
-// RedactURL is raw with any credentials masked, for messages.
+// RedactURL is raw with any credentials masked, for messages: whatever
+// comes before the last @ of the part that would name the host, found
+// without parsing (a URL that does not parse, or has no scheme, as in
+// "bot:hunter2@quay.io", may still carry a password).
 func RedactURL(raw string) string {
-	return userinfo.ReplaceAllString(raw, "${1}…@")
+	prefix, rest := "", raw
+	if i := strings.Index(raw, "//"); i >= 0 {
+		prefix, rest = raw[:i+2], raw[i+2:]
+	}
+	host := rest
+	if j := strings.IndexAny(rest, "/?#"); j >= 0 {
+		host = rest[:j]
+	}
+	k := strings.LastIndex(host, "@")
+	if k < 0 {
+		return raw
+	}
+	if prefix == "" {
+		return "…@" + rest[k+1:]
+	}
+	return prefix + "…@" + rest[k+1:]
 }
 
 func (v *validator) dns(d DNS) {

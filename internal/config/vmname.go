@@ -60,7 +60,13 @@ func vmNameFromTree(doc yaml.Node) (string, error) {
 	case name.Tag == "!!null":
 		return DefaultVMName, nil
 	}
-	return name.Value, nil
+	// Decoded as the strict loader decodes it (a !!binary value is its
+	// base64 decoding, not its text), so that both name the same VM.
+	var v string
+	if err := name.Decode(&v); err != nil {
+		return "", fmt.Errorf("line %d: vm.name: %s", name.Line, cleanYAMLErr(err.Error()))
+	}
+	return v, nil
 }
 
 // onlyValue is the value of key in mapping m: nil when it is absent, an
@@ -135,14 +141,25 @@ func isBlankOrComment(s string) bool {
 }
 
 // vmNameFromLines reads vm.name from the text of a file YAML cannot parse:
-// the one top-level "vm:" line, then the one "name:" line in its indented
-// block. Anything it cannot read for sure is an error.
+// the one top-level "vm:" line, then the one "name:" line at the first
+// indentation of its block. Anything it cannot read for sure is an error:
+// a quote or bracket left open (the "vm:" seen may be inside a string), a
+// block scalar or a deeper "name:" inside the vm block.
 func vmNameFromLines(text string) (string, error) {
 	lines := strings.Split(strings.ReplaceAll(text, "\r\n", "\n"), "\n")
 	vmAt := -1
 	for i, s := range lines {
 		l, ok := parseLine(s)
-		if ok && l.indent == "" && l.key == "vm" {
+		if !ok {
+			if !isBlankOrComment(s) && unclosed(strings.TrimSpace(s)) {
+				return "", fmt.Errorf("line %d: a quote or bracket is left open", i+1)
+			}
+			continue
+		}
+		if unclosed(l.rest) {
+			return "", fmt.Errorf("line %d: a quote or bracket is left open", i+1)
+		}
+		if l.indent == "" && l.key == "vm" {
 			if vmAt >= 0 {
 				return "", fmt.Errorf("line %d: vm is set a second time", i+1)
 			}
@@ -165,7 +182,7 @@ func vmNameFromLines(text string) (string, error) {
 	default:
 		return "", fmt.Errorf("line %d: vm is not written as an indented block", vmAt+1)
 	}
-	name, nameAt := "", -1
+	name, nameAt, indent := "", -1, ""
 	for i := vmAt + 1; i < len(lines); i++ {
 		s := lines[i]
 		if isBlankOrComment(s) {
@@ -175,7 +192,13 @@ func vmNameFromLines(text string) (string, error) {
 			break // the next top-level key: the block ended
 		}
 		l, ok := parseLine(s)
-		if !ok || l.key != "name" {
+		if indent == "" && ok {
+			indent = l.indent // the block's own keys sit here
+		}
+		if ok && l.indent == indent && (strings.HasPrefix(l.rest, "|") || strings.HasPrefix(l.rest, ">")) {
+			return "", fmt.Errorf("line %d: a block scalar inside vm: marina cannot read vm.name without parsing the file", i+1)
+		}
+		if !ok || l.key != "name" || l.indent != indent {
 			if anyNameKey.MatchString(stripComment(s)) {
 				return "", fmt.Errorf("line %d: vm.name is written in a way marina cannot read without parsing the file", i+1)
 			}
@@ -194,6 +217,32 @@ func vmNameFromLines(text string) (string, error) {
 		return DefaultVMName, nil
 	}
 	return name, nil
+}
+
+// unclosed reports whether a value opens a quote, a flow list or a flow
+// mapping that does not close on its own line: what follows may be inside.
+func unclosed(v string) bool {
+	if v == "" {
+		return false
+	}
+	switch v[0] {
+	case '"':
+		return !strings.Contains(strings.ReplaceAll(v[1:], `\"`, ""), `"`)
+	case '\'':
+		return !strings.Contains(v[1:], "'")
+	case '[', '{':
+		depth := 0
+		for _, c := range v {
+			switch c {
+			case '[', '{':
+				depth++
+			case ']', '}':
+				depth--
+			}
+		}
+		return depth > 0
+	}
+	return false
 }
 
 // scalar reads a one-line plain or quoted YAML scalar.

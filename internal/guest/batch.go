@@ -41,32 +41,24 @@ var (
 )
 
 // Put installs f; when flag is not empty the shell variable of that name
-// is set to 1 if the file changed. The path and mode are quoted, whatever
-// they hold; a path that is not absolute and clean, a mode that is not
-// octal or a flag that is not a variable name makes the script fail there
-// instead of writing anything.
-func (b *Batch) Put(f File, flag string) {
+// is set to 1 if the file changed. The path is quoted, whatever it holds; a
+// path that is not absolute and clean, a mode that is not octal or a flag
+// that is not a variable name is an error, and the batch is not sent.
+func (b *Batch) Put(f File, flag string) error {
 	switch {
 	case !path.IsAbs(f.Path) || path.Clean(f.Path) != f.Path || strings.ContainsAny(f.Path, "\x00\n"):
-		b.fail(fmt.Sprintf("refusing to write %q: not an absolute, clean path", f.Path))
-		return
+		return fmt.Errorf("refusing to write %q in the VM: not an absolute, clean path", f.Path)
 	case !modeRe.MatchString(f.Mode):
-		b.fail(fmt.Sprintf("refusing to write %s with mode %q", f.Path, f.Mode))
-		return
+		return fmt.Errorf("refusing to write %s in the VM with mode %q", f.Path, f.Mode)
 	case flag != "" && !flagRe.MatchString(flag):
-		b.fail(fmt.Sprintf("refusing the flag %q", flag))
-		return
+		return fmt.Errorf("refusing the shell flag %q", flag)
 	}
 	fmt.Fprintf(&b.b, "put %s %s %s", run.ShellQuote(f.Path), f.Mode, base64.StdEncoding.EncodeToString([]byte(f.Content)))
 	if flag != "" {
 		fmt.Fprintf(&b.b, " && %s=1", flag)
 	}
 	b.b.WriteString(" || true\n")
-}
-
-// fail makes the script stop at this point with msg.
-func (b *Batch) fail(msg string) {
-	fmt.Fprintf(&b.b, "echo %s >&2; exit 1\n", run.ShellQuote("marina: "+msg))
+	return nil
 }
 
 // Sh appends shell commands.

@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/bcollard/marina/internal/cluster"
 	"github.com/bcollard/marina/internal/fileutil"
 	"github.com/bcollard/marina/internal/run"
 )
@@ -15,15 +16,13 @@ import (
 // certs.d its nodes mount read-only.
 const ClustersDir = "/etc/marina/clusters"
 
-// ClusterDir is cluster name's folder in the VM, refused for a name that
-// is not one plain path element (or holds spaces, which would break the
-// sections of an export).
+// ClusterDir is cluster name's folder in the VM, refused for anything but
+// a cluster name (a DNS label): names reach scripts and paths here.
 func ClusterDir(name string) (string, error) {
-	d, err := fileutil.Child(ClustersDir, name)
-	if err != nil || strings.ContainsAny(name, " \t\n") || strings.HasPrefix(name, "-") {
-		return "", fmt.Errorf("%q is not a cluster name", name)
+	if err := cluster.CheckName(name); err != nil {
+		return "", err
 	}
-	return d, nil
+	return fileutil.Child(ClustersDir, name)
 }
 
 // CertsDir is the certs.d folder of cluster name in the VM.
@@ -62,7 +61,9 @@ func KindCreate(name, image string, kindConfig []byte, certsD map[string]string,
 		if !strings.HasPrefix(f, certs+"/") {
 			return "", fmt.Errorf("%q is not a file under certs.d", k)
 		}
-		b.Put(File{Path: f, Mode: "0644", Content: certsD[k]}, "")
+		if err := b.Put(File{Path: f, Mode: "0644", Content: certsD[k]}, ""); err != nil {
+			return "", err
+		}
 	}
 	args := []string{"kind", "create", "cluster", "--name", name, "--image", image, "--config", "-"}
 	if retain {
@@ -92,8 +93,8 @@ func exportScript(names []string) (string, error) {
 			return "", err
 		}
 		q := run.ShellQuote(n)
-		fmt.Fprintf(&b, "echo '@@ kubeconfig %s'\nkind get kubeconfig --name %s\n", n, q)
-		fmt.Fprintf(&b, "echo '@@ cert %s'\ndocker exec %s cat %s\n", n, run.ShellQuote(n+"-control-plane"), apiServerCert)
+		fmt.Fprintf(&b, "echo %s\nkind get kubeconfig --name %s\n", run.ShellQuote("@@ kubeconfig "+n), q)
+		fmt.Fprintf(&b, "echo %s\ndocker exec %s cat %s\n", run.ShellQuote("@@ cert "+n), run.ShellQuote(n+"-control-plane"), apiServerCert)
 	}
 	return b.String(), nil
 }

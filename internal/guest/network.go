@@ -221,7 +221,9 @@ func (n Net) Apply(b *Batch) error {
 	}
 	b.Sh("reload=0")
 	for _, f := range files {
-		b.Put(f, "reload")
+		if err := b.Put(f, "reload"); err != nil {
+			return err
+		}
 	}
 	b.Sh(fmt.Sprintf(`if [ "$reload" = 1 ]; then systemctl daemon-reload; fi
 if [ "$(systemctl is-enabled %[1]s 2>/dev/null)" != enabled ]; then systemctl enable %[1]s; fi

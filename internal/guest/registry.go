@@ -29,11 +29,13 @@ func parseSums(sec string) map[string]string {
 // RegistryApply adds to b what writes each mirror's config file (root
 // only: it may hold upstream credentials), makes its cache folder, and
 // removes the config files of mirrors that are gone.
-func RegistryApply(b *Batch, specs []registry.Spec) {
+func RegistryApply(b *Batch, specs []registry.Spec) error {
 	keep := make([]string, 0, len(specs))
 	b.Sh(fmt.Sprintf("install -d -m 0700 -o root -g root %s", registry.ConfigDir))
 	for _, s := range specs {
-		b.Put(File{Path: s.ConfigFile, Mode: "0600", Content: string(s.Config)}, "")
+		if err := b.Put(File{Path: s.ConfigFile, Mode: "0600", Content: string(s.Config)}, ""); err != nil {
+			return err
+		}
 		b.Sh("mkdir -p " + run.ShellQuote(s.CacheDir))
 		keep = append(keep, run.ShellQuote(path.Base(s.ConfigFile)))
 	}
@@ -42,6 +44,7 @@ func RegistryApply(b *Batch, specs []registry.Spec) {
 	[ -e "$f" ] || continue
 	case "$(basename "$f")" in %s) ;; *) rm -f "$f" ;; esac
 done`, registry.ConfigDir, caseList(keep)))
+	return nil
 }
 
 func caseList(names []string) string {

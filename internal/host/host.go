@@ -51,6 +51,10 @@ func (h *Host) RouteStatus(ctx context.Context, want netip.Prefix, via netip.Add
 // or cannot be fixed by marina (shadowed by a more specific route).
 func RouteFix(s RouteStatus) []string { return osCommands.fix(s) }
 
+// DeleteCommand is the command that deletes the route to p through gw,
+// for a person to run.
+func DeleteCommand(p netip.Prefix, gw netip.Addr) []string { return osCommands.del(p, gw) }
+
 // RouteRemove is the command that deletes the kind network's route, nil
 // when there is no route of exactly that network.
 func RouteRemove(s RouteStatus) []string { return osCommands.remove(s) }

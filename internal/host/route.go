@@ -58,52 +58,48 @@ type RouteStatus struct {
 	Via   netip.Addr // the VM's lima0 address; invalid when unknown
 	Found *Route     // the route the host uses for Want's first host; nil: none
 	State RouteState
-	// Ours is set when Found is a route of exactly Want that marina made:
-	// its gateway is the VM's lima0 address now, or one marina recorded
-	// when it added the route. Only such a route is ever changed or
-	// deleted.
+	// Ours is set when Found is marina's own route of Want: its gateway is
+	// one marina recorded when it added or changed the route. Only such a
+	// route is ever changed or deleted. lima0's address alone does not
+	// make a route marina's: it is read from the guest, and whoever is
+	// root there could name a VPN's gateway.
 	Ours bool
 }
 
 // Classify tells present and ours from missing, wrong gateway, shadowed
 // and foreign. found is the route the host picks for the first host of
-// want; mine are the gateways marina routed want through before.
+// want; mine are the gateways marina routed want through (its record).
 func Classify(want netip.Prefix, via netip.Addr, found *Route, mine ...netip.Addr) RouteStatus {
 	s := RouteStatus{Want: want, Via: via, Found: found}
-	// A host route cloned through marina's gateway stands for its parent,
-	// marina's route, which `route delete -net` then removes.
-	exact := found != nil && (found.Cloned || found.Dest == want) && found.Gateway.IsValid()
-	if exact {
-		s.Ours = found.Gateway == via
+	// A host route macOS cloned through marina's gateway stands for its
+	// parent, marina's route, which `route -net` then changes or removes.
+	if found != nil && (found.Cloned || found.Dest == want) && found.Gateway.IsValid() {
 		for _, gw := range mine {
 			s.Ours = s.Ours || (gw.IsValid() && found.Gateway == gw)
 		}
 	}
+	through := via.IsValid() && found != nil && found.Gateway == via
 	switch {
 	case found == nil:
 		s.State = Missing
-	case found.Cloned:
-		// A host route macOS cloned (after traffic went out): through
-		// marina's gateway it came from marina's route; otherwise from
-		// another, broader one.
-		if s.Ours {
-			s.State = Present
-		} else {
-			s.Ours = false
-			s.State = Missing
-		}
-	case found.Dest.Bits() < want.Bits():
+	case !found.Cloned && found.Dest.Bits() < want.Bits():
 		// Nothing, or only a broader route (the default, a VPN's /12):
 		// this is the check klimax got wrong by trusting an exit code.
 		s.State = Missing
-	case found.Dest.Bits() > want.Bits():
+	case !found.Cloned && found.Dest.Bits() > want.Bits():
 		s.State = Shadowed
-	case !s.Ours:
-		s.State = Foreign
-	case via.IsValid() && found.Gateway != via:
-		s.State = WrongGateway
-	default:
+	case through:
 		s.State = Present
+	case s.Ours && via.IsValid():
+		s.State = WrongGateway // lima0 moved: marina's route follows it
+	case s.Ours:
+		s.State = Present // the VM is down: its address is not known
+	case found.Cloned:
+		// Cloned from a route marina did not make: most likely a broader
+		// one; an add reports it if it was one of exactly want.
+		s.State = Missing
+	default:
+		s.State = Foreign
 	}
 	return s
 }
@@ -206,7 +202,11 @@ var darwinCommands = commands{
 		return []string{"/sbin/route", "-n", "change", "-net", p.String(), gw.String()}
 	},
 	del: func(p netip.Prefix, gw netip.Addr) []string {
-		return []string{"/sbin/route", "-n", "delete", "-net", p.String(), gw.String()}
+		argv := []string{"/sbin/route", "-n", "delete", "-net", p.String()}
+		if gw.IsValid() {
+			argv = append(argv, gw.String())
+		}
+		return argv
 	},
 }
 
@@ -220,7 +220,11 @@ var linuxCommands = commands{
 	},
 	// With its gateway: ip deletes the route only if it still has it.
 	del: func(p netip.Prefix, gw netip.Addr) []string {
-		return []string{"ip", "route", "del", p.String(), "via", gw.String()}
+		argv := []string{"ip", "route", "del", p.String()}
+		if gw.IsValid() {
+			argv = append(argv, "via", gw.String())
+		}
+		return argv
 	},
 }
 

@@ -130,7 +130,7 @@ func TestRemoveOnlyExactRoute(t *testing.T) {
 		t.Errorf("would delete a VPN's route: %v", cmd)
 	}
 	r, _ = ParseRouteGet(read(t, "route-get-ours.txt"))
-	if cmd := strings.Join(darwinCommands.remove(Classify(kindNet, lima0, r)), " "); cmd != "/sbin/route -n delete -net 172.30.0.0/16 192.168.64.3" {
+	if cmd := strings.Join(darwinCommands.remove(Classify(kindNet, lima0, r, lima0)), " "); cmd != "/sbin/route -n delete -net 172.30.0.0/16 192.168.64.3" {
 		t.Errorf("removing our own route: %q", cmd)
 	}
 }

@@ -34,7 +34,12 @@ func TestNoRemovalWithoutAGateway(t *testing.T) {
 	if rm := RouteRemove(Classify(kindNet, netip.Addr{}, r)); rm != nil {
 		t.Errorf("removal planned with no gateway to check: %v", rm)
 	}
-	if rm := RouteRemove(Classify(kindNet, lima0, r)); rm == nil {
+	// lima0's address comes from the guest: it does not make a route
+	// marina's, only marina's record does.
+	if rm := RouteRemove(Classify(kindNet, lima0, r)); rm != nil {
+		t.Errorf("removal planned for a route marina has no record of: %v", rm)
+	}
+	if rm := RouteRemove(Classify(kindNet, netip.Addr{}, r, lima0)); rm == nil {
 		t.Error("marina's own route is not removed")
 	}
 }
@@ -84,8 +89,13 @@ func TestClonedRoute(t *testing.T) {
 	if err != nil || !r.Cloned {
 		t.Fatalf("cloned = %+v, %v", r, err)
 	}
-	if rm := strings.Join(RouteRemove(Classify(kindNet, lima0, r)), " "); rm != "ip route del 172.30.0.0/16 via 192.168.64.3" && rm != "/sbin/route -n delete -net 172.30.0.0/16 192.168.64.3" {
+	if rm := strings.Join(RouteRemove(Classify(kindNet, lima0, r, lima0)), " "); rm != "ip route del 172.30.0.0/16 via 192.168.64.3" && rm != "/sbin/route -n delete -net 172.30.0.0/16 192.168.64.3" {
 		t.Errorf("remove after a clone: %q", rm)
+	}
+	// lima0 moved: the clone of marina's route through the old address is
+	// a wrong gateway, fixed by changing the parent.
+	if s := Classify(kindNet, netip.MustParseAddr("192.168.64.7"), r, lima0); s.State != WrongGateway || strings.Join(RouteFix(s), " ") == "" {
+		t.Errorf("a clone through the old address: %s, fix %v", s.State, RouteFix(s))
 	}
 	other := *r
 	other.Gateway = netip.MustParseAddr("10.8.0.1")

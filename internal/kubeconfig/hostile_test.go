@@ -97,6 +97,11 @@ func TestHostileExportRunsNothing(t *testing.T) {
 		"client key file": kindExport(t, "dev", "    client-key: /Users/me/.ssh/id_ed25519\n", ""),
 		"extra user":      append(kindExport(t, "dev", "", ""), []byte("- name: other\n  user:\n    token: x\n")...),
 	}
+	refused := map[string]string{
+		"exec": "user.exec", "auth-provider": "user.auth-provider", "tokenFile": "user.tokenFile", "token": "user.token",
+		"proxy-url": "cluster.proxy-url", "insecure": "cluster.insecure-skip-tls-verify", "ca file": "cluster.certificate-authority,",
+		"client key file": "user.client-key,", "extra user": "2 users",
+	}
 	for what, kc := range hostile {
 		t.Run(what, func(t *testing.T) {
 			os.Remove(mark)
@@ -125,8 +130,9 @@ func TestHostileExportRunsNothing(t *testing.T) {
 			if _, err := os.Stat(target); err == nil {
 				t.Errorf("something was merged into %s", target)
 			}
-			if err != nil && !strings.Contains(err.Error(), "dev") {
-				t.Errorf("the error does not name the cluster: %v", err)
+			// The error names what was refused.
+			if err != nil && !strings.Contains(err.Error(), refused[what]) {
+				t.Errorf("the error does not name %q: %v", refused[what], err)
 			}
 		})
 	}

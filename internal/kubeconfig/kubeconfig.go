@@ -15,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/gofrs/flock"
@@ -71,12 +72,22 @@ func Server(kc []byte) (string, error) {
 // Target is the kubeconfig marina merges into: the first file of
 // $KUBECONFIG, else ~/.kube/config.
 func Target(getenv func(string) string, home string) string {
+	return Files(getenv, home)[0]
+}
+
+// Files are the kubeconfig files kubectl reads: those of $KUBECONFIG, else
+// ~/.kube/config. kubectl takes an entry from the first file that has it.
+func Files(getenv func(string) string, home string) []string {
+	var out []string
 	for _, p := range filepath.SplitList(getenv("KUBECONFIG")) {
 		if p != "" {
-			return p
+			out = append(out, p)
 		}
 	}
-	return filepath.Join(home, ".kube", "config")
+	if len(out) == 0 {
+		out = append(out, filepath.Join(home, ".kube", "config"))
+	}
+	return out
 }
 
 // the sections of a kubeconfig that hold named entries.
@@ -128,16 +139,24 @@ func Merge(target, name string, cluster []byte) error {
 	})
 }
 
-// CheckMerge reports whether cluster name could be merged into target:
-// an error when target holds entries of that name marina did not write.
-// It reads target and changes nothing, so that a create fails before kind
-// runs rather than after.
-func CheckMerge(target, name string) error {
-	root, err := readTarget(target)
-	if err != nil || root == nil {
-		return err
+// CheckMerge reports whether cluster name could be merged into the first
+// of files: an error when any of them (kubectl reads them all) holds
+// entries of that name marina did not write. It reads them and changes
+// nothing, so that a create fails before kind runs rather than after.
+func CheckMerge(name string, files ...string) error {
+	for _, f := range files {
+		root, err := readTarget(f)
+		if err != nil {
+			return err
+		}
+		if root == nil {
+			continue
+		}
+		if err := clash(f, root, name); err != nil {
+			return err
+		}
 	}
-	return clash(target, root, name)
+	return nil
 }
 
 // clash is the error for entries named name in root that marina did not
@@ -239,14 +258,15 @@ func Use(target, name string) error {
 	})
 }
 
-// Has reports whether target holds a context named name.
+// Has reports whether target holds a context named name that marina
+// wrote.
 func Has(target, name string) (bool, error) {
 	root, err := readTarget(target)
 	if err != nil || root == nil {
 		return false, err
 	}
 	for _, item := range seqItems(mapValue(root, "contexts")) {
-		if itemName(item) == name {
+		if itemName(item) == name && owned("contexts", item) {
 			return true, nil
 		}
 	}
@@ -281,9 +301,12 @@ func realTarget(target string) (string, error) {
 		return "", err
 	}
 	real, err := filepath.EvalSymlinks(target)
-	if err != nil {
+	if errors.Is(err, os.ErrNotExist) {
 		dest, _ := os.Readlink(target)
 		return "", fmt.Errorf("%s is a symlink to %s, which does not exist: marina will not replace the link with a file; create its target or remove the link, then try again", target, dest)
+	}
+	if err != nil {
+		return "", fmt.Errorf("%s is a symlink marina cannot follow: %w", target, err)
 	}
 	return real, nil
 }
@@ -319,9 +342,17 @@ func readDoc(target string) (*yaml.Node, error) {
 	if err := dec.Decode(&doc); err != nil {
 		return nil, fmt.Errorf("read %s: %w (fix or move it, then try again)", target, err)
 	}
-	var next yaml.Node
-	if err := dec.Decode(&next); !errors.Is(err, io.EOF) {
-		return nil, fmt.Errorf("%s holds more than one YAML document: marina would drop all but the first, so it changes nothing; keep one (kubectl reads only the first)", target)
+	// A trailing "---" starts an empty document: fine. One with content
+	// would be dropped by the rewrite.
+	for {
+		var next yaml.Node
+		err := dec.Decode(&next)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil || (len(next.Content) > 0 && !(next.Content[0].Kind == yaml.ScalarNode && next.Content[0].Tag == "!!null")) {
+			return nil, fmt.Errorf("%s holds more than one YAML document: marina would drop all but the first, so it changes nothing; keep one (kubectl reads only the first)", target)
+		}
 	}
 	if len(doc.Content) == 0 || (doc.Content[0].Kind == yaml.ScalarNode && doc.Content[0].Tag == "!!null") {
 		return nil, nil
@@ -334,6 +365,20 @@ func readDoc(target string) (*yaml.Node, error) {
 
 // lockWait is how long edit waits for another writer of the same file.
 var lockWait = 30 * time.Second
+
+// held are kubectl lock files this process holds now.
+var held sync.Map
+
+// ReleaseLocks removes the kubectl lock files this process holds, for a
+// marina that must stop at once: left behind, they would keep kubectl
+// from writing the kubeconfig until someone removed them. (The flocks go
+// with the process.)
+func ReleaseLocks() {
+	held.Range(func(k, _ any) bool {
+		os.Remove(k.(string))
+		return true
+	})
+}
 
 // edit applies change to target's YAML under two locks: an flock that
 // serialises marina processes (released by the kernel if one dies), and
@@ -381,7 +426,11 @@ func edit(target string, change func(root *yaml.Node) (bool, error)) error {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	defer os.Remove(lock)
+	held.Store(lock, true)
+	defer func() {
+		os.Remove(lock)
+		held.Delete(lock)
+	}()
 
 	doc, err := readDoc(target)
 	if err != nil {

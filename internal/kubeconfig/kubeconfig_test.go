@@ -375,3 +375,46 @@ func TestRESTConfigOnlyFromMarinasFiles(t *testing.T) {
 		t.Errorf("RESTConfig with a tokenFile: %v", err)
 	}
 }
+
+// A trailing "---" is an empty document, not a second one; a clash in a
+// later $KUBECONFIG file counts (kubectl reads them all); Has sees only
+// marina's contexts.
+func TestTrailingSeparatorLaterFilesAndHas(t *testing.T) {
+	dir := t.TempDir()
+	first := filepath.Join(dir, "first")
+	if err := os.WriteFile(first, []byte("apiVersion: v1\nkind: Config\n---\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := Merge(first, "east", renamed(t, "east", "https://127.0.0.1:7001")); err != nil {
+		t.Errorf("merge into a file ending in ---: %v", err)
+	}
+	second := filepath.Join(dir, "second")
+	if err := os.WriteFile(second, read(t, "user-config.yaml"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := CheckMerge("dev", first, second); err == nil || !strings.Contains(err.Error(), second) {
+		t.Errorf("CheckMerge with the user's dev in the second file: %v", err)
+	}
+	if err := CheckMerge("east", first, second); err != nil {
+		t.Errorf("CheckMerge of marina's own east: %v", err)
+	}
+	if ok, _ := Has(second, "dev"); ok {
+		t.Error("Has counts the user's own dev as marina's")
+	}
+	if ok, _ := Has(first, "east"); !ok {
+		t.Error("Has misses marina's east")
+	}
+}
+
+func TestReleaseLocks(t *testing.T) {
+	lock := filepath.Join(t.TempDir(), "config.lock")
+	if err := os.WriteFile(lock, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	held.Store(lock, true)
+	ReleaseLocks()
+	if _, err := os.Stat(lock); !os.IsNotExist(err) {
+		t.Errorf("the lock is still there: %v", err)
+	}
+	held.Delete(lock)
+}

@@ -15,7 +15,8 @@ const (
 	// Ubuntu 24.04 LTS cloud images, release 20260705, as Lima 2.2.0 pins
 	// them (templates/_images/ubuntu-24.04.yaml). Ubuntu deletes dated
 	// releases after some months; then Lima falls back, as its own
-	// template does, to the current release, checked by its SHA256SUMS.
+	// template does, to the current release, which cannot be pinned (it
+	// changes with every release).
 	imageRelease = "https://cloud-images.ubuntu.com/releases/noble/release-20260705/"
 	imageCurrent = "https://cloud-images.ubuntu.com/releases/noble/release/"
 	imageARM64   = "ubuntu-24.04-server-cloudimg-arm64.img"
