@@ -72,14 +72,17 @@ func (e *Env) Config() (config.Config, error) {
 	return config.Load(e.Paths)
 }
 
-// VMName reads only vm.name, for commands that need nothing else from
-// the config: problems elsewhere in the file become warnings.
-func (e *Env) VMName() (string, error) {
-	name, warnings, err := config.LoadVMName(e.Paths)
-	for _, w := range warnings {
-		e.UI.Warnf("%s (marina up refuses the config until this is fixed)", w)
+// VMName reads vm.name alone, for commands that need nothing else from
+// the config (and the strict reading with it): problems elsewhere in the
+// file become warnings when warn is set.
+func (e *Env) VMName(warn bool) (config.Lenient, error) {
+	v, err := config.LoadVMName(e.Paths)
+	if warn {
+		for _, w := range v.Warnings() {
+			e.UI.Warnf("%s (marina up refuses the config until this is fixed)", w)
+		}
 	}
-	return name, err
+	return v, err
 }
 
 // Limactl returns the limactl driver for marina's LIMA_HOME.
@@ -144,14 +147,14 @@ func (e *Env) step(label, done string, fn func() error) error {
 // vmState reads vm.name (see VMName) and looks the VM up: what status,
 // down, destroy and shell start from. in is nil when the VM does not
 // exist.
-func (e *Env) vmState(ctx context.Context) (name string, l *vm.Limactl, in *vm.Instance, err error) {
-	if name, err = e.VMName(); err != nil {
+func (e *Env) vmState(ctx context.Context, warn bool) (v config.Lenient, l *vm.Limactl, in *vm.Instance, err error) {
+	if v, err = e.VMName(warn); err != nil {
 		return
 	}
 	if l, err = e.Limactl(); err != nil {
 		return
 	}
-	in, err = l.Get(ctx, name)
+	in, err = l.Get(ctx, v.Name)
 	return
 }
 

@@ -59,8 +59,12 @@ func openLab(ctx context.Context, e *Env, need labNeeds) (*lab, error) {
 			return nil, err
 		}
 		b.name = b.cfg.VM.Name
-	} else if b.name, err = e.VMName(); err != nil {
-		return nil, err
+	} else {
+		v, err := e.VMName(true)
+		if err != nil {
+			return nil, err
+		}
+		b.name = v.Name
 	}
 	if b.l, err = e.Limactl(); err != nil {
 		return nil, err
@@ -204,7 +208,7 @@ func CreateCluster(ctx context.Context, e *Env, opts CreateOptions) error {
 		target = e.kubeconfigTarget()
 		// A name the user's kubeconfig already has for something of its
 		// own fails now, before kind made anything.
-		if err := kubeconfig.CheckMerge(opts.Name, e.kubeconfigFiles()...); err != nil {
+		if err := kubeconfig.CheckMerge(e.kubeconfigFiles(), opts.Name); err != nil {
 			return err
 		}
 	}

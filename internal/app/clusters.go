@@ -115,16 +115,21 @@ func parseSelector(s string) (labels.Selector, error) {
 	return sel, nil
 }
 
+// clusterKubeconfig reads cluster name's own kubeconfig file.
+func clusterKubeconfig(e *Env, name string) (path string, kc []byte, err error) {
+	if path, err = e.Paths.Kubeconfig(name); err != nil {
+		return "", nil, err
+	}
+	kc, err = fileutil.ReadRegular(path, kubeconfig.MaxSize)
+	if errors.Is(err, os.ErrNotExist) {
+		return path, nil, fmt.Errorf("cluster %s has no kubeconfig at %s: `marina kubeconfig merge %s` writes it", name, path, name)
+	}
+	return path, kc, err
+}
+
 // clusterClient is a client for cluster name, from its own kubeconfig.
 func clusterClient(e *Env, name string, timeout time.Duration) (*kubernetes.Clientset, error) {
-	path, err := e.Paths.Kubeconfig(name)
-	if err != nil {
-		return nil, err
-	}
-	kc, err := fileutil.ReadRegular(path, kubeconfig.MaxSize)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, fmt.Errorf("cluster %s has no kubeconfig at %s: `marina kubeconfig merge %s` writes it", name, path, name)
-	}
+	path, kc, err := clusterKubeconfig(e, name)
 	if err != nil {
 		return nil, err
 	}

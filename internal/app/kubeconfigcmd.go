@@ -10,7 +10,6 @@ import (
 
 	"github.com/bcollard/marina/internal/cluster"
 	"github.com/bcollard/marina/internal/config"
-	"github.com/bcollard/marina/internal/fileutil"
 	"github.com/bcollard/marina/internal/guest"
 	"github.com/bcollard/marina/internal/kubeconfig"
 	"github.com/bcollard/marina/internal/run"
@@ -67,10 +66,8 @@ func MergeKubeconfigs(ctx context.Context, e *Env, names []string, dryRun bool) 
 		infos = append(infos, c)
 	}
 	target := e.kubeconfigTarget()
-	for _, c := range infos {
-		if err := kubeconfig.CheckMerge(c.Name, e.kubeconfigFiles()...); err != nil {
-			return err
-		}
+	if err := kubeconfig.CheckMerge(e.kubeconfigFiles(), cluster.Names(infos)...); err != nil {
+		return err
 	}
 	if dryRun {
 		var steps []Step
@@ -82,14 +79,14 @@ func MergeKubeconfigs(ctx context.Context, e *Env, names []string, dryRun bool) 
 		return nil
 	}
 	return e.step("Exporting "+strings.Join(cluster.Names(infos), ", "), "Merged "+strings.Join(cluster.Names(infos), ", ")+" into "+target, func() error {
-		return refreshKubeconfigs(ctx, e, b, infos, true)
+		return refreshKubeconfigs(ctx, e, b, infos, func(string) bool { return true })
 	})
 }
 
 // refreshKubeconfigs exports clusters (one guest round trip for all),
-// writes their files and, with merge, merges them into the user's
-// kubeconfig.
-func refreshKubeconfigs(ctx context.Context, e *Env, b *lab, infos []cluster.Info, merge bool) error {
+// writes their files and merges into the user's kubeconfig those merge
+// says to.
+func refreshKubeconfigs(ctx context.Context, e *Env, b *lab, infos []cluster.Info, merge func(name string) bool) error {
 	var names []string
 	for _, c := range infos {
 		if c.Slot == 0 {
@@ -125,7 +122,7 @@ func refreshKubeconfigs(ctx context.Context, e *Env, b *lab, infos []cluster.Inf
 		if err == nil {
 			err = writeKubeconfig(path, kc)
 		}
-		if err == nil && merge {
+		if err == nil && merge(c.Name) {
 			err = kubeconfig.Merge(target, c.Name, kc)
 		}
 		if err != nil {
@@ -188,11 +185,10 @@ func UseKubeconfig(e *Env, name string) error {
 func staleKubeconfigs(e *Env, b *lab) []cluster.Info {
 	var out []cluster.Info
 	for _, c := range b.clusters {
-		path, err := e.Paths.Kubeconfig(c.Name)
-		if err != nil || c.Slot == 0 || !c.Running() {
+		if c.Slot == 0 || !c.Running() {
 			continue
 		}
-		kc, err := fileutil.ReadRegular(path, kubeconfig.MaxSize)
+		_, kc, err := clusterKubeconfig(e, c.Name)
 		if err != nil {
 			continue
 		}
@@ -234,26 +230,11 @@ func followLima0(ctx context.Context, e *Env, b *lab, stale []cluster.Info) erro
 		return nil
 	}
 	names := cluster.Names(stale)
+	target := e.kubeconfigTarget()
 	return e.step("Pointing the kubeconfigs of "+strings.Join(names, ", ")+" at "+b.lima0.String(), "", func() error {
-		if err := refreshKubeconfigs(ctx, e, b, stale, false); err != nil {
-			return err
-		}
-		target := e.kubeconfigTarget()
-		var errs []error
-		for _, n := range names {
-			if ok, err := kubeconfig.Has(target, n); err != nil || !ok {
-				continue
-			}
-			path, err := e.Paths.Kubeconfig(n)
-			var kc []byte
-			if err == nil {
-				kc, err = fileutil.ReadRegular(path, kubeconfig.MaxSize)
-			}
-			if err == nil {
-				err = kubeconfig.Merge(target, n, kc)
-			}
-			errs = append(errs, err)
-		}
-		return errors.Join(errs...)
+		return refreshKubeconfigs(ctx, e, b, stale, func(n string) bool {
+			ok, err := kubeconfig.Has(target, n)
+			return err == nil && ok
+		})
 	})
 }

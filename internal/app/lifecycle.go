@@ -27,10 +27,11 @@ type DownOptions struct {
 
 // Down stops the VM; it keeps everything in it.
 func Down(ctx context.Context, e *Env, opts DownOptions) error {
-	name, l, in, err := e.vmState(ctx)
+	v, l, in, err := e.vmState(ctx, true)
 	if err != nil {
 		return err
 	}
+	name := v.Name
 	running := in != nil && in.Status == vm.StatusRunning
 	var steps []Step
 	if running {
@@ -38,7 +39,7 @@ func Down(ctx context.Context, e *Env, opts DownOptions) error {
 	}
 	var unroute []routeRemoval
 	if opts.RemoveRoute {
-		if unroute, err = routeRemovals(e); err != nil {
+		if unroute, err = routeRemovals(ctx, e, v); err != nil {
 			return err
 		}
 		for _, r := range unroute {
@@ -61,10 +62,12 @@ func Down(ctx context.Context, e *Env, opts DownOptions) error {
 	return removeRoutes(ctx, e, unroute)
 }
 
-// routeRemoval is one host route marina made and will delete.
+// routeRemoval is one host route marina made and will delete, with the
+// record it is forgotten from.
 type routeRemoval struct {
 	status host.RouteStatus
 	argv   []string
+	made   *host.Made
 }
 
 func (r routeRemoval) step() Step {
@@ -76,29 +79,29 @@ func (r routeRemoval) step() Step {
 // valid), only a route of exactly that network through a gateway marina
 // recorded when it added the route. Any other route is reported and left
 // alone; the default route never qualifies.
-func routeRemovals(e *Env) ([]routeRemoval, error) {
+func routeRemovals(ctx context.Context, e *Env, v config.Lenient) ([]routeRemoval, error) {
 	made, err := host.LoadMade(e.Paths.Routes())
 	if err != nil {
 		return nil, err
 	}
 	nets := made.Networks()
-	if cfg, err := e.Config(); err == nil {
-		p := netip.MustParsePrefix(cfg.Network.CIDR) // validated
+	if v.Err == nil {
+		p := netip.MustParsePrefix(v.Config.Network.CIDR) // validated
 		if !slices.Contains(nets, p) {
 			nets = append(nets, p)
 		}
-	} else if !errors.Is(err, config.ErrNotFound) {
+	} else {
 		e.UI.Warnf("network.cidr is not read from an invalid config: only the routes marina recorded in %s are looked at", e.Paths.Routes())
 	}
 	h := e.Host()
 	var out []routeRemoval
 	for _, p := range nets {
-		rs, err := h.RouteStatus(context.Background(), p, netip.Addr{}, made.Gateways(p)...)
+		rs, err := h.RouteStatus(ctx, p, netip.Addr{}, made.Gateways(p)...)
 		if err != nil {
 			return nil, err
 		}
 		if argv := host.RouteRemove(rs); argv != nil {
-			out = append(out, routeRemoval{status: rs, argv: argv})
+			out = append(out, routeRemoval{status: rs, argv: argv, made: made})
 		} else if rs.Found != nil && rs.Found.Dest == p {
 			e.UI.Warnf("the host's route to %s (%s) is not one marina recorded making: it is left as it is (if it is a leftover: `sudo %s`)", p, rs.Found, run.Quote(host.DeleteCommand(p, rs.Found.Gateway)))
 		}
@@ -107,19 +110,12 @@ func routeRemovals(e *Env) ([]routeRemoval, error) {
 }
 
 func removeRoutes(ctx context.Context, e *Env, rs []routeRemoval) error {
-	if len(rs) == 0 {
-		return nil
-	}
-	made, err := host.LoadMade(e.Paths.Routes())
-	if err != nil {
-		return err
-	}
 	for _, r := range rs {
 		err := e.step("Removing the host's route to "+r.status.Want.String(), "", func() error { return e.Host().Privileged(ctx, r.argv) })
 		if err != nil {
 			return err
 		}
-		if err := made.Forget(r.status.Want); err != nil {
+		if err := r.made.Forget(r.status.Want); err != nil {
 			return err
 		}
 	}
@@ -135,10 +131,11 @@ type DestroyOptions struct {
 // Destroy deletes the VM and everything in it. The registry cache on the
 // Mac and the config are kept.
 func Destroy(ctx context.Context, e *Env, opts DestroyOptions) error {
-	name, l, in, err := e.vmState(ctx)
+	v, l, in, err := e.vmState(ctx, true)
 	if err != nil {
 		return err
 	}
+	name := v.Name
 	sock := e.socket(name)
 	var steps []Step
 	if in != nil {
@@ -148,7 +145,7 @@ func Destroy(ctx context.Context, e *Env, opts DestroyOptions) error {
 	if removeSock {
 		steps = append(steps, Step{Do: "remove the Docker socket " + sock})
 	}
-	unroute, err := routeRemovals(e)
+	unroute, err := routeRemovals(ctx, e, v)
 	if err != nil {
 		return err
 	}
@@ -211,10 +208,11 @@ func socketAnswers(sock string) bool {
 
 // Shell opens a shell in the VM, or runs args there.
 func Shell(ctx context.Context, e *Env, args []string) error {
-	name, l, in, err := e.vmState(ctx)
+	v, l, in, err := e.vmState(ctx, true)
 	if err != nil {
 		return err
 	}
+	name := v.Name
 	if in == nil || in.Status != vm.StatusRunning {
 		return notRunning(name, in)
 	}

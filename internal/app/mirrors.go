@@ -129,9 +129,13 @@ func applyMirrors(ctx context.Context, dc *docker.Client, p mirrorPlan) error {
 	if len(p.create) == 0 {
 		return nil
 	}
+	ensured := map[string]bool{} // every mirror runs the same image
 	for _, s := range p.create {
-		if err := dc.EnsureImage(ctx, s.Image); err != nil {
-			return err
+		if !ensured[s.Image] {
+			if err := dc.EnsureImage(ctx, s.Image); err != nil {
+				return err
+			}
+			ensured[s.Image] = true
 		}
 		err := dc.Run(ctx, docker.RunSpec{
 			Name:   s.Name,

@@ -89,19 +89,21 @@ const NotCreated = "NotCreated"
 // GetStatus observes everything it can and never stops at the first
 // failure: each problem lands next to what was learned.
 func GetStatus(ctx context.Context, e *Env) (Status, error) {
-	name, l, in, err := e.vmState(ctx)
+	// The config's problems show in their own section, not as warnings.
+	file, l, in, err := e.vmState(ctx, false)
 	if err != nil {
 		return Status{}, err
 	}
+	name := file.Name
 	s := Status{VM: VMStatus{Name: name, Status: NotCreated, DockerSocket: e.socket(name)}}
 	// The networking sections need the whole config; the VM section only
 	// its name, so that a broken config still shows the VM.
 	var cidr netip.Prefix
-	if cfg, err := e.Config(); err != nil {
-		s.ConfigError = err.Error()
+	if file.Err != nil {
+		s.ConfigError = file.Err.Error()
 		s.Route.Line = "unknown (the config is invalid: `marina config edit` fixes it)"
 	} else {
-		cidr = netip.MustParsePrefix(cfg.Network.CIDR) // validated
+		cidr = netip.MustParsePrefix(file.Config.Network.CIDR) // validated
 		s.Route.CIDR = cidr.String()
 	}
 	if in == nil {

@@ -378,7 +378,8 @@ func TestLoadVMName(t *testing.T) {
 		}
 	}
 	write("vm:\n  name: lab\nregistries:\n  cacheStorage: nfs\n")
-	name, warnings, err := LoadVMName(p)
+	l, err := LoadVMName(p)
+	name, warnings := l.Name, l.Warnings()
 	if err != nil || name != "lab" || len(warnings) != 1 || !strings.Contains(warnings[0], ":4: registries.cacheStorage:") {
 		t.Errorf("LoadVMName = %q, %q, %v", name, warnings, err)
 	}
@@ -399,7 +400,8 @@ func TestLoadVMName(t *testing.T) {
 		"vm:\n  name: !!binary ai0w\n":                                  "j-0", // as the strict loader reads it
 	} {
 		write(body)
-		if got, _, err := LoadVMName(p); err != nil || got != want {
+		if l, err := LoadVMName(p); err != nil || l.Name != want {
+			got := l.Name
 			t.Errorf("%q: LoadVMName = %q, %v; want %q", body, got, err, want)
 		}
 	}
@@ -421,7 +423,8 @@ func TestLoadVMName(t *testing.T) {
 		"x: [a,\nvm:\n  name: evil]\n\tq: 1\n",      // inside a flow list
 	} {
 		write(body)
-		if got, _, err := LoadVMName(p); err == nil {
+		if l, err := LoadVMName(p); err == nil {
+			got := l.Name
 			t.Errorf("%q: LoadVMName = %q, want an error", body, got)
 		}
 	}

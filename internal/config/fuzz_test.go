@@ -49,7 +49,11 @@ func FuzzLoadVMName(f *testing.F) {
 	f.Add("x: \"start\nvm:\n  name: evil\"\n\tq: 1\n")
 	f.Fuzz(func(t *testing.T, doc string) {
 		paths := Paths{Home: "/Users/me", Dir: "/Users/me/.marina", Config: "config.yaml"}
-		name, _, err := vmNameOf(paths, []byte(doc))
+		l, err := vmNameOf(paths, []byte(doc))
+		name := l.Name
+		if err == nil && l.Err == nil && l.Config.VM.Name != name {
+			t.Fatalf("the strict reading names %q, the lenient %q", l.Config.VM.Name, name)
+		}
 		if err != nil {
 			if err.Error() == "" {
 				t.Fatal("empty error message")

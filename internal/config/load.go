@@ -101,43 +101,59 @@ func loadData(paths Paths, data []byte) (Config, error) {
 	return cfg, nil
 }
 
-// LoadVMName reads only vm.name, for the commands that need nothing else
+// Lenient is what LoadVMName read: the VM's name, always valid, and the
+// whole config when the file is valid too.
+type Lenient struct {
+	Name   string
+	Config Config // the strict result, when Err is nil
+	Err    error  // why the whole file is not a valid config
+}
+
+// Warnings are Err's problems, one line each.
+func (l Lenient) Warnings() []string {
+	var ce *Error
+	switch {
+	case l.Err == nil:
+		return nil
+	case !errors.As(l.Err, &ce):
+		return []string{l.Err.Error()}
+	}
+	var out []string
+	for _, p := range ce.Problems {
+		one := &Error{File: ce.File, Problems: []Problem{p}}
+		out = append(out, strings.TrimPrefix(one.Error(), "invalid config "+ce.File+":\n  "))
+	}
+	return out
+}
+
+// LoadVMName reads vm.name alone, for the commands that need nothing else
 // (status, down, destroy, shell): a mistake anywhere else in the file, even
 // one that stops it parsing (a tab, a duplicate key, a klimax key), must
 // not lock the user out of stopping or deleting the VM. It returns a valid
-// VM name or an error, never anything else; every problem of the whole
-// file comes back as a warning line.
-func LoadVMName(paths Paths) (string, []string, error) {
+// VM name or an error, never anything else; the strict reading of the same
+// file comes with it, so that nothing reads it twice.
+func LoadVMName(paths Paths) (Lenient, error) {
 	data, err := read(paths.Config)
 	if err != nil {
-		return "", nil, err
+		return Lenient{}, err
 	}
 	return vmNameOf(paths, data)
 }
 
 // vmNameOf is LoadVMName on data read from paths.Config.
-func vmNameOf(paths Paths, data []byte) (string, []string, error) {
+func vmNameOf(paths Paths, data []byte) (Lenient, error) {
 	name, err := VMName(data)
 	if err != nil {
-		return "", nil, fmt.Errorf("%s: cannot tell which VM it names: %w; fix the file (`marina config edit`)", paths.Config, err)
+		return Lenient{}, fmt.Errorf("%s: cannot tell which VM it names: %w; fix the file (`marina config edit`)", paths.Config, err)
 	}
 	var v validator
 	v.vmName(name, paths)
 	if len(v.probs) > 0 {
-		return "", nil, &Error{File: paths.Config, Problems: v.probs}
+		return Lenient{}, &Error{File: paths.Config, Problems: v.probs}
 	}
-	var warnings []string
-	if _, err := loadData(paths, data); err != nil {
-		var ce *Error
-		if !errors.As(err, &ce) {
-			return name, []string{err.Error()}, nil
-		}
-		for _, p := range ce.Problems {
-			one := &Error{File: ce.File, Problems: []Problem{p}}
-			warnings = append(warnings, strings.TrimPrefix(one.Error(), "invalid config "+ce.File+":\n  "))
-		}
-	}
-	return name, warnings, nil
+	l := Lenient{Name: name}
+	l.Config, l.Err = loadData(paths, data)
+	return l, nil
 }
 
 // Lines maps dotted key paths ("registries.mirrors[1].port") to the line

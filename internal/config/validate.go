@@ -113,18 +113,8 @@ func (v *validator) network(n Network) {
 		v.add("network.cidr", "%s must be a /16: each cluster slot N takes the <a.b>.N.0/24 of it for its LoadBalancer pool, and <a.b>.255.0/24 holds marina's own services", p)
 		return
 	}
-	private := []netip.Prefix{
-		netip.MustParsePrefix("10.0.0.0/8"),
-		netip.MustParsePrefix("172.16.0.0/12"),
-		netip.MustParsePrefix("192.168.0.0/16"),
-	}
-	isPrivate := false
-	for _, r := range private {
-		if r.Contains(p.Addr()) {
-			isPrivate = true
-		}
-	}
-	if !isPrivate {
+	// A /16 (checked above) with a private address is inside RFC 1918.
+	if !p.Addr().IsPrivate() {
 		v.add("network.cidr", "%s is not a private (RFC 1918) range: routing it to the VM would hide real internet addresses", p)
 	}
 	for _, r := range reserved {

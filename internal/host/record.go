@@ -11,10 +11,10 @@ import (
 	"github.com/bcollard/marina/internal/fileutil"
 )
 
-// Made is what marina remembers of the host routes it added: each network
-// with the gateway it routed it through. A route is marina's to change or
-// delete only when its gateway is the VM's lima0 address now, or one of
-// these (lima0 moved, or the VM is stopped and its address unknown).
+// Made is what marina remembers of the host routes it added or changed:
+// each network with the gateway it routed it through. A route is marina's
+// to change or delete only when its gateway is recorded here (see
+// Classify).
 type Made struct {
 	path   string
 	Routes []MadeRoute `json:"routes"`
@@ -40,7 +40,7 @@ func LoadMade(path string) (*Made, error) {
 	}
 	var in Made
 	if err := json.Unmarshal(b, &in); err != nil {
-		return nil, fmt.Errorf("read %s: %w (remove it; marina then changes only the route through the VM's current address)", path, err)
+		return nil, fmt.Errorf("read %s: %w (remove it: marina then leaves every existing route alone, and records the next one it adds)", path, err)
 	}
 	for _, r := range in.Routes {
 		if CheckPrefix(r.CIDR) == nil && r.Gateway.Is4() {

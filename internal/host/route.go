@@ -142,7 +142,9 @@ type commands struct {
 // fix adds a missing route and moves marina's own to the new lima0
 // address; nothing else, and only for a private IPv4 network.
 func (c commands) fix(s RouteStatus) []string {
-	if CheckPrefix(s.Want) != nil || !s.Via.IsValid() || !s.Via.Is4() {
+	// Via is lima0's address as the guest reported it: only a private
+	// IPv4 address outside the kind network can be the route's gateway.
+	if CheckPrefix(s.Want) != nil || !s.Via.Is4() || !s.Via.IsPrivate() || s.Want.Contains(s.Via) {
 		return nil
 	}
 	switch s.State {

@@ -25,6 +25,16 @@ func TestSamePrefixVPNRouteIsLeftAlone(t *testing.T) {
 	}
 }
 
+// lima0's address comes from the guest: a hostile one never becomes the
+// gateway of a route marina adds.
+func TestNoRouteThroughAHostileLima0(t *testing.T) {
+	for _, via := range []string{"8.8.8.8", "127.0.0.1", "0.0.0.0", "172.30.0.5", "fd00::1"} {
+		if fix := RouteFix(Classify(kindNet, netip.MustParseAddr(via), nil)); fix != nil {
+			t.Errorf("lima0 %s: %v", via, fix)
+		}
+	}
+}
+
 // Without lima0's address marina cannot tell its route from another's.
 func TestNoRemovalWithoutAGateway(t *testing.T) {
 	r, err := ParseRouteGet(read(t, "route-get-ours.txt"))

@@ -139,11 +139,12 @@ func Merge(target, name string, cluster []byte) error {
 	})
 }
 
-// CheckMerge reports whether cluster name could be merged into the first
-// of files: an error when any of them (kubectl reads them all) holds
-// entries of that name marina did not write. It reads them and changes
-// nothing, so that a create fails before kind runs rather than after.
-func CheckMerge(name string, files ...string) error {
+// CheckMerge reports whether clusters names could be merged into the
+// first of files: an error when any of them (kubectl reads them all) holds
+// entries of one of the names that marina did not write. It reads each
+// file once and changes nothing, so that a create fails before kind runs
+// rather than after.
+func CheckMerge(files []string, names ...string) error {
 	for _, f := range files {
 		root, err := readTarget(f)
 		if err != nil {
@@ -152,8 +153,10 @@ func CheckMerge(name string, files ...string) error {
 		if root == nil {
 			continue
 		}
-		if err := clash(f, root, name); err != nil {
-			return err
+		for _, n := range names {
+			if err := clash(f, root, n); err != nil {
+				return err
+			}
 		}
 	}
 	return nil

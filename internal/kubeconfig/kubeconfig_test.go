@@ -392,10 +392,10 @@ func TestTrailingSeparatorLaterFilesAndHas(t *testing.T) {
 	if err := os.WriteFile(second, read(t, "user-config.yaml"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := CheckMerge("dev", first, second); err == nil || !strings.Contains(err.Error(), second) {
+	if err := CheckMerge([]string{first, second}, "dev"); err == nil || !strings.Contains(err.Error(), second) {
 		t.Errorf("CheckMerge with the user's dev in the second file: %v", err)
 	}
-	if err := CheckMerge("east", first, second); err != nil {
+	if err := CheckMerge([]string{first, second}, "east"); err != nil {
 		t.Errorf("CheckMerge of marina's own east: %v", err)
 	}
 	if ok, _ := Has(second, "dev"); ok {
