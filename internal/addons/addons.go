@@ -9,41 +9,13 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/client-go/rest"
 )
 
 // FieldManager is the name marina's server-side applies and updates carry
 // in managedFields.
 const FieldManager = "marina"
-
-// pollInterval is how often waits look at the API server again. Half a
-// second keeps a wait's extra latency small against pods that take
-// seconds to start, at two cheap GETs a second.
-const pollInterval = 500 * time.Millisecond
-
-// restConfig copies cfg with client-side rate limits raised: client-go's
-// default (5 requests/s, bursts of 10) would make applying MetalLB's ~30
-// objects plus discovery crawl for seconds on a local cluster that can take
-// far more.
-func restConfig(cfg *rest.Config) (*rest.Config, error) {
-	if cfg == nil {
-		return nil, errors.New("no Kubernetes client configuration given (a marina bug: the cluster's kubeconfig was not loaded)")
-	}
-	c := rest.CopyConfig(cfg)
-	if c.QPS == 0 {
-		c.QPS = 50
-	}
-	if c.Burst == 0 {
-		c.Burst = 100
-	}
-	if c.UserAgent == "" {
-		c.UserAgent = "marina"
-	}
-	return c, nil
-}
 
 // hint says what to do about an error from the API server; the caller has
 // already said what was being done.

@@ -15,11 +15,11 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
-	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
+
+	"github.com/bcollard/marina/internal/kube"
 )
 
 // mappingWait bounds how long a kind unknown to the API server is waited
@@ -32,19 +32,16 @@ const mappingWait = 30 * time.Second
 // what it applies; a leftover owner from an earlier tool must not block a
 // re-run). The manifest's own order is kept: MetalLB's lists the namespace
 // and the CRDs before anything that needs them.
-func Apply(ctx context.Context, cfg *rest.Config, manifest []byte) error {
+func Apply(ctx context.Context, k *kube.Cluster, manifest []byte) error {
 	objs, err := decodeManifest(manifest)
 	if err != nil {
 		return err
 	}
-	return applyObjects(ctx, cfg, objs)
+	return applyObjects(ctx, k, objs)
 }
 
-func applyObjects(ctx context.Context, cfg *rest.Config, objs []*unstructured.Unstructured) error {
-	a, err := newApplier(cfg)
-	if err != nil {
-		return err
-	}
+func applyObjects(ctx context.Context, k *kube.Cluster, objs []*unstructured.Unstructured) error {
+	a := newApplier(k)
 	for _, obj := range objs {
 		if err := a.apply(ctx, obj); err != nil {
 			return err // it names the object
@@ -90,23 +87,11 @@ type applier struct {
 	dyn    dynamic.Interface
 }
 
-func newApplier(cfg *rest.Config) (*applier, error) {
-	c, err := restConfig(cfg)
-	if err != nil {
-		return nil, err
-	}
-	dc, err := discovery.NewDiscoveryClientForConfig(c)
-	if err != nil {
-		return nil, fmt.Errorf("create a Kubernetes discovery client: %w: check the cluster's kubeconfig", err)
-	}
-	dyn, err := dynamic.NewForConfig(c)
-	if err != nil {
-		return nil, fmt.Errorf("create a Kubernetes client: %w: check the cluster's kubeconfig", err)
-	}
+func newApplier(k *kube.Cluster) *applier {
 	return &applier{
-		mapper: restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc)),
-		dyn:    dyn,
-	}, nil
+		mapper: restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(k.Discovery)),
+		dyn:    k.Dynamic,
+	}
 }
 
 // resource returns the client for obj's kind and namespace.
@@ -139,7 +124,7 @@ func (a *applier) mapping(ctx context.Context, gvk schema.GroupVersionKind) (*me
 	}
 	wctx, cancel := context.WithTimeout(ctx, mappingWait)
 	defer cancel()
-	perr := wait.PollUntilContextCancel(wctx, pollInterval, false, func(context.Context) (bool, error) {
+	perr := wait.PollUntilContextCancel(wctx, kube.PollInterval, false, func(context.Context) (bool, error) {
 		a.mapper.Reset()
 		m, err = a.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 		switch {

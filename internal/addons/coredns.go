@@ -8,10 +8,10 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/retry"
 
 	"github.com/bcollard/marina/internal/config"
+	"github.com/bcollard/marina/internal/kube"
 )
 
 // Where kubeadm (and so kind) keeps the cluster's CoreDNS configuration.
@@ -50,17 +50,13 @@ const (
 // (keeping or migrating a Corefile that is not its default), so marina holds
 // no applied claim on data.Corefile that could later conflict with another
 // tool's apply.
-func CoreDNS(ctx context.Context, cfg *rest.Config, resolvers []config.DNSResolver) error {
+func CoreDNS(ctx context.Context, k *kube.Cluster, resolvers []config.DNSResolver) error {
 	// Bad input fails here, before the cluster is touched.
 	if _, err := serverBlocks(resolvers); err != nil {
 		return err
 	}
-	cs, err := clientset(cfg)
-	if err != nil {
-		return err
-	}
-	cms := cs.CoreV1().ConfigMaps(coreDNSNamespace)
-	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+	cms := k.Typed.CoreV1().ConfigMaps(coreDNSNamespace)
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		cm, err := cms.Get(ctx, coreDNSConfigMap, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			return corefileErrorf("ConfigMap %s/%s does not exist: this cluster's DNS was not set up by kubeadm, so marina cannot add its forwarding; recreate the cluster with marina", coreDNSNamespace, coreDNSConfigMap)

@@ -13,7 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/rest"
+
+	"github.com/bcollard/marina/internal/kube"
 )
 
 // Where MetalLB's manifest puts things.
@@ -48,13 +49,40 @@ const webhookRetryInterval = time.Second
 //     endpoint. No condition on an object says when that is done; the one
 //     true test is a pool apply the webhook lets through, which is why Pool
 //     retries while the webhook cannot be called.
-func MetalLB(ctx context.Context, cfg *rest.Config, manifest []byte) error {
+func MetalLB(ctx context.Context, k *kube.Cluster, manifest []byte) error {
+	if err := ApplyMetalLB(ctx, k, manifest); err != nil {
+		return err
+	}
+	waits, err := MetalLBWaits(manifest)
+	if err != nil {
+		return err
+	}
+	for _, w := range waits {
+		if err := w.Do(ctx, k); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ApplyMetalLB applies MetalLB's manifest, without waiting (see MetalLB).
+func ApplyMetalLB(ctx context.Context, k *kube.Cluster, manifest []byte) error {
 	objs, err := decodeManifest(manifest)
 	if err != nil {
 		return err
 	}
-	if err := applyObjects(ctx, cfg, objs); err != nil {
+	if err := applyObjects(ctx, k, objs); err != nil {
 		return fmt.Errorf("install MetalLB: %w", err)
+	}
+	return nil
+}
+
+// MetalLBWaits are the first three conditions of MetalLB's doc comment, in
+// the order they come true.
+func MetalLBWaits(manifest []byte) ([]Wait, error) {
+	objs, err := decodeManifest(manifest)
+	if err != nil {
+		return nil, err
 	}
 	var crds []string
 	for _, o := range objs {
@@ -62,13 +90,52 @@ func MetalLB(ctx context.Context, cfg *rest.Config, manifest []byte) error {
 			crds = append(crds, o.GetName())
 		}
 	}
-	if err := WaitCRDsEstablished(ctx, cfg, crds...); err != nil {
-		return fmt.Errorf("install MetalLB: %w", err)
+	return []Wait{
+		{kind: waitCRDs, Names: crds},
+		{kind: waitDeployment, Namespace: MetalLBNamespace, Names: []string{metalLBController}},
+		{kind: waitDaemonSet, Namespace: MetalLBNamespace, Names: []string{metalLBSpeaker}},
+	}, nil
+}
+
+// Wait is one condition an install waits for before its next step.
+type Wait struct {
+	kind      waitKind
+	Namespace string
+	Names     []string
+}
+
+type waitKind int
+
+const (
+	waitCRDs waitKind = iota
+	waitDeployment
+	waitDaemonSet
+)
+
+// String names what is waited for, as progress and errors show it.
+func (w Wait) String() string {
+	switch w.kind {
+	case waitCRDs:
+		return fmt.Sprintf("%d CRDs Established", len(w.Names))
+	case waitDeployment:
+		return "deployment " + w.Namespace + "/" + strings.Join(w.Names, ",") + " available"
+	default:
+		return "daemonset " + w.Namespace + "/" + strings.Join(w.Names, ",") + " ready"
 	}
-	if err := WaitDeploymentAvailable(ctx, cfg, MetalLBNamespace, metalLBController); err != nil {
-		return fmt.Errorf("install MetalLB: %w", err)
+}
+
+// Do waits until the condition holds or ctx ends.
+func (w Wait) Do(ctx context.Context, k *kube.Cluster) error {
+	var err error
+	switch w.kind {
+	case waitCRDs:
+		err = WaitCRDsEstablished(ctx, k, w.Names...)
+	case waitDeployment:
+		err = WaitDeploymentAvailable(ctx, k, w.Namespace, w.Names[0])
+	default:
+		err = WaitDaemonSetReady(ctx, k, w.Namespace, w.Names[0])
 	}
-	if err := WaitDaemonSetReady(ctx, cfg, MetalLBNamespace, metalLBSpeaker); err != nil {
+	if err != nil {
 		return fmt.Errorf("install MetalLB: %w", err)
 	}
 	return nil
@@ -81,7 +148,7 @@ var crdResourceKind = schema.GroupKind{Group: crdResource.Group, Kind: "CustomRe
 // L2Advertisement of the same name that announces it. While MetalLB's
 // webhook cannot be called the applies are retried until ctx ends; any other
 // error, such as the webhook rejecting the pool, fails at once.
-func Pool(ctx context.Context, cfg *rest.Config, name string, ranges []string) error {
+func Pool(ctx context.Context, k *kube.Cluster, name string, ranges []string) error {
 	if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 {
 		return fmt.Errorf("MetalLB pool name %q is not valid: %s (a marina bug: pool names come from cluster names)", name, strings.Join(errs, "; "))
 	}
@@ -104,10 +171,7 @@ func Pool(ctx context.Context, cfg *rest.Config, name string, ranges []string) e
 		"metadata":   map[string]any{"name": name, "namespace": MetalLBNamespace},
 		"spec":       map[string]any{"ipAddressPools": []any{name}},
 	}}
-	a, err := newApplier(cfg)
-	if err != nil {
-		return err
-	}
+	a := newApplier(k)
 	for _, obj := range []*unstructured.Unstructured{pool, l2} {
 		if err := applyThroughWebhook(ctx, a, obj); err != nil {
 			return err

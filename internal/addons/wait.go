@@ -8,57 +8,14 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
+
+	"github.com/bcollard/marina/internal/kube"
 )
 
 var crdResource = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
-
-// waitFor polls check until it reports done, ctx ends, or it fails with an
-// error that waiting cannot cure. check returns what it saw, so that a
-// timeout can say what was still false. Errors that may pass (a dropped
-// connection, an object not created yet) are polled through; a single
-// failed read does not replace what was last seen (the last try before a
-// deadline often fails only because the deadline is near), but reads that
-// keep failing are reported.
-func waitFor(ctx context.Context, check func(context.Context) (done bool, state string, err error)) (string, error) {
-	seen := "not checked yet"
-	var readErr error
-	failures := 0
-	err := wait.PollUntilContextCancel(ctx, pollInterval, true, func(ctx context.Context) (bool, error) {
-		done, s, err := check(ctx)
-		switch {
-		case err == nil:
-			seen, readErr, failures = s, nil, 0
-			return done, nil
-		case apierrors.IsNotFound(err):
-			seen, readErr, failures = "not found", nil, 0
-			return false, nil
-		case apierrors.IsForbidden(err), apierrors.IsUnauthorized(err):
-			return false, err
-		case ctx.Err() != nil:
-			return false, ctx.Err()
-		default:
-			readErr = err
-			failures++
-			return false, nil
-		}
-	})
-	state := seen
-	switch {
-	case readErr != nil && seen == "not checked yet":
-		state = "unreadable: " + readErr.Error()
-	case readErr != nil && failures > 1:
-		state = fmt.Sprintf("%s (and the last %d reads failed: %v)", seen, failures, readErr)
-	}
-	return state, err
-}
 
 // timeoutError says what was still false when a wait ended, or passes on a
 // lasting error.
@@ -73,7 +30,7 @@ func timeoutError(ctx context.Context, what, state string, start time.Time, err 
 // error names what, what was still false, and fix.
 func waitObject[T any](ctx context.Context, what string, get func(context.Context) (T, error), state func(T) (bool, string), fix string) error {
 	start := time.Now()
-	seen, err := waitFor(ctx, func(ctx context.Context) (bool, string, error) {
+	seen, err := kube.Poll(ctx, func(ctx context.Context) (bool, string, error) {
 		obj, err := get(ctx)
 		if err != nil {
 			return false, "", err
@@ -90,19 +47,12 @@ func waitObject[T any](ctx context.Context, what string, get func(context.Contex
 // WaitCRDsEstablished waits until every named CustomResourceDefinition has
 // Established=True: only then does the API server serve its kind, so that
 // objects of that kind can be applied.
-func WaitCRDsEstablished(ctx context.Context, cfg *rest.Config, names ...string) error {
-	c, err := restConfig(cfg)
-	if err != nil {
-		return err
-	}
-	dyn, err := dynamic.NewForConfig(c)
-	if err != nil {
-		return fmt.Errorf("create a Kubernetes client: %w: check the cluster's kubeconfig", err)
-	}
+func WaitCRDsEstablished(ctx context.Context, k *kube.Cluster, names ...string) error {
+	dyn := k.Dynamic
 	start := time.Now()
 	pending := append([]string(nil), names...)
 	var what string
-	state, err := waitFor(ctx, func(ctx context.Context) (bool, string, error) {
+	state, err := kube.Poll(ctx, func(ctx context.Context) (bool, string, error) {
 		var still []string
 		var first string
 		for _, n := range pending {
@@ -168,11 +118,8 @@ func condition(typ, status, reason, message string) string {
 // older one is left, at least one is up and the Available condition is
 // True. Available alone is not enough: during an upgrade it stays True
 // while pods of the previous version still do the work.
-func WaitDeploymentAvailable(ctx context.Context, cfg *rest.Config, namespace, name string) error {
-	cs, err := clientset(cfg)
-	if err != nil {
-		return err
-	}
+func WaitDeploymentAvailable(ctx context.Context, k *kube.Cluster, namespace, name string) error {
+	cs := k.Typed
 	get := func(ctx context.Context) (*appsv1.Deployment, error) {
 		return cs.AppsV1().Deployments(namespace).Get(ctx, name, metav1.GetOptions{})
 	}
@@ -218,11 +165,8 @@ func deploymentState(d *appsv1.Deployment) (bool, string) {
 // its current template on every node it should run on — and that there is
 // at least one such node: a DaemonSet scheduled nowhere is trivially "done"
 // and does nothing.
-func WaitDaemonSetReady(ctx context.Context, cfg *rest.Config, namespace, name string) error {
-	cs, err := clientset(cfg)
-	if err != nil {
-		return err
-	}
+func WaitDaemonSetReady(ctx context.Context, k *kube.Cluster, namespace, name string) error {
+	cs := k.Typed
 	get := func(ctx context.Context) (*appsv1.DaemonSet, error) {
 		return cs.AppsV1().DaemonSets(namespace).Get(ctx, name, metav1.GetOptions{})
 	}
@@ -248,16 +192,4 @@ func daemonSetState(ds *appsv1.DaemonSet) (bool, string) {
 		return false, fmt.Sprintf("numberAvailable=%d of desiredNumberScheduled=%d", st.NumberAvailable, desired)
 	}
 	return true, fmt.Sprintf("numberReady=%d of desiredNumberScheduled=%d", st.NumberReady, desired)
-}
-
-func clientset(cfg *rest.Config) (*kubernetes.Clientset, error) {
-	c, err := restConfig(cfg)
-	if err != nil {
-		return nil, err
-	}
-	cs, err := kubernetes.NewForConfig(c)
-	if err != nil {
-		return nil, fmt.Errorf("create a Kubernetes client: %w: check the cluster's kubeconfig", err)
-	}
-	return cs, nil
 }

@@ -4,19 +4,15 @@
 package app
 
 import (
-	"context"
-	"fmt"
 	"io"
 	"os"
 	"runtime"
+	"strconv"
 	"sync"
 
 	"github.com/bcollard/marina/internal/config"
-	"github.com/bcollard/marina/internal/host"
 	"github.com/bcollard/marina/internal/kubeconfig"
-	"github.com/bcollard/marina/internal/run"
 	"github.com/bcollard/marina/internal/ui"
-	"github.com/bcollard/marina/internal/vm"
 )
 
 // Env is what every command works with.
@@ -32,7 +28,7 @@ type Env struct {
 	// HostArch is the Mac's architecture (runtime.GOARCH).
 	HostArch string
 
-	guest *vm.SSHGuest
+	deps Deps
 
 	mu       sync.Mutex
 	leftover string
@@ -60,16 +56,19 @@ func (e *Env) Leftover() string {
 
 // NewEnv builds an Env for this process.
 func NewEnv(paths config.Paths, u *ui.UI, tty bool) *Env {
-	return &Env{
+	e := &Env{
 		Paths: paths, UI: u, Getenv: os.Getenv,
 		Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr,
 		TTY: tty, HostArch: runtime.GOARCH,
 	}
+	e.deps = production(e)
+	return e
 }
 
-// Config loads and validates the config file.
-func (e *Env) Config() (config.Config, error) {
-	return config.Load(e.Paths)
+// WithDeps is e with the outside world's parts replaced (tests).
+func (e *Env) WithDeps(d Deps) *Env {
+	e.deps = d
+	return e
 }
 
 // VMName reads vm.name alone, for commands that need nothing else from
@@ -85,49 +84,8 @@ func (e *Env) VMName(warn bool) (config.Lenient, error) {
 	return v, err
 }
 
-// Limactl returns the limactl driver for marina's LIMA_HOME.
-func (e *Env) Limactl() (*vm.Limactl, error) {
-	bin, err := vm.FindLimactl(e.Getenv)
-	if err != nil {
-		return nil, err
-	}
-	l := &vm.Limactl{Bin: bin, LimaHome: e.Paths.LimaHome(), Run: run.Runner{Log: e.UI.Debugf}}
-	if w := e.UI.Writer("lima: "); w != nil {
-		l.Stream = w
-	}
-	return l, nil
-}
-
-// Host returns the host-side route manager.
-func (e *Env) Host() *host.Host {
-	return host.New(run.Runner{Log: e.UI.Debugf}, e.TTY, e.Stdin, e.Stderr)
-}
-
-// Guest returns the command channel into VM name (one per process, so the
-// round-trip count covers the whole command).
-func (e *Env) Guest(l *vm.Limactl, name string) *vm.SSHGuest {
-	if e.guest == nil {
-		// name was validated when the config was read.
-		files, _ := e.Paths.VM(name)
-		e.guest = &vm.SSHGuest{Name: name, Dir: files.InstanceDir, Limactl: l, Log: e.UI.Debugf}
-	}
-	return e.guest
-}
-
-// socket is the forwarded Docker socket of VM name (validated with the
-// config).
-func (e *Env) socket(name string) string {
-	files, _ := e.Paths.VM(name)
-	return files.DockerSocket
-}
-
 // GuestCalls is the number of guest round trips this process made.
-func (e *Env) GuestCalls() int64 {
-	if e.guest == nil {
-		return 0
-	}
-	return e.guest.Calls()
-}
+func (e *Env) GuestCalls() int64 { return e.deps.Calls() }
 
 // step runs fn as one step of output: a spinner or a line while it runs,
 // then a tick or a cross; done, when set, is the label a success ends with.
@@ -144,37 +102,34 @@ func (e *Env) step(label, done string, fn func() error) error {
 	return nil
 }
 
-// vmState reads vm.name (see VMName) and looks the VM up: what status,
-// down, destroy and shell start from. in is nil when the VM does not
-// exist.
-func (e *Env) vmState(ctx context.Context, warn bool) (v config.Lenient, l *vm.Limactl, in *vm.Instance, err error) {
-	if v, err = e.VMName(warn); err != nil {
-		return
+func dedupe(in []string) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, s := range in {
+		if !seen[s] {
+			seen[s] = true
+			out = append(out, s)
+		}
 	}
-	if l, err = e.Limactl(); err != nil {
-		return
-	}
-	in, err = l.Get(ctx, v.Name)
-	return
+	return out
 }
 
-// strictVM is vmState for commands that act on more than the VM: the whole
-// config must be valid.
-func (e *Env) strictVM(ctx context.Context) (cfg config.Config, l *vm.Limactl, in *vm.Instance, err error) {
-	if cfg, err = e.Config(); err != nil {
-		return
+func orNone(names []string) []string {
+	if len(names) == 0 {
+		return []string{"none"}
 	}
-	if l, err = e.Limactl(); err != nil {
-		return
-	}
-	in, err = l.Get(ctx, cfg.VM.Name)
-	return
+	return names
 }
 
-// notRunning is the error of commands that need the VM up.
-func notRunning(name string, in *vm.Instance) error {
-	if in == nil {
-		return fmt.Errorf("VM %s does not exist: create it with `marina up`", name)
+func plural(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
 	}
-	return fmt.Errorf("VM %s is %s: start it with `marina up`", name, in.Status)
+	return strconv.Itoa(n) + " " + what + "s"
 }
+
+// kubeconfigTarget is the kubeconfig marina merges into.
+func (e *Env) kubeconfigTarget() string { return kubeconfig.Target(e.Getenv, e.Paths.Home) }
+
+// kubeconfigFiles are the kubeconfigs kubectl reads, the target first.
+func (e *Env) kubeconfigFiles() []string { return kubeconfig.Files(e.Getenv, e.Paths.Home) }

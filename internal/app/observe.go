@@ -10,7 +10,6 @@ import (
 	"github.com/bcollard/marina/internal/guest"
 	"github.com/bcollard/marina/internal/host"
 	"github.com/bcollard/marina/internal/registry"
-	"github.com/bcollard/marina/internal/vm"
 )
 
 // observed is one look at a running VM and the host. Its three parts are
@@ -24,7 +23,6 @@ type observed struct {
 	// VM's rules let into the kind network.
 	mac netip.Addr
 
-	docker     *docker.Client // nil when it could not be dialled
 	dockerVer  string
 	network    *docker.NetworkState // nil: no kind network
 	mirrors    []docker.Container   // containers labelled as marina's mirrors
@@ -37,26 +35,21 @@ type observed struct {
 // observe looks at the running VM name and at the host's route to cidr.
 // dockerWait is how long Docker may take to answer (a VM that just booted);
 // 0 asks once.
-// The caller closes o.docker.
-func observe(ctx context.Context, e *Env, l *vm.Limactl, name string, cidr netip.Prefix, dockerWait time.Duration) *observed {
+func observe(ctx context.Context, s *Session, cidr netip.Prefix, dockerWait time.Duration) *observed {
 	o := &observed{}
 	var wg sync.WaitGroup
 	wg.Add(3)
 	go func() {
 		defer wg.Done()
-		o.guest, o.guestErr = guest.Observe(ctx, e.Guest(l, name))
+		o.guest, o.guestErr = s.Guest.Observe(ctx)
 		if o.guestErr == nil {
-			o.mac, o.guestErr = host.SourceFor(o.guest.Lima0.Addr())
+			o.mac, o.guestErr = s.Host.SourceFor(o.guest.Lima0.Addr())
 		}
 	}()
 	go func() {
 		defer wg.Done()
-		dc, err := docker.Dial(e.socket(name))
-		if err != nil {
-			o.dockerErr = err
-			return
-		}
-		o.docker = dc
+		dc := s.Docker
+		var err error
 		if dockerWait > 0 {
 			o.dockerVer, err = dc.WaitReady(ctx, dockerWait)
 		} else {
@@ -75,7 +68,7 @@ func observe(ctx context.Context, e *Env, l *vm.Limactl, name string, cidr netip
 	go func() {
 		defer wg.Done()
 		if cidr.IsValid() {
-			o.route, o.routeErr = e.Host().Lookup(ctx, cidr)
+			o.route, o.routeErr = s.Host.Lookup(ctx, cidr)
 			o.routeKnown = o.routeErr == nil
 		}
 	}()

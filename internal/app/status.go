@@ -2,17 +2,13 @@ package app
 
 import (
 	"context"
-	"fmt"
-	"io"
 	"net/netip"
-	"strings"
 
 	"github.com/docker/go-units"
 
 	"github.com/bcollard/marina/internal/docker"
 	"github.com/bcollard/marina/internal/guest"
 	"github.com/bcollard/marina/internal/host"
-	"github.com/bcollard/marina/internal/vm"
 )
 
 // Status is what marina status reports; its JSON form is a stable contract.
@@ -90,12 +86,13 @@ const NotCreated = "NotCreated"
 // failure: each problem lands next to what was learned.
 func GetStatus(ctx context.Context, e *Env) (Status, error) {
 	// The config's problems show in their own section, not as warnings.
-	file, l, in, err := e.vmState(ctx, false)
+	ses, err := Open(ctx, e, Needs{Config: vmOnlyQuiet})
 	if err != nil {
 		return Status{}, err
 	}
-	name := file.Name
-	s := Status{VM: VMStatus{Name: name, Status: NotCreated, DockerSocket: e.socket(name)}}
+	defer ses.Close()
+	file, in := ses.File, ses.Instance
+	s := Status{VM: VMStatus{Name: ses.Name, Status: NotCreated, DockerSocket: ses.socket()}}
 	// The networking sections need the whole config; the VM section only
 	// its name, so that a broken config still shows the VM.
 	var cidr netip.Prefix
@@ -107,7 +104,7 @@ func GetStatus(ctx context.Context, e *Env) (Status, error) {
 		s.Route.CIDR = cidr.String()
 	}
 	if in == nil {
-		s.route(ctx, e, cidr, nil)
+		s.route(ctx, ses, cidr, nil)
 		return s, nil
 	}
 	v := &s.VM
@@ -115,16 +112,13 @@ func GetStatus(ctx context.Context, e *Env) (Status, error) {
 	v.Memory = units.BytesSize(float64(in.Memory))
 	v.Disk = units.BytesSize(float64(in.Disk))
 	v.Errors = append(v.Errors, in.Errors...)
-	if in.Status != vm.StatusRunning {
-		s.route(ctx, e, cidr, nil)
+	if !ses.Running() {
+		s.route(ctx, ses, cidr, nil)
 		return s, nil
 	}
-	o := observe(ctx, e, l, name, cidr, 0)
-	if o.docker != nil {
-		defer o.docker.Close()
-	}
+	o := observe(ctx, ses, cidr, 0)
 	s.guestNetwork(o, cidr)
-	s.route(ctx, e, cidr, o)
+	s.route(ctx, ses, cidr, o)
 	return s, nil
 }
 
@@ -177,7 +171,7 @@ func (s *Status) guestNetwork(o *observed, cidr netip.Prefix) {
 // route fills the host route section; o is the running VM's observation,
 // nil when the VM is not running (the route is then looked up here and
 // judged without a gateway to compare with).
-func (s *Status) route(ctx context.Context, e *Env, cidr netip.Prefix, o *observed) {
+func (s *Status) route(ctx context.Context, ses *Session, cidr netip.Prefix, o *observed) {
 	if !cidr.IsValid() {
 		return
 	}
@@ -192,13 +186,13 @@ func (s *Status) route(ctx context.Context, e *Env, cidr netip.Prefix, o *observ
 		}
 		found, err = o.route, o.routeErr
 	} else {
-		found, err = e.Host().Lookup(ctx, cidr)
+		found, err = ses.Host.Lookup(ctx, cidr)
 	}
 	if err != nil {
 		r.Line, r.Error = cidr.String()+" → unknown", err.Error()
 		return
 	}
-	made, err := host.LoadMade(e.Paths.Routes())
+	made, err := host.LoadMade(ses.Paths.Routes())
 	if err != nil {
 		r.Error = err.Error()
 		made = &host.Made{}
@@ -211,61 +205,4 @@ func (s *Status) route(ctx context.Context, e *Env, cidr netip.Prefix, o *observ
 			r.Via = found.Gateway.String()
 		}
 	}
-}
-
-// PrintStatus writes the text form.
-func PrintStatus(w io.Writer, s Status) {
-	v := s.VM
-	fmt.Fprintln(w, "=== VM ===")
-	if v.Status == NotCreated {
-		fmt.Fprintf(w, "  %s: not created (run `marina up`)\n", v.Name)
-	} else {
-		fmt.Fprintf(w, "  name:     %s\n", v.Name)
-		fmt.Fprintf(w, "  status:   %s\n", v.Status)
-		fmt.Fprintf(w, "  machine:  %s %s, %d CPUs, %s memory, %s disk\n", v.VMType, v.Arch, v.CPUs, v.Memory, v.Disk)
-		if v.Lima0 != "" {
-			fmt.Fprintf(w, "  lima0:    %s\n", v.Lima0)
-		}
-		if v.Docker != "" {
-			fmt.Fprintf(w, "  docker:   %s on unix://%s\n", v.Docker, v.DockerSocket)
-		}
-		for _, err := range v.Errors {
-			fmt.Fprintf(w, "  problem:  %s\n", err)
-		}
-	}
-	if s.ConfigError != "" {
-		fmt.Fprintf(w, "=== Config ===\n  %s\n", strings.ReplaceAll(s.ConfigError, "\n", "\n  "))
-	}
-	fmt.Fprintln(w, "=== Host route ===")
-	fmt.Fprintf(w, "  %s\n", s.Route.Line)
-	if s.Route.Error != "" {
-		fmt.Fprintf(w, "  problem:  %s\n", s.Route.Error)
-	}
-	if g := s.Guest; g != nil {
-		fmt.Fprintln(w, "=== Guest network ===")
-		kn := g.KindNetwork
-		if kn.Present {
-			fmt.Fprintf(w, "  %s kind network: %s on %s, gateway %s, dynamic range %s, lima0 trusted=%q, gateway mode %s, %d containers\n",
-				mark(len(kn.Problems) == 0), kn.Subnet, kn.Options["com.docker.network.bridge.name"], kn.Gateway, kn.IPRange,
-				kn.Options["com.docker.network.bridge.trusted_host_interfaces"], kn.Options["com.docker.network.bridge.gateway_mode_ipv4"], kn.Containers)
-		} else {
-			fmt.Fprintf(w, "  %s kind network\n", mark(false))
-		}
-		for _, p := range kn.Problems {
-			fmt.Fprintf(w, "      %s\n", p)
-		}
-		for _, c := range g.Checks {
-			fmt.Fprintf(w, "  %s %s\n      %s\n", mark(c.OK), c.What, c.Rule)
-		}
-		if !g.OK {
-			fmt.Fprintln(w, "  `marina up` puts back what is missing")
-		}
-	}
-}
-
-func mark(ok bool) string {
-	if ok {
-		return "✓"
-	}
-	return "✗"
 }

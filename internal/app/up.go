@@ -2,7 +2,6 @@ package app
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/bcollard/marina/internal/config"
 	"github.com/bcollard/marina/internal/docker"
+	"github.com/bcollard/marina/internal/guest"
 	"github.com/bcollard/marina/internal/vm"
 )
 
@@ -149,40 +149,23 @@ type UpOptions struct {
 // Up makes everything match the config: the VM (created or started), then
 // its networking (converge). A warm run on a running VM changes nothing.
 func Up(ctx context.Context, e *Env, opts UpOptions) error {
-	_, statErr := os.Stat(e.Paths.Config)
-	configMissing := errors.Is(statErr, os.ErrNotExist)
-	var cfg config.Config
-	if configMissing {
-		cfg = config.Default()
-		if probs := config.Validate(cfg, e.Paths); len(probs) > 0 {
-			return &config.Error{File: e.Paths.Config + " (defaults)", Problems: probs}
-		}
-	} else {
-		var err error
-		if cfg, err = e.Config(); err != nil {
-			return err
-		}
-	}
-	l, err := e.Limactl()
+	s, err := Open(ctx, e, Needs{Config: strictOrDefault})
 	if err != nil {
 		return err
 	}
-	name := cfg.VM.Name
-	in, err := l.Get(ctx, name)
-	if err != nil {
-		return err
-	}
-	plan, err := PlanUp(cfg, e.Paths, in, configMissing)
+	defer s.Close()
+	cfg := s.Config
+	plan, err := PlanUp(cfg, e.Paths, s.Instance, s.ConfigMissing)
 	if err != nil {
 		return err
 	}
 	// Two marina homes with the same vm.name would share ~/.<name>.docker.sock:
 	// a socket that answers while this home's VM is not running is another's.
-	if sock := e.socket(name); plan.VM != VMKeep && socketAnswers(sock) {
-		return fmt.Errorf("%s is served by another VM (another MARINA_HOME with vm.name %s, or another tool): starting VM %s here would take it over; set another vm.name in %s, or stop that VM first", sock, name, name, e.Paths.Config)
+	if sock := s.socket(); plan.VM != VMKeep && socketAnswers(sock) {
+		return fmt.Errorf("%s is served by another VM (another MARINA_HOME with vm.name %s, or another tool): starting VM %s here would take it over; set another vm.name in %s, or stop that VM first", sock, s.Name, s.Name, e.Paths.Config)
 	}
-	if in != nil {
-		plan.Warnings = append(plan.Warnings, creationDrift(e, cfg, in)...)
+	if s.Instance != nil {
+		plan.Warnings = append(plan.Warnings, creationDrift(e, cfg, s.Instance)...)
 	}
 	for _, w := range plan.Warnings {
 		e.UI.Warnf("%s", w)
@@ -194,7 +177,7 @@ func Up(ctx context.Context, e *Env, opts UpOptions) error {
 		return nil
 	}
 	if !opts.DryRun {
-		if err := applyUp(ctx, e, cfg, l, plan); err != nil {
+		if err := applyUp(ctx, s, plan); err != nil {
 			return err
 		}
 	}
@@ -202,7 +185,7 @@ func Up(ctx context.Context, e *Env, opts UpOptions) error {
 	if opts.DryRun {
 		planned = plan.Steps
 	}
-	return converge(ctx, e, l, cfg, planned, opts.DryRun)
+	return converge(ctx, s, planned, opts.DryRun)
 }
 
 // creationDrift warns about config settings Lima fixed when it created the
@@ -212,7 +195,7 @@ func creationDrift(e *Env, cfg config.Config, in *vm.Instance) []string {
 	if err != nil {
 		return nil
 	}
-	now, err := vm.Template(vm.TemplateInput{Config: cfg, Paths: e.Paths, HostArch: e.HostArch})
+	now, err := e.template(cfg)
 	if err != nil {
 		return nil
 	}
@@ -222,6 +205,12 @@ func creationDrift(e *Env, cfg config.Config, in *vm.Instance) []string {
 	}
 	return []string{fmt.Sprintf("VM %s was created with other settings for %s: they apply to a new VM only: `marina destroy && marina up` (the clusters and images in the VM are lost; the registry cache on the Mac is kept)",
 		in.Name, strings.Join(drift, ", "))}
+}
+
+// template is the Lima template for cfg, with the guest's provisioning
+// script.
+func (e *Env) template(cfg config.Config) ([]byte, error) {
+	return vm.Template(vm.TemplateInput{Config: cfg, Paths: e.Paths, HostArch: e.HostArch, Provision: guest.Provision()})
 }
 
 func printPlan(e *Env, steps []Step, none string) {
@@ -235,8 +224,8 @@ func printPlan(e *Env, steps []Step, none string) {
 	}
 }
 
-func applyUp(ctx context.Context, e *Env, cfg config.Config, l *vm.Limactl, plan UpPlan) error {
-	name := cfg.VM.Name
+func applyUp(ctx context.Context, s *Session, plan UpPlan) error {
+	e, cfg, name, l := s.Env, s.Config, s.Name, s.VM
 	if plan.WriteConfig {
 		err := e.step("Writing the default config "+e.Paths.Config, "", func() error {
 			_, err := config.WriteDefault(e.Paths.Config)
@@ -266,14 +255,25 @@ func applyUp(ctx context.Context, e *Env, cfg config.Config, l *vm.Limactl, plan
 		}
 		return err
 	}
+	var err error
 	if plan.VM == VMCreate {
-		tmpl, err := vm.Template(vm.TemplateInput{Config: cfg, Paths: e.Paths, HostArch: e.HostArch})
+		var tmpl []byte
+		tmpl, err = e.template(cfg)
 		if err != nil {
 			return err
 		}
-		return e.step(fmt.Sprintf("Creating VM %s (the first boot downloads Ubuntu and installs Docker: a few minutes)", name), "Created VM "+name, func() error {
+		err = e.step(fmt.Sprintf("Creating VM %s (the first boot downloads Ubuntu and installs Docker: a few minutes)", name), "Created VM "+name, func() error {
 			return logs(l.Create(ctx, name, tmpl))
 		})
+	} else {
+		err = e.step("Starting VM "+name, "Started VM "+name, func() error { return logs(l.Start(ctx, name, plan.Edits)) })
 	}
-	return e.step("Starting VM "+name, "Started VM "+name, func() error { return logs(l.Start(ctx, name, plan.Edits)) })
+	if err != nil {
+		return err
+	}
+	// The VM runs now: its Docker can be reached.
+	if s.Docker == nil {
+		s.Docker, err = e.deps.Docker(s.socket())
+	}
+	return err
 }

@@ -222,7 +222,7 @@ func (r *root) statusCmd() *cobra.Command {
 		Use:   "status",
 		Short: "Show the VM and what runs in it",
 		Args:  cobra.NoArgs,
-	}, app.GetStatus, app.PrintStatus)
+	}, app.GetStatus, printStatus)
 }
 
 // withOutput gives c an -o text|json|yaml flag and a RunE that gets the
@@ -267,7 +267,7 @@ func (r *root) registryCmd() *cobra.Command {
 		Use:   "list",
 		Short: "List the mirrors: upstream, port, state, cache size, hits and misses",
 		Args:  cobra.NoArgs,
-	}, app.ListMirrors, app.PrintMirrors)
+	}, app.ListMirrors, printMirrors)
 	var o app.CleanCacheOptions
 	clean := &cobra.Command{
 		Use:   "clean-cache [NAME…]",

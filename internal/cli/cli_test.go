@@ -89,12 +89,47 @@ func TestConfigEdit(t *testing.T) {
 	}
 }
 
+// destroy of a VM that exists, without a terminal and without -y, stops at
+// its confirmation: limactl (a stand-in that logs) is asked for the VM and
+// nothing else.
 func TestDestroyNeedsConfirmationWithoutATerminal(t *testing.T) {
 	isolate(t)
-	// No VM, no limactl: the error names what is missing before anything
-	// else happens.
+	// A short home: Lima's socket paths under it must fit macOS's limit.
+	home, err := os.MkdirTemp("", "m")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(home) })
+	t.Setenv("HOME", home)
+	t.Setenv("MARINA_HOME", filepath.Join(home, ".marina"))
+	bin := t.TempDir()
+	log := filepath.Join(bin, "log")
+	limactl := filepath.Join(bin, "limactl")
+	script := `#!/bin/sh
+echo "$*" >> "` + log + `"
+case "$1" in
+list) echo '{"name":"marina","status":"Stopped","dir":"` + home + `/.marina/lima/marina"}' ;;
+*) exit 1 ;;
+esac
+`
+	if err := os.WriteFile(limactl, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("LIMACTL", limactl)
+	// The route lookup needs the system's tools; limactl is not among them.
+	t.Setenv("PATH", bin+":/usr/sbin:/usr/bin:/sbin:/bin")
+	if err := os.MkdirAll(filepath.Join(home, ".marina"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(home, ".marina", "config.yaml"), []byte("vm:\n  name: marina\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	_, errs, code := run(t, "destroy")
-	if code != 1 || !strings.Contains(errs, "config file not found") {
-		t.Errorf("destroy with no config: %d %q", code, errs)
+	if code != 1 || !strings.Contains(errs, "marina destroy deletes VM marina with every cluster in it and needs a confirmation: run it in a terminal, or pass -y") {
+		t.Errorf("destroy without a terminal: %d %q", code, errs)
+	}
+	calls, _ := os.ReadFile(log)
+	if strings.TrimSpace(string(calls)) != "list --json --tty=false" {
+		t.Errorf("limactl was asked for:\n%s", calls)
 	}
 }

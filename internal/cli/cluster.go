@@ -86,7 +86,7 @@ func (r *root) clusterListCmd() *cobra.Command {
 			rows = []app.ClusterRow{} // an empty JSON list, not null
 		}
 		return rows, err
-	}, app.PrintClusters)
+	}, printClusters)
 	c.Flags().StringVarP(&selector, "selector", "l", "", "only the clusters whose nodes match this label selector")
 	return c
 }

@@ -148,32 +148,40 @@ func (s Spec) NodeLabels() Labels {
 	return out
 }
 
-// KindConfig renders s as kind's v1alpha4 Cluster.
-func (s Spec) KindConfig() ([]byte, error) {
+// check validates every value the kind config carries.
+func (s Spec) check() error {
 	if err := CheckName(s.Name); err != nil {
-		return nil, err
+		return err
 	}
 	if err := slot.Check(s.Slot); err != nil {
-		return nil, err
+		return err
 	}
 	if s.Workers < 0 || s.Workers > MaxWorkers {
-		return nil, fmt.Errorf("--workers %d: choose 0 to %d", s.Workers, MaxWorkers)
+		return fmt.Errorf("--workers %d: choose 0 to %d", s.Workers, MaxWorkers)
 	}
 	for _, l := range []struct{ what, v string }{{"region", s.Region}, {"zone", s.Zone}} {
 		if errs := validation.IsValidLabelValue(l.v); len(errs) > 0 || l.v == "" {
-			return nil, fmt.Errorf("%s %q is not a label value: %s", l.what, l.v, strings.Join(errs, "; "))
+			return fmt.Errorf("%s %q is not a label value: %s", l.what, l.v, strings.Join(errs, "; "))
 		}
 	}
 	if err := CheckKubeletLabels(s.Labels); err != nil {
-		return nil, err
+		return err
 	}
 	if _, err := netip.ParseAddr(s.ListenAddress); err != nil {
-		return nil, fmt.Errorf("API listen address %q: %v", s.ListenAddress, err)
+		return fmt.Errorf("API listen address %q: %v", s.ListenAddress, err)
 	}
 	for _, san := range s.SANs {
 		if _, err := netip.ParseAddr(san); err != nil {
-			return nil, fmt.Errorf("certificate SAN %q is not an IP address", san)
+			return fmt.Errorf("certificate SAN %q is not an IP address", san)
 		}
+	}
+	return nil
+}
+
+// KindConfig renders s as kind's v1alpha4 Cluster.
+func (s Spec) KindConfig() ([]byte, error) {
+	if err := s.check(); err != nil {
+		return nil, err
 	}
 	labels := s.NodeLabels()
 	var mounts []v1alpha4.Mount

@@ -182,6 +182,11 @@ func vmNameFromLines(text string) (string, error) {
 	default:
 		return "", fmt.Errorf("line %d: vm is not written as an indented block", vmAt+1)
 	}
+	return nameInBlock(lines, vmAt)
+}
+
+// nameInBlock reads vm.name from the block of the "vm:" at line vmAt.
+func nameInBlock(lines []string, vmAt int) (string, error) {
 	name, nameAt, indent := "", -1, ""
 	for i := vmAt + 1; i < len(lines); i++ {
 		s := lines[i]

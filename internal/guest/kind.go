@@ -40,8 +40,9 @@ const apiServerCert = "/etc/kubernetes/pki/apiserver.crt"
 // KindCreate is the script that creates cluster name: it writes the
 // cluster's certs.d (path under certs.d → content), runs kind with the
 // config on stdin, then prints the cluster's export (see ParseExports).
-// name and image must have been validated; everything else travels
-// base64-encoded.
+// name is checked here and image is quoted; the certs.d files travel in
+// quoted here-documents (see put) and the kind config base64-encoded, so
+// none of their text is shell.
 func KindCreate(name, image string, kindConfig []byte, certsD map[string]string, retain bool) (string, error) {
 	dir, err := ClusterDir(name)
 	if err != nil {

@@ -25,8 +25,8 @@ func TestKindScriptsParse(t *testing.T) {
 		}
 	}
 	c := scripts["create"]
-	// The config and the files travel base64-encoded: nothing of them is
-	// shell text.
+	// The kind config travels base64-encoded: nothing of it is shell
+	// text (the certs.d files travel in quoted here-documents, see put).
 	if strings.Contains(c, "$(x)") || strings.Contains(c, "'quote'") {
 		t.Error("the kind config reached the script as text")
 	}

@@ -167,10 +167,12 @@ const dropInFile = `[Service]
 ExecStartPost=-` + ScriptPath + `
 `
 
-// File is a file marina installs in the guest.
+// File is a file marina installs in the guest (see Batch.Put).
 type File struct {
-	Path    string
-	Mode    string
+	Path string // absolute and clean
+	Mode string // octal, such as 0644
+	// Content is text ending with a newline, without NUL: it travels in a
+	// here-document, which carries exactly that.
 	Content string
 }
 

@@ -1,7 +1,7 @@
 package guest
 
 import (
-	"encoding/base64"
+	"encoding/json"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -157,9 +157,12 @@ func TestFilesAndApplyScript(t *testing.T) {
 	}
 	apply := b.Script()
 	for _, f := range files {
-		enc := base64.StdEncoding.EncodeToString([]byte(f.Content))
-		if !strings.Contains(apply, "put "+run.ShellQuote(f.Path)+" "+f.Mode+" "+enc+" && reload=1") {
-			t.Errorf("apply script does not install %s", f.Path)
+		call, err := putCall(f, "reload")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(apply, call) {
+			t.Errorf("apply script does not install %s flagging reload", f.Path)
 		}
 	}
 	dir := t.TempDir()
@@ -171,5 +174,126 @@ func TestFilesAndApplyScript(t *testing.T) {
 		if out, err := exec.Command("bash", "-n", p).CombinedOutput(); err != nil {
 			t.Errorf("bash -n: %v\n%s", err, out)
 		}
+	}
+}
+
+// runNetworkScript runs the rendered network script against the fake
+// iptables (main_test.go) starting from state, and returns the state after.
+func runNetworkScript(t *testing.T, script string, state iptState) iptState {
+	t.Helper()
+	dir := t.TempDir()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fakes := map[string]string{
+		"iptables": "#!/bin/sh\nexec " + run.ShellQuote(exe) + " \"$@\"\n",
+		"ip":       "#!/bin/sh\necho '3: lima0    inet 192.168.64.3/24 brd 192.168.64.255 scope global lima0'\n",
+		"sysctl":   "#!/bin/sh\nexit 0\n",
+	}
+	for name, body := range fakes {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stateFile := filepath.Join(dir, "state.json")
+	b, _ := json.Marshal(state)
+	if err := os.WriteFile(stateFile, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	scriptFile := filepath.Join(dir, "marina-network")
+	if err := os.WriteFile(scriptFile, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("bash", scriptFile)
+	cmd.Env = append(os.Environ(), "PATH="+dir+":"+os.Getenv("PATH"), "MARINA_FAKE_IPTABLES="+stateFile)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("network script: %v\n%s", err, out)
+	}
+	var after iptState
+	if b, err = os.ReadFile(stateFile); err == nil {
+		err = json.Unmarshal(b, &after)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return after
+}
+
+// dump is `iptables -S` of one table of the fake.
+func (s *iptState) dump(table string) string {
+	var heads, rules []string
+	for _, c := range s.Tables[table] {
+		if c.Policy != "" {
+			heads = append(heads, "-P "+c.Name+" "+c.Policy)
+		} else {
+			heads = append(heads, "-N "+c.Name)
+		}
+		rules = append(rules, c.Rules...)
+	}
+	return strings.Join(append(heads, rules...), "\n") + "\n"
+}
+
+// A guest as Docker leaves it after a restart, with rules marina installed
+// for a Mac address that has since changed.
+func dockerRestartedGuest() iptState {
+	return iptState{Tables: map[string][]*iptChain{
+		"nat": {
+			{Name: "PREROUTING", Policy: "ACCEPT"}, {Name: "INPUT", Policy: "ACCEPT"}, {Name: "OUTPUT", Policy: "ACCEPT"},
+			{Name: "POSTROUTING", Policy: "ACCEPT", Rules: []string{
+				"-A POSTROUTING -s 172.30.0.0/16 ! -o br-kind -j MASQUERADE",
+				"-A POSTROUTING -j MARINA-POSTROUTING",
+			}},
+			{Name: "MARINA-POSTROUTING", Rules: []string{"-A MARINA-POSTROUTING -s 172.30.0.0/16 -d 192.168.60.1/32 -o lima0 -j ACCEPT"}},
+		},
+		"filter": {
+			{Name: "INPUT", Policy: "ACCEPT"}, {Name: "FORWARD", Policy: "ACCEPT", Rules: []string{"-A FORWARD -j DOCKER-USER"}}, {Name: "OUTPUT", Policy: "ACCEPT"},
+			{Name: "DOCKER-USER"},
+		},
+	}}
+}
+
+// The proof that the rules are one list: the network script, run for real
+// against a stand-in iptables, leaves exactly the rules Checks (what
+// status reads) wants — none missing, none extra, jumps first — whichever
+// side gains, loses or changes a rule. A second run changes nothing.
+func TestInstalledRulesAreTheCheckedRules(t *testing.T) {
+	files, err := testNet.Files()
+	if err != nil {
+		t.Fatal(err)
+	}
+	after := runNetworkScript(t, files[0].Content, dockerRestartedGuest())
+
+	var sums []string
+	for _, f := range files {
+		sums = append(sums, f.Sum()+" "+f.Path)
+	}
+	observe := "@@ forward\n1\n@@ files\n" + strings.Join(sums, "\n") + "\n@@ enabled\nenabled\n" +
+		"@@ nat\n" + after.dump("nat") + "@@ filter\n" + after.dump("filter")
+	st := parseNetState(sections(observe))
+	cs, err := testNet.Checks(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bad := failing(cs); len(bad) > 0 {
+		t.Errorf("after the script ran, status finds:\n%s\niptables -S:\n%s%s", strings.Join(bad, "\n"), after.dump("nat"), after.dump("filter"))
+	}
+	// And the other way round, without Checks: marina's chains hold
+	// exactly Rules(), in order.
+	want := map[string][]string{}
+	for _, r := range testNet.Rules() {
+		chain := strings.Fields(r.Spec)[1]
+		want[r.Table+" "+chain] = append(want[r.Table+" "+chain], r.Spec)
+	}
+	for key, rules := range want {
+		table, chain, _ := strings.Cut(key, " ")
+		if got := after.chain(table, chain); got == nil || strings.Join(got.Rules, "\n") != strings.Join(rules, "\n") {
+			t.Errorf("%s after the script:\n%v\nwant Rules():\n%s", key, got, strings.Join(rules, "\n"))
+		}
+	}
+
+	again := runNetworkScript(t, files[0].Content, after)
+	if len(again.Log) != len(after.Log) {
+		t.Errorf("a second run changed the rules again: %q", again.Log[len(after.Log):])
 	}
 }

@@ -20,7 +20,7 @@ func TestPutQuotesHostilePaths(t *testing.T) {
 		dir + "/x&(touch$IFS'" + mark + "')&x/hosts.toml",
 	} {
 		b := NewBatch()
-		if err := b.Put(File{Path: p, Mode: "0644", Content: "hello"}, ""); err != nil {
+		if err := b.Put(File{Path: p, Mode: "0644", Content: "hello\n"}, ""); err != nil {
 			t.Fatal(err)
 		}
 		out, err := exec.Command("bash", "-c", b.Script()).CombinedOutput()
@@ -28,7 +28,7 @@ func TestPutQuotesHostilePaths(t *testing.T) {
 			t.Errorf("%q: %v\n%s", p, err, out)
 			continue
 		}
-		if got, err := os.ReadFile(p); err != nil || string(got) != "hello" {
+		if got, err := os.ReadFile(p); err != nil || string(got) != "hello\n" {
 			t.Errorf("%q was not written as such: %q, %v", p, got, err)
 		}
 	}

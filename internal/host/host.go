@@ -1,6 +1,7 @@
 package host
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -9,6 +10,9 @@ import (
 	"net/netip"
 	"os"
 	"os/exec"
+	"runtime"
+	"strings"
+	"sync"
 
 	"github.com/bcollard/marina/internal/run"
 )
@@ -22,19 +26,89 @@ type Host struct {
 	TTY    bool
 	Stdin  io.Reader
 	Stderr io.Writer
-	// Root is true when marina already runs as root (the lab): no sudo.
+	// Root is true when marina already runs as root: no sudo.
 	Root bool
+	// Style is the routing tool marina drives; empty means the platform's.
+	Style Style
+	// styleErr is why the setting of StyleEnv was refused: every lookup
+	// and change then fails with it rather than guess.
+	styleErr error
 }
 
-// New returns the Host for this process.
+// Style is how a host's routing table is read and changed.
+type Style string
+
+// The styles marina knows.
+const (
+	// BSD is macOS: route(8) at /sbin/route, and its `route -n get` output.
+	BSD Style = "bsd"
+	// Linux is ip(8).
+	Linux Style = "linux"
+)
+
+// StyleEnv overrides the platform's style (darwin: bsd, anything else:
+// linux). The lab sets MARINA_ROUTE_STYLE=bsd for the Mac user it runs
+// marina as, so that on Linux marina drives the lab's BSD route(8)
+// stand-in at /sbin/route with the very code a Mac runs (lab/README.md).
+const StyleEnv = "MARINA_ROUTE_STYLE"
+
+// New returns the Host for this process. Its style is the platform's
+// unless StyleEnv says otherwise; a value it does not know makes Lookup
+// and Privileged fail with the reason (New itself cannot fail).
 func New(r run.Runner, tty bool, stdin io.Reader, stderr io.Writer) *Host {
-	return &Host{Run: r, TTY: tty, Stdin: stdin, Stderr: stderr, Root: os.Geteuid() == 0}
+	h := &Host{Run: r, TTY: tty, Stdin: stdin, Stderr: stderr, Root: os.Geteuid() == 0}
+	h.Style, h.styleErr = chooseStyle(runtime.GOOS, os.Getenv(StyleEnv))
+	return h
+}
+
+// chooseStyle is the style for platform goos and the setting of StyleEnv.
+func chooseStyle(goos, setting string) (Style, error) {
+	switch Style(setting) {
+	case BSD, Linux:
+		return Style(setting), nil
+	case "":
+		return platformStyle(goos), nil
+	}
+	return platformStyle(goos), fmt.Errorf("%s=%q is not a route style marina knows: set it to bsd (route(8), as on a Mac) or linux (ip(8)), or unset it to use this platform's (%s)", StyleEnv, setting, platformStyle(goos))
+}
+
+func platformStyle(goos string) Style {
+	if goos == "darwin" {
+		return BSD
+	}
+	return Linux
+}
+
+// tool is the style's way of reading and changing routes.
+func (h *Host) tool() routeTool {
+	s := h.Style
+	if s == "" {
+		s = platformStyle(runtime.GOOS)
+	}
+	if s == BSD {
+		return bsdTool
+	}
+	return linuxTool
+}
+
+// routeTool is one style: the commands that change a route, how the route
+// for an address is looked up, and how a change that "succeeded" tells
+// that it did not.
+type routeTool struct {
+	commands
+	lookup func(ctx context.Context, r run.Runner, addr netip.Addr) (*Route, error)
+	// refused returns what the command said when it refused the change
+	// although it exited 0 ("" when it did not).
+	refused func(said string) string
 }
 
 // Lookup returns the route the host uses today for the first host of want
 // (nil when there is none).
 func (h *Host) Lookup(ctx context.Context, want netip.Prefix) (*Route, error) {
-	return h.lookup(ctx, FirstHost(want))
+	if h.styleErr != nil {
+		return nil, h.styleErr
+	}
+	return h.tool().lookup(ctx, h.Run, FirstHost(want))
 }
 
 // RouteStatus looks up how the host routes want today; mine are the
@@ -49,34 +123,48 @@ func (h *Host) RouteStatus(ctx context.Context, want netip.Prefix, via netip.Add
 
 // RouteFix is the command that makes the route right, nil when it is right
 // or cannot be fixed by marina (shadowed by a more specific route).
-func RouteFix(s RouteStatus) []string { return osCommands.fix(s) }
+func (h *Host) RouteFix(s RouteStatus) []string { return h.tool().fix(s) }
 
 // DeleteCommand is the command that deletes the route to p through gw,
 // for a person to run.
-func DeleteCommand(p netip.Prefix, gw netip.Addr) []string { return osCommands.del(p, gw) }
+func (h *Host) DeleteCommand(p netip.Prefix, gw netip.Addr) []string { return h.tool().del(p, gw) }
 
 // RouteRemove is the command that deletes the kind network's route, nil
 // when there is no route of exactly that network.
-func RouteRemove(s RouteStatus) []string { return osCommands.remove(s) }
+func (h *Host) RouteRemove(s RouteStatus) []string { return h.tool().remove(s) }
 
 // Privileged runs argv as root: directly when marina is root, else through
 // sudo after printing the command. Without a terminal sudo may not ask, and
 // the error gives the command to run by hand.
 func (h *Host) Privileged(ctx context.Context, argv []string) error {
+	if h.styleErr != nil {
+		return h.styleErr
+	}
+	// What the command says, to catch route(8) refusing a change with
+	// exit status 0.
+	var said syncBuffer
 	if h.Root {
-		_, err := h.Run.Output(ctx, run.Cmd{Args: argv})
-		return err
+		if _, err := h.Run.Output(ctx, run.Cmd{Args: argv, Stream: &said}); err != nil {
+			return err
+		}
+		return h.refused(argv, said.String())
 	}
 	fmt.Fprintf(h.Stderr, "marina runs: sudo %s\n", run.Quote(argv))
 	if !h.TTY {
-		_, err := h.Run.Output(ctx, run.Cmd{Args: append([]string{"sudo", "-n"}, argv...)})
-		if err != nil {
+		_, err := h.Run.Output(ctx, run.Cmd{Args: append([]string{"sudo", "-n"}, argv...), Stream: &said})
+		var re *run.Error
+		if errors.As(err, &re) && strings.Contains(re.Stderr, "sudo: a password is required") {
 			return fmt.Errorf("%w\nsudo needs a password and there is no terminal to ask on: run `sudo %s` yourself, then `marina up` again", err, run.Quote(argv))
 		}
-		return nil
+		if err != nil {
+			return err // the command's own failure, with what it said
+		}
+		return h.refused(argv, said.String())
 	}
 	cmd := exec.CommandContext(ctx, "sudo", argv...)
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = h.Stdin, h.Stderr, h.Stderr
+	// One writer for both, so that exec writes to it from one goroutine.
+	out := io.MultiWriter(h.Stderr, &said)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = h.Stdin, out, out
 	if err := cmd.Run(); err != nil {
 		var ee *exec.ExitError
 		if errors.As(err, &ee) {
@@ -84,7 +172,35 @@ func (h *Host) Privileged(ctx context.Context, argv []string) error {
 		}
 		return fmt.Errorf("`sudo %s`: %w", run.Quote(argv), err)
 	}
+	return h.refused(argv, said.String())
+}
+
+// refused is the error for a command that exited 0 and yet said it
+// changed nothing.
+func (h *Host) refused(argv []string, said string) error {
+	if msg := h.tool().refused(said); msg != "" {
+		return fmt.Errorf("`%s` changed nothing (it exits 0 even then):\n%s\n`marina status` shows the route the host has now", run.Quote(argv), run.Tail(msg, 5))
+	}
 	return nil
+}
+
+// syncBuffer is a buffer two copying goroutines may write to at once
+// (run.Runner streams stdout and stderr to it separately).
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
 
 // SourceFor is the address this host sends from to reach addr: the Mac's

@@ -1,6 +1,7 @@
 // Package host is the Mac side of marina: the one route that sends the
 // kind network to the VM, and running the privileged commands that change
-// it. macOS uses route(8); Linux (the lab) uses ip(8).
+// it. Both ways of doing it build on every platform (see Style): macOS
+// route(8) (bsd.go) and Linux ip(8) (linux.go).
 package host
 
 import (
@@ -192,42 +193,6 @@ var private = []netip.Prefix{
 	netip.MustParsePrefix("10.0.0.0/8"),
 	netip.MustParsePrefix("172.16.0.0/12"),
 	netip.MustParsePrefix("192.168.0.0/16"),
-}
-
-// macOS: route(8). Not persistent; the route goes with the vzNAT bridge
-// when the VM stops, and marina up puts it back.
-var darwinCommands = commands{
-	add: func(p netip.Prefix, gw netip.Addr) []string {
-		return []string{"/sbin/route", "-n", "add", "-net", p.String(), gw.String()}
-	},
-	change: func(p netip.Prefix, gw netip.Addr) []string {
-		return []string{"/sbin/route", "-n", "change", "-net", p.String(), gw.String()}
-	},
-	del: func(p netip.Prefix, gw netip.Addr) []string {
-		argv := []string{"/sbin/route", "-n", "delete", "-net", p.String()}
-		if gw.IsValid() {
-			argv = append(argv, gw.String())
-		}
-		return argv
-	},
-}
-
-// Linux (the lab): ip(8).
-var linuxCommands = commands{
-	add: func(p netip.Prefix, gw netip.Addr) []string {
-		return []string{"ip", "route", "replace", p.String(), "via", gw.String()}
-	},
-	change: func(p netip.Prefix, gw netip.Addr) []string {
-		return []string{"ip", "route", "replace", p.String(), "via", gw.String()}
-	},
-	// With its gateway: ip deletes the route only if it still has it.
-	del: func(p netip.Prefix, gw netip.Addr) []string {
-		argv := []string{"ip", "route", "del", p.String()}
-		if gw.IsValid() {
-			argv = append(argv, "via", gw.String())
-		}
-		return argv
-	},
 }
 
 // FirstHost is the address route lookups ask about.

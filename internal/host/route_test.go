@@ -86,7 +86,7 @@ func TestClassifyWithoutKnownGateway(t *testing.T) {
 	if s := Classify(kindNet, netip.Addr{}, r, netip.MustParseAddr("192.168.64.7")); s.State != Present || !s.Ours {
 		t.Errorf("the recorded route: %s, ours %v", s.State, s.Ours)
 	}
-	if s := Classify(kindNet, netip.Addr{}, r, netip.MustParseAddr("192.168.64.9")); s.State != Foreign || s.Ours || RouteRemove(s) != nil {
+	if s := Classify(kindNet, netip.Addr{}, r, netip.MustParseAddr("192.168.64.9")); s.State != Foreign || s.Ours || (&Host{}).RouteRemove(s) != nil {
 		t.Errorf("another route: %s, ours %v", s.State, s.Ours)
 	}
 }
@@ -150,10 +150,10 @@ func FuzzParseRouteGet(f *testing.F) {
 			_ = s.String()
 			// Whatever the host says, marina deletes only its own route of
 			// exactly the kind network and never touches a broader one.
-			if rm := RouteRemove(s); rm != nil && (r == nil || (r.Dest != kindNet && !r.Cloned) || r.Gateway != lima0) {
+			if rm := (&Host{}).RouteRemove(s); rm != nil && (r == nil || (r.Dest != kindNet && !r.Cloned) || r.Gateway != lima0) {
 				t.Fatalf("remove %v for %+v", rm, r)
 			}
-			if fix := RouteFix(s); fix != nil && (fix[len(fix)-1] != lima0.String() && fix[len(fix)-1] != kindNet.String()) {
+			if fix := (&Host{}).RouteFix(s); fix != nil && (fix[len(fix)-1] != lima0.String() && fix[len(fix)-1] != kindNet.String()) {
 				t.Fatalf("fix %v", fix)
 			}
 		}

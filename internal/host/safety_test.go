@@ -14,10 +14,10 @@ func TestSamePrefixVPNRouteIsLeftAlone(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := Classify(kindNet, lima0, r)
-	if fix := RouteFix(s); fix != nil {
+	if fix := (&Host{}).RouteFix(s); fix != nil {
 		t.Errorf("up would run %v on a VPN's route (%s)", fix, s)
 	}
-	if rm := RouteRemove(s); rm != nil {
+	if rm := (&Host{}).RouteRemove(s); rm != nil {
 		t.Errorf("destroy would run %v on a VPN's route (%s)", rm, s)
 	}
 	if !strings.Contains(s.String(), "utun4") {
@@ -29,7 +29,7 @@ func TestSamePrefixVPNRouteIsLeftAlone(t *testing.T) {
 // gateway of a route marina adds.
 func TestNoRouteThroughAHostileLima0(t *testing.T) {
 	for _, via := range []string{"8.8.8.8", "127.0.0.1", "0.0.0.0", "172.30.0.5", "fd00::1"} {
-		if fix := RouteFix(Classify(kindNet, netip.MustParseAddr(via), nil)); fix != nil {
+		if fix := (&Host{}).RouteFix(Classify(kindNet, netip.MustParseAddr(via), nil)); fix != nil {
 			t.Errorf("lima0 %s: %v", via, fix)
 		}
 	}
@@ -41,15 +41,15 @@ func TestNoRemovalWithoutAGateway(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rm := RouteRemove(Classify(kindNet, netip.Addr{}, r)); rm != nil {
+	if rm := (&Host{}).RouteRemove(Classify(kindNet, netip.Addr{}, r)); rm != nil {
 		t.Errorf("removal planned with no gateway to check: %v", rm)
 	}
 	// lima0's address comes from the guest: it does not make a route
 	// marina's, only marina's record does.
-	if rm := RouteRemove(Classify(kindNet, lima0, r)); rm != nil {
+	if rm := (&Host{}).RouteRemove(Classify(kindNet, lima0, r)); rm != nil {
 		t.Errorf("removal planned for a route marina has no record of: %v", rm)
 	}
-	if rm := RouteRemove(Classify(kindNet, netip.Addr{}, r, lima0)); rm == nil {
+	if rm := (&Host{}).RouteRemove(Classify(kindNet, netip.Addr{}, r, lima0)); rm == nil {
 		t.Error("marina's own route is not removed")
 	}
 }
@@ -60,10 +60,10 @@ func TestDefaultRouteNeverTouched(t *testing.T) {
 	for _, want := range []string{"0.0.0.0/0", "0.0.0.0/1", "8.0.0.0/8", "172.30.0.0/16"} {
 		p := netip.MustParsePrefix(want)
 		s := Classify(p, lima0, def)
-		if fix := RouteFix(s); fix != nil && p.Bits() < 8 {
+		if fix := (&Host{}).RouteFix(s); fix != nil && p.Bits() < 8 {
 			t.Errorf("%s: fix %v", want, fix)
 		}
-		if rm := RouteRemove(s); rm != nil {
+		if rm := (&Host{}).RouteRemove(s); rm != nil {
 			t.Errorf("%s: remove %v", want, rm)
 		}
 	}
@@ -99,17 +99,17 @@ func TestClonedRoute(t *testing.T) {
 	if err != nil || !r.Cloned {
 		t.Fatalf("cloned = %+v, %v", r, err)
 	}
-	if rm := strings.Join(RouteRemove(Classify(kindNet, lima0, r, lima0)), " "); rm != "ip route del 172.30.0.0/16 via 192.168.64.3" && rm != "/sbin/route -n delete -net 172.30.0.0/16 192.168.64.3" {
+	if rm := strings.Join((&Host{}).RouteRemove(Classify(kindNet, lima0, r, lima0)), " "); rm != "ip route del 172.30.0.0/16 via 192.168.64.3" && rm != "/sbin/route -n delete -net 172.30.0.0/16 192.168.64.3" {
 		t.Errorf("remove after a clone: %q", rm)
 	}
 	// lima0 moved: the clone of marina's route through the old address is
 	// a wrong gateway, fixed by changing the parent.
-	if s := Classify(kindNet, netip.MustParseAddr("192.168.64.7"), r, lima0); s.State != WrongGateway || strings.Join(RouteFix(s), " ") == "" {
-		t.Errorf("a clone through the old address: %s, fix %v", s.State, RouteFix(s))
+	if s := Classify(kindNet, netip.MustParseAddr("192.168.64.7"), r, lima0); s.State != WrongGateway || strings.Join((&Host{}).RouteFix(s), " ") == "" {
+		t.Errorf("a clone through the old address: %s, fix %v", s.State, (&Host{}).RouteFix(s))
 	}
 	other := *r
 	other.Gateway = netip.MustParseAddr("10.8.0.1")
-	if s := Classify(kindNet, lima0, &other); s.State != Missing || s.Ours || RouteRemove(s) != nil {
+	if s := Classify(kindNet, lima0, &other); s.State != Missing || s.Ours || (&Host{}).RouteRemove(s) != nil {
 		t.Errorf("a clone of another route: %s ours %v", s.State, s.Ours)
 	}
 }

@@ -398,42 +398,11 @@ func edit(target string, change func(root *yaml.Node) (bool, error)) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("create %s: %w", dir, err)
 	}
-	fl := flock.New(target + ".marina-lock")
-	deadline := time.Now().Add(lockWait)
-	for {
-		ok, err := fl.TryLock()
-		if err != nil {
-			return fmt.Errorf("lock %s: %w", target, err)
-		}
-		if ok {
-			break
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("another marina has held %s for %s; try again when it is done", target, lockWait)
-		}
-		time.Sleep(20 * time.Millisecond)
+	unlock, err := lock(target)
+	if err != nil {
+		return err
 	}
-	defer fl.Unlock()
-	lock := target + ".lock"
-	for {
-		f, err := os.OpenFile(lock, os.O_CREATE|os.O_EXCL, 0o600)
-		if err == nil {
-			f.Close()
-			break
-		}
-		if !errors.Is(err, os.ErrExist) {
-			return fmt.Errorf("lock %s: %w", target, err)
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("%s is locked by %s (kubectl writing it?); if nothing is, remove the lock file", target, lock)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	held.Store(lock, true)
-	defer func() {
-		os.Remove(lock)
-		held.Delete(lock)
-	}()
+	defer unlock()
 
 	doc, err := readDoc(target)
 	if err != nil {
@@ -462,6 +431,49 @@ func edit(target string, change func(root *yaml.Node) (bool, error)) error {
 		return fmt.Errorf("the merged %s would not load (%w); it was left as it was", target, err)
 	}
 	return fileutil.WriteAtomic(real, b.Bytes(), 0o600)
+}
+
+// lock takes both locks on target, within lockWait; unlock lets go of
+// them.
+func lock(target string) (unlock func(), err error) {
+	fl := flock.New(target + ".marina-lock")
+	deadline := time.Now().Add(lockWait)
+	for {
+		ok, err := fl.TryLock()
+		if err != nil {
+			return nil, fmt.Errorf("lock %s: %w", target, err)
+		}
+		if ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("another marina has held %s for %s; try again when it is done", target, lockWait)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	kubectlLock := target + ".lock"
+	for {
+		f, err := os.OpenFile(kubectlLock, os.O_CREATE|os.O_EXCL, 0o600)
+		if err == nil {
+			f.Close()
+			break
+		}
+		if !errors.Is(err, os.ErrExist) {
+			fl.Unlock()
+			return nil, fmt.Errorf("lock %s: %w", target, err)
+		}
+		if time.Now().After(deadline) {
+			fl.Unlock()
+			return nil, fmt.Errorf("%s is locked by %s (kubectl writing it?); if nothing is, remove the lock file", target, kubectlLock)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	held.Store(kubectlLock, true)
+	return func() {
+		os.Remove(kubectlLock)
+		held.Delete(kubectlLock)
+		fl.Unlock()
+	}, nil
 }
 
 func mapValue(m *yaml.Node, key string) *yaml.Node {

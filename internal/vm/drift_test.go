@@ -14,7 +14,7 @@ func TestTemplateDrift(t *testing.T) {
 		if change != nil {
 			change(&c)
 		}
-		b, err := Template(TemplateInput{Config: c, Paths: paths, HostArch: "arm64"})
+		b, err := Template(TemplateInput{Config: c, Paths: paths, HostArch: "arm64", Provision: testProvision})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -7,8 +7,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
 	"regexp"
 	"strconv"
@@ -209,6 +211,23 @@ func (l *Limactl) Delete(ctx context.Context, name string) error {
 		return fmt.Errorf("delete VM %s: %w", name, err)
 	}
 	return nil
+}
+
+// Shell runs an interactive `limactl shell` in VM name (args, when given,
+// instead of a login shell) on the given streams. code is the exit status
+// of what ran in the VM; err is set only when limactl itself could not run.
+func (l *Limactl) Shell(ctx context.Context, name string, args []string, stdin io.Reader, stdout, stderr io.Writer) (code int, err error) {
+	c := l.ShellCmd(name, args)
+	cmd := exec.CommandContext(ctx, c.Args[0], c.Args[1:]...)
+	cmd.Env = append(os.Environ(), c.Env...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdin, stdout, stderr
+	if err := cmd.Run(); err != nil {
+		if ee, ok := errors.AsType[*exec.ExitError](err); ok {
+			return ee.ExitCode(), nil
+		}
+		return 0, err
+	}
+	return 0, nil
 }
 
 // ShellCmd is the command line of an interactive `limactl shell`.

@@ -3,7 +3,7 @@ package vm
 import (
 	"bytes"
 	"fmt"
-	"text/template"
+	"strings"
 
 	"gopkg.in/yaml.v3"
 
@@ -27,13 +27,16 @@ const (
 	// DockerMajor is the Docker Engine major version the VM runs; marina's
 	// firewall rules are proven against it.
 	DockerMajor = 29
-	// dockerKeyFingerprint identifies Docker's apt signing key.
-	dockerKeyFingerprint = "9DC858229FC7DD38854AE2D88D81803C0EBFCD88"
+	// DockerKeyFingerprint identifies Docker's apt signing key: the
+	// provisioning script (guest.Provision) refuses a keyring holding any
+	// other key.
+	DockerKeyFingerprint = "9DC858229FC7DD38854AE2D88D81803C0EBFCD88"
 
-	// KindVersion is the kind CLI installed in the VM, checked by sha256.
-	KindVersion = "v0.33.0"
-	kindSHA256  = "aee6151561422756b764a4ae28e7f44cda5af5a9eead3cc9985112b1de8d8e0d" // kind-linux-amd64
-	kindSHA256A = "20022bee6cfcd5086cb7234d218e3454e6090022f2a8f55d1fa7fcf42c3867a2" // kind-linux-arm64
+	// KindVersion is the kind CLI the provisioning script installs in the
+	// VM, checked against these published sha256 sums.
+	KindVersion     = "v0.33.0"
+	KindSHA256AMD64 = "aee6151561422756b764a4ae28e7f44cda5af5a9eead3cc9985112b1de8d8e0d" // kind-linux-amd64
+	KindSHA256ARM64 = "20022bee6cfcd5086cb7234d218e3454e6090022f2a8f55d1fa7fcf42c3867a2" // kind-linux-arm64
 
 	// GuestCacheDir is where the registry caches live in the guest: a
 	// virtiofs mount of the Mac's folder, or the VM's own disk.
@@ -48,6 +51,10 @@ type TemplateInput struct {
 	Paths  config.Paths
 	// HostArch is the Mac's GOARCH; Rosetta is only offered on arm64.
 	HostArch string
+	// Provision is the root script Lima runs on every boot
+	// (guest.Provision()): vm renders the template, guest owns every byte
+	// of shell that runs in the VM.
+	Provision string
 }
 
 // The subset of Lima's schema marina writes. Field names follow
@@ -126,6 +133,11 @@ type limaProbe struct {
 
 // Template renders the Lima instance template for the config.
 func Template(in TemplateInput) ([]byte, error) {
+	// Without it the VM would boot without Docker or kind, and limactl
+	// start would wait for the readiness probe for ten minutes.
+	if strings.TrimSpace(in.Provision) == "" {
+		return nil, fmt.Errorf("the Lima template has no provisioning script: TemplateInput.Provision is empty (a marina bug: pass guest.Provision())")
+	}
 	c := in.Config
 	y := limaYAML{
 		MinimumLimaVersion: fmt.Sprintf("%d.%d.%d", MinLima[0], MinLima[1], MinLima[2]),
@@ -168,16 +180,18 @@ func Template(in TemplateInput) ([]byte, error) {
 		y.VMOpts.VZ.Rosetta.Enabled = true
 		y.VMOpts.VZ.Rosetta.BinFmt = true
 	}
-	script, err := ProvisionScript()
-	if err != nil {
-		return nil, err
-	}
-	y.Provision = []limaScript{{Mode: "system", Script: script}}
+	y.Provision = []limaScript{{Mode: "system", Script: in.Provision}}
 	y.Probes = []limaProbe{{
 		Description: "Docker and kind are ready",
 		Script:      readinessProbe,
 		Hint:        "Provisioning did not finish: see `marina shell -- sudo tail -n 50 /var/log/cloud-init-output.log`",
 	}}
+	return encode(y)
+}
+
+// encode writes the template: two-space YAML under a line saying where it
+// comes from.
+func encode(y limaYAML) ([]byte, error) {
 	var b bytes.Buffer
 	b.WriteString("# Written by marina from ~/.marina/config.yaml; marina up re-renders it.\n")
 	enc := yaml.NewEncoder(&b)
@@ -197,105 +211,3 @@ set -eu
 timeout 600 bash -c 'until sudo -n docker info >/dev/null 2>&1; do sleep 2; done'
 command -v kind >/dev/null
 `
-
-// ProvisionScript is the root script Lima runs on every boot. Each step
-// checks before it changes anything, so a second boot changes nothing.
-// It uses [[ ]] delimiters so that {{.User}} is left for Lima to fill in.
-func ProvisionScript() (string, error) {
-	var b bytes.Buffer
-	err := provisionTmpl.Execute(&b, map[string]any{
-		"DockerMajor":    DockerMajor,
-		"KeyFingerprint": dockerKeyFingerprint,
-		"KindVersion":    KindVersion,
-		"KindAMD64":      kindSHA256,
-		"KindARM64":      kindSHA256A,
-		"CacheDir":       GuestCacheDir,
-	})
-	return b.String(), err
-}
-
-var provisionTmpl = template.Must(template.New("provision").Delims("[[", "]]").Parse(`#!/bin/bash
-# marina VM provisioning. Lima runs this as root on every boot: every step
-# looks before it changes anything.
-set -eu -o pipefail
-export DEBIAN_FRONTEND=noninteractive
-
-# put PATH MODE: install stdin as PATH only when the content differs.
-# Succeeds (0) when it changed the file.
-put() {
-	local tmp
-	tmp=$(mktemp)
-	cat >"$tmp"
-	if [ -f "$1" ] && cmp -s "$tmp" "$1"; then rm -f "$tmp"; return 1; fi
-	install -D -m "$2" "$tmp" "$1"
-	rm -f "$tmp"
-}
-
-# only_key FILE FINGERPRINT: FILE holds exactly one public key (with its
-# subkeys), and it is FINGERPRINT. A keyring with one more key would let
-# that key sign Docker's packages too.
-only_key() {
-	gpg --show-keys --with-colons "$1" 2>/dev/null | awk -F: -v want="$2" '
-		$1 == "pub" { keys++; primary = 1; next }
-		$1 == "fpr" && primary { fpr = $10; primary = 0 }
-		END { exit !(keys == 1 && fpr == want) }'
-}
-
-# kind needs many inotify watches; the routed kind network needs forwarding.
-put /etc/sysctl.d/99-marina.conf 0644 <<'EOF' || true
-fs.inotify.max_user_watches = 524288
-fs.inotify.max_user_instances = 512
-net.ipv4.ip_forward = 1
-EOF
-sysctl -q -p /etc/sysctl.d/99-marina.conf
-
-mkdir -p [[.CacheDir]]
-
-# Docker [[.DockerMajor]]: its socket belongs to the Lima user so Lima can forward it
-# to the Mac, and the daemon stays on the iptables firewall backend, whose
-# DOCKER-USER chain marina's routing rules live in.
-restart_docker=0
-put /etc/systemd/system/docker.socket.d/marina.conf 0644 <<'EOF' && restart_docker=1
-[Socket]
-SocketUser={{.User}}
-EOF
-put /etc/docker/daemon.json 0644 <<'EOF' && restart_docker=1
-{
-  "firewall-backend": "iptables"
-}
-EOF
-if ! dockerd --version 2>/dev/null | grep -q '^Docker version [[.DockerMajor]]\.'; then
-	install -m 0755 -d /etc/apt/keyrings
-	curl -fsSL --retry 5 https://download.docker.com/linux/ubuntu/gpg -o /etc/apt/keyrings/docker.asc.new
-	if ! only_key /etc/apt/keyrings/docker.asc.new [[.KeyFingerprint]]; then
-		rm -f /etc/apt/keyrings/docker.asc.new
-		echo "marina: Docker's apt keyring is not exactly the key [[.KeyFingerprint]]" >&2
-		exit 1
-	fi
-	mv /etc/apt/keyrings/docker.asc.new /etc/apt/keyrings/docker.asc
-	. /etc/os-release
-	echo "deb [arch=$(dpkg --print-architecture) signed-by=/etc/apt/keyrings/docker.asc] https://download.docker.com/linux/ubuntu ${VERSION_CODENAME} stable" >/etc/apt/sources.list.d/docker.list
-	printf 'Package: docker-ce docker-ce-cli docker-ce-rootless-extras\nPin: version 5:[[.DockerMajor]].*\nPin-Priority: 1001\n' >/etc/apt/preferences.d/marina-docker
-	apt-get update -qq
-	apt-get install -y -qq docker-ce docker-ce-cli containerd.io
-	restart_docker=1
-fi
-if [ "$restart_docker" = 1 ]; then
-	systemctl daemon-reload
-	systemctl enable docker.socket docker.service
-	systemctl restart docker.socket docker.service
-fi
-
-# kind [[.KindVersion]], checked against its published sha256.
-case "$(uname -m)" in
-x86_64) kind_arch=amd64 kind_sum=[[.KindAMD64]] ;;
-aarch64) kind_arch=arm64 kind_sum=[[.KindARM64]] ;;
-*) echo "marina: no kind build for $(uname -m)" >&2; exit 1 ;;
-esac
-if ! echo "$kind_sum  /usr/local/bin/kind" | sha256sum -c --status 2>/dev/null; then
-	curl -fsSL --retry 5 "https://github.com/kubernetes-sigs/kind/releases/download/[[.KindVersion]]/kind-linux-$kind_arch" -o /usr/local/bin/kind.new
-	echo "$kind_sum  /usr/local/bin/kind.new" | sha256sum -c --status || { rm -f /usr/local/bin/kind.new; echo "marina: the kind download does not match its sha256" >&2; exit 1; }
-	chmod 0755 /usr/local/bin/kind.new
-	mv /usr/local/bin/kind.new /usr/local/bin/kind
-fi
-`))

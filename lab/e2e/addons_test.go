@@ -40,6 +40,7 @@ import (
 
 	"github.com/bcollard/marina/internal/addons"
 	"github.com/bcollard/marina/internal/config"
+	mkube "github.com/bcollard/marina/internal/kube"
 )
 
 // metalLBCRDs are the nine CRDs of MetalLB v0.16.2's metallb-native.yaml.
@@ -129,10 +130,10 @@ func metalLBManifest(t *testing.T) []byte {
 func installMetalLBObjects(t *testing.T, cfg *rest.Config) []byte {
 	t.Helper()
 	m := metalLBManifest(t)
-	if err := addons.Apply(addonsCtx(t, 2*time.Minute), cfg, m); err != nil {
+	if err := addons.Apply(addonsCtx(t, 2*time.Minute), handle(t, cfg), m); err != nil {
 		t.Fatalf("Apply MetalLB: %v", err)
 	}
-	if err := addons.WaitCRDsEstablished(addonsCtx(t, time.Minute), cfg, metalLBCRDs...); err != nil {
+	if err := addons.WaitCRDsEstablished(addonsCtx(t, time.Minute), handle(t, cfg), metalLBCRDs...); err != nil {
 		t.Fatal(err)
 	}
 	return m
@@ -195,7 +196,7 @@ func TestAddonsMetalLBManifestApplies(t *testing.T) {
 	}
 
 	// Applying again changes nothing.
-	if err := addons.Apply(ctx, cfg, metalLBManifest(t)); err != nil {
+	if err := addons.Apply(ctx, handle(t, cfg), metalLBManifest(t)); err != nil {
 		t.Fatal(err)
 	}
 	d2, err := cs.AppsV1().Deployments("metallb-system").Get(ctx, "controller", metav1.GetOptions{})
@@ -242,7 +243,7 @@ spec:
 	t.Cleanup(func() {
 		_ = dyn.Resource(addonsCRDGVR).Delete(context.Background(), "gadgets.addons-e2e.marina.dev", metav1.DeleteOptions{})
 	})
-	if err := addons.Apply(addonsCtx(t, time.Minute), cfg, []byte(manifest)); err != nil {
+	if err := addons.Apply(addonsCtx(t, time.Minute), handle(t, cfg), []byte(manifest)); err != nil {
 		t.Fatal(err)
 	}
 	g, err := dyn.Resource(schema.GroupVersionResource{Group: "addons-e2e.marina.dev", Version: "v1", Resource: "gadgets"}).
@@ -255,7 +256,7 @@ spec:
 	}
 
 	unknown := "apiVersion: nothing.marina.dev/v1\nkind: Nothing\nmetadata:\n  name: nada\n"
-	err = addons.Apply(addonsCtx(t, 3*time.Second), cfg, []byte(unknown))
+	err = addons.Apply(addonsCtx(t, 3*time.Second), handle(t, cfg), []byte(unknown))
 	if err == nil || !strings.Contains(err.Error(), "does not serve nothing.marina.dev/v1, Kind=Nothing") || !strings.Contains(err.Error(), "CustomResourceDefinition") {
 		t.Fatalf("Apply of an unknown kind: %v", err)
 	}
@@ -315,7 +316,7 @@ func TestAddonsWaitCRDsEstablished(t *testing.T) {
 	// Waiting for a CRD that does not exist yet: it returns once the test
 	// creates it and the API server establishes it.
 	ch := waitReturns(func() error {
-		return addons.WaitCRDsEstablished(addonsCtx(t, time.Minute), cfg, "widgets.wait-e2e.marina.dev")
+		return addons.WaitCRDsEstablished(addonsCtx(t, time.Minute), handle(t, cfg), "widgets.wait-e2e.marina.dev")
 	})
 	stillWaiting(t, ch, 2*time.Second, "WaitCRDsEstablished")
 	if _, err := dyn.Resource(addonsCRDGVR).Create(addonsCtx(t, 10*time.Second), crd("widgets.wait-e2e.marina.dev", "widgets", "Widget"), metav1.CreateOptions{}); err != nil {
@@ -328,7 +329,7 @@ func TestAddonsWaitCRDsEstablished(t *testing.T) {
 	if _, err := dyn.Resource(addonsCRDGVR).Create(addonsCtx(t, 10*time.Second), crd("thingies.wait-e2e.marina.dev", "thingies", "Widget"), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	err := addons.WaitCRDsEstablished(addonsCtx(t, 3*time.Second), cfg, "widgets.wait-e2e.marina.dev", "thingies.wait-e2e.marina.dev")
+	err := addons.WaitCRDsEstablished(addonsCtx(t, 3*time.Second), handle(t, cfg), "widgets.wait-e2e.marina.dev", "thingies.wait-e2e.marina.dev")
 	if err == nil {
 		t.Fatal("a CRD with a conflicting kind counted as established")
 	}
@@ -387,12 +388,12 @@ func TestAddonsMetalLBWaits(t *testing.T) {
 	setDaemonSet(0)
 
 	// What each wait says when its time runs out.
-	err := addons.WaitDeploymentAvailable(addonsCtx(t, 2*time.Second), cfg, "metallb-system", "controller")
+	err := addons.WaitDeploymentAvailable(addonsCtx(t, 2*time.Second), handle(t, cfg), "metallb-system", "controller")
 	want := "deployment metallb-system/controller: still Available=False (MinimumReplicasUnavailable: Deployment does not have minimum availability.) after 2s"
 	if err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("WaitDeploymentAvailable = %v\nwant it to say %q", err, want)
 	}
-	err = addons.WaitDaemonSetReady(addonsCtx(t, 2*time.Second), cfg, "metallb-system", "speaker")
+	err = addons.WaitDaemonSetReady(addonsCtx(t, 2*time.Second), handle(t, cfg), "metallb-system", "speaker")
 	want = "daemonset metallb-system/speaker: still numberReady=0 of desiredNumberScheduled=2 after 2s"
 	if err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("WaitDaemonSetReady = %v\nwant it to say %q", err, want)
@@ -400,7 +401,7 @@ func TestAddonsMetalLBWaits(t *testing.T) {
 
 	// The whole install: blocked on the controller, then on the speaker,
 	// then done.
-	ch := waitReturns(func() error { return addons.MetalLB(addonsCtx(t, 2*time.Minute), cfg, m) })
+	ch := waitReturns(func() error { return addons.MetalLB(addonsCtx(t, 2*time.Minute), handle(t, cfg), m) })
 	stillWaiting(t, ch, 3*time.Second, "MetalLB (controller not available)")
 	setDeployment(true)
 	stillWaiting(t, ch, 3*time.Second, "MetalLB (speaker not ready)")
@@ -424,7 +425,7 @@ func TestAddonsMetalLBWaits(t *testing.T) {
 		t.Fatal(err)
 	}
 	ch = waitReturns(func() error {
-		return addons.WaitDeploymentAvailable(addonsCtx(t, time.Minute), cfg, "metallb-system", "controller")
+		return addons.WaitDeploymentAvailable(addonsCtx(t, time.Minute), handle(t, cfg), "metallb-system", "controller")
 	})
 	stillWaiting(t, ch, 2*time.Second, "WaitDeploymentAvailable (new generation)")
 	setDeployment(true)
@@ -453,7 +454,7 @@ func TestAddonsPoolWebhook(t *testing.T) {
 
 	// 1. The webhook is configured and unreachable: retried to the deadline.
 	start := time.Now()
-	err := addons.Pool(addonsCtx(t, 15*time.Second), cfg, "addons-e2e", ranges)
+	err := addons.Pool(addonsCtx(t, 15*time.Second), handle(t, cfg), "addons-e2e", ranges)
 	took := time.Since(start)
 	if err == nil {
 		t.Fatal("Pool succeeded although the API server cannot call MetalLB's webhook")
@@ -529,7 +530,7 @@ func TestAddonsPoolWebhook(t *testing.T) {
 		time.Sleep(200 * time.Millisecond)
 	}
 	start = time.Now()
-	err = addons.Pool(addonsCtx(t, 2*time.Minute), cfg, "addons-e2e-denied", ranges)
+	err = addons.Pool(addonsCtx(t, 2*time.Minute), handle(t, cfg), "addons-e2e-denied", ranges)
 	took = time.Since(start)
 	if err == nil || !strings.Contains(err.Error(), "addons-e2e-denied overlaps another pool") {
 		t.Fatalf("Pool with a pool the validator denies: %v", err)
@@ -543,7 +544,7 @@ func TestAddonsPoolWebhook(t *testing.T) {
 	if err := cs.AdmissionregistrationV1().ValidatingWebhookConfigurations().Delete(addonsCtx(t, 10*time.Second), "metallb-webhook-configuration", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if err := addons.Pool(addonsCtx(t, 30*time.Second), cfg, "addons-e2e", ranges); err != nil {
+	if err := addons.Pool(addonsCtx(t, 30*time.Second), handle(t, cfg), "addons-e2e", ranges); err != nil {
 		t.Fatalf("Pool without the webhook: %v", err)
 	}
 	ctx = addonsCtx(t, 10*time.Second)
@@ -563,7 +564,7 @@ func TestAddonsPoolWebhook(t *testing.T) {
 		t.Errorf("L2Advertisement announces %v", names)
 	}
 	// Again: nothing changes.
-	if err := addons.Pool(addonsCtx(t, 30*time.Second), cfg, "addons-e2e", ranges); err != nil {
+	if err := addons.Pool(addonsCtx(t, 30*time.Second), handle(t, cfg), "addons-e2e", ranges); err != nil {
 		t.Fatal(err)
 	}
 	again, err := pools.Get(ctx, "addons-e2e", metav1.GetOptions{})
@@ -652,7 +653,7 @@ func TestAddonsCoreDNS(t *testing.T) {
 		{Domain: "corp.example.com", Resolvers: []string{"10.0.0.53", "10.0.0.54:5353"}},
 		{Domain: "demo.internal", Resolvers: []string{"172.30.255.53"}},
 	}
-	if err := addons.CoreDNS(ctx, cfg, first); err != nil {
+	if err := addons.CoreDNS(ctx, handle(t, cfg), first); err != nil {
 		t.Fatal(err)
 	}
 	cm := read()
@@ -673,7 +674,7 @@ func TestAddonsCoreDNS(t *testing.T) {
 	}
 
 	// The same list again: no write at all.
-	if err := addons.CoreDNS(ctx, cfg, first); err != nil {
+	if err := addons.CoreDNS(ctx, handle(t, cfg), first); err != nil {
 		t.Fatal(err)
 	}
 	if rv := read().ResourceVersion; rv != cm.ResourceVersion {
@@ -681,7 +682,7 @@ func TestAddonsCoreDNS(t *testing.T) {
 	}
 
 	// Bad input: an error, and the ConfigMap is untouched.
-	err = addons.CoreDNS(ctx, cfg, []config.DNSResolver{{Domain: "corp.example.com", Resolvers: []string{"dns.google"}}})
+	err = addons.CoreDNS(ctx, handle(t, cfg), []config.DNSResolver{{Domain: "corp.example.com", Resolvers: []string{"dns.google"}}})
 	if err == nil || !strings.Contains(err.Error(), `"dns.google" is not an IP address`) {
 		t.Errorf("CoreDNS with a hostname resolver: %v", err)
 	}
@@ -691,7 +692,7 @@ func TestAddonsCoreDNS(t *testing.T) {
 
 	// Another list replaces marina's blocks only.
 	second := []config.DNSResolver{{Domain: "lab.example", Resolvers: []string{"[fd00::53]:53"}}}
-	if err := addons.CoreDNS(ctx, cfg, second); err != nil {
+	if err := addons.CoreDNS(ctx, handle(t, cfg), second); err != nil {
 		t.Fatal(err)
 	}
 	got = read().Data["Corefile"]
@@ -700,10 +701,20 @@ func TestAddonsCoreDNS(t *testing.T) {
 	}
 
 	// No list: kubeadm's Corefile, exactly.
-	if err := addons.CoreDNS(ctx, cfg, nil); err != nil {
+	if err := addons.CoreDNS(ctx, handle(t, cfg), nil); err != nil {
 		t.Fatal(err)
 	}
 	if got := read().Data["Corefile"]; got != orig {
 		t.Errorf("an empty list left\n%q\nwant kubeadm's\n%q", got, orig)
 	}
+}
+
+// handle is marina's client handle on the API server cfg points at.
+func handle(t *testing.T, cfg *rest.Config) *mkube.Cluster {
+	t.Helper()
+	k, err := mkube.New(cfg, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
 }

@@ -75,6 +75,11 @@ func outside(repo string) int {
 		return 1
 	}
 	defer os.RemoveAll(tmp)
+	// The lab's Mac user runs this marina too (macUser).
+	if err := os.Chmod(tmp, 0o755); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
 	marina := filepath.Join(tmp, "marina")
 	build := exec.Command("go", "build", "-o", marina, "./cmd/marina")
 	build.Dir, build.Stdout, build.Stderr = repo, os.Stderr, os.Stderr
@@ -152,12 +157,42 @@ type result struct {
 	code           int
 }
 
-// marina runs the marina binary in the mac namespace.
+// marina runs the marina binary in the mac namespace, as root: with
+// marina's Linux (ip) route code.
 func marina(t testing.TB, args ...string) result {
 	t.Helper()
+	return runResult(marinaBin, args...)
+}
+
+// userMarina runs marina as the lab Mac's unprivileged user, with the
+// macOS route code (MARINA_ROUTE_STYLE=bsd) driving the BSD route(8)
+// stand-in at /sbin/route through sudo (lab/lab mac-user).
+func userMarina(t testing.TB, args ...string) result {
+	t.Helper()
+	return macUser(t, append([]string{marinaBin}, args...)...)
+}
+
+// mustUserMarina runs marina as the Mac's user and fails the test when it
+// fails.
+func mustUserMarina(t testing.TB, args ...string) result {
+	t.Helper()
+	r := userMarina(t, args...)
+	if r.code != 0 {
+		t.Fatalf("marina %s (as the Mac's user): exit %d\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), r.code, r.stdout, r.stderr)
+	}
+	return r
+}
+
+// macUser runs argv in the mac namespace as the lab Mac's user.
+func macUser(t testing.TB, argv ...string) result {
+	t.Helper()
+	return runResult(labScript, append([]string{"mac-user"}, argv...)...)
+}
+
+func runResult(name string, args ...string) result {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	c := exec.CommandContext(ctx, marinaBin, args...)
+	c := exec.CommandContext(ctx, name, args...)
 	var out, errb bytes.Buffer
 	c.Stdout, c.Stderr = &out, &errb
 	err := c.Run()

@@ -3,12 +3,15 @@ package e2e
 import (
 	"bufio"
 	"fmt"
+	"io/fs"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -414,48 +417,66 @@ func TestNetwork(t *testing.T) {
 		}
 	})
 
+	// From here marina runs as on a Mac: as the Mac's unprivileged user,
+	// with its macOS route code, against the BSD route(8) stand-in at
+	// /sbin/route, changing the route through sudo (lab/lab mac-user).
+	asMacUser(t)
+
 	t.Run("a route of the kind network marina did not make is left alone", func(t *testing.T) {
-		mustMarina(t, "down", "--remove-route")
+		// marina's own route, made by root's marina through ip(8) and
+		// recorded: the Mac's code removes it.
+		r := mustUserMarina(t, "down", "--remove-route")
+		wantSudo(t, r, "down --remove-route", "/sbin/route -n delete -net 172.30.0.0/16 192.168.64.2")
 		// A VPN's route of exactly the kind network, through another host.
 		if out, err := exec.Command("ip", "route", "replace", "172.30.0.0/16", "via", intruderIP).CombinedOutput(); err != nil {
 			t.Fatalf("%v %s", err, out)
 		}
 		t.Cleanup(func() { _ = exec.Command("ip", "route", "del", "172.30.0.0/16", "via", intruderIP).Run() })
-		route := func() string {
-			out, _ := exec.Command("ip", "route", "show", "172.30.0.0/16").CombinedOutput()
-			return strings.TrimSpace(string(out))
-		}
-		before := route()
-		r := mustMarina(t, "up")
+		before := kindRoute(t)
+		r = mustUserMarina(t, "up")
 		if !strings.Contains(r.stderr, "taken by 172.30.0.0/16 via "+intruderIP) {
 			t.Errorf("up does not report the foreign route:\n%s", r.stderr)
 		}
-		if got := route(); got != before {
+		// The way out it names is the Mac's command.
+		if hint := "`sudo /sbin/route -n delete -net 172.30.0.0/16 " + intruderIP + "`"; !strings.Contains(r.stderr, hint) {
+			t.Errorf("up does not name %s:\n%s", hint, r.stderr)
+		}
+		wantSudo(t, r, "up with a foreign route")
+		if got := kindRoute(t); got != before {
 			t.Errorf("up changed the foreign route: %q, was %q", got, before)
 		}
 		for _, args := range [][]string{{"down", "--remove-route", "--dry-run"}, {"destroy", "--dry-run"}} {
-			if r := mustMarina(t, args...); strings.Contains(r.stdout, "remove the host's route") {
+			r := mustUserMarina(t, args...)
+			if strings.Contains(r.stdout, "remove the host's route") {
 				t.Errorf("%v plans to remove the foreign route:\n%s", args, r.stdout)
 			}
+			wantSudo(t, r, strings.Join(args, " "))
 		}
-		mustMarina(t, "down", "--remove-route")
-		if got := route(); got != before {
+		r = mustUserMarina(t, "down", "--remove-route")
+		wantSudo(t, r, "down --remove-route with a foreign route")
+		if got := kindRoute(t); got != before {
 			t.Errorf("down --remove-route removed the foreign route: %q", got)
 		}
 		_ = exec.Command("ip", "route", "del", "172.30.0.0/16", "via", intruderIP).Run()
-		mustMarina(t, "up")
+		r = mustUserMarina(t, "up")
+		wantSudo(t, r, "up with no route", "/sbin/route -n add -net 172.30.0.0/16 192.168.64.2")
+		wantKindRoute(t, "192.168.64.2")
 	})
 
 	t.Run("a new lima0 address moves the route and the rules", func(t *testing.T) {
-		mustMarina(t, "up")
+		r := mustUserMarina(t, "up")
+		wantSudo(t, r, "a no-op up")
 		srvIP := containerIP(t, "kind-srv", "kind") // the reboot may have moved it
 		moveLima0(t)
-		r := mustMarina(t, "status")
+		r = mustUserMarina(t, "status")
 		if !strings.Contains(r.stdout, "172.30.0.0/16 → wrong gateway (via 192.168.64.2; the VM's lima0 is 192.168.70.2)") {
 			t.Errorf("status after the change:\n%s", r.stdout)
 		}
-		mustMarina(t, "up")
-		r = mustMarina(t, "status")
+		wantSudo(t, r, "status")
+		r = mustUserMarina(t, "up")
+		wantSudo(t, r, "up after lima0 moved", "/sbin/route -n change -net 172.30.0.0/16 192.168.70.2")
+		wantKindRoute(t, "192.168.70.2")
+		r = mustUserMarina(t, "status")
 		if !strings.Contains(r.stdout, "172.30.0.0/16 → present (via 192.168.70.2)") || strings.Contains(r.stdout, "✗") {
 			t.Errorf("status after up:\n%s", r.stdout)
 		}
@@ -469,19 +490,114 @@ func TestNetwork(t *testing.T) {
 	})
 
 	t.Run("down --remove-route and destroy remove the route", func(t *testing.T) {
-		mustMarina(t, "down", "--remove-route")
-		if out, _ := exec.Command("ip", "route", "show", "172.30.0.0/16").CombinedOutput(); strings.TrimSpace(string(out)) != "" {
-			t.Errorf("route after down --remove-route: %s", out)
+		// lima0 is back at 192.168.64.2; the route may still go through
+		// 192.168.70.2, where the kernel left it.
+		var want []string
+		if before := kindRoute(t); before != "" {
+			gw := strings.Fields(before)[2]
+			want = []string{"/sbin/route -n delete -net 172.30.0.0/16 " + gw}
 		}
-		mustMarina(t, "up")
-		if out, _ := exec.Command("ip", "route", "show", "172.30.0.0/16").CombinedOutput(); !strings.Contains(string(out), "via 192.168.64.2") {
-			t.Errorf("route after up: %s", out)
+		r := mustUserMarina(t, "down", "--remove-route")
+		wantSudo(t, r, "down --remove-route", want...)
+		if got := kindRoute(t); got != "" {
+			t.Errorf("route after down --remove-route: %s", got)
 		}
-		mustMarina(t, "destroy", "-y")
-		if out, _ := exec.Command("ip", "route", "show", "172.30.0.0/16").CombinedOutput(); strings.TrimSpace(string(out)) != "" {
-			t.Errorf("route after destroy: %s", out)
+		r = mustUserMarina(t, "up")
+		wantSudo(t, r, "up", "/sbin/route -n add -net 172.30.0.0/16 192.168.64.2")
+		wantKindRoute(t, "192.168.64.2")
+		r = mustUserMarina(t, "destroy", "-y")
+		wantSudo(t, r, "destroy", "/sbin/route -n delete -net 172.30.0.0/16 192.168.64.2")
+		if got := kindRoute(t); got != "" {
+			t.Errorf("route after destroy: %s", got)
 		}
 	})
+}
+
+// asMacUser makes the rest of the test run marina as the lab Mac's user:
+// root's marina stops the VM it started first (its processes are not the
+// user's to stop), then the home becomes the user's, as a Mac's home is.
+// When the test ends, the user's marina destroys what it made and the
+// home goes back to root for the tests that follow.
+func asMacUser(t *testing.T) {
+	t.Helper()
+	mustMarina(t, "down")
+	uid, gid := macUserIDs(t)
+	if uid == 0 {
+		t.Fatal("the lab's Mac user is root: the sudo path would not run")
+	}
+	chownTree(t, home(), uid, gid)
+	t.Cleanup(func() {
+		userMarina(t, "destroy", "-y")
+		chownTree(t, home(), 0, 0)
+	})
+}
+
+// macUserIDs are the uid and gid of the lab Mac's user, as it sees them.
+func macUserIDs(t *testing.T) (int, int) {
+	t.Helper()
+	var ids []int
+	for _, flag := range []string{"-u", "-g"} {
+		r := macUser(t, "id", flag)
+		n, err := strconv.Atoi(strings.TrimSpace(r.stdout))
+		if r.code != 0 || err != nil {
+			t.Fatalf("id %s as the Mac's user: %+v", flag, r)
+		}
+		ids = append(ids, n)
+	}
+	return ids[0], ids[1]
+}
+
+func chownTree(t *testing.T, root string, uid, gid int) {
+	t.Helper()
+	err := filepath.WalkDir(root, func(path string, _ fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		return os.Lchown(path, uid, gid)
+	})
+	if err != nil {
+		t.Fatalf("chown %s to %d:%d: %v", root, uid, gid, err)
+	}
+}
+
+// sudoLines are the commands marina said it runs through sudo.
+func sudoLines(stderr string) []string {
+	var out []string
+	for _, l := range strings.Split(stderr, "\n") {
+		if rest, ok := strings.CutPrefix(l, "marina runs: sudo "); ok {
+			out = append(out, rest)
+		}
+	}
+	return out
+}
+
+// wantSudo checks that marina printed exactly these sudo commands, and
+// none when nothing on the Mac had to change.
+func wantSudo(t *testing.T, r result, what string, want ...string) {
+	t.Helper()
+	if got := sudoLines(r.stderr); !slices.Equal(got, want) {
+		t.Errorf("%s ran through sudo %q, want %q\nstderr:\n%s", what, got, want, r.stderr)
+	}
+}
+
+// kindRoute is the mac namespace's route of the kind network, as the
+// kernel has it ("" for none).
+func kindRoute(t *testing.T) string {
+	t.Helper()
+	out, err := exec.Command("ip", "route", "show", "172.30.0.0/16").CombinedOutput()
+	if err != nil {
+		t.Fatalf("ip route show: %v %s", err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// wantKindRoute checks the kind network's route is the one the BSD route
+// stand-in adds (a static route) through gw, and only it.
+func wantKindRoute(t *testing.T, gw string) {
+	t.Helper()
+	if got, want := kindRoute(t), "172.30.0.0/16 via "+gw+" dev bridge100 proto static"; got != want {
+		t.Errorf("the kind network's route: %q, want %q", got, want)
+	}
 }
 
 // forwardPolicy is the guest's FORWARD policy.

@@ -183,7 +183,9 @@ func alive(pidfile string) (int, bool) {
 	if err != nil {
 		return 0, false
 	}
-	return pid, syscall.Kill(pid, 0) == nil
+	// EPERM: the process is there, another user's.
+	err = syscall.Kill(pid, 0)
+	return pid, err == nil || errors.Is(err, syscall.EPERM)
 }
 
 func (f *fake) names() []string {
@@ -455,7 +457,14 @@ func (f *fake) boot(name string) error {
 }
 
 func (f *fake) labCmd(args ...string) error {
-	cmd := exec.Command(f.lab.Script, args...)
+	argv := append([]string{f.lab.Script}, args...)
+	// The lab's plumbing needs root. Run by the lab's Mac user (lab/lab
+	// mac-user), this limactl gets it through the lab's sudo rule for
+	// exactly these commands; Lima on a Mac needs no root for a VM.
+	if os.Geteuid() != 0 {
+		argv = append([]string{"sudo", "-n"}, argv...)
+	}
+	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	return cmd.Run()
 }

@@ -1,0 +1,380 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"os"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/bcollard/marina/internal/cluster"
+	"github.com/bcollard/marina/internal/config"
+	"github.com/bcollard/marina/internal/docker"
+	"github.com/bcollard/marina/internal/guest"
+	"github.com/bcollard/marina/internal/kubeconfig"
+	"github.com/bcollard/marina/internal/registry"
+	"github.com/bcollard/marina/internal/slot"
+	"github.com/bcollard/marina/internal/vm"
+)
+
+// CreateOptions are the flags of marina cluster create.
+type CreateOptions struct {
+	Name        string
+	Region      string
+	Zone        string
+	Labels      []string // key=value
+	Fleet       string
+	NodeVersion string
+	Workers     int
+	Mirrors     []string // nil: every mirror
+	Retain      bool
+	DryRun      bool
+	// Wait bounds the wait for MetalLB to serve the cluster's pool.
+	Wait time.Duration
+}
+
+// createPlan is a checked create, before anything changed.
+type createPlan struct {
+	spec       cluster.Spec
+	image      string
+	kindConfig []byte
+	certsD     map[string]string
+	mirrors    []string
+	pool       []string
+	server     string
+	kubeconfig string // the cluster's own file
+	target     string // the kubeconfig it is merged into ("" when not)
+	create     string // the guest scripts: kind create, and delete
+	remove     string
+}
+
+// CreateCluster creates a cluster that is ready to use, or leaves nothing
+// behind: after kind created it, any failing step removes the cluster and
+// its kubeconfig entries again (unless opts.Retain).
+func CreateCluster(ctx context.Context, e *Env, opts CreateOptions) error {
+	userLabels, err := checkCreate(opts)
+	if err != nil {
+		return err
+	}
+	// The clusters are read under the slot lock (Reserve), not here.
+	s, err := Open(ctx, e, Needs{Config: strict, Running: true, Lima0: true})
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	p, err := prepareCreate(ctx, s, opts)
+	if err != nil {
+		return err
+	}
+	rs := cluster.Reservations{Dir: e.Paths.Slots()}
+	res, err := rs.Reserve(ctx, e.Paths.SlotsLock(), opts.Name, s.listClusters)
+	if err != nil {
+		return err
+	}
+	defer res.Release()
+	if err := p.forSlot(s, opts, userLabels, res.Slot); err != nil {
+		return err
+	}
+	if opts.DryRun {
+		printPlan(e, p.steps(s.Config), "")
+		fmt.Fprintf(e.Stdout, "\nkind config:\n%s", p.kindConfig)
+		return nil
+	}
+	return applyCreate(ctx, s, p, opts)
+}
+
+// checkCreate checks the flags of a create, before anything is looked at:
+// the user's node labels.
+func checkCreate(opts CreateOptions) (cluster.Labels, error) {
+	if err := cluster.CheckName(opts.Name); err != nil {
+		return nil, err
+	}
+	userLabels, remove, err := cluster.ParseLabels(opts.Labels)
+	if err != nil {
+		return nil, err
+	}
+	if len(remove) > 0 {
+		return nil, fmt.Errorf("-l %s- removes a label, which only `marina cluster label` does", remove[0])
+	}
+	if err := cluster.CheckKubeletLabels(userLabels); err != nil {
+		return nil, err
+	}
+	if opts.Workers < 0 || opts.Workers > cluster.MaxWorkers {
+		return nil, fmt.Errorf("--workers %d: choose 0 to %d", opts.Workers, cluster.MaxWorkers)
+	}
+	return userLabels, nil
+}
+
+// prepareCreate is the part of the plan that needs no slot: the node
+// image, the mirrors, the kubeconfig files; it fails, before a slot is
+// taken, on what would make kind's work wasted (no kind network, a
+// kubeconfig entry of the user's with the cluster's name).
+func prepareCreate(ctx context.Context, s *Session, opts CreateOptions) (*createPlan, error) {
+	cfg := s.Config
+	version := cfg.Kind.NodeVersion
+	if opts.NodeVersion != "" {
+		version = opts.NodeVersion
+	}
+	image, err := cfg.Kind.NodeImage(version)
+	if err != nil {
+		return nil, err
+	}
+	mirrors, err := registry.Select(cfg.Registries.Mirrors, opts.Mirrors)
+	if err != nil {
+		return nil, err
+	}
+	p := &createPlan{image: image}
+	if p.certsD, err = registry.CertsD(mirrors); err != nil {
+		return nil, err
+	}
+	for _, m := range mirrors {
+		p.mirrors = append(p.mirrors, m.Name)
+	}
+	net, err := s.Docker.InspectNetwork(ctx, docker.KindNetwork)
+	if err != nil {
+		return nil, err
+	}
+	if net == nil {
+		return nil, fmt.Errorf("the VM has no Docker network %s: run `marina up` first", docker.KindNetwork)
+	}
+	if p.kubeconfig, err = s.Paths.Kubeconfig(opts.Name); err != nil {
+		return nil, err
+	}
+	if cfg.Kind.AutoMergeKubeconfig {
+		p.target = s.kubeconfigTarget()
+		// A name the user's kubeconfig already has for something of its
+		// own fails now, before kind made anything.
+		if err := kubeconfig.CheckMerge(s.kubeconfigFiles(), opts.Name); err != nil {
+			return nil, err
+		}
+	}
+	return p, nil
+}
+
+// forSlot completes p for the slot the cluster got: its kind config, its
+// pool, its API server address and the guest scripts.
+func (p *createPlan) forSlot(s *Session, opts CreateOptions, userLabels cluster.Labels, n int) error {
+	cfg := s.Config
+	certsDir, err := guest.CertsDir(opts.Name)
+	if err != nil {
+		return err
+	}
+	p.server = s.server(n)
+	p.spec = cluster.Spec{
+		Name: opts.Name, Slot: n, Region: opts.Region, Zone: opts.Zone,
+		Labels: userLabels, Fleet: opts.Fleet, Workers: opts.Workers,
+		ListenAddress: "127.0.0.1", SANs: []string{"127.0.0.1"},
+		CertsD: certsDir, ContainerdPatch: registry.ContainerdPatch,
+	}
+	if p.spec.Region == "" {
+		p.spec.Region = cluster.DefaultRegion(n)
+	}
+	if p.spec.Zone == "" {
+		p.spec.Zone = cluster.DefaultZone(n)
+	}
+	if cfg.Network.DisablePortMirroring {
+		// Direct mode: the Mac reaches the API server on lima0, so the VM
+		// publishes it on every address and the certificate names lima0.
+		p.spec.ListenAddress = "0.0.0.0"
+		p.spec.SANs = append(p.spec.SANs, s.Lima0.String())
+	}
+	if p.kindConfig, err = p.spec.KindConfig(); err != nil {
+		return err
+	}
+	if p.pool, err = slot.MetalLBRanges(netip.MustParsePrefix(cfg.Network.CIDR), n); err != nil {
+		return err
+	}
+	if p.create, err = guest.KindCreate(opts.Name, p.image, p.kindConfig, p.certsD, opts.Retain); err != nil {
+		return err
+	}
+	p.remove, err = guest.KindDelete([]string{opts.Name})
+	return err
+}
+
+func (p *createPlan) steps(cfg config.Config) []Step {
+	s := p.spec
+	mirrors := "no registry mirrors"
+	if len(p.mirrors) > 0 {
+		mirrors = "registry mirrors " + strings.Join(p.mirrors, ", ")
+	}
+	steps := []Step{
+		{Do: fmt.Sprintf("create kind cluster %s in slot %d: API server %s, services %s, pods %s, 1 control plane and %d workers from %s",
+			s.Name, s.Slot, p.server, slot.ServiceSubnet(s.Slot), slot.PodSubnet(s.Slot), s.Workers, p.image)},
+		{Do: "label its nodes " + labelString(s.NodeLabels())},
+		{Do: "point its nodes' containerd at " + mirrors},
+		{Do: fmt.Sprintf("install MetalLB %s with the LoadBalancer pool %s", cfg.Kind.MetalLBVersion, strings.Join(p.pool, ", "))},
+	}
+	if rs := cfg.Kind.CustomDNSResolvers; len(rs) > 0 {
+		var ds []string
+		for _, r := range rs {
+			ds = append(ds, r.Domain+" → "+strings.Join(r.Resolvers, " "))
+		}
+		steps = append(steps, Step{Do: "forward from CoreDNS: " + strings.Join(ds, ", ")})
+	}
+	kc := "write " + p.kubeconfig
+	if p.target != "" {
+		kc += " and merge it into " + p.target + " as context " + s.Name
+	}
+	return append(steps, Step{Do: kc})
+}
+
+func labelString(l cluster.Labels) string {
+	keys := make([]string, 0, len(l))
+	for k := range l {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var parts []string
+	for _, k := range keys {
+		parts = append(parts, k+"="+l[k])
+	}
+	return strings.Join(parts, ",")
+}
+
+// rollbackTimeout bounds removing a half-made cluster: a VM that stopped
+// answering must not hang marina after an interrupt.
+const rollbackTimeout = 2 * time.Minute
+
+func applyCreate(ctx context.Context, s *Session, p *createPlan, opts CreateOptions) error {
+	e, name := s.Env, p.spec.Name
+	manifest, err := metalLBManifest(ctx, s, s.Config.Kind.MetalLBVersion)
+	if err != nil {
+		return err
+	}
+	// From here on an interrupted marina may leave a cluster behind: a
+	// second signal says so.
+	e.SetLeftover(fmt.Sprintf("cluster %s may be half made in VM %s (its node containers and /etc/marina/clusters/%s) and %s may exist; `marina cluster delete %s` removes it", name, s.Name, name, p.kubeconfig, name))
+	out, err := runKind(ctx, s, p, opts.Retain)
+	if err != nil {
+		return err
+	}
+	// From here on the cluster exists: a failing step removes it again.
+	rb := &rollback{ctx: ctx, s: s, p: p, retain: opts.Retain}
+	ex, ok := guest.ParseExports(string(out.Stdout))[name]
+	if !ok || len(ex.Kubeconfig) == 0 {
+		return rb.fail("reading its kubeconfig", errors.New("kind printed no kubeconfig"))
+	}
+	kc, err := kubeconfig.FromKind(ex.Kubeconfig, ex.Cert, name, p.server)
+	if err != nil {
+		return rb.fail("reading its kubeconfig", err)
+	}
+	k, err := s.deps.Kube(kc, 0)
+	if err != nil {
+		return rb.fail("reading its kubeconfig", err)
+	}
+	if err := installAddons(ctx, s, k, manifest, p.pool, opts.Wait); err != nil {
+		if ae, ok := errors.AsType[*addonError](err); ok {
+			return rb.fail(ae.step, ae.err)
+		}
+		return rb.fail("installing the addons", err)
+	}
+	if err := e.step("Writing its kubeconfig", "Wrote "+p.kubeconfig, func() error {
+		if err := kubeconfig.WriteFile(p.kubeconfig, kc); err != nil {
+			return err
+		}
+		if p.target == "" {
+			return nil
+		}
+		if err := kubeconfig.Merge(p.target, name, kc); err != nil {
+			return err
+		}
+		rb.merged = true
+		return nil
+	}); err != nil {
+		return rb.fail("writing its kubeconfig", err)
+	}
+	e.SetLeftover("")
+	fmt.Fprintf(e.Stdout, "Cluster %s is ready: API server %s, LoadBalancer pool %s\n", name, p.server, strings.Join(p.pool, ", "))
+	if p.target != "" {
+		fmt.Fprintf(e.Stdout, "  kubectl --context %s get nodes\n", name)
+	} else {
+		fmt.Fprintf(e.Stdout, "  export KUBECONFIG=%s\n", p.kubeconfig)
+	}
+	return nil
+}
+
+// rollbackContext bounds a rollback, which runs even after ctx ended.
+func rollbackContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), rollbackTimeout)
+}
+
+// runKind runs kind create in the VM; its output carries the kubeconfig.
+// When kind fails it removed its own nodes, and the cluster's folder in
+// the VM goes too (unless retain).
+func runKind(ctx context.Context, s *Session, p *createPlan, retain bool) (vm.Result, error) {
+	e, name := s.Env, p.spec.Name
+	var out vm.Result
+	label := fmt.Sprintf("Creating cluster %s in slot %d (kind, %s)", name, p.spec.Slot, plural(1+p.spec.Workers, "node"))
+	err := e.step(label, "", func() error {
+		var err error
+		out, err = s.Guest.Run(ctx, vm.Script{Name: "kind create cluster " + name, Body: p.create, Root: true})
+		return err
+	})
+	if err == nil {
+		return out, nil
+	}
+	if retain {
+		e.UI.Warnf("--retain: cluster %s's node containers are kept; `marina cluster delete %s` removes them", name, name)
+		return out, fmt.Errorf("cluster %s: kind could not create it: %w", name, err)
+	}
+	rb, cancel := rollbackContext(ctx)
+	defer cancel()
+	if _, rerr := s.Guest.Run(rb, vm.Script{Name: "remove cluster " + name, Body: p.remove, Root: true}); rerr != nil {
+		return out, fmt.Errorf("cluster %s: kind could not create it: %w\nremoving what it left failed too: %v; `marina cluster delete %s` finishes it", name, err, rerr, name)
+	}
+	e.SetLeftover("")
+	return out, fmt.Errorf("cluster %s: kind could not create it: %w", name, err)
+}
+
+// rollback removes a cluster kind made when a later step fails: the
+// cluster, its kubeconfig file and, when this run merged them, its
+// entries.
+type rollback struct {
+	ctx    context.Context // the command's: the rollback outlives its end
+	s      *Session
+	p      *createPlan
+	retain bool
+	merged bool // only what this run merged is removed again
+}
+
+// fail is the error of step what failing with cause, after the rollback.
+func (r *rollback) fail(what string, cause error) error {
+	e, name := r.s.Env, r.p.spec.Name
+	if r.retain {
+		e.UI.Warnf("--retain: cluster %s is kept as it is; `marina cluster delete %s` removes it", name, name)
+		return fmt.Errorf("cluster %s: %s failed: %w", name, what, cause)
+	}
+	ctx, cancel := rollbackContext(r.ctx)
+	defer cancel()
+	rmErr := e.step("Removing cluster "+name+" again", "Removed cluster "+name, func() error {
+		var errs []error
+		if _, err := r.s.Guest.Run(ctx, vm.Script{Name: "kind delete cluster " + name, Body: r.p.remove, Root: true}); err != nil {
+			errs = append(errs, err)
+		}
+		if err := os.Remove(r.p.kubeconfig); err != nil && !errors.Is(err, os.ErrNotExist) {
+			errs = append(errs, err)
+		}
+		if r.merged {
+			if _, err := kubeconfig.Remove(r.p.target, name); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		return errors.Join(errs...)
+	})
+	if rmErr != nil {
+		return fmt.Errorf("cluster %s: %s failed: %w\nremoving the cluster failed too: %v; `marina cluster delete %s` finishes it", name, what, cause, rmErr, name)
+	}
+	e.SetLeftover("")
+	return fmt.Errorf("cluster %s: %s failed: %w\nthe cluster was removed; rerun with --retain to keep a failed cluster for a look", name, what, cause)
+}
+
+// addonError is a failed addon step, named for the rollback message.
+type addonError struct {
+	step string
+	err  error
+}
+
+func (a *addonError) Error() string { return a.step + ": " + a.err.Error() }

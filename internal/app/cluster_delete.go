@@ -1,0 +1,176 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+
+	"github.com/bcollard/marina/internal/cluster"
+	"github.com/bcollard/marina/internal/guest"
+	"github.com/bcollard/marina/internal/kubeconfig"
+	"github.com/bcollard/marina/internal/ui"
+	"github.com/bcollard/marina/internal/vm"
+	"k8s.io/apimachinery/pkg/labels"
+)
+
+// DeleteOptions are the flags of marina cluster delete.
+type DeleteOptions struct {
+	Names    []string
+	Selector string
+	Yes      bool
+	DryRun   bool
+}
+
+// DeleteClusters deletes clusters named, selected, or picked on the
+// terminal, with their kubeconfig files and entries. Every name is checked
+// before anything is deleted.
+func DeleteClusters(ctx context.Context, e *Env, opts DeleteOptions) error {
+	if len(opts.Names) > 0 && opts.Selector != "" {
+		return errors.New("name clusters or select them with -l, not both")
+	}
+	for _, n := range opts.Names {
+		if err := cluster.CheckName(n); err != nil {
+			return err
+		}
+	}
+	sel, err := parseSelector(opts.Selector)
+	if err != nil {
+		return err
+	}
+	// Strict: whether entries leave ~/.kube/config is a setting.
+	s, err := Open(ctx, e, Needs{Config: strict, Running: true, Clusters: true})
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	names, confirm, err := chooseDeletions(ctx, s, opts, sel)
+	if err != nil || len(names) == 0 {
+		return err
+	}
+	sort.Strings(names)
+	script, err := guest.KindDelete(names)
+	if err != nil {
+		return err
+	}
+	files := make([]string, len(names))
+	for i, n := range names {
+		if files[i], err = e.Paths.Kubeconfig(n); err != nil {
+			return err
+		}
+	}
+	steps := []Step{{Do: "delete " + plural(len(names), "cluster") + " " + strings.Join(names, ", ") + " with their kubeconfig files"}}
+	if s.Config.Kind.AutoRemoveKubeconfig {
+		steps = append(steps, Step{Do: "remove their entries from " + e.kubeconfigTarget()})
+	}
+	if opts.DryRun {
+		printPlan(e, steps, "")
+		return nil
+	}
+	if confirm {
+		if !e.TTY {
+			return fmt.Errorf("-l %s selects %s; deleting them needs a confirmation: run it in a terminal, or pass -y", opts.Selector, strings.Join(names, ", "))
+		}
+		if !ui.Confirm(e.Stdin, e.Stderr, "Delete "+strings.Join(names, ", ")+"?") {
+			return errors.New("nothing was deleted")
+		}
+	}
+	return deleteClusters(ctx, s, names, files, script)
+}
+
+// chooseDeletions is the clusters a delete names, selects or picks, and
+// whether they need a confirmation; none (and no error) when there is
+// nothing to delete, which it has said.
+func chooseDeletions(ctx context.Context, s *Session, opts DeleteOptions, sel labels.Selector) ([]string, bool, error) {
+	e := s.Env
+	switch {
+	case len(opts.Names) > 0:
+		for _, n := range opts.Names {
+			if _, ok := cluster.Find(s.Clusters, n); !ok {
+				return nil, false, fmt.Errorf("there is no cluster %s (clusters: %s); nothing was deleted", n, strings.Join(orNone(cluster.Names(s.Clusters)), ", "))
+			}
+		}
+		return dedupe(opts.Names), false, nil
+	case sel != nil:
+		rows, err := clusterRows(ctx, s, sel, opts.Selector)
+		if err != nil {
+			return nil, false, err
+		}
+		var names []string
+		for _, r := range rows {
+			names = append(names, r.Name)
+		}
+		if len(names) == 0 {
+			fmt.Fprintf(e.Stdout, "No cluster matches -l %s: nothing to delete.\n", opts.Selector)
+		}
+		return names, !opts.Yes, nil
+	}
+	if !e.TTY {
+		return nil, false, errors.New("name the clusters to delete, or select them with -l (in a terminal, marina cluster delete lists them to pick from)")
+	}
+	if len(s.Clusters) == 0 {
+		fmt.Fprintln(e.Stdout, "No clusters to delete.")
+		return nil, false, nil
+	}
+	rows, err := clusterRows(ctx, s, nil, "")
+	if err != nil {
+		return nil, false, err
+	}
+	names, err := pick(e, rows)
+	return names, false, err
+}
+
+// deleteClusters deletes names in the VM (one round trip), then their
+// kubeconfig files and, when the config says so, their entries.
+func deleteClusters(ctx context.Context, s *Session, names, files []string, script string) error {
+	e := s.Env
+	target := e.kubeconfigTarget()
+	e.SetLeftover(fmt.Sprintf("%s may be half deleted; `marina cluster delete %s` finishes", strings.Join(names, ", "), strings.Join(names, " ")))
+	defer e.SetLeftover("")
+	var foreign []string
+	err := e.step("Deleting "+strings.Join(names, ", "), "Deleted "+strings.Join(names, ", "), func() error {
+		if _, err := s.Guest.Run(ctx, vm.Script{Name: "kind delete cluster", Body: script, Root: true}); err != nil {
+			return err
+		}
+		var errs []error
+		for i, n := range names {
+			if err := os.Remove(files[i]); err != nil && !errors.Is(err, os.ErrNotExist) {
+				errs = append(errs, err)
+			}
+			if s.Config.Kind.AutoRemoveKubeconfig {
+				r, err := kubeconfig.Remove(target, n)
+				errs = append(errs, err)
+				if len(r.Foreign) > 0 {
+					foreign = append(foreign, n)
+				}
+			}
+		}
+		return errors.Join(errs...)
+	})
+	for _, n := range foreign {
+		e.UI.Warnf("%s has entries named %s that marina did not write: they were left as they are", target, n)
+	}
+	return err
+}
+
+// pick asks which clusters to delete: numbers from the list, or "all".
+func pick(e *Env, rows []ClusterRow) ([]string, error) {
+	items := make([]string, len(rows))
+	for i, r := range rows {
+		items[i] = fmt.Sprintf("%s (slot %d, port %d, %s)", r.Name, r.Num, r.APIPort, r.State)
+	}
+	idx, err := ui.Pick(e.Stdin, e.Stderr, "Delete which clusters?", items)
+	if errors.Is(err, ui.ErrCancelled) {
+		return nil, errors.New("nothing was deleted")
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%w; nothing was deleted", err)
+	}
+	names := make([]string, len(idx))
+	for i, n := range idx {
+		names[i] = rows[n].Name
+	}
+	return names, nil
+}

@@ -1,0 +1,54 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/bcollard/marina/internal/cluster"
+)
+
+// LabelCluster sets and removes node labels on every node of a cluster.
+func LabelCluster(ctx context.Context, e *Env, name string, specs []string, dryRun bool) error {
+	if err := cluster.CheckName(name); err != nil {
+		return err
+	}
+	if len(specs) == 0 {
+		return errors.New("give at least one -l key=value (or -l key- to remove a label)")
+	}
+	set, remove, err := cluster.ParseLabels(specs)
+	if err != nil {
+		return err
+	}
+	s, err := Open(ctx, e, Needs{Config: vmOnly, Running: true, Clusters: true})
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	if _, ok := cluster.Find(s.Clusters, name); !ok {
+		return fmt.Errorf("there is no cluster %s (clusters: %s)", name, strings.Join(orNone(cluster.Names(s.Clusters)), ", "))
+	}
+	var what []string
+	if len(set) > 0 {
+		what = append(what, "set "+labelString(set))
+	}
+	if len(remove) > 0 {
+		what = append(what, "remove "+strings.Join(remove, ","))
+	}
+	if dryRun {
+		printPlan(e, []Step{{Do: "on every node of " + name + ": " + strings.Join(what, "; ")}}, "")
+		return nil
+	}
+	k, err := s.kube(name, 30*time.Second)
+	if err != nil {
+		return err
+	}
+	return e.step("Labelling the nodes of "+name, "Labelled the nodes of "+name+": "+strings.Join(what, "; "), func() error {
+		if err := k.LabelNodes(ctx, set, remove); err != nil {
+			return fmt.Errorf("cluster %s: %w", name, err)
+		}
+		return nil
+	})
+}

@@ -1,0 +1,108 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/bcollard/marina/internal/slot"
+)
+
+// ClusterRow is one line of marina cluster list. name, num, apiPort and
+// kubeconfigPath are klimax's contract with its UI; the rest is new.
+type ClusterRow struct {
+	Name           string            `json:"name" yaml:"name"`
+	Num            int               `json:"num" yaml:"num"`
+	APIPort        int               `json:"apiPort" yaml:"apiPort"`
+	KubeconfigPath string            `json:"kubeconfigPath" yaml:"kubeconfigPath"`
+	Nodes          int               `json:"nodes" yaml:"nodes"`
+	State          string            `json:"state" yaml:"state"`
+	Labels         map[string]string `json:"labels,omitempty" yaml:"labels,omitempty"`
+}
+
+// labelTimeout bounds reading one cluster's node labels.
+const labelTimeout = 5 * time.Second
+
+// ListClusters lists the clusters in the VM; a selector keeps those whose
+// control-plane node matches it.
+func ListClusters(ctx context.Context, e *Env, selector string) ([]ClusterRow, error) {
+	sel, err := parseSelector(selector)
+	if err != nil {
+		return nil, err
+	}
+	s, err := Open(ctx, e, Needs{Config: vmOnly, Running: true, Clusters: true})
+	if err != nil {
+		return nil, err
+	}
+	defer s.Close()
+	return clusterRows(ctx, s, sel, selector)
+}
+
+// clusterRows describes b's clusters, reading the node labels of the
+// running ones from their API servers at the same time.
+func clusterRows(ctx context.Context, s *Session, sel labels.Selector, selector string) ([]ClusterRow, error) {
+	rows := make([]ClusterRow, len(s.Clusters))
+	errs := make([]error, len(s.Clusters))
+	var wg sync.WaitGroup
+	for i, c := range s.Clusters {
+		kc, _ := s.Paths.Kubeconfig(c.Name) // names from Docker are checked in cluster.Group
+		rows[i] = ClusterRow{Name: c.Name, Num: c.Slot, Nodes: len(c.Nodes), State: "stopped", KubeconfigPath: kc}
+		if c.Slot > 0 {
+			rows[i].APIPort = slot.APIPort(c.Slot)
+		}
+		if c.Running() {
+			rows[i].State = "running"
+		}
+		if _, err := os.Stat(rows[i].KubeconfigPath); err != nil {
+			rows[i].KubeconfigPath = ""
+			continue
+		}
+		if !c.Running() {
+			continue
+		}
+		wg.Go(func() { rows[i].Labels, errs[i] = nodeLabels(ctx, s, c.Name) })
+	}
+	wg.Wait()
+	if sel == nil {
+		for i, err := range errs {
+			if err != nil {
+				s.UI.Warnf("cluster %s: cannot read its labels: %v", rows[i].Name, err)
+			}
+		}
+		return rows, nil
+	}
+	var out []ClusterRow
+	for i, r := range rows {
+		if errs[i] != nil {
+			return nil, fmt.Errorf("cluster %s: cannot read its labels to match -l %s: %w", r.Name, selector, errs[i])
+		}
+		if r.Labels != nil && sel.Matches(labels.Set(r.Labels)) {
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}
+
+func parseSelector(s string) (labels.Selector, error) {
+	if s == "" {
+		return nil, nil
+	}
+	sel, err := labels.Parse(s)
+	if err != nil {
+		return nil, fmt.Errorf("-l %q is not a label selector: %v (write it like region=europe-west1,env!=prod)", s, err)
+	}
+	return sel, nil
+}
+
+// nodeLabels are the labels of cluster name's control-plane node.
+func nodeLabels(ctx context.Context, s *Session, name string) (map[string]string, error) {
+	k, err := s.kube(name, labelTimeout)
+	if err != nil {
+		return nil, err
+	}
+	return k.NodeLabels(ctx, name+"-control-plane")
+}

@@ -1,0 +1,121 @@
+package app
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"net"
+	"net/netip"
+	"time"
+
+	"github.com/bcollard/marina/internal/cluster"
+	"github.com/bcollard/marina/internal/kube"
+	"github.com/bcollard/marina/internal/kubeconfig"
+)
+
+// DefaultVerifyImage answers GET /clientip with the caller's address
+// (agnhost netexec, the echo server of Kubernetes' own e2e tests), pinned
+// by digest as the kueue project's e2e tests pin it.
+const DefaultVerifyImage = "registry.k8s.io/e2e-test-images/agnhost:2.53@sha256:99c6b4bb4a1e1df3f0b3752168c89358794d02258ebebc26bf21c29399011a85"
+
+// DefaultVerifyWait bounds the wait for the echo server and its address.
+const DefaultVerifyWait = 3 * time.Minute
+
+// VerifyOptions are the flags of marina cluster verify.
+type VerifyOptions struct {
+	Name  string // "" is the current context's cluster
+	Image string
+	Wait  time.Duration
+}
+
+// VerifyCluster puts an echo server behind a LoadBalancer Service with
+// externalTrafficPolicy Local, calls it from this machine, and checks that
+// the server saw this machine's own address: the whole layer-3 path (host
+// route, the VM's rules, MetalLB's announcement) with no NAT on the way.
+func VerifyCluster(ctx context.Context, e *Env, opts VerifyOptions) error {
+	opts, err := verifyDefaults(e, opts)
+	if err != nil {
+		return err
+	}
+	name := opts.Name
+	s, err := Open(ctx, e, Needs{Config: noConfig})
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	k, err := s.kube(name, 30*time.Second)
+	if err != nil {
+		return err
+	}
+	suffix := make([]byte, 3)
+	_, _ = rand.Read(suffix)
+	ns := "marina-verify-" + hex.EncodeToString(suffix)
+	defer func() {
+		// Whatever happened, the workload goes.
+		bg, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		defer cancel()
+		_ = k.DeleteNamespace(bg, ns)
+	}()
+	var lb netip.Addr
+	if err := e.step("Deploying an echo server behind a LoadBalancer in "+name+"/"+ns, "", func() error {
+		echo := kube.Echo{Namespace: ns, Image: opts.Image, Labels: map[string]string{cluster.ManagedBy: "marina"}}
+		if err := k.DeployEcho(ctx, echo); err != nil {
+			return err
+		}
+		wctx, cancel := context.WithTimeout(ctx, opts.Wait)
+		defer cancel()
+		lb, err = k.EchoAddress(wctx, ns)
+		return err
+	}); err != nil {
+		return err
+	}
+	var seen, mine string
+	if err := e.step("Calling http://"+lb.String()+"/clientip from this machine", "", func() error {
+		wctx, cancel := context.WithTimeout(ctx, opts.Wait)
+		defer cancel()
+		seen, mine, err = s.Host.ClientIP(wctx, lb)
+		return err
+	}); err != nil {
+		return err
+	}
+	seenHost, _, _ := net.SplitHostPort(seen)
+	if seenHost != mine {
+		return fmt.Errorf("the echo server at %s saw %s, not this machine's address %s: something on the way translates addresses (run `marina status`; the VM's rules or the host route may be missing)", lb, seenHost, mine)
+	}
+	fmt.Fprintf(e.Stdout, "✓ LoadBalancer %s in %s answered this machine directly: it saw %s, this machine's own address\n", lb, name, seen)
+	return nil
+}
+
+// verifyDefaults fills in what opts leaves out: the current context's
+// cluster, the echo image, the wait.
+func verifyDefaults(e *Env, opts VerifyOptions) (VerifyOptions, error) {
+	if opts.Name == "" {
+		cur, err := currentContext(e)
+		if err != nil {
+			return opts, err
+		}
+		opts.Name = cur
+	}
+	if err := cluster.CheckName(opts.Name); err != nil {
+		return opts, err
+	}
+	if opts.Image == "" {
+		opts.Image = DefaultVerifyImage
+	}
+	if opts.Wait <= 0 {
+		opts.Wait = DefaultVerifyWait
+	}
+	return opts, nil
+}
+
+// currentContext is the current context of the user's kubeconfig, when it
+// names a marina cluster.
+func currentContext(e *Env) (string, error) {
+	target := e.kubeconfigTarget()
+	cur, err := kubeconfig.Current(target)
+	if err != nil || cur == "" {
+		return "", fmt.Errorf("name the cluster to verify (%s has no current context)", target)
+	}
+	return cur, nil
+}

@@ -1,0 +1,533 @@
+package app
+
+// Commands run through the fixture: their sequencing, rollback and
+// confirmations, without a VM.
+
+import (
+	"context"
+	"errors"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/bcollard/marina/internal/cluster"
+	"github.com/bcollard/marina/internal/config"
+	"github.com/bcollard/marina/internal/docker"
+	"github.com/bcollard/marina/internal/guest"
+	"github.com/bcollard/marina/internal/kubeconfig"
+	"github.com/bcollard/marina/internal/registry"
+	"github.com/bcollard/marina/internal/vm"
+	"sigs.k8s.io/yaml"
+)
+
+var errBoom = errors.New("boom")
+
+// createFixture is a fixture where kind creates cluster c1.
+func createFixture(t *testing.T, change func(*config.Config)) *fixture {
+	f := newFixture(t)
+	f.config(change)
+	f.scripts["kind create cluster c1"] = vm.Result{Stdout: []byte(f.export("c1"))}
+	// kind's nodes appear once it ran.
+	f.before = func(call string) {
+		if call == "guest.run kind create cluster c1" {
+			f.mu.Lock()
+			f.nodes = append(f.nodes, docker.Node{Container: docker.Container{ID: "c1-cp", Name: "c1-control-plane", State: "running"}, Cluster: "c1", Role: "control-plane", APIPorts: []int{7001}})
+			f.mu.Unlock()
+		}
+	}
+	return f
+}
+
+func (f *fixture) create(opts CreateOptions) error {
+	if opts.Name == "" {
+		opts.Name = "c1"
+	}
+	return CreateCluster(context.Background(), f.e, opts)
+}
+
+// entries is the contexts of ~/.kube/config named name.
+func (f *fixture) hasContext(name string) bool {
+	f.t.Helper()
+	ok, err := kubeconfig.Has(f.kubeconfigFile(), name)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		f.t.Fatal(err)
+	}
+	return ok
+}
+
+func TestCreateSucceeds(t *testing.T) {
+	f := createFixture(t, nil)
+	if err := f.create(CreateOptions{}); err != nil {
+		t.Fatalf("%v\n%s", err, f.err.String())
+	}
+	want := []string{
+		"kube c1 apply-metallb",
+		"kube c1 wait 2 CRDs Established",
+		"kube c1 wait deployment metallb-system/controller available",
+		"kube c1 wait daemonset metallb-system/speaker ready",
+		"kube c1 pool marina",
+	}
+	if got := f.called("kube "); strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("addon calls:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	path, _ := f.e.Paths.Kubeconfig("c1")
+	if _, err := os.Stat(path); err != nil || !f.hasContext("c1") {
+		t.Errorf("kubeconfig not written and merged: %v", err)
+	}
+	if ents, _ := os.ReadDir(f.e.Paths.Slots()); len(ents) != 0 {
+		t.Errorf("the slot reservation is still held: %v", ents)
+	}
+}
+
+// A failure at any step after kind removes the cluster, its kubeconfig file
+// and nothing of the user's, and names the step.
+func TestCreateRollsBackAtEachStep(t *testing.T) {
+	withDNS := func(c *config.Config) {
+		c.Kind.CustomDNSResolvers = []config.DNSResolver{{Domain: "corp.example.com", Resolvers: []string{"10.0.0.53"}}}
+	}
+	cases := []struct {
+		fail, step string
+	}{
+		{"kube c1 apply-metallb", "installing MetalLB"},
+		{"kube c1 wait 2 CRDs", "installing MetalLB"},
+		{"kube c1 wait deployment", "installing MetalLB"},
+		{"kube c1 wait daemonset", "installing MetalLB"},
+		{"kube c1 pool", "adding the MetalLB pool"},
+		{"kube c1 coredns", "configuring CoreDNS"},
+		{"merge", "writing its kubeconfig"},
+	}
+	for _, c := range cases {
+		t.Run(c.fail, func(t *testing.T) {
+			f := createFixture(t, withDNS)
+			// The user's kubeconfig, with an entry of marina's from an
+			// earlier c1 that this run did not write.
+			old := mustKubeconfig(t, f, "c1", "https://127.0.0.1:7009")
+			if err := kubeconfig.Merge(f.kubeconfigFile(), "c1", old); err != nil {
+				t.Fatal(err)
+			}
+			if c.fail == "merge" {
+				// The merge fails: ~/.kube/config turns unreadable while kind runs.
+				kind := f.before
+				f.before = func(call string) {
+					kind(call)
+					if call == "guest.run kind create cluster c1" {
+						if err := os.WriteFile(f.kubeconfigFile(), []byte("{not: [yaml"), 0o600); err != nil {
+							t.Fatal(err)
+						}
+					}
+				}
+			} else {
+				f.fail[c.fail] = errBoom
+			}
+			before, _ := os.ReadFile(f.kubeconfigFile())
+			if c.fail == "merge" {
+				before = []byte("{not: [yaml")
+			}
+			err := f.create(CreateOptions{})
+			if err == nil || !strings.Contains(err.Error(), "cluster c1: "+c.step+" failed: ") || !strings.Contains(err.Error(), "the cluster was removed") {
+				t.Fatalf("error = %v, want the step %q named and the cluster removed", err, c.step)
+			}
+			if c.fail != "merge" && !strings.Contains(err.Error(), "boom") {
+				t.Errorf("error = %v, want the cause", err)
+			}
+			if got := f.called("guest.run kind delete cluster c1"); len(got) != 1 {
+				t.Errorf("the cluster was not removed once: %v\n%s", got, f.log())
+			}
+			path, _ := f.e.Paths.Kubeconfig("c1")
+			if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("the cluster's kubeconfig file is left: %v", err)
+			}
+			// Only what this run merged is removed: nothing, here.
+			if after, _ := os.ReadFile(f.kubeconfigFile()); string(after) != string(before) {
+				t.Errorf("~/.kube/config changed:\n%s\nwas\n%s", after, before)
+			}
+			if ents, _ := os.ReadDir(f.e.Paths.Slots()); len(ents) != 0 {
+				t.Errorf("the slot reservation is still held: %v", ents)
+			}
+			if f.e.Leftover() != "" {
+				t.Errorf("leftover after a finished rollback: %q", f.e.Leftover())
+			}
+		})
+	}
+}
+
+func TestCreateRetainKeepsAFailedCluster(t *testing.T) {
+	f := createFixture(t, nil)
+	f.fail["kube c1 pool"] = errBoom
+	err := f.create(CreateOptions{Retain: true})
+	if err == nil || !strings.Contains(err.Error(), "cluster c1: adding the MetalLB pool failed: boom") {
+		t.Fatalf("error = %v", err)
+	}
+	if got := f.called("guest.run kind delete"); len(got) != 0 {
+		t.Errorf("--retain removed the cluster: %v", got)
+	}
+	if !strings.Contains(f.err.String(), "--retain: cluster c1 is kept") {
+		t.Errorf("no word about the kept cluster:\n%s", f.err.String())
+	}
+}
+
+// A failed kind removes what kind left, and no addon step runs.
+func TestCreateKindFails(t *testing.T) {
+	f := createFixture(t, nil)
+	f.fail["guest.run kind create cluster c1"] = errBoom
+	err := f.create(CreateOptions{})
+	if err == nil || !strings.Contains(err.Error(), "cluster c1: kind could not create it: boom") {
+		t.Fatalf("error = %v", err)
+	}
+	if len(f.called("guest.run remove cluster c1")) != 1 || len(f.called("kube ")) != 0 {
+		t.Errorf("calls:\n%s", f.log())
+	}
+}
+
+// mustKubeconfig is marina's kubeconfig for name at server.
+func mustKubeconfig(t *testing.T, f *fixture, name, server string) []byte {
+	t.Helper()
+	kc, err := kubeconfigFromKind(f, name, server)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return kc
+}
+
+func deleteFixture(t *testing.T) *fixture {
+	f := newFixture(t)
+	f.config(nil)
+	f.cluster("a", 1, "https://127.0.0.1:7001")
+	f.cluster("b", 2, "https://127.0.0.1:7002")
+	for _, n := range []string{"a", "b"} {
+		if err := kubeconfig.Merge(f.kubeconfigFile(), n, mustKubeconfig(t, f, n, "https://127.0.0.1:700"+map[string]string{"a": "1", "b": "2"}[n])); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return f
+}
+
+// deleted is the clusters the delete script named.
+func (f *fixture) deleted() []string {
+	var out []string
+	body := f.bodies["kind delete cluster"]
+	for _, n := range []string{"a", "b"} {
+		if strings.Contains(body, "--name "+n+" ") {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+func TestDeleteConfirmation(t *testing.T) {
+	region := cluster.RegionLabel + "=r"
+	cases := []struct {
+		name  string
+		opts  DeleteOptions
+		tty   bool
+		stdin string
+		want  []string // deleted
+		err   string
+	}{
+		{name: "no name, no terminal", err: "name the clusters to delete, or select them with -l"},
+		{name: "no name, a pick", tty: true, stdin: "2\n", want: []string{"b"}},
+		{name: "no name, all", tty: true, stdin: "all\n", want: []string{"a", "b"}},
+		{name: "no name, nothing picked", tty: true, stdin: "\n", err: "nothing was deleted"},
+		{name: "no name, a wrong number", tty: true, stdin: "3\n", err: `"3" is not one of the numbers 1 to 2; nothing was deleted`},
+		{name: "-l without a terminal", opts: DeleteOptions{Selector: region}, err: "needs a confirmation: run it in a terminal, or pass -y"},
+		{name: "-l answered no", opts: DeleteOptions{Selector: region}, tty: true, stdin: "n\n", err: "nothing was deleted"},
+		{name: "-l answered yes", opts: DeleteOptions{Selector: region}, tty: true, stdin: "y\n", want: []string{"a", "b"}},
+		{name: "-l -y", opts: DeleteOptions{Selector: region, Yes: true}, want: []string{"a", "b"}},
+		{name: "-l matching nothing", opts: DeleteOptions{Selector: cluster.RegionLabel + "=elsewhere"}},
+		{name: "named", opts: DeleteOptions{Names: []string{"a"}}, want: []string{"a"}},
+		{name: "named, one unknown", opts: DeleteOptions{Names: []string{"a", "zz"}}, err: "there is no cluster zz"},
+		{name: "named, one invalid", opts: DeleteOptions{Names: []string{"a", "B_"}}, err: "B_"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			f := deleteFixture(t)
+			f.e.TTY = c.tty
+			f.e.Stdin = strings.NewReader(c.stdin)
+			err := DeleteClusters(context.Background(), f.e, c.opts)
+			if c.err != "" {
+				if err == nil || !strings.Contains(err.Error(), c.err) {
+					t.Fatalf("error = %v, want %q", err, c.err)
+				}
+			} else if err != nil {
+				t.Fatal(err)
+			}
+			if got := f.deleted(); strings.Join(got, ",") != strings.Join(c.want, ",") {
+				t.Errorf("deleted %v, want %v\n%s", got, c.want, f.log())
+			}
+			for _, n := range []string{"a", "b"} {
+				gone := strings.Contains(","+strings.Join(c.want, ",")+",", ","+n+",")
+				path, _ := f.e.Paths.Kubeconfig(n)
+				_, statErr := os.Stat(path)
+				if gone != errors.Is(statErr, os.ErrNotExist) || gone == f.hasContext(n) {
+					t.Errorf("cluster %s (deleted %v): kubeconfig file %v, entry %v", n, gone, statErr, f.hasContext(n))
+				}
+			}
+		})
+	}
+}
+
+// clean-cache stops the mirrors, empties their caches in one round trip and
+// starts them again, in that order, even when emptying fails.
+func TestCleanCacheOrder(t *testing.T) {
+	for _, failEmpty := range []bool{false, true} {
+		name := "emptied"
+		if failEmpty {
+			name = "emptying fails"
+		}
+		t.Run(name, func(t *testing.T) {
+			f := newFixture(t)
+			f.config(func(c *config.Config) { c.Registries.CacheStorage = config.CacheGuest })
+			for _, m := range config.Default().Registries.Mirrors {
+				f.mirrors = append(f.mirrors, docker.Container{ID: m.Name + "-id", Name: m.Name, State: "running", Labels: map[string]string{registry.LabelMirror: m.Name}})
+			}
+			if failEmpty {
+				f.fail["guest.run empty the mirror caches"] = errBoom
+			}
+			err := CleanCache(context.Background(), f.e, nil, CleanCacheOptions{Yes: true})
+			if failEmpty != (err != nil) || (failEmpty && !strings.Contains(err.Error(), "boom")) {
+				t.Fatalf("error = %v", err)
+			}
+			var order []string
+			for _, c := range strings.Split(f.log(), "\n") {
+				switch {
+				case strings.HasPrefix(c, "docker.remove"):
+					order = append(order, "stop")
+				case strings.HasPrefix(c, "guest.run empty"):
+					order = append(order, "empty")
+				case strings.HasPrefix(c, "docker.run"):
+					order = append(order, "start")
+				}
+			}
+			n := len(config.Default().Registries.Mirrors)
+			want := strings.Repeat("stop ", n) + "empty " + strings.Repeat("start ", n)
+			if got := strings.Join(order, " ") + " "; got != want {
+				t.Errorf("order %q, want %q\n%s", got, want, f.log())
+			}
+			for _, m := range config.Default().Registries.Mirrors {
+				if !strings.Contains(f.bodies["empty the mirror caches"], "rm -rf -- /var/lib/marina/registry-cache/"+m.Name+"\n") {
+					t.Errorf("the cache of %s was not emptied:\n%s", m.Name, f.bodies["empty the mirror caches"])
+				}
+			}
+			// The mirrors run again: nothing is left to say.
+			if f.e.Leftover() != "" {
+				t.Errorf("leftover %q after %s", f.e.Leftover(), name)
+			}
+		})
+	}
+}
+
+// up after lima0 moved re-exports exactly the kubeconfigs that name the
+// old address, merges them again where they were merged, and moves the
+// route marina made.
+func TestUpFollowsALima0Move(t *testing.T) {
+	f := newFixture(t)
+	f.config(func(c *config.Config) { c.Network.DisablePortMirroring = true })
+	f.cluster("old", 1, "https://192.168.64.3:7001")
+	f.cluster("cur", 2, "https://192.168.64.7:7002")
+	if err := kubeconfig.Merge(f.kubeconfigFile(), "old", mustKubeconfig(t, f, "old", "https://192.168.64.3:7001")); err != nil {
+		t.Fatal(err)
+	}
+	cidr := f.network.Subnet
+	made := mustMade(t, f)
+	if err := made.Add(cidr, f.lima0.Addr()); err != nil {
+		t.Fatal(err)
+	}
+	f.route = &hostRoute{Dest: cidr, Gateway: f.lima0.Addr(), Interface: "bridge100"}
+	curPath, _ := f.e.Paths.Kubeconfig("cur")
+	curBefore, _ := os.ReadFile(curPath)
+
+	f.lima0 = mustPrefix("192.168.64.7/24")
+	f.scripts["export kubeconfigs"] = vm.Result{Stdout: []byte(f.export("old"))}
+	if err := Up(context.Background(), f.e, UpOptions{}); err != nil {
+		t.Fatalf("%v\n%s", err, f.err.String())
+	}
+	body := f.bodies["export kubeconfigs"]
+	if !strings.Contains(body, "--name old\n") || strings.Contains(body, "cur") {
+		t.Errorf("exported:\n%s", body)
+	}
+	oldPath, _ := f.e.Paths.Kubeconfig("old")
+	kc, _ := os.ReadFile(oldPath)
+	if s, _ := kubeconfig.Server(kc); s != "https://192.168.64.7:7001" {
+		t.Errorf("old's kubeconfig names %s", s)
+	}
+	if after, _ := os.ReadFile(curPath); string(after) != string(curBefore) {
+		t.Errorf("cur's current kubeconfig was rewritten")
+	}
+	target, _ := os.ReadFile(f.kubeconfigFile())
+	if !strings.Contains(string(target), "https://192.168.64.7:7001") || strings.Contains(string(target), "192.168.64.3") {
+		t.Errorf("~/.kube/config:\n%s", target)
+	}
+	if got := f.called("host.privileged"); len(got) != 1 || !strings.Contains(got[0], "192.168.64.7") {
+		t.Errorf("route change: %v", got)
+	}
+	// A second up finds nothing stale and changes nothing.
+	f.calls = nil
+	f.route.Gateway = f.lima0.Addr()
+	f.registrySums = f.mirrorSums()
+	if err := Up(context.Background(), f.e, UpOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if got := append(f.called("guest.run"), f.called("host.privileged")...); len(got) != 0 {
+		t.Errorf("a warm up changed: %v", got)
+	}
+}
+
+// The recovery after an interrupted up: the config files in the VM are
+// current already, but a mirror container still carries the old config's
+// digest, and is recreated.
+func TestUpRecreatesAMirrorWithAStaleDigest(t *testing.T) {
+	f := newFixture(t)
+	f.config(nil)
+	specs, err := mirrorSpecs(f.e.Paths, config.Default().Registries)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range specs {
+		digest := s.Digest
+		if s.Name == specs[0].Name {
+			digest = "sha256:from-before"
+		}
+		f.mirrors = append(f.mirrors, docker.Container{ID: s.Name + "-id", Name: s.Name, State: "running", Labels: map[string]string{registry.LabelMirror: s.Name, registry.LabelConfig: digest}})
+	}
+	f.registrySums = f.mirrorSums()
+	if err := Up(context.Background(), f.e, UpOptions{}); err != nil {
+		t.Fatalf("%v\n%s", err, f.err.String())
+	}
+	if got := f.called("docker.run"); len(got) != 1 || got[0] != "docker.run "+specs[0].Name {
+		t.Errorf("recreated %v, want only %s\n%s", got, specs[0].Name, f.log())
+	}
+	if got := f.called("guest.run"); len(got) != 0 {
+		t.Errorf("current config files written again: %v", got)
+	}
+}
+
+// The first up writes the default config and creates the VM from a
+// template that carries the guest's provisioning script, then brings the
+// VM's networking up.
+func TestUpCreatesTheVM(t *testing.T) {
+	f := newFixture(t)
+	f.instance = nil
+	if err := Up(context.Background(), f.e, UpOptions{}); err != nil {
+		t.Fatalf("%v\n%s", err, f.err.String())
+	}
+	if _, err := os.Stat(f.e.Paths.Config); err != nil {
+		t.Errorf("no default config: %v", err)
+	}
+	if got := f.called("vm.create"); len(got) != 1 {
+		t.Fatalf("vm.create calls: %v\n%s", got, f.log())
+	}
+	var y struct {
+		Provision []struct{ Mode, Script string }
+	}
+	if err := yaml.Unmarshal(f.template, &y); err != nil {
+		t.Fatal(err)
+	}
+	if len(y.Provision) != 1 || y.Provision[0].Mode != "system" || y.Provision[0].Script != guest.Provision() {
+		t.Errorf("the template does not carry guest.Provision():\n%s", f.template)
+	}
+	if len(f.called("guest.run install the VM's")) != 1 || len(f.called("host.privileged")) != 1 {
+		t.Errorf("the VM's networking was not brought up:\n%s", f.log())
+	}
+}
+
+// destroy without a terminal and without -y changes nothing.
+func TestDestroyNeedsAConfirmation(t *testing.T) {
+	f := newFixture(t)
+	f.config(nil)
+	made := mustMade(t, f)
+	if err := made.Add(f.network.Subnet, f.lima0.Addr()); err != nil {
+		t.Fatal(err)
+	}
+	f.route = &hostRoute{Dest: f.network.Subnet, Gateway: f.lima0.Addr(), Interface: "bridge100"}
+	err := Destroy(context.Background(), f.e, DestroyOptions{})
+	if err == nil || !strings.Contains(err.Error(), "needs a confirmation: run it in a terminal, or pass -y") {
+		t.Fatalf("error = %v", err)
+	}
+	for _, c := range strings.Split(f.log(), "\n") {
+		if !strings.HasPrefix(c, "vm.get") && !strings.HasPrefix(c, "host.lookup") {
+			t.Errorf("destroy did %q before its confirmation", c)
+		}
+	}
+	if f.instance == nil {
+		t.Error("the VM is gone")
+	}
+	// With -y it goes, route and all.
+	if err := Destroy(context.Background(), f.e, DestroyOptions{Yes: true}); err != nil {
+		t.Fatal(err)
+	}
+	if f.instance != nil || len(f.called("host.privileged")) != 1 {
+		t.Errorf("destroy -y:\n%s", f.log())
+	}
+}
+
+// The session reads what a command needs and no more.
+func TestOpenReadsOnlyWhatIsNeeded(t *testing.T) {
+	f := newFixture(t)
+	f.config(nil)
+	s, err := Open(context.Background(), f.e, Needs{Config: vmOnly})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	if got := f.log(); got != "vm.get marina" {
+		t.Errorf("calls:\n%s", got)
+	}
+	f.calls = nil
+	f.instance.Status = vm.StatusStopped
+	if _, err := Open(context.Background(), f.e, Needs{Config: strict, Running: true, Lima0: true, Clusters: true}); err == nil || !strings.Contains(err.Error(), "VM marina is Stopped: start it with `marina up`") {
+		t.Errorf("error = %v", err)
+	}
+	if got := f.log(); got != "vm.get marina" {
+		t.Errorf("calls for a stopped VM:\n%s", got)
+	}
+	// A config marina up refuses: vm.name still opens the session.
+	if err := os.WriteFile(f.e.Paths.Config, []byte("vm:\n  cpus: many\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(context.Background(), f.e, Needs{Config: strict}); err == nil {
+		t.Error("strict open of an invalid config")
+	}
+	s, err = Open(context.Background(), f.e, Needs{Config: vmOnlyQuiet})
+	if err != nil || s.File.Err == nil || s.Name != "marina" {
+		t.Errorf("lenient open: %v, %+v", err, s)
+	}
+}
+
+// mirrorSums are the sums of the default mirrors' config files, as up
+// writes them into the VM.
+func (f *fixture) mirrorSums() map[string]string {
+	f.t.Helper()
+	specs, err := mirrorSpecs(f.e.Paths, config.Default().Registries)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	sums := map[string]string{}
+	for _, s := range specs {
+		sums[s.ConfigFile] = s.FileSum()
+	}
+	return sums
+}
+
+// up --dry-run plans everything and changes nothing, not even marina's own
+// label key.
+func TestUpDryRunChangesNothing(t *testing.T) {
+	f := newFixture(t)
+	f.config(nil)
+	f.route = nil // no route yet
+	if err := Up(context.Background(), f.e, UpOptions{DryRun: true}); err != nil {
+		t.Fatal(err)
+	}
+	for _, step := range []string{"run the mirror registry-dockerio", "route 172.30.0.0/16 to the VM"} {
+		if !strings.Contains(f.out.String(), step) {
+			t.Errorf("plan lacks %q:\n%s", step, f.out.String())
+		}
+	}
+	for _, c := range strings.Split(f.log(), "\n") {
+		if !strings.HasPrefix(c, "vm.get") && !strings.HasPrefix(c, "host.lookup") && !strings.HasPrefix(c, "guest.observe") && !strings.HasPrefix(c, "docker.") || strings.HasPrefix(c, "docker.run") {
+			t.Errorf("dry run did %q", c)
+		}
+	}
+	if _, err := os.Stat(f.e.Paths.LabelKey()); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("dry run wrote the label key: %v", err)
+	}
+}

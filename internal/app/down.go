@@ -1,0 +1,115 @@
+package app
+
+import (
+	"context"
+	"net/netip"
+	"slices"
+
+	"github.com/bcollard/marina/internal/host"
+	"github.com/bcollard/marina/internal/run"
+)
+
+// DownOptions are the flags of marina down.
+type DownOptions struct {
+	DryRun      bool
+	RemoveRoute bool
+}
+
+// Down stops the VM; it keeps everything in it.
+func Down(ctx context.Context, e *Env, opts DownOptions) error {
+	s, err := Open(ctx, e, Needs{Config: vmOnly})
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	name, in := s.Name, s.Instance
+	running := s.Running()
+	var steps []Step
+	if running {
+		steps = append(steps, Step{Do: "stop VM " + name, Reason: "clusters, images and caches are kept; `marina up` starts it again"})
+	}
+	var unroute []routeRemoval
+	if opts.RemoveRoute {
+		if unroute, err = routeRemovals(ctx, s); err != nil {
+			return err
+		}
+		for _, r := range unroute {
+			steps = append(steps, r.step())
+		}
+	}
+	if len(steps) == 0 || opts.DryRun {
+		state := "does not exist"
+		if in != nil {
+			state = "is " + in.Status
+		}
+		printPlan(e, steps, "VM "+name+" "+state)
+		return nil
+	}
+	if running {
+		if err := e.step("Stopping VM "+name, "Stopped VM "+name, func() error { return s.VM.Stop(ctx, name) }); err != nil {
+			return err
+		}
+	}
+	return removeRoutes(ctx, s, unroute)
+}
+
+// routeRemoval is one host route marina made and will delete, with the
+// record it is forgotten from.
+type routeRemoval struct {
+	status host.RouteStatus
+	argv   []string
+	made   *host.Made
+}
+
+func (r routeRemoval) step() Step {
+	return Step{Do: "remove the host's route to " + r.status.Want.String() + " via " + r.status.Found.Gateway.String() + ": " + run.Quote(r.argv)}
+}
+
+// routeRemovals are the host routes to delete: of the networks marina
+// routed (its record) and the config's network.cidr (when the config is
+// valid), only a route of exactly that network through a gateway marina
+// recorded when it added the route. Any other route is reported and left
+// alone; the default route never qualifies.
+func routeRemovals(ctx context.Context, s *Session) ([]routeRemoval, error) {
+	e, v := s.Env, s.File
+	made, err := host.LoadMade(e.Paths.Routes())
+	if err != nil {
+		return nil, err
+	}
+	nets := made.Networks()
+	if v.Err == nil {
+		p := netip.MustParsePrefix(v.Config.Network.CIDR) // validated
+		if !slices.Contains(nets, p) {
+			nets = append(nets, p)
+		}
+	} else {
+		e.UI.Warnf("network.cidr is not read from an invalid config: only the routes marina recorded in %s are looked at", e.Paths.Routes())
+	}
+	var out []routeRemoval
+	for _, p := range nets {
+		found, err := s.Host.Lookup(ctx, p)
+		if err != nil {
+			return nil, err
+		}
+		rs := host.Classify(p, netip.Addr{}, found, made.Gateways(p)...)
+		if argv := s.Host.RouteRemove(rs); argv != nil {
+			out = append(out, routeRemoval{status: rs, argv: argv, made: made})
+		} else if rs.Found != nil && rs.Found.Dest == p {
+			e.UI.Warnf("the host's route to %s (%s) is not one marina recorded making: it is left as it is (if it is a leftover: `sudo %s`)", p, rs.Found, run.Quote(s.Host.DeleteCommand(p, rs.Found.Gateway)))
+		}
+	}
+	return out, nil
+}
+
+func removeRoutes(ctx context.Context, s *Session, rs []routeRemoval) error {
+	for _, r := range rs {
+		err := s.step("Removing the host's route to "+r.status.Want.String(), "", func() error { return s.Host.Privileged(ctx, r.argv) })
+		if err != nil {
+			return err
+		}
+		if err := r.made.Forget(r.status.Want); err != nil {
+			return err
+		}
+	}
+	return nil
+}

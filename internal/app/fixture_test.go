@@ -1,0 +1,497 @@
+package app
+
+// The fixture: an Env whose outside world is scripted fakes that record
+// every call in one log and can fail at any of them. Everything marina keeps
+// on the Mac (config, kubeconfigs, routes.json, the slot lock) is real, in a
+// temporary home.
+
+import (
+	"bytes"
+	"context"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/bcollard/marina/internal/addons"
+	"github.com/bcollard/marina/internal/cluster"
+	"github.com/bcollard/marina/internal/config"
+	"github.com/bcollard/marina/internal/docker"
+	"github.com/bcollard/marina/internal/guest"
+	"github.com/bcollard/marina/internal/host"
+	"github.com/bcollard/marina/internal/kube"
+	"github.com/bcollard/marina/internal/kubeconfig"
+	"github.com/bcollard/marina/internal/run"
+	"github.com/bcollard/marina/internal/slot"
+	"github.com/bcollard/marina/internal/ui"
+	"github.com/bcollard/marina/internal/vm"
+	"github.com/bcollard/marina/lab/pki"
+)
+
+// world is the fakes' shared state and the log of calls.
+type world struct {
+	t  *testing.T
+	mu sync.Mutex
+	// calls is every call to the outside world, in order, as "part.what".
+	calls []string
+	// fail makes the first call whose text starts with a key fail with its
+	// error (and removes the key: a rollback's own calls then succeed).
+	fail map[string]error
+	// before runs before a call is logged (to change the world meanwhile).
+	before func(call string)
+
+	instance *vm.Instance // nil: no VM
+	template []byte       // the Lima template the VM was created with
+	lima0    netip.Prefix
+	mac      netip.Addr
+	network  *docker.NetworkState
+	mirrors  []docker.Container
+	nodes    []docker.Node
+	route    *host.Route
+	// registrySums are the mirror config files in the VM (path → sha256).
+	registrySums map[string]string
+	scripts      map[string]vm.Result // guest.Run output by script name prefix
+	bodies       map[string]string    // the last body run under each script name
+	ca           *pki.CA
+}
+
+// call logs what and returns the error it was told to fail with.
+func (w *world) call(what string) error {
+	if w.before != nil {
+		w.before(what)
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.calls = append(w.calls, what)
+	for k, err := range w.fail {
+		if strings.HasPrefix(what, k) {
+			delete(w.fail, k)
+			return err
+		}
+	}
+	return nil
+}
+
+// log is the calls so far, one per line.
+func (w *world) log() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return strings.Join(w.calls, "\n")
+}
+
+// called reports the calls starting with prefix.
+func (w *world) called(prefix string) []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var out []string
+	for _, c := range w.calls {
+		if strings.HasPrefix(c, prefix) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// fixture is a marina Env over a world, with its output captured.
+type fixture struct {
+	*world
+	e        *Env
+	env      map[string]string
+	out, err bytes.Buffer
+}
+
+// newFixture is a running VM with the default config, the kind network in
+// place and no clusters.
+func newFixture(t *testing.T) *fixture {
+	t.Helper()
+	// Short: Lima's socket paths under it must fit macOS's limit.
+	home, err := os.MkdirTemp("", "m")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(home) })
+	f := &fixture{world: &world{
+		t: t, fail: map[string]error{}, scripts: map[string]vm.Result{}, bodies: map[string]string{},
+		lima0: netip.MustParsePrefix("192.168.64.3/24"), mac: netip.MustParseAddr("192.168.64.1"),
+	}}
+	f.env = map[string]string{"HOME": home}
+	paths, err := config.ResolvePaths(func(k string) string { return f.env[k] }, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(paths.Dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	f.instance = &vm.Instance{Name: "marina", Status: vm.StatusRunning, CPUs: 4, Memory: 10 << 30, Disk: 40 << 30}
+	cfg := config.Default()
+	spec := docker.KindNetworkSpec(netip.MustParsePrefix(cfg.Network.CIDR), guest.HostIf)
+	f.network = &docker.NetworkState{Driver: "bridge", Subnet: spec.Subnet, Gateway: spec.Gateway, IPRange: spec.IPRange, Options: spec.Options, Managed: true}
+	if f.ca, err = pki.LoadOrMakeCA(t.TempDir(), "ca", "kubernetes"); err != nil {
+		t.Fatal(err)
+	}
+	f.e = &Env{
+		Paths: paths, UI: ui.New(&f.err, false, false), Getenv: func(k string) string { return f.env[k] },
+		Stdin: strings.NewReader(""), Stdout: &f.out, Stderr: &f.err, HostArch: "arm64",
+	}
+	f.e.deps = Deps{
+		VM:     func() (VM, error) { return fakeVM{f.world}, nil },
+		Guest:  func(string) Guest { return fakeGuest{f.world} },
+		Docker: func(string) (Docker, error) { return fakeDocker{f.world}, nil },
+		Host:   func() Host { return fakeHost{f.world, host.New(run.Runner{}, false, nil, io.Discard)} },
+		Kube:   f.kube,
+		MetalLB: func(context.Context, string) ([]byte, error) {
+			return []byte(fakeMetalLB), f.call("net.metallb-manifest")
+		},
+		Calls: func() int64 { return int64(len(f.called("guest."))) },
+	}
+	return f
+}
+
+// config writes the config file, changed by change.
+func (f *fixture) config(change func(*config.Config)) {
+	f.t.Helper()
+	cfg := config.Default()
+	if change != nil {
+		change(&cfg)
+	}
+	b, err := config.Marshal(cfg)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	if err := os.WriteFile(f.e.Paths.Config, b, 0o600); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+// kubeconfigFile is ~/.kube/config.
+func (f *fixture) kubeconfigFile() string { return filepath.Join(f.env["HOME"], ".kube", "config") }
+
+// cluster adds a running cluster of workers+1 nodes in slot n to Docker,
+// with its kubeconfig written as marina writes it.
+func (f *fixture) cluster(name string, n int, server string) {
+	f.t.Helper()
+	f.nodes = append(f.nodes, docker.Node{
+		Container: docker.Container{ID: name + "-cp", Name: name + "-control-plane", State: "running"},
+		Cluster:   name, Role: "control-plane", APIPorts: []int{slot.APIPort(n)},
+	})
+	if server == "" {
+		return
+	}
+	path, err := f.e.Paths.Kubeconfig(name)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	kc, err := kubeconfigFromKind(f, name, server)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		f.t.Fatal(err)
+	}
+	if err := os.WriteFile(path, kc, 0o600); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+// export is what kind prints in the VM for cluster name: its kubeconfig
+// and the API server's certificate, valid for loopback and lima0.
+func (f *fixture) export(name string) string {
+	f.t.Helper()
+	crt, key, err := f.ca.Issue("admin", pkix.Name{CommonName: "kubernetes-admin", Organization: []string{"kubeadm:cluster-admins"}}, x509.ExtKeyUsageClientAuth, nil, nil)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	serving, _, err := f.ca.Issue("apiserver", pkix.Name{CommonName: "kube-apiserver"}, x509.ExtKeyUsageServerAuth, []string{"localhost"}, []net.IP{net.ParseIP("127.0.0.1"), net.IP(f.lima0.Addr().AsSlice())})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	b64 := base64.StdEncoding.EncodeToString
+	kc := fmt.Sprintf(`apiVersion: v1
+clusters:
+- cluster:
+    certificate-authority-data: %s
+    server: https://127.0.0.1:6443
+  name: kind-%[2]s
+contexts:
+- context:
+    cluster: kind-%[2]s
+    user: kind-%[2]s
+  name: kind-%[2]s
+current-context: kind-%[2]s
+kind: Config
+users:
+- name: kind-%[2]s
+  user:
+    client-certificate-data: %s
+    client-key-data: %s
+`, b64(f.ca.PEM()), name, b64(crt), b64(key))
+	return "@@ kubeconfig " + name + "\n" + kc + "@@ cert " + name + "\n" + string(serving)
+}
+
+func kubeconfigFromKind(f *fixture, name, server string) ([]byte, error) {
+	ex := guest.ParseExports(f.export(name))[name]
+	return kubeconfig.FromKind(ex.Kubeconfig, ex.Cert, name, server)
+}
+
+// fakeMetalLB stands in for MetalLB's: its CRDs are what the waits
+// read from it.
+const fakeMetalLB = `apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: ipaddresspools.metallb.io
+---
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: l2advertisements.metallb.io
+`
+
+type fakeVM struct{ *world }
+
+func (v fakeVM) Version(context.Context) (string, error) { return "2.0.3", v.call("vm.version") }
+func (v fakeVM) Get(_ context.Context, name string) (*vm.Instance, error) {
+	if err := v.call("vm.get " + name); err != nil {
+		return nil, err
+	}
+	if v.instance == nil {
+		return nil, nil
+	}
+	in := *v.instance
+	return &in, nil
+}
+func (v fakeVM) Create(_ context.Context, name string, template []byte) error {
+	if err := v.call("vm.create " + name); err != nil {
+		return err
+	}
+	v.template = template
+	v.instance = &vm.Instance{Name: name, Status: vm.StatusRunning}
+	return nil
+}
+func (v fakeVM) Start(_ context.Context, name string, _ vm.Edits) error {
+	if err := v.call("vm.start " + name); err != nil {
+		return err
+	}
+	v.instance.Status = vm.StatusRunning
+	return nil
+}
+func (v fakeVM) Stop(_ context.Context, name string) error {
+	if err := v.call("vm.stop " + name); err != nil {
+		return err
+	}
+	v.instance.Status = vm.StatusStopped
+	return nil
+}
+func (v fakeVM) Delete(_ context.Context, name string) error {
+	if err := v.call("vm.delete " + name); err != nil {
+		return err
+	}
+	v.instance = nil
+	return nil
+}
+func (v fakeVM) Shell(_ context.Context, name string, args []string, _ io.Reader, _, _ io.Writer) (int, error) {
+	return 0, v.call("vm.shell " + name + " " + strings.Join(args, " "))
+}
+
+type fakeGuest struct{ *world }
+
+func (g fakeGuest) Observe(context.Context) (guest.State, error) {
+	if err := g.call("guest.observe"); err != nil {
+		return guest.State{}, err
+	}
+	return g.state(), nil
+}
+
+// state is the guest as marina leaves it: its rules in place for the Mac.
+func (g fakeGuest) state() guest.State {
+	cfg := config.Default()
+	n := kindNet(netip.MustParsePrefix(cfg.Network.CIDR), g.mac)
+	files, err := n.Files()
+	if err != nil {
+		g.t.Fatal(err)
+	}
+	st := guest.NetState{Forwarding: true, Enabled: true, Sums: map[string]string{}, Chains: map[string][]string{}, Policies: map[string]string{"filter FORWARD": "DROP"}}
+	for _, f := range files {
+		st.Sums[f.Path] = f.Sum()
+	}
+	for _, r := range append(guest.Jumps(), n.Rules()...) {
+		key := r.Table + " " + strings.Fields(r.Spec)[1]
+		st.Chains[key] = append(st.Chains[key], r.Spec)
+	}
+	sums := g.registrySums
+	if sums == nil {
+		sums = map[string]string{}
+	}
+	return guest.State{Lima0: g.lima0, Lima0All: []netip.Prefix{g.lima0}, Net: st, RegistrySums: sums}
+}
+
+func (g fakeGuest) Run(_ context.Context, s vm.Script) (vm.Result, error) {
+	g.mu.Lock()
+	g.bodies[s.Name] = s.Body
+	g.mu.Unlock()
+	if err := g.call("guest.run " + s.Name); err != nil {
+		return vm.Result{}, err
+	}
+	for k, r := range g.scripts {
+		if strings.HasPrefix(s.Name, k) {
+			return r, nil
+		}
+	}
+	// kind deletes in the VM: the nodes go.
+	if strings.HasPrefix(s.Name, "kind delete cluster") || strings.HasPrefix(s.Name, "remove cluster") {
+		g.mu.Lock()
+		g.nodes = slices.DeleteFunc(g.nodes, func(n docker.Node) bool { return strings.Contains(s.Body, run.ShellQuote(n.Cluster)) })
+		g.mu.Unlock()
+	}
+	return vm.Result{}, nil
+}
+
+type fakeDocker struct{ *world }
+
+func (d fakeDocker) Version(context.Context) (string, error) {
+	return "29.1.0", d.call("docker.version")
+}
+func (d fakeDocker) WaitReady(context.Context, time.Duration) (string, error) {
+	return "29.1.0", d.call("docker.wait-ready")
+}
+func (d fakeDocker) InspectNetwork(_ context.Context, name string) (*docker.NetworkState, error) {
+	return d.network, d.call("docker.inspect-network " + name)
+}
+func (d fakeDocker) CreateNetwork(_ context.Context, spec docker.NetworkSpec) error {
+	return d.call("docker.create-network " + spec.Name)
+}
+func (d fakeDocker) ListLabeled(_ context.Context, label string) ([]docker.Container, error) {
+	d.mu.Lock()
+	out := slices.Clone(d.mirrors)
+	d.mu.Unlock()
+	return out, d.call("docker.list " + label)
+}
+func (d fakeDocker) KindNodes(context.Context, string, string) ([]docker.Node, error) {
+	d.mu.Lock()
+	out := slices.Clone(d.nodes)
+	d.mu.Unlock()
+	return out, d.call("docker.kind-nodes")
+}
+func (d fakeDocker) Remove(_ context.Context, id string) error {
+	if err := d.call("docker.remove " + id); err != nil {
+		return err
+	}
+	d.mu.Lock()
+	d.mirrors = slices.DeleteFunc(d.mirrors, func(c docker.Container) bool { return c.ID == id })
+	d.mu.Unlock()
+	return nil
+}
+func (d fakeDocker) EnsureImage(_ context.Context, ref string) error {
+	return d.call("docker.ensure-image")
+}
+func (d fakeDocker) Run(_ context.Context, spec docker.RunSpec) error {
+	if err := d.call("docker.run " + spec.Name); err != nil {
+		return err
+	}
+	d.mu.Lock()
+	d.mirrors = append(d.mirrors, docker.Container{ID: spec.Name + "-new", Name: spec.Name, State: "running", Labels: spec.Labels})
+	d.mu.Unlock()
+	return nil
+}
+func (d fakeDocker) Close() error { return nil }
+
+// fakeHost scripts the routing table; the route commands are production's.
+type fakeHost struct {
+	*world
+	real *host.Host
+}
+
+func (h fakeHost) Lookup(_ context.Context, p netip.Prefix) (*host.Route, error) {
+	if err := h.call("host.lookup " + p.String()); err != nil {
+		return nil, err
+	}
+	if h.route == nil {
+		return &host.Route{Dest: netip.MustParsePrefix("0.0.0.0/0"), Gateway: netip.MustParseAddr("192.168.1.1"), Interface: "en0"}, nil
+	}
+	r := *h.route
+	return &r, nil
+}
+func (h fakeHost) Privileged(_ context.Context, argv []string) error {
+	return h.call("host.privileged " + strings.Join(argv, " "))
+}
+func (h fakeHost) RouteFix(s host.RouteStatus) []string    { return h.real.RouteFix(s) }
+func (h fakeHost) RouteRemove(s host.RouteStatus) []string { return h.real.RouteRemove(s) }
+func (h fakeHost) DeleteCommand(p netip.Prefix, gw netip.Addr) []string {
+	return h.real.DeleteCommand(p, gw)
+}
+func (h fakeHost) SourceFor(netip.Addr) (netip.Addr, error) { return h.mac, nil }
+func (h fakeHost) ClientIP(_ context.Context, lb netip.Addr) (string, string, error) {
+	return h.mac.String() + ":50000", h.mac.String(), h.call("host.client-ip " + lb.String())
+}
+
+// kube is the Kube factory: one fake per cluster, named by its kubeconfig's
+// context.
+func (f *fixture) kube(kc []byte, _ time.Duration) (Kube, error) {
+	name := ""
+	for _, l := range strings.Split(string(kc), "\n") {
+		if v, ok := strings.CutPrefix(l, "current-context: "); ok {
+			name = strings.TrimSpace(v)
+		}
+	}
+	if name == "" {
+		return nil, errors.New("fake kube: no current-context")
+	}
+	return fakeKube{f.world, name}, nil
+}
+
+type fakeKube struct {
+	*world
+	name string
+}
+
+func (k fakeKube) ApplyMetalLB(context.Context, []byte) error {
+	return k.call("kube " + k.name + " apply-metallb")
+}
+func (k fakeKube) Wait(_ context.Context, w addons.Wait) error {
+	return k.call("kube " + k.name + " wait " + w.String())
+}
+func (k fakeKube) Pool(_ context.Context, name string, _ []string) error {
+	return k.call("kube " + k.name + " pool " + name)
+}
+func (k fakeKube) CoreDNS(context.Context, []config.DNSResolver) error {
+	return k.call("kube " + k.name + " coredns")
+}
+func (k fakeKube) NodeLabels(_ context.Context, node string) (map[string]string, error) {
+	return map[string]string{cluster.RegionLabel: "r"}, k.call("kube " + k.name + " node-labels " + node)
+}
+func (k fakeKube) LabelNodes(context.Context, map[string]string, []string) error {
+	return k.call("kube " + k.name + " label-nodes")
+}
+func (k fakeKube) DeployEcho(_ context.Context, e kube.Echo) error {
+	return k.call("kube " + k.name + " deploy-echo")
+}
+func (k fakeKube) EchoAddress(context.Context, string) (netip.Addr, error) {
+	return netip.MustParseAddr("172.30.1.1"), k.call("kube " + k.name + " echo-address")
+}
+func (k fakeKube) DeleteNamespace(_ context.Context, ns string) error {
+	return k.call("kube " + k.name + " delete-namespace")
+}
+
+type hostRoute = host.Route
+
+func mustPrefix(s string) netip.Prefix { return netip.MustParsePrefix(s) }
+
+// mustMade is marina's record of the routes it made, in the fixture's home.
+func mustMade(t *testing.T, f *fixture) *host.Made {
+	t.Helper()
+	m, err := host.LoadMade(f.e.Paths.Routes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}

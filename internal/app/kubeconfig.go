@@ -1,0 +1,230 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/bcollard/marina/internal/cluster"
+	"github.com/bcollard/marina/internal/guest"
+	"github.com/bcollard/marina/internal/kubeconfig"
+	"github.com/bcollard/marina/internal/run"
+	"github.com/bcollard/marina/internal/vm"
+)
+
+// KubeconfigPath prints cluster name's own kubeconfig file.
+func KubeconfigPath(e *Env, name string, env bool) error {
+	if err := cluster.CheckName(name); err != nil {
+		return err
+	}
+	p, err := e.Paths.Kubeconfig(name)
+	if err != nil {
+		return err
+	}
+	if _, err := os.Stat(p); err != nil {
+		return fmt.Errorf("cluster %s has no kubeconfig at %s: `marina kubeconfig merge %s` writes it", name, p, name)
+	}
+	if env {
+		fmt.Fprintf(e.Stdout, "export KUBECONFIG=%s\n", run.ShellQuote(p))
+		return nil
+	}
+	fmt.Fprintln(e.Stdout, p)
+	return nil
+}
+
+// MergeKubeconfigs exports the kubeconfigs of names (every cluster when
+// empty) again from the live clusters, with the API server address the VM
+// has now, writes each cluster's file and merges it into the user's
+// kubeconfig.
+func MergeKubeconfigs(ctx context.Context, e *Env, names []string, dryRun bool) error {
+	// Strict: the API server address depends on network settings.
+	s, err := Open(ctx, e, Needs{Config: strict, Running: true, Lima0: true, Clusters: true})
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	if len(names) == 0 {
+		names = cluster.Names(s.Clusters)
+		if len(names) == 0 {
+			fmt.Fprintln(e.Stdout, "No clusters: nothing to merge.")
+			return nil
+		}
+	}
+	var infos []cluster.Info
+	for _, n := range dedupe(names) {
+		if err := cluster.CheckName(n); err != nil {
+			return err
+		}
+		c, ok := cluster.Find(s.Clusters, n)
+		if !ok {
+			return fmt.Errorf("there is no cluster %s (clusters: %s)", n, strings.Join(orNone(cluster.Names(s.Clusters)), ", "))
+		}
+		infos = append(infos, c)
+	}
+	target := e.kubeconfigTarget()
+	if err := kubeconfig.CheckMerge(e.kubeconfigFiles(), cluster.Names(infos)...); err != nil {
+		return err
+	}
+	if dryRun {
+		var steps []Step
+		for _, c := range infos {
+			kc, _ := e.Paths.Kubeconfig(c.Name)
+			steps = append(steps, Step{Do: fmt.Sprintf("export %s from the cluster (API server %s) to %s and merge it into %s", c.Name, s.server(c.Slot), kc, target)})
+		}
+		printPlan(e, steps, "")
+		return nil
+	}
+	return e.step("Exporting "+strings.Join(cluster.Names(infos), ", "), "Merged "+strings.Join(cluster.Names(infos), ", ")+" into "+target, func() error {
+		return refreshKubeconfigs(ctx, s, infos, func(string) bool { return true })
+	})
+}
+
+// refreshKubeconfigs exports clusters (one guest round trip for all),
+// writes their files and merges into the user's kubeconfig those merge
+// says to.
+func refreshKubeconfigs(ctx context.Context, s *Session, infos []cluster.Info, merge func(name string) bool) error {
+	var names []string
+	for _, c := range infos {
+		if c.Slot == 0 {
+			return fmt.Errorf("cluster %s publishes no marina API port (700N): it was not created by marina", c.Name)
+		}
+		if !c.Running() {
+			return fmt.Errorf("cluster %s is stopped: its nodes do not run (docker start them, or recreate the cluster)", c.Name)
+		}
+		names = append(names, c.Name)
+	}
+	script, err := guest.KindExport(names)
+	if err != nil {
+		return err
+	}
+	res, err := s.Guest.Run(ctx, vm.Script{Name: "export kubeconfigs", Body: script, Root: true})
+	if err != nil {
+		return err
+	}
+	exports := guest.ParseExports(string(res.Stdout))
+	target := s.kubeconfigTarget()
+	var errs []error
+	for _, c := range infos {
+		ex, ok := exports[c.Name]
+		if !ok {
+			errs = append(errs, fmt.Errorf("kind printed no kubeconfig for %s", c.Name))
+			continue
+		}
+		kc, err := kubeconfig.FromKind(ex.Kubeconfig, ex.Cert, c.Name, s.server(c.Slot))
+		var path string
+		if err == nil {
+			path, err = s.Paths.Kubeconfig(c.Name)
+		}
+		if err == nil {
+			err = kubeconfig.WriteFile(path, kc)
+		}
+		if err == nil && merge(c.Name) {
+			err = kubeconfig.Merge(target, c.Name, kc)
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("cluster %s: %w", c.Name, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// RemoveKubeconfigs drops the entries of names from the user's kubeconfig;
+// the clusters' own files stay. Only entries marina wrote are removed: the
+// user's own of the same name stay, and are an error.
+func RemoveKubeconfigs(e *Env, names []string) error {
+	target := e.kubeconfigTarget()
+	for _, n := range names {
+		if err := cluster.CheckName(n); err != nil {
+			return err
+		}
+	}
+	var errs []error
+	for _, n := range names {
+		r, err := kubeconfig.Remove(target, n)
+		switch {
+		case err != nil:
+			errs = append(errs, err)
+		case len(r.Entries) > 0:
+			fmt.Fprintf(e.Stdout, "Removed %s (%s) from %s\n", n, strings.Join(r.Entries, ", "), target)
+		case len(r.Foreign) == 0:
+			fmt.Fprintf(e.Stdout, "%s has no entries named %s: nothing to remove\n", target, n)
+		}
+		if len(r.Foreign) > 0 {
+			errs = append(errs, fmt.Errorf("%s has a %s named %s that marina did not write: it was left as it is (kubectl config delete-context %s removes a context of yours)", target, strings.Join(r.Foreign, ", "), n, n))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// UseKubeconfig makes name the current context of the user's kubeconfig.
+func UseKubeconfig(e *Env, name string) error {
+	if err := cluster.CheckName(name); err != nil {
+		return err
+	}
+	target := e.kubeconfigTarget()
+	ok, err := kubeconfig.Has(target, name)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return fmt.Errorf("%s has no context %s that marina wrote: `marina kubeconfig merge %s` adds it", target, name, name)
+	}
+	if err := kubeconfig.Use(target, name); err != nil {
+		return err
+	}
+	fmt.Fprintf(e.Stdout, "Switched %s to context %s\n", target, name)
+	return nil
+}
+
+// staleAfterMove finds the clusters whose kubeconfig still names an old
+// lima0 address (direct mode only; loopback addresses never move). It
+// lists the clusters into s only when there is a kubeconfig to look at.
+func staleAfterMove(ctx context.Context, s *Session, o *observed) ([]cluster.Info, error) {
+	if !s.Config.Network.DisablePortMirroring || o.dockerErr != nil || o.guestErr != nil {
+		return nil, nil
+	}
+	if kcs, _ := filepath.Glob(filepath.Join(s.Paths.KubeconfigDir(), "*.kubeconfig")); len(kcs) == 0 {
+		return nil, nil // no cluster kubeconfig to look at: no Docker call either
+	}
+	s.Lima0 = o.guest.Lima0.Addr()
+	var err error
+	if s.Clusters, err = s.listClusters(ctx); err != nil {
+		return nil, err
+	}
+	var out []cluster.Info
+	for _, c := range s.Clusters {
+		if c.Slot == 0 || !c.Running() {
+			continue
+		}
+		if path, err := s.Paths.Kubeconfig(c.Name); err == nil && kubeconfig.Stale(path, c.Name, s.server(c.Slot)) {
+			out = append(out, c)
+		}
+	}
+	return out, nil
+}
+
+// followStep is the plan line of followLima0.
+func followStep(s *Session, stale []cluster.Info) Step {
+	return Step{Do: "export the kubeconfigs of " + strings.Join(cluster.Names(stale), ", ") + " again with the API servers at " + s.Lima0.String(), Reason: "lima0's address changed"}
+}
+
+// followLima0 re-exports the kubeconfigs that still name an old lima0
+// address, so that `marina up` after a vzNAT address change leaves every
+// cluster reachable. Entries are merged again only into a kubeconfig that
+// has them already.
+func followLima0(ctx context.Context, s *Session, stale []cluster.Info) error {
+	if len(stale) == 0 {
+		return nil
+	}
+	names := cluster.Names(stale)
+	target := s.kubeconfigTarget()
+	return s.step("Pointing the kubeconfigs of "+strings.Join(names, ", ")+" at "+s.Lima0.String(), "", func() error {
+		return refreshKubeconfigs(ctx, s, stale, func(n string) bool {
+			ok, err := kubeconfig.Has(target, n)
+			return err == nil && ok
+		})
+	})
+}

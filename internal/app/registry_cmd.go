@@ -1,0 +1,277 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/bcollard/marina/internal/config"
+	"github.com/bcollard/marina/internal/docker"
+	"github.com/bcollard/marina/internal/guest"
+	"github.com/bcollard/marina/internal/registry"
+	"github.com/bcollard/marina/internal/ui"
+	"github.com/bcollard/marina/internal/vm"
+)
+
+// MirrorStatus is one row of marina registry list; its JSON is a contract.
+type MirrorStatus struct {
+	Name     string `json:"name"`
+	Upstream string `json:"upstream"`
+	Port     int    `json:"port"`
+	// State is the container's (running, exited, …), "missing" when there
+	// is none, or "stray" for a mirror container no longer in the config.
+	State string `json:"state"`
+	IP    string `json:"ip,omitempty"`
+	// CacheBytes is the cache's size on disk; -1 when it could not be read.
+	CacheBytes int64  `json:"cacheBytes"`
+	CacheDir   string `json:"cacheDir"`
+	// Blobs and Manifests are the proxy's counters, when it answered.
+	Blobs     *registry.Counters `json:"blobs,omitempty"`
+	Manifests *registry.Counters `json:"manifests,omitempty"`
+}
+
+// ListMirrors reports every configured mirror and any stray mirror
+// container.
+func ListMirrors(ctx context.Context, e *Env) ([]MirrorStatus, error) {
+	s, err := Open(ctx, e, Needs{Config: strict})
+	if err != nil {
+		return nil, err
+	}
+	defer s.Close()
+	cfg, running := s.Config, s.Running()
+	var have []docker.Container
+	if running {
+		if have, err = s.Docker.ListLabeled(ctx, registry.LabelMirror); err != nil {
+			return nil, err
+		}
+	}
+	byName := map[string]docker.Container{}
+	for _, c := range have {
+		byName[c.Labels[registry.LabelMirror]] = c
+	}
+	var out []MirrorStatus
+	for _, m := range cfg.Registries.Mirrors {
+		s := MirrorStatus{Name: m.Name, Upstream: m.RemoteURL, Port: m.Port, State: "missing", CacheBytes: -1}
+		if !running {
+			s.State = "VM not running"
+		}
+		if c, ok := byName[m.Name]; ok {
+			s.State, s.IP = c.State, c.IP
+			delete(byName, m.Name)
+		}
+		out = append(out, s)
+	}
+	for name, c := range byName {
+		// A label anyone with the Docker socket could have written: shown,
+		// never used to build a path.
+		if config.CheckMirrorName(name) != nil {
+			name = fmt.Sprintf("%q (container %s)", name, c.Name)
+		}
+		out = append(out, MirrorStatus{Name: name, State: "stray", IP: c.IP, CacheBytes: -1})
+	}
+	if err := cacheSizes(ctx, s, out); err != nil {
+		return nil, err
+	}
+	proxyCounters(ctx, out)
+	return out, nil
+}
+
+// cacheSizes fills each row's cache folder and its size: read on the Mac
+// for host storage, with one guest round trip for guest storage.
+func cacheSizes(ctx context.Context, s *Session, rows []MirrorStatus) error {
+	if s.Config.Registries.CacheStorage == config.CacheHost {
+		for i := range rows {
+			if dir, err := s.Paths.MirrorCache(rows[i].Name); err == nil {
+				rows[i].CacheDir, rows[i].CacheBytes = dir, registry.DirSize(dir)
+			}
+		}
+		return nil
+	}
+	dirs := map[string]int{}
+	var list []string
+	for i := range rows {
+		dir, err := registry.CacheDir(vm.GuestCacheDir, rows[i].Name)
+		if err != nil {
+			continue
+		}
+		rows[i].CacheDir = dir + " (in the VM)"
+		dirs[dir] = i
+		list = append(list, dir)
+	}
+	if !s.Running() || len(list) == 0 {
+		return nil
+	}
+	script, err := guest.MeasureDirs(list)
+	if err != nil {
+		return err
+	}
+	res, err := s.Guest.Run(ctx, vm.Script{Name: "measure the mirror caches", Body: script, Root: true})
+	if err != nil {
+		return err
+	}
+	for dir, n := range guest.ParseSizes(string(res.Stdout)) {
+		if i, ok := dirs[dir]; ok {
+			rows[i].CacheBytes = n
+		}
+	}
+	return nil
+}
+
+// proxyCounters asks each running mirror for its counters, at the same
+// time.
+func proxyCounters(ctx context.Context, rows []MirrorStatus) {
+	var wg sync.WaitGroup
+	for i := range rows {
+		if r := &rows[i]; r.State == "running" && r.IP != "" {
+			wg.Go(func() { r.Blobs, r.Manifests = registry.ProxyCounters(ctx, r.IP) })
+		}
+	}
+	wg.Wait()
+}
+
+// CleanCacheOptions are the flags of marina registry clean-cache.
+type CleanCacheOptions struct {
+	DryRun bool
+	Yes    bool // empty more than one cache without asking
+}
+
+// CleanCache empties the caches of the named mirrors (all when none is
+// named). A running mirror is removed first and started again afterwards,
+// empty — also when emptying failed, so that no mirror is left stopped.
+func CleanCache(ctx context.Context, e *Env, names []string, opts CleanCacheOptions) error {
+	s, err := Open(ctx, e, Needs{Config: strict})
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	cfg := s.Config
+	if len(names) == 0 {
+		for _, m := range cfg.Registries.Mirrors {
+			names = append(names, m.Name)
+		}
+	}
+	selected, err := registry.Select(cfg.Registries.Mirrors, names)
+	if err != nil {
+		return err
+	}
+	if len(selected) == 0 {
+		fmt.Fprintln(e.Stdout, "No changes: no mirrors are configured.")
+		return nil
+	}
+	onHost := cfg.Registries.CacheStorage == config.CacheHost
+	if !s.Running() && !onHost {
+		return notRunning(s.Name, s.Instance)
+	}
+	dirs, steps, err := cacheDirs(s, selected)
+	if err != nil {
+		return err
+	}
+	if opts.DryRun {
+		printPlan(e, steps, "")
+		return nil
+	}
+	if len(selected) > 1 && !opts.Yes {
+		what := fmt.Sprintf("Empty the caches of %d mirrors (%s)? Every image pulled through them is downloaded again.", len(selected), strings.Join(registryNames(selected), ", "))
+		if !e.TTY {
+			return fmt.Errorf("marina registry clean-cache empties %d caches and needs a confirmation: run it in a terminal, pass -y, or name one mirror", len(selected))
+		}
+		if !ui.Confirm(e.Stdin, e.Stderr, what) {
+			return errors.New("nothing was emptied")
+		}
+	}
+	return emptyCaches(ctx, s, selected, dirs)
+}
+
+// cacheDirs are the folders to empty, each a plain child of the cache
+// root, with the plan's steps.
+func cacheDirs(s *Session, selected []config.Mirror) ([]string, []Step, error) {
+	dirs := make([]string, len(selected))
+	var steps []Step
+	for i, m := range selected {
+		var err error
+		where := ""
+		if s.Config.Registries.CacheStorage == config.CacheHost {
+			dirs[i], err = s.Paths.MirrorCache(m.Name)
+			where = dirs[i]
+		} else {
+			dirs[i], err = registry.CacheDir(vm.GuestCacheDir, m.Name)
+			where = dirs[i] + " in the VM"
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+		st := Step{Do: "empty the cache of " + m.Name + " (" + where + ")"}
+		if s.Running() {
+			st.Reason = "its container is removed first and started again"
+		}
+		steps = append(steps, st)
+	}
+	return dirs, steps, nil
+}
+
+// emptyCaches stops the selected mirrors that run, empties dirs, and
+// starts the mirrors again whatever emptying did.
+func emptyCaches(ctx context.Context, s *Session, selected []config.Mirror, dirs []string) error {
+	e := s.Env
+	// A running mirror holds its files: it goes first and comes back after.
+	var start mirrorPlan
+	if s.Running() {
+		have, err := s.Docker.ListLabeled(ctx, registry.LabelMirror)
+		if err != nil {
+			return err
+		}
+		sub := s.Config.Registries
+		sub.Mirrors = selected
+		if start.create, err = mirrorSpecs(e.Paths, sub); err != nil {
+			return err
+		}
+		want := map[string]bool{}
+		for _, m := range selected {
+			want[m.Name] = true
+		}
+		var stop mirrorPlan
+		for _, c := range have {
+			if want[c.Labels[registry.LabelMirror]] {
+				stop.remove = append(stop.remove, c)
+			}
+		}
+		e.SetLeftover(fmt.Sprintf("the mirrors %s may be stopped: `marina up` starts them again", strings.Join(registryNames(selected), ", ")))
+		if err := applyMirrors(ctx, s.Docker, stop); err != nil {
+			return err
+		}
+	}
+	emptied := e.step(fmt.Sprintf("Emptying %s", plural(len(selected), "mirror cache")), "", func() error {
+		if s.Config.Registries.CacheStorage == config.CacheHost {
+			for _, d := range dirs {
+				if err := registry.Empty(d); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+		script, err := guest.EmptyDirs(dirs)
+		if err != nil {
+			return err
+		}
+		_, err = s.Guest.Run(ctx, vm.Script{Name: "empty the mirror caches", Body: script, Root: true})
+		return err
+	})
+	if !s.Running() {
+		return emptied
+	}
+	started := e.step("Starting the mirrors again", "", func() error { return applyMirrors(ctx, s.Docker, start) })
+	if started == nil {
+		e.SetLeftover("")
+	}
+	return errors.Join(emptied, started)
+}
+
+func registryNames(ms []config.Mirror) []string {
+	out := make([]string, len(ms))
+	for i, m := range ms {
+		out[i] = m.Name
+	}
+	return out
+}

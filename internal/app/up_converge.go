@@ -1,0 +1,271 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"strings"
+	"time"
+
+	"github.com/bcollard/marina/internal/config"
+	"github.com/bcollard/marina/internal/docker"
+	"github.com/bcollard/marina/internal/guest"
+	"github.com/bcollard/marina/internal/host"
+	"github.com/bcollard/marina/internal/registry"
+	"github.com/bcollard/marina/internal/run"
+	"github.com/bcollard/marina/internal/vm"
+)
+
+// kindNet is the guest-side description of the kind network, open to the
+// Mac at mac.
+func kindNet(cidr netip.Prefix, mac netip.Addr) guest.Net {
+	return guest.Net{Kind: cidr, Bridge: docker.KindBridge, Mac: mac}
+}
+
+// converge brings a running VM's networking and services to the config:
+// the kind network, the guest's routing rules, the registry mirrors and
+// the host route. It observes (one guest round trip), plans, and applies
+// only what differs, so a warm run changes nothing. With dryRun it prints
+// planned (the steps decided before it) and its own, and changes nothing.
+func converge(ctx context.Context, s *Session, planned []Step, dryRun bool) error {
+	e, cfg, name := s.Env, s.Config, s.Name
+	cidr := netip.MustParsePrefix(cfg.Network.CIDR) // validated
+	o, err := observeStep(ctx, s, cidr, dryRun)
+	if err != nil {
+		return err
+	}
+	key, err := loadLabelKey(e.Paths)
+	if err != nil {
+		return err
+	}
+	made, err := host.LoadMade(e.Paths.Routes())
+	if err != nil {
+		return err
+	}
+	p, err := planConverge(cfg, o, key, made, s.Host)
+	if err != nil {
+		return err
+	}
+	switch p.route.State {
+	case host.Shadowed:
+		e.UI.Warnf("%s\n  marina cannot fix this; the addresses it covers stay unreachable from this host until that route is gone (check your VPN client)", p.route)
+	case host.Foreign:
+		e.UI.Warnf("%s\n  choose another network.cidr, or remove that route if it is a leftover: `sudo %s`", p.route, run.Quote(s.Host.DeleteCommand(p.route.Want, p.route.Found.Gateway)))
+	}
+	stale, err := staleAfterMove(ctx, s, o)
+	if err != nil {
+		return err
+	}
+	if dryRun {
+		steps := append(planned, p.steps...)
+		if len(stale) > 0 {
+			steps = append(steps, followStep(s, stale))
+		}
+		printPlan(e, steps, "VM "+name+" and its networking match the config")
+		return nil
+	}
+	if err := applyConverge(ctx, s, p); err != nil {
+		return err
+	}
+	if err := followLima0(ctx, s, stale); err != nil {
+		return err
+	}
+	fmt.Fprintf(e.Stdout, "VM %s is ready: lima0 %s, Docker at unix://%s, %s routed to the VM\n", name, o.guest.Lima0.Addr(), s.socket(), cidr)
+	return nil
+}
+
+// observeStep observes the VM, its Docker and the host route (one guest
+// round trip), as a step of output unless dryRun.
+func observeStep(ctx context.Context, s *Session, cidr netip.Prefix, dryRun bool) (*observed, error) {
+	e := s.Env
+	wait := 2 * time.Minute
+	if dryRun {
+		wait = 5 * time.Second
+	} else {
+		e.UI.Start("Looking at the VM, its Docker and this host's route")
+	}
+	o := observe(ctx, s, cidr, wait)
+	var err error
+	switch {
+	case o.guestErr != nil:
+		err = o.guestErr
+	case o.dockerErr != nil:
+		err = fmt.Errorf("%w\nLima forwards the socket: `marina down && marina up` re-creates it", o.dockerErr)
+	case o.routeErr != nil:
+		err = o.routeErr
+	}
+	if err != nil {
+		e.UI.End(false)
+		return nil, err
+	}
+	e.UI.Relabel(fmt.Sprintf("VM address on lima0: %s (this host: %s); Docker %s answers on %s", o.guest.Lima0, o.mac, o.dockerVer, s.socket()))
+	e.UI.End(true)
+	if all := o.guest.Lima0All; len(all) > 1 {
+		e.UI.Warnf("lima0 has %d IPv4 addresses (%v); marina uses %s", len(all), all, o.guest.Lima0)
+	}
+	return o, nil
+}
+
+// convergePlan is what converge changes.
+type convergePlan struct {
+	steps      []Step
+	network    docker.NetworkSpec
+	createNet  bool
+	net        guest.Net
+	applyRules bool
+	mirrors    mirrorPlan
+	route      host.RouteStatus
+	routeFix   []string
+	made       *host.Made // the routes marina made
+	key        labelKey   // of the mirrors' label digests
+}
+
+// planConverge decides, from one observation, the key of the mirrors'
+// label digests, the routes marina made and the host's route commands,
+// what must change. It changes
+// nothing; it fails on what marina must not change (a foreign kind
+// network).
+func planConverge(cfg config.Config, o *observed, key labelKey, made *host.Made, h Host) (convergePlan, error) {
+	cidr := netip.MustParsePrefix(cfg.Network.CIDR)
+	lima0 := o.guest.Lima0
+	p := convergePlan{network: docker.KindNetworkSpec(cidr, guest.HostIf), net: kindNet(cidr, o.mac)}
+	if have := o.network; have != nil {
+		if diff := p.network.Differences(have); len(diff) > 0 {
+			return p, networkMismatch(cfg.VM.Name, p.network, have, diff)
+		}
+	} else {
+		p.createNet = true
+		p.steps = append(p.steps, Step{Do: "create the Docker network " + p.network.Name + ": " + p.network.CreateArgs()})
+	}
+	checks, err := p.net.Checks(o.guest.Net)
+	if err != nil {
+		return p, err
+	}
+	// A new network makes Docker insert its MASQUERADE rule above marina's.
+	p.applyRules = p.createNet || !guest.AllOK(checks)
+	if p.applyRules {
+		s := Step{Do: "install and apply the VM's routing rules (" + guest.ScriptPath + ", " + guest.UnitName + ", a docker.service drop-in)"}
+		var bad []string
+		for _, c := range checks {
+			if !c.OK {
+				bad = append(bad, c.What)
+			}
+		}
+		if len(bad) > 0 {
+			s.Reason = "not right yet: " + strings.Join(bad, "; ")
+		}
+		p.steps = append(p.steps, s)
+	}
+	specs, err := registry.Specs(cfg.Registries, vm.GuestCacheDir, key.key)
+	if err != nil {
+		return p, err
+	}
+	p.key = key
+	p.mirrors = planMirrors(specs, o.mirrors, o.guest.RegistrySums)
+	p.steps = append(p.steps, p.mirrors.steps()...)
+	p.made = made
+	p.route = host.Classify(cidr, lima0.Addr(), o.route, made.Gateways(cidr)...)
+	if p.routeFix = h.RouteFix(p.route); p.routeFix != nil {
+		p.steps = append(p.steps, Step{Do: "route " + cidr.String() + " to the VM: " + run.Quote(p.routeFix), Reason: "now " + string(p.route.State)})
+	}
+	return p, nil
+}
+
+// applyConverge carries p out: Docker first (the network the rest hangs
+// on), then everything for the guest in one round trip, then the mirror
+// containers, then the host route.
+func applyConverge(ctx context.Context, s *Session, p convergePlan) error {
+	e := s.Env
+	if p.createNet {
+		err := e.step("Creating the Docker network "+p.network.Name+" ("+p.network.Subnet.String()+")", "", func() error {
+			return s.Docker.CreateNetwork(ctx, p.network)
+		})
+		if err != nil {
+			return err
+		}
+	}
+	if err := installGuest(ctx, s, p); err != nil {
+		return err
+	}
+	if len(p.mirrors.create)+len(p.mirrors.remove) > 0 {
+		// The containers about to be labelled need the key kept.
+		if err := p.key.save(e.Paths); err != nil {
+			return err
+		}
+		err := e.step(fmt.Sprintf("Running the registry mirrors (%d to start, %d to remove)", len(p.mirrors.create), len(p.mirrors.remove)), "", func() error {
+			return applyMirrors(ctx, s.Docker, p.mirrors)
+		})
+		if err != nil {
+			return err
+		}
+	}
+	if p.routeFix != nil {
+		err := e.step(fmt.Sprintf("Routing %s from this host via %s", p.route.Want, p.route.Via), "", func() error {
+			return s.Host.Privileged(ctx, p.routeFix)
+		})
+		if err != nil {
+			return err
+		}
+	}
+	// Remember the route marina made: a lima0 move may then change it and
+	// destroy delete it, even with the VM stopped; nothing else is ever
+	// touched.
+	if p.routeFix != nil {
+		return p.made.Add(p.route.Want, p.route.Via)
+	}
+	return nil
+}
+
+// installGuest writes the routing rules and the mirror configs p needs
+// into the guest and applies them, in one round trip.
+func installGuest(ctx context.Context, s *Session, p convergePlan) error {
+	if !p.applyRules && !p.mirrors.writes {
+		return nil
+	}
+	b := guest.NewBatch()
+	var what []string
+	if p.applyRules {
+		if err := p.net.Apply(b); err != nil {
+			return err
+		}
+		what = append(what, "routing rules")
+	}
+	if p.mirrors.writes {
+		if err := guest.RegistryApply(b, p.mirrors.specs); err != nil {
+			return err
+		}
+		what = append(what, "mirror configs")
+	}
+	parts := strings.Join(what, " and ")
+	return s.step("Installing the VM's "+parts, "", func() error {
+		_, err := s.Guest.Run(ctx, vm.Script{Name: "install the VM's " + parts, Body: b.Script(), Root: true})
+		return err
+	})
+}
+
+// networkMismatch explains a kind network marina did not make and will not
+// change.
+func networkMismatch(vmName string, spec docker.NetworkSpec, have *docker.NetworkState, diff []string) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "the Docker network %q in VM %s is not the one marina needs:\n", spec.Name, vmName)
+	for _, d := range diff {
+		fmt.Fprintf(&b, "  - %s\n", d)
+	}
+	who := "it was created by marina with other settings"
+	if !have.Managed {
+		who = "it was not created by marina (kind makes one like it when it finds none)"
+	}
+	lost := "nothing is attached to it"
+	switch have.Containers {
+	case 0:
+	case 1:
+		lost = "the 1 container on it is lost"
+	default:
+		lost = fmt.Sprintf("the %d containers on it, kind clusters among them, are lost", have.Containers)
+	}
+	fmt.Fprintf(&b, "%s; marina changed nothing. To let marina recreate it (%s):\n", who, lost)
+	fmt.Fprintf(&b, "  marina shell -- kind delete clusters --all\n")
+	fmt.Fprintf(&b, "  marina shell -- sh -c 'docker rm -f $(docker ps -aq --filter network=%[1]s) 2>/dev/null; docker network rm %[1]s'\n", spec.Name)
+	fmt.Fprintf(&b, "  marina up   (it recreates the network and the registry mirrors)")
+	return fmt.Errorf("%s", b.String())
+}

@@ -1,0 +1,177 @@
+package app
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/bcollard/marina/internal/config"
+	"github.com/bcollard/marina/internal/docker"
+	"github.com/bcollard/marina/internal/fileutil"
+	"github.com/bcollard/marina/internal/registry"
+	"github.com/bcollard/marina/internal/vm"
+)
+
+// labelKey is the key of the mirrors' container label digests (an HMAC,
+// so that a label cannot be forged to look current without it).
+type labelKey struct {
+	key   []byte
+	fresh bool // made now: save it before a container carries it
+}
+
+// loadLabelKey reads the key, or makes a fresh one (kept only by save):
+// planning never writes.
+func loadLabelKey(p config.Paths) (labelKey, error) {
+	b, err := os.ReadFile(p.LabelKey())
+	if err == nil {
+		if k, err := hex.DecodeString(strings.TrimSpace(string(b))); err == nil && len(k) == 32 {
+			return labelKey{key: k}, nil
+		}
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return labelKey{}, fmt.Errorf("read %s: %w", p.LabelKey(), err)
+	}
+	k := make([]byte, 32)
+	if _, err := rand.Read(k); err != nil {
+		return labelKey{}, err
+	}
+	return labelKey{key: k, fresh: true}, nil
+}
+
+// save writes a fresh key (0600).
+func (k labelKey) save(p config.Paths) error {
+	if !k.fresh {
+		return nil
+	}
+	return fileutil.WriteAtomic(p.LabelKey(), []byte(hex.EncodeToString(k.key)+"\n"), 0o600)
+}
+
+// mirrorPlan is what up does to the mirror containers.
+type mirrorPlan struct {
+	specs   []registry.Spec
+	writes  bool               // the config files in the VM need writing
+	create  []registry.Spec    // new, or recreated after removing the old one
+	remove  []docker.Container // gone from the config, or being recreated
+	reasons map[string]string
+}
+
+// planMirrors compares the wanted mirrors with the containers and config
+// files found.
+func planMirrors(specs []registry.Spec, have []docker.Container, sums map[string]string) mirrorPlan {
+	p := mirrorPlan{specs: specs, reasons: map[string]string{}}
+	byName := map[string]docker.Container{}
+	for _, c := range have {
+		byName[c.Labels[registry.LabelMirror]] = c
+	}
+	wanted := map[string]bool{}
+	for _, s := range specs {
+		wanted[s.Name] = true
+		fileOK := sums[s.ConfigFile] == s.FileSum()
+		if !fileOK {
+			p.writes = true
+		}
+		c, ok := byName[s.Name]
+		switch {
+		case !ok:
+			p.create = append(p.create, s)
+			p.reasons[s.Name] = "new"
+		case c.Name != s.Name:
+			p.remove = append(p.remove, c)
+			p.create = append(p.create, s)
+			p.reasons[s.Name] = "its container was renamed to " + c.Name
+		case c.Labels[registry.LabelConfig] != s.Digest || !fileOK:
+			p.remove = append(p.remove, c)
+			p.create = append(p.create, s)
+			p.reasons[s.Name] = "its configuration changed"
+		case c.State != "running" && c.State != "restarting":
+			p.remove = append(p.remove, c)
+			p.create = append(p.create, s)
+			p.reasons[s.Name] = "it was " + c.State
+		}
+	}
+	if len(sums) != len(specs) {
+		p.writes = true // a stale file to remove
+	}
+	for _, c := range have {
+		if !wanted[c.Labels[registry.LabelMirror]] {
+			p.remove = append(p.remove, c)
+			p.reasons[c.Name] = "no longer in registries.mirrors"
+		}
+	}
+	return p
+}
+
+func (p mirrorPlan) steps() []Step {
+	var out []Step
+	if p.writes {
+		out = append(out, Step{Do: "write the mirrors' configs to " + registry.ConfigDir + " in the VM (root only)"})
+	}
+	recreated := map[string]bool{}
+	for _, s := range p.create {
+		recreated[s.Name] = true
+	}
+	for _, c := range p.remove {
+		if !recreated[c.Name] {
+			out = append(out, Step{Do: "remove the mirror container " + c.Name, Reason: p.reasons[c.Name]})
+		}
+	}
+	for _, s := range p.create {
+		verb := "run"
+		if p.reasons[s.Name] != "new" {
+			verb = "recreate"
+		}
+		out = append(out, Step{Do: fmt.Sprintf("%s the mirror %s (%s, port %d)", verb, s.Name, s.Upstream, s.Port), Reason: p.reasons[s.Name]})
+	}
+	return out
+}
+
+// applyMirrors removes and (re)creates containers; the config files are
+// already in the VM.
+func applyMirrors(ctx context.Context, dc Docker, p mirrorPlan) error {
+	for _, c := range p.remove {
+		if err := dc.Remove(ctx, c.ID); err != nil {
+			return err
+		}
+	}
+	if len(p.create) == 0 {
+		return nil
+	}
+	ensured := map[string]bool{} // every mirror runs the same image
+	for _, s := range p.create {
+		if !ensured[s.Image] {
+			if err := dc.EnsureImage(ctx, s.Image); err != nil {
+				return err
+			}
+			ensured[s.Image] = true
+		}
+		err := dc.Run(ctx, docker.RunSpec{
+			Name:   s.Name,
+			Image:  s.Image,
+			Labels: map[string]string{registry.LabelMirror: s.Name, registry.LabelConfig: s.Digest},
+			Binds:  s.Binds(),
+		})
+		if err != nil {
+			if strings.Contains(err.Error(), "already in use") {
+				return fmt.Errorf("%w\na container marina did not make is named %s: remove it (`marina shell -- docker rm -f %s`) or rename the mirror", err, s.Name, s.Name)
+			}
+			return err
+		}
+	}
+	return nil
+}
+
+// mirrorSpecs renders the configured mirrors, with the label key saved
+// (the containers made from them carry it).
+func mirrorSpecs(p config.Paths, r config.Registries) ([]registry.Spec, error) {
+	key, err := loadLabelKey(p)
+	if err != nil {
+		return nil, err
+	}
+	if err := key.save(p); err != nil {
+		return nil, err
+	}
+	return registry.Specs(r, vm.GuestCacheDir, key.key)
+}

@@ -1,0 +1,93 @@
+package app
+
+import (
+	"context"
+	"net/netip"
+	"time"
+
+	"github.com/bcollard/marina/internal/addons"
+	"github.com/bcollard/marina/internal/config"
+	"github.com/bcollard/marina/internal/docker"
+	"github.com/bcollard/marina/internal/guest"
+	"github.com/bcollard/marina/internal/host"
+	"github.com/bcollard/marina/internal/kube"
+	"github.com/bcollard/marina/internal/run"
+	"github.com/bcollard/marina/internal/vm"
+)
+
+// production wires the real parts: limactl, ssh into the guest, the moby
+// client, route(8) through sudo, client-go.
+func production(e *Env) Deps {
+	var l *vm.Limactl
+	var g *vm.SSHGuest // one per process, so the round-trip count covers the command
+	return Deps{
+		VM: func() (VM, error) {
+			bin, err := vm.FindLimactl(e.Getenv)
+			if err != nil {
+				return nil, err
+			}
+			l = &vm.Limactl{Bin: bin, LimaHome: e.Paths.LimaHome(), Run: run.Runner{Log: e.UI.Debugf}}
+			if w := e.UI.Writer("lima: "); w != nil {
+				l.Stream = w
+			}
+			return l, nil
+		},
+		Guest: func(name string) Guest {
+			if g == nil {
+				files, _ := e.Paths.VM(name) // validated with the config
+				g = &vm.SSHGuest{Name: name, Dir: files.InstanceDir, Limactl: l, Log: e.UI.Debugf}
+			}
+			return sshGuest{g}
+		},
+		Docker: func(sock string) (Docker, error) { return docker.Dial(sock) },
+		Host: func() Host {
+			return macHost{host.New(run.Runner{Log: e.UI.Debugf}, e.TTY, e.Stdin, e.Stderr)}
+		},
+		Kube: func(kc []byte, timeout time.Duration) (Kube, error) {
+			k, err := kube.Open(kc, timeout)
+			if err != nil {
+				return nil, err
+			}
+			return kubeCluster{k}, nil
+		},
+		MetalLB: func(ctx context.Context, version string) ([]byte, error) {
+			return addons.Manifest(ctx, e.Paths.Cache(), version)
+		},
+		Calls: func() int64 {
+			if g == nil {
+				return 0
+			}
+			return g.Calls()
+		},
+	}
+}
+
+type sshGuest struct{ *vm.SSHGuest }
+
+func (g sshGuest) Observe(ctx context.Context) (guest.State, error) {
+	return guest.Observe(ctx, g.SSHGuest)
+}
+
+type macHost struct{ *host.Host }
+
+func (macHost) SourceFor(addr netip.Addr) (netip.Addr, error) { return host.SourceFor(addr) }
+
+func (macHost) ClientIP(ctx context.Context, lb netip.Addr) (string, string, error) {
+	return kube.ClientIP(ctx, lb)
+}
+
+type kubeCluster struct{ *kube.Cluster }
+
+func (k kubeCluster) ApplyMetalLB(ctx context.Context, manifest []byte) error {
+	return addons.ApplyMetalLB(ctx, k.Cluster, manifest)
+}
+
+func (k kubeCluster) Wait(ctx context.Context, w addons.Wait) error { return w.Do(ctx, k.Cluster) }
+
+func (k kubeCluster) Pool(ctx context.Context, name string, ranges []string) error {
+	return addons.Pool(ctx, k.Cluster, name, ranges)
+}
+
+func (k kubeCluster) CoreDNS(ctx context.Context, rs []config.DNSResolver) error {
+	return addons.CoreDNS(ctx, k.Cluster, rs)
+}

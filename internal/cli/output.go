@@ -1,0 +1,125 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/docker/go-units"
+
+	"github.com/bcollard/marina/internal/app"
+	"github.com/bcollard/marina/internal/cluster"
+	"github.com/bcollard/marina/internal/registry"
+)
+
+// The text forms of the commands' results; -o json and -o yaml render the
+// same values with ui.Render.
+
+// printStatus writes the text form.
+func printStatus(w io.Writer, s app.Status) {
+	v := s.VM
+	fmt.Fprintln(w, "=== VM ===")
+	if v.Status == app.NotCreated {
+		fmt.Fprintf(w, "  %s: not created (run `marina up`)\n", v.Name)
+	} else {
+		fmt.Fprintf(w, "  name:     %s\n", v.Name)
+		fmt.Fprintf(w, "  status:   %s\n", v.Status)
+		fmt.Fprintf(w, "  machine:  %s %s, %d CPUs, %s memory, %s disk\n", v.VMType, v.Arch, v.CPUs, v.Memory, v.Disk)
+		if v.Lima0 != "" {
+			fmt.Fprintf(w, "  lima0:    %s\n", v.Lima0)
+		}
+		if v.Docker != "" {
+			fmt.Fprintf(w, "  docker:   %s on unix://%s\n", v.Docker, v.DockerSocket)
+		}
+		for _, err := range v.Errors {
+			fmt.Fprintf(w, "  problem:  %s\n", err)
+		}
+	}
+	if s.ConfigError != "" {
+		fmt.Fprintf(w, "=== Config ===\n  %s\n", strings.ReplaceAll(s.ConfigError, "\n", "\n  "))
+	}
+	fmt.Fprintln(w, "=== Host route ===")
+	fmt.Fprintf(w, "  %s\n", s.Route.Line)
+	if s.Route.Error != "" {
+		fmt.Fprintf(w, "  problem:  %s\n", s.Route.Error)
+	}
+	if g := s.Guest; g != nil {
+		fmt.Fprintln(w, "=== Guest network ===")
+		kn := g.KindNetwork
+		if kn.Present {
+			fmt.Fprintf(w, "  %s kind network: %s on %s, gateway %s, dynamic range %s, lima0 trusted=%q, gateway mode %s, %d containers\n",
+				mark(len(kn.Problems) == 0), kn.Subnet, kn.Options["com.docker.network.bridge.name"], kn.Gateway, kn.IPRange,
+				kn.Options["com.docker.network.bridge.trusted_host_interfaces"], kn.Options["com.docker.network.bridge.gateway_mode_ipv4"], kn.Containers)
+		} else {
+			fmt.Fprintf(w, "  %s kind network\n", mark(false))
+		}
+		for _, p := range kn.Problems {
+			fmt.Fprintf(w, "      %s\n", p)
+		}
+		for _, c := range g.Checks {
+			fmt.Fprintf(w, "  %s %s\n      %s\n", mark(c.OK), c.What, c.Rule)
+		}
+		if !g.OK {
+			fmt.Fprintln(w, "  `marina up` puts back what is missing")
+		}
+	}
+}
+
+func mark(ok bool) string {
+	if ok {
+		return "✓"
+	}
+	return "✗"
+}
+
+// printClusters writes rows as a table.
+func printClusters(w io.Writer, rows []app.ClusterRow) {
+	if len(rows) == 0 {
+		fmt.Fprintln(w, "No clusters: create one with `marina cluster create NAME`.")
+		return
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tSLOT\tAPI-PORT\tNODES\tSTATE\tREGION/ZONE\tKUBECONFIG")
+	for _, r := range rows {
+		where := "-"
+		if r.Labels != nil {
+			where = orDash(r.Labels[cluster.RegionLabel]) + "/" + orDash(r.Labels[cluster.ZoneLabel])
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\t%s\t%s\n", r.Name, r.Num, r.APIPort, r.Nodes, r.State, where, orDash(r.KubeconfigPath))
+	}
+	tw.Flush()
+}
+
+// printMirrors writes the text table.
+func printMirrors(w io.Writer, rows []app.MirrorStatus) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tUPSTREAM\tPORT\tSTATE\tCACHE\tBLOB HITS/MISSES\tMANIFEST HITS/MISSES")
+	for _, r := range rows {
+		size := "-"
+		if r.CacheBytes >= 0 {
+			size = units.BytesSize(float64(r.CacheBytes))
+		}
+		port := "-"
+		if r.Port > 0 {
+			port = strconv.Itoa(r.Port)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Name, orDash(r.Upstream), port, r.State, size, counters(r.Blobs), counters(r.Manifests))
+	}
+	tw.Flush()
+}
+
+func counters(c *registry.Counters) string {
+	if c == nil {
+		return "-"
+	}
+	return fmt.Sprintf("%d/%d", c.Hits, c.Misses)
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}

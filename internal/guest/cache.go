@@ -1,0 +1,76 @@
+package guest
+
+import (
+	"fmt"
+	"path"
+	"strconv"
+	"strings"
+
+	"github.com/bcollard/marina/internal/run"
+	"github.com/bcollard/marina/internal/vm"
+)
+
+// cacheRoot is the folder every cache folder these scripts touch sits in:
+// the mirrors' caches in the guest, one child per mirror (see
+// registry.CacheDir). A variable only so that tests can point it at a
+// temporary folder.
+var cacheRoot = vm.GuestCacheDir
+
+// checkCacheDirs refuses any folder that is not a clean, absolute path
+// naming a direct child of the cache root: a measuring or emptying script
+// must never reach anything else ("/", the root itself, a sibling, a
+// deeper path). A newline is refused too: du's output is one line per
+// folder.
+func checkCacheDirs(dirs []string) error {
+	for _, d := range dirs {
+		if !path.IsAbs(d) || d != path.Clean(d) || path.Dir(d) != cacheRoot || d == cacheRoot || strings.ContainsAny(d, "\x00\n") {
+			return fmt.Errorf("refusing the cache folder %q: not a mirror's folder directly under %s (a marina bug: cache folders come from registry.CacheDir)", d, cacheRoot)
+		}
+	}
+	return nil
+}
+
+// MeasureDirs is a root script printing a `du -sb` line ("<bytes>\t<dir>")
+// for each folder; a missing folder prints nothing. Read its output with
+// ParseSizes.
+func MeasureDirs(dirs []string) (string, error) {
+	if err := checkCacheDirs(dirs); err != nil {
+		return "", err
+	}
+	var b strings.Builder
+	b.WriteString("set -u\n")
+	for _, d := range dirs {
+		// A missing folder or an unreadable file is no reason to fail
+		// status: du still prints what it could count.
+		fmt.Fprintf(&b, "du -sb -- %s 2>/dev/null || true\n", run.ShellQuote(d))
+	}
+	return b.String(), nil
+}
+
+// ParseSizes reads MeasureDirs' output: folder → bytes. Lines that are not
+// "<bytes>\t<dir>" are ignored.
+func ParseSizes(out string) map[string]int64 {
+	sizes := map[string]int64{}
+	for _, line := range strings.Split(out, "\n") {
+		size, dir, ok := strings.Cut(line, "\t")
+		if n, err := strconv.ParseInt(size, 10, 64); ok && err == nil && n >= 0 && dir != "" {
+			sizes[dir] = n
+		}
+	}
+	return sizes
+}
+
+// EmptyDirs is a root script that removes each folder with all it holds
+// and makes it again, empty. The first failure ends it with an error.
+func EmptyDirs(dirs []string) (string, error) {
+	if err := checkCacheDirs(dirs); err != nil {
+		return "", err
+	}
+	var b strings.Builder
+	b.WriteString("set -eu\n")
+	for _, d := range dirs {
+		q := run.ShellQuote(d)
+		fmt.Fprintf(&b, "rm -rf -- %s\nmkdir -p -- %s\n", q, q)
+	}
+	return b.String(), nil
+}

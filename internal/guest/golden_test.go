@@ -1,0 +1,90 @@
+package guest
+
+import (
+	"net/netip"
+	"path"
+	"testing"
+
+	"github.com/bcollard/marina/internal/cluster"
+	"github.com/bcollard/marina/internal/config"
+	"github.com/bcollard/marina/internal/docker"
+	"github.com/bcollard/marina/internal/golden"
+	"github.com/bcollard/marina/internal/registry"
+	"github.com/bcollard/marina/internal/vm"
+)
+
+// goldenNet is a realistic network: the default kind network, Docker's
+// bridge as marina names it, the Mac as vzNAT shows it to the VM.
+var goldenNet = Net{Kind: netip.MustParsePrefix("172.30.0.0/16"), Bridge: docker.KindBridge, Mac: netip.MustParseAddr("192.168.64.1")}
+
+// Every shell script marina sends to the guest, rendered from fixed,
+// realistic inputs and compared byte for byte with testdata/*.sh.golden,
+// which .ci/run also runs shellcheck over. After a meant change:
+// go test ./internal/guest -run TestGolden -update, and review the diff.
+func TestGolden(t *testing.T) {
+	must := func(s string, err error) []byte {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return []byte(s)
+	}
+	files, err := goldenNet.Files()
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden.Check(t, "network.sh.golden", []byte(files[0].Content))
+	golden.Check(t, "provision.sh.golden", []byte(Provision()))
+	golden.Check(t, "observe.sh.golden", []byte(observeScript))
+
+	// What up sends when the rules and every default mirror's config are
+	// to be written: one batch.
+	cfg := config.Default()
+	specs, err := registry.Specs(cfg.Registries, vm.GuestCacheDir, []byte("golden key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := NewBatch()
+	if err := goldenNet.Apply(b); err != nil {
+		t.Fatal(err)
+	}
+	if err := RegistryApply(b, specs); err != nil {
+		t.Fatal(err)
+	}
+	golden.Check(t, "up-apply.sh.golden", []byte(b.Script()))
+
+	// cluster create dev, direct mode, every default mirror.
+	certsDir, err := CertsDir("dev")
+	if err != nil {
+		t.Fatal(err)
+	}
+	kindConfig, err := cluster.Spec{
+		Name: "dev", Slot: 1, Region: cluster.DefaultRegion(1), Zone: cluster.DefaultZone(1),
+		ListenAddress: "0.0.0.0", SANs: []string{"127.0.0.1", "192.168.64.3"},
+		CertsD: certsDir, ContainerdPatch: registry.ContainerdPatch,
+	}.KindConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	certsD, err := registry.CertsD(cfg.Registries.Mirrors)
+	if err != nil {
+		t.Fatal(err)
+	}
+	image, err := cfg.Kind.NodeImage(cfg.Kind.NodeVersion)
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden.Check(t, "kind-create.sh.golden", must(KindCreate("dev", image, kindConfig, certsD, false)))
+	golden.Check(t, "kind-export.sh.golden", must(KindExport([]string{"dev", "east"})))
+	golden.Check(t, "kind-delete.sh.golden", must(KindDelete([]string{"dev", "east"})))
+
+	var dirs []string
+	for _, s := range specs {
+		if path.Dir(s.CacheDir) != vm.GuestCacheDir {
+			t.Fatalf("cache folder %s is not under %s", s.CacheDir, vm.GuestCacheDir)
+		}
+		dirs = append(dirs, s.CacheDir)
+	}
+	golden.Check(t, "measure-dirs.sh.golden", must(MeasureDirs(dirs)))
+	golden.Check(t, "empty-dirs.sh.golden", must(EmptyDirs(dirs[:2])))
+}

@@ -1,0 +1,133 @@
+package guest
+
+import (
+	"bytes"
+	"fmt"
+	"sync"
+	"text/template"
+
+	"github.com/bcollard/marina/internal/vm"
+)
+
+// Provision is the root script Lima runs on every boot, for
+// vm.TemplateInput.Provision. Each step looks before it changes anything,
+// so a second boot changes nothing. Lima fills in {{.User}} (the script
+// uses [[ ]] for marina's own values to leave it alone).
+//
+// The script is rendered from constants only; a failure is a marina bug
+// that TestGolden catches, so it panics like template.Must.
+func Provision() string { return provision() }
+
+var provision = sync.OnceValue(func() string {
+	s, err := renderProvision()
+	if err != nil {
+		panic("marina: rendering the provisioning script: " + err.Error())
+	}
+	return s
+})
+
+// The files the provisioning script writes, with the shell variable put
+// sets when one of them changed.
+var provisionFiles = []struct {
+	File
+	flag string
+}{
+	// kind needs many inotify watches; the routed kind network needs
+	// forwarding.
+	{File{"/etc/sysctl.d/99-marina.conf", "0644", "fs.inotify.max_user_watches = 524288\nfs.inotify.max_user_instances = 512\nnet.ipv4.ip_forward = 1\n"}, ""},
+	// Docker's socket belongs to the Lima user so Lima can forward it to
+	// the Mac.
+	{File{"/etc/systemd/system/docker.socket.d/marina.conf", "0644", "[Socket]\nSocketUser={{.User}}\n"}, "restart_docker"},
+	// The daemon stays on the iptables firewall backend, whose DOCKER-USER
+	// chain marina's routing rules live in.
+	{File{"/etc/docker/daemon.json", "0644", "{\n  \"firewall-backend\": \"iptables\"\n}\n"}, "restart_docker"},
+}
+
+func renderProvision() (string, error) {
+	puts := map[string]string{}
+	for _, f := range provisionFiles {
+		s, err := putCall(f.File, f.flag)
+		if err != nil {
+			return "", err
+		}
+		puts[f.Path] = s
+	}
+	var b bytes.Buffer
+	err := provisionTmpl.Execute(&b, map[string]any{
+		"Put":            puts,
+		"PutFunc":        putFunc,
+		"DockerMajor":    vm.DockerMajor,
+		"KeyFingerprint": vm.DockerKeyFingerprint,
+		"KindVersion":    vm.KindVersion,
+		"KindAMD64":      vm.KindSHA256AMD64,
+		"KindARM64":      vm.KindSHA256ARM64,
+		"CacheDir":       vm.GuestCacheDir,
+	})
+	if err != nil {
+		return "", fmt.Errorf("render the provisioning script: %w", err)
+	}
+	return b.String(), nil
+}
+
+var provisionTmpl = template.Must(template.New("provision").Delims("[[", "]]").Parse(`#!/bin/bash
+# marina VM provisioning. Lima runs this as root on every boot: every step
+# looks before it changes anything.
+set -eu -o pipefail
+export DEBIAN_FRONTEND=noninteractive
+
+[[.PutFunc]]
+# only_key FILE FINGERPRINT: FILE holds exactly one public key (with its
+# subkeys), and it is FINGERPRINT. A keyring with one more key would let
+# that key sign Docker's packages too.
+only_key() {
+	gpg --show-keys --with-colons "$1" 2>/dev/null | awk -F: -v want="$2" '
+		$1 == "pub" { keys++; primary = 1; next }
+		$1 == "fpr" && primary { fpr = $10; primary = 0 }
+		END { exit !(keys == 1 && fpr == want) }'
+}
+
+# kind needs many inotify watches; the routed kind network needs forwarding.
+[[index .Put "/etc/sysctl.d/99-marina.conf"]]sysctl -q -p /etc/sysctl.d/99-marina.conf
+
+mkdir -p [[.CacheDir]]
+
+# Docker [[.DockerMajor]]: its socket belongs to the Lima user so Lima can forward it
+# to the Mac, and the daemon stays on the iptables firewall backend, whose
+# DOCKER-USER chain marina's routing rules live in.
+restart_docker=0
+[[index .Put "/etc/systemd/system/docker.socket.d/marina.conf"]][[index .Put "/etc/docker/daemon.json"]]if ! dockerd --version 2>/dev/null | grep -q '^Docker version [[.DockerMajor]]\.'; then
+	install -m 0755 -d /etc/apt/keyrings
+	curl -fsSL --retry 5 https://download.docker.com/linux/ubuntu/gpg -o /etc/apt/keyrings/docker.asc.new
+	if ! only_key /etc/apt/keyrings/docker.asc.new [[.KeyFingerprint]]; then
+		rm -f /etc/apt/keyrings/docker.asc.new
+		echo "marina: Docker's apt keyring is not exactly the key [[.KeyFingerprint]]" >&2
+		exit 1
+	fi
+	mv /etc/apt/keyrings/docker.asc.new /etc/apt/keyrings/docker.asc
+	# shellcheck source=/dev/null # the guest's own file, not in this repository
+	. /etc/os-release
+	echo "deb [arch=$(dpkg --print-architecture) signed-by=/etc/apt/keyrings/docker.asc] https://download.docker.com/linux/ubuntu ${VERSION_CODENAME} stable" >/etc/apt/sources.list.d/docker.list
+	printf 'Package: docker-ce docker-ce-cli docker-ce-rootless-extras\nPin: version 5:[[.DockerMajor]].*\nPin-Priority: 1001\n' >/etc/apt/preferences.d/marina-docker
+	apt-get update -qq
+	apt-get install -y -qq docker-ce docker-ce-cli containerd.io
+	restart_docker=1
+fi
+if [ "$restart_docker" = 1 ]; then
+	systemctl daemon-reload
+	systemctl enable docker.socket docker.service
+	systemctl restart docker.socket docker.service
+fi
+
+# kind [[.KindVersion]], checked against its published sha256.
+case "$(uname -m)" in
+x86_64) kind_arch=amd64 kind_sum=[[.KindAMD64]] ;;
+aarch64) kind_arch=arm64 kind_sum=[[.KindARM64]] ;;
+*) echo "marina: no kind build for $(uname -m)" >&2; exit 1 ;;
+esac
+if ! echo "$kind_sum  /usr/local/bin/kind" | sha256sum -c --status 2>/dev/null; then
+	curl -fsSL --retry 5 "https://github.com/kubernetes-sigs/kind/releases/download/[[.KindVersion]]/kind-linux-$kind_arch" -o /usr/local/bin/kind.new
+	echo "$kind_sum  /usr/local/bin/kind.new" | sha256sum -c --status || { rm -f /usr/local/bin/kind.new; echo "marina: the kind download does not match its sha256" >&2; exit 1; }
+	chmod 0755 /usr/local/bin/kind.new
+	mv /usr/local/bin/kind.new /usr/local/bin/kind
+fi
+`))

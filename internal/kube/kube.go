@@ -1,0 +1,115 @@
+// Package kube is marina's handle on one cluster's API: the client
+// settings in one place, typed and dynamic clients, and the one poll loop
+// every wait shares (MetalLB's, cluster verify's).
+package kube
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/bcollard/marina/internal/kubeconfig"
+)
+
+// Cluster is one cluster's API with the clients marina uses.
+type Cluster struct {
+	REST      *rest.Config
+	Typed     kubernetes.Interface
+	Dynamic   dynamic.Interface
+	Discovery discovery.DiscoveryInterface
+}
+
+// New builds the clients for rc. The client-side rate limits are raised:
+// client-go's default (5 requests/s, bursts of 10) would make applying
+// MetalLB's ~30 objects plus discovery crawl for seconds on a local cluster
+// that can take far more. timeout bounds each request (0: none).
+func New(rc *rest.Config, timeout time.Duration) (*Cluster, error) {
+	if rc == nil {
+		return nil, fmt.Errorf("no Kubernetes client configuration given (a marina bug: the cluster's kubeconfig was not loaded)")
+	}
+	c := rest.CopyConfig(rc)
+	if c.QPS == 0 {
+		c.QPS = 50
+	}
+	if c.Burst == 0 {
+		c.Burst = 100
+	}
+	if c.UserAgent == "" {
+		c.UserAgent = "marina"
+	}
+	if timeout > 0 {
+		c.Timeout = timeout
+	}
+	k := &Cluster{REST: c}
+	var err error
+	if k.Typed, err = kubernetes.NewForConfig(c); err == nil {
+		if k.Dynamic, err = dynamic.NewForConfig(c); err == nil {
+			k.Discovery, err = discovery.NewDiscoveryClientForConfig(c)
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("create a Kubernetes client: %w: check the cluster's kubeconfig", err)
+	}
+	return k, nil
+}
+
+// Open is New from one of marina's own cluster kubeconfigs.
+func Open(kc []byte, timeout time.Duration) (*Cluster, error) {
+	rc, err := kubeconfig.RESTConfig(kc)
+	if err != nil {
+		return nil, err
+	}
+	return New(rc, timeout)
+}
+
+// PollInterval is how often waits look at the API server again. Half a
+// second keeps a wait's extra latency small against pods that take seconds
+// to start, at two cheap GETs a second.
+const PollInterval = 500 * time.Millisecond
+
+// Poll calls check until it reports done, ctx ends, or it fails with an
+// error that waiting cannot cure. check returns what it saw, so that a
+// timeout can say what was still false. Errors that may pass (a dropped
+// connection, an object not created yet) are polled through; a single
+// failed read does not replace what was last seen (the last try before a
+// deadline often fails only because the deadline is near), but reads that
+// keep failing are reported.
+func Poll(ctx context.Context, check func(context.Context) (done bool, state string, err error)) (string, error) {
+	seen := "not checked yet"
+	var readErr error
+	failures := 0
+	err := wait.PollUntilContextCancel(ctx, PollInterval, true, func(ctx context.Context) (bool, error) {
+		done, s, err := check(ctx)
+		switch {
+		case err == nil:
+			seen, readErr, failures = s, nil, 0
+			return done, nil
+		case apierrors.IsNotFound(err):
+			seen, readErr, failures = "not found", nil, 0
+			return false, nil
+		case apierrors.IsForbidden(err), apierrors.IsUnauthorized(err):
+			return false, err
+		case ctx.Err() != nil:
+			return false, ctx.Err()
+		default:
+			readErr = err
+			failures++
+			return false, nil
+		}
+	})
+	state := seen
+	switch {
+	case readErr != nil && seen == "not checked yet":
+		state = "unreadable: " + readErr.Error()
+	case readErr != nil && failures > 1:
+		state = fmt.Sprintf("%s (and the last %d reads failed: %v)", seen, failures, readErr)
+	}
+	return state, err
+}

@@ -1,0 +1,45 @@
+package kube
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// NodeLabels are the labels of node.
+func (k *Cluster) NodeLabels(ctx context.Context, node string) (map[string]string, error) {
+	n, err := k.Typed.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+	if err != nil {
+		return nil, err
+	}
+	return n.Labels, nil
+}
+
+// LabelNodes sets the labels of set and removes those of remove on every
+// node, with one JSON merge patch each (a key set to null is removed).
+func (k *Cluster) LabelNodes(ctx context.Context, set map[string]string, remove []string) error {
+	patch := map[string]any{}
+	for key, v := range set {
+		patch[key] = v
+	}
+	for _, key := range remove {
+		patch[key] = nil
+	}
+	body, err := json.Marshal(map[string]any{"metadata": map[string]any{"labels": patch}})
+	if err != nil {
+		return err
+	}
+	nodes, err := k.Typed.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return fmt.Errorf("list the nodes: %w", err)
+	}
+	for _, n := range nodes.Items {
+		if _, err := k.Typed.CoreV1().Nodes().Patch(ctx, n.Name, types.MergePatchType, body, metav1.PatchOptions{FieldManager: "marina"}); err != nil {
+			return fmt.Errorf("label node %s: %w", n.Name, err)
+		}
+	}
+	return nil
+}
