@@ -49,6 +49,9 @@ const webhookRetryInterval = time.Second
 //     endpoint. No condition on an object says when that is done; the one
 //     true test is a pool apply the webhook lets through, which is why Pool
 //     retries while the webhook cannot be called.
+//
+// cluster create runs the same steps one at a time (ApplyMetalLB, then each
+// of MetalLBWaits), to show each as it goes; the lab's tests run this.
 func MetalLB(ctx context.Context, k *kube.Cluster, manifest []byte) error {
 	if err := ApplyMetalLB(ctx, k, manifest); err != nil {
 		return err

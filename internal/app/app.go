@@ -65,12 +65,6 @@ func NewEnv(paths config.Paths, u *ui.UI, tty bool) *Env {
 	return e
 }
 
-// WithDeps is e with the outside world's parts replaced (tests).
-func (e *Env) WithDeps(d Deps) *Env {
-	e.deps = d
-	return e
-}
-
 // VMName reads vm.name alone, for commands that need nothing else from
 // the config (and the strict reading with it): problems elsewhere in the
 // file become warnings when warn is set.

@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 
@@ -370,6 +371,9 @@ func TestUpFollowsALima0Move(t *testing.T) {
 	if got := append(f.called("guest.run"), f.called("host.privileged")...); len(got) != 0 {
 		t.Errorf("a warm up changed: %v", got)
 	}
+	if got := f.called("guest."); len(got) != 1 {
+		t.Errorf("a warm up made %d guest round trips, want 1: %v", len(got), got)
+	}
 }
 
 // The recovery after an interrupted up: the config files in the VM are
@@ -522,12 +526,70 @@ func TestUpDryRunChangesNothing(t *testing.T) {
 			t.Errorf("plan lacks %q:\n%s", step, f.out.String())
 		}
 	}
+	// Only looks: no call that changes anything.
+	looks := []string{"vm.get ", "host.lookup ", "guest.observe", "docker.version", "docker.wait-ready", "docker.inspect-network ", "docker.list ", "docker.kind-nodes"}
 	for _, c := range strings.Split(f.log(), "\n") {
-		if !strings.HasPrefix(c, "vm.get") && !strings.HasPrefix(c, "host.lookup") && !strings.HasPrefix(c, "guest.observe") && !strings.HasPrefix(c, "docker.") || strings.HasPrefix(c, "docker.run") {
+		if !slices.ContainsFunc(looks, func(p string) bool { return strings.HasPrefix(c, p) }) {
 			t.Errorf("dry run did %q", c)
 		}
 	}
+	if got := f.called("guest."); len(got) != 1 {
+		t.Errorf("dry run made %d guest round trips, want 1: %v", len(got), got)
+	}
 	if _, err := os.Stat(f.e.Paths.LabelKey()); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("dry run wrote the label key: %v", err)
+	}
+}
+
+// status reads everything in one guest round trip and changes nothing.
+func TestStatusIsOneRoundTrip(t *testing.T) {
+	f := newFixture(t)
+	f.config(nil)
+	f.route = &hostRoute{Dest: f.network.Subnet, Gateway: f.lima0.Addr(), Interface: "bridge100"}
+	st, err := GetStatus(context.Background(), f.e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Guest == nil || !st.Guest.OK || st.Route.State != "present" || st.VM.Lima0 != f.lima0.String() {
+		t.Errorf("status: %+v, guest %+v", st, st.Guest)
+	}
+	if got := f.called("guest."); len(got) != 1 {
+		t.Errorf("status made %d guest round trips, want 1: %v", len(got), got)
+	}
+	if got := append(f.called("host.privileged"), f.called("docker.run")...); len(got) != 0 {
+		t.Errorf("status changed: %v", got)
+	}
+}
+
+// verify fails when the echo server saw another address than the Mac's
+// (something translated it on the way), and removes its workload whatever
+// happened.
+func TestVerify(t *testing.T) {
+	for _, c := range []struct {
+		name, seen, fail, err string
+	}{
+		{name: "seen as itself"},
+		{name: "translated", seen: "192.168.64.2:40000", err: "saw 192.168.64.2, not this machine's address 192.168.64.1: something on the way translates addresses"},
+		{name: "no address", fail: "kube c1 echo-address", err: "boom"},
+		{name: "no answer", fail: "host.client-ip", err: "boom"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := newFixture(t)
+			f.cluster("c1", 1, "https://127.0.0.1:7001")
+			f.seen = c.seen
+			if c.fail != "" {
+				f.fail[c.fail] = errBoom
+			}
+			err := VerifyCluster(context.Background(), f.e, VerifyOptions{Name: "c1"})
+			if c.err == "" && err != nil || c.err != "" && (err == nil || !strings.Contains(err.Error(), c.err)) {
+				t.Fatalf("error = %v, want %q", err, c.err)
+			}
+			if c.err == "" && !strings.Contains(f.out.String(), "answered this machine directly: it saw 192.168.64.1:50000") {
+				t.Errorf("output:\n%s", f.out.String())
+			}
+			if got := f.called("kube c1 delete-namespace"); len(got) != 1 {
+				t.Errorf("the workload was not removed:\n%s", f.log())
+			}
+		})
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/netip"
 	"os"
@@ -48,8 +49,12 @@ type world struct {
 	// fail makes the first call whose text starts with a key fail with its
 	// error (and removes the key: a rollback's own calls then succeed).
 	fail map[string]error
-	// before runs before a call is logged (to change the world meanwhile).
+	// before runs before a call is logged (to change the world meanwhile);
+	// calls come from several goroutines at once, so it takes mu itself to
+	// touch the fields below.
 	before func(call string)
+
+	// The fields below are read and written under mu.
 
 	instance *vm.Instance // nil: no VM
 	template []byte       // the Lima template the VM was created with
@@ -59,6 +64,7 @@ type world struct {
 	mirrors  []docker.Container
 	nodes    []docker.Node
 	route    *host.Route
+	seen     string // what the echo server of verify saw ("": the Mac)
 	// registrySums are the mirror config files in the VM (path → sha256).
 	registrySums map[string]string
 	scripts      map[string]vm.Result // guest.Run output by script name prefix
@@ -264,6 +270,8 @@ func (v fakeVM) Get(_ context.Context, name string) (*vm.Instance, error) {
 	if err := v.call("vm.get " + name); err != nil {
 		return nil, err
 	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
 	if v.instance == nil {
 		return nil, nil
 	}
@@ -274,6 +282,8 @@ func (v fakeVM) Create(_ context.Context, name string, template []byte) error {
 	if err := v.call("vm.create " + name); err != nil {
 		return err
 	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
 	v.template = template
 	v.instance = &vm.Instance{Name: name, Status: vm.StatusRunning}
 	return nil
@@ -282,6 +292,8 @@ func (v fakeVM) Start(_ context.Context, name string, _ vm.Edits) error {
 	if err := v.call("vm.start " + name); err != nil {
 		return err
 	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
 	v.instance.Status = vm.StatusRunning
 	return nil
 }
@@ -289,6 +301,8 @@ func (v fakeVM) Stop(_ context.Context, name string) error {
 	if err := v.call("vm.stop " + name); err != nil {
 		return err
 	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
 	v.instance.Status = vm.StatusStopped
 	return nil
 }
@@ -296,6 +310,8 @@ func (v fakeVM) Delete(_ context.Context, name string) error {
 	if err := v.call("vm.delete " + name); err != nil {
 		return err
 	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
 	v.instance = nil
 	return nil
 }
@@ -315,7 +331,9 @@ func (g fakeGuest) Observe(context.Context) (guest.State, error) {
 // state is the guest as marina leaves it: its rules in place for the Mac.
 func (g fakeGuest) state() guest.State {
 	cfg := config.Default()
+	g.mu.Lock()
 	n := kindNet(netip.MustParsePrefix(cfg.Network.CIDR), g.mac)
+	g.mu.Unlock()
 	files, err := n.Files()
 	if err != nil {
 		g.t.Fatal(err)
@@ -328,7 +346,9 @@ func (g fakeGuest) state() guest.State {
 		key := r.Table + " " + strings.Fields(r.Spec)[1]
 		st.Chains[key] = append(st.Chains[key], r.Spec)
 	}
-	sums := g.registrySums
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	sums := maps.Clone(g.registrySums)
 	if sums == nil {
 		sums = map[string]string{}
 	}
@@ -342,16 +362,18 @@ func (g fakeGuest) Run(_ context.Context, s vm.Script) (vm.Result, error) {
 	if err := g.call("guest.run " + s.Name); err != nil {
 		return vm.Result{}, err
 	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
 	for k, r := range g.scripts {
 		if strings.HasPrefix(s.Name, k) {
 			return r, nil
 		}
 	}
-	// kind deletes in the VM: the nodes go.
+	// kind deletes in the VM: the nodes of exactly the clusters it names go.
 	if strings.HasPrefix(s.Name, "kind delete cluster") || strings.HasPrefix(s.Name, "remove cluster") {
-		g.mu.Lock()
-		g.nodes = slices.DeleteFunc(g.nodes, func(n docker.Node) bool { return strings.Contains(s.Body, run.ShellQuote(n.Cluster)) })
-		g.mu.Unlock()
+		g.nodes = slices.DeleteFunc(g.nodes, func(n docker.Node) bool {
+			return strings.Contains(s.Body, "kind delete cluster --name "+run.ShellQuote(n.Cluster)+" ")
+		})
 	}
 	return vm.Result{}, nil
 }
@@ -365,7 +387,10 @@ func (d fakeDocker) WaitReady(context.Context, time.Duration) (string, error) {
 	return "29.1.0", d.call("docker.wait-ready")
 }
 func (d fakeDocker) InspectNetwork(_ context.Context, name string) (*docker.NetworkState, error) {
-	return d.network, d.call("docker.inspect-network " + name)
+	err := d.call("docker.inspect-network " + name)
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.network, err
 }
 func (d fakeDocker) CreateNetwork(_ context.Context, spec docker.NetworkSpec) error {
 	return d.call("docker.create-network " + spec.Name)
@@ -415,6 +440,8 @@ func (h fakeHost) Lookup(_ context.Context, p netip.Prefix) (*host.Route, error)
 	if err := h.call("host.lookup " + p.String()); err != nil {
 		return nil, err
 	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
 	if h.route == nil {
 		return &host.Route{Dest: netip.MustParsePrefix("0.0.0.0/0"), Gateway: netip.MustParseAddr("192.168.1.1"), Interface: "en0"}, nil
 	}
@@ -429,9 +456,23 @@ func (h fakeHost) RouteRemove(s host.RouteStatus) []string { return h.real.Route
 func (h fakeHost) DeleteCommand(p netip.Prefix, gw netip.Addr) []string {
 	return h.real.DeleteCommand(p, gw)
 }
-func (h fakeHost) SourceFor(netip.Addr) (netip.Addr, error) { return h.mac, nil }
+func (h fakeHost) SourceFor(netip.Addr) (netip.Addr, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.mac, nil
+}
+
+// ClientIP is what the echo server answers: the Mac's own address, unless
+// the world says something on the way rewrote it (seen).
 func (h fakeHost) ClientIP(_ context.Context, lb netip.Addr) (string, string, error) {
-	return h.mac.String() + ":50000", h.mac.String(), h.call("host.client-ip " + lb.String())
+	err := h.call("host.client-ip " + lb.String())
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	seen := h.seen
+	if seen == "" {
+		seen = h.mac.String() + ":50000"
+	}
+	return seen, h.mac.String(), err
 }
 
 // kube is the Kube factory: one fake per cluster, named by its kubeconfig's

@@ -2,7 +2,6 @@ package host
 
 import (
 	"context"
-	"errors"
 	"net/netip"
 	"strings"
 
@@ -37,19 +36,18 @@ var bsdTool = routeTool{commands: darwinCommands, lookup: bsdLookup, refused: ro
 // bsdLookup asks `route -n get ADDR`. With no route at all macOS route(8)
 // prints "route: writing to routing socket: not in table" on stderr and
 // exits 0 (network_cmds route.c: newroute exits 0 after any `get`), so
-// stderr is read along with stdout.
+// stderr is looked at too; the route itself is parsed from stdout alone.
 func bsdLookup(ctx context.Context, r run.Runner, addr netip.Addr) (*Route, error) {
-	var said syncBuffer
-	_, err := r.Output(ctx, run.Cmd{Args: []string{routePath, "-n", "get", addr.String()}, Stream: &said})
-	var re *run.Error
-	if err != nil && errors.As(err, &re) && strings.Contains(re.Stderr, "not in table") {
+	var said syncBuffer // stdout and stderr, for "not in table" only
+	out, err := r.Output(ctx, run.Cmd{Args: []string{routePath, "-n", "get", addr.String()}, Stream: &said})
+	if strings.Contains(said.String(), "not in table") {
 		// Other BSDs exit non-zero with the same words: the same answer.
 		return nil, nil
 	}
 	if err != nil {
 		return nil, err
 	}
-	return ParseRouteGet(said.String())
+	return ParseRouteGet(string(out))
 }
 
 // routeRefused finds route(8)'s complaints: add, change and delete exit 0

@@ -111,16 +111,6 @@ func (h *Host) Lookup(ctx context.Context, want netip.Prefix) (*Route, error) {
 	return h.tool().lookup(ctx, h.Run, FirstHost(want))
 }
 
-// RouteStatus looks up how the host routes want today; mine are the
-// gateways marina recorded for it (see Classify).
-func (h *Host) RouteStatus(ctx context.Context, want netip.Prefix, via netip.Addr, mine ...netip.Addr) (RouteStatus, error) {
-	r, err := h.Lookup(ctx, want)
-	if err != nil {
-		return RouteStatus{}, err
-	}
-	return Classify(want, via, r, mine...), nil
-}
-
 // RouteFix is the command that makes the route right, nil when it is right
 // or cannot be fixed by marina (shadowed by a more specific route).
 func (h *Host) RouteFix(s RouteStatus) []string { return h.tool().fix(s) }
@@ -153,10 +143,13 @@ func (h *Host) Privileged(ctx context.Context, argv []string) error {
 	if !h.TTY {
 		_, err := h.Run.Output(ctx, run.Cmd{Args: append([]string{"sudo", "-n"}, argv...), Stream: &said})
 		var re *run.Error
-		if errors.As(err, &re) && strings.Contains(re.Stderr, "sudo: a password is required") {
+		switch {
+		case errors.As(err, &re) && strings.Contains(re.Stderr, "sudo: a password is required"):
 			return fmt.Errorf("%w\nsudo needs a password and there is no terminal to ask on: run `sudo %s` yourself, then `marina up` again", err, run.Quote(argv))
-		}
-		if err != nil {
+		case errors.As(err, &re) && sudoSaid(re.Stderr):
+			// sudo itself refused (not in sudoers, requiretty, …).
+			return fmt.Errorf("%w\nsudo refused to run it without a terminal: run `sudo %s` yourself, then `marina up` again", err, run.Quote(argv))
+		case err != nil:
 			return err // the command's own failure, with what it said
 		}
 		return h.refused(argv, said.String())
@@ -173,6 +166,17 @@ func (h *Host) Privileged(ctx context.Context, argv []string) error {
 		return fmt.Errorf("`sudo %s`: %w", run.Quote(argv), err)
 	}
 	return h.refused(argv, said.String())
+}
+
+// sudoSaid reports whether sudo itself complained: its messages start
+// with "sudo:", route(8)'s with "route:".
+func sudoSaid(stderr string) bool {
+	for _, l := range strings.Split(stderr, "\n") {
+		if strings.HasPrefix(strings.TrimSpace(l), "sudo:") {
+			return true
+		}
+	}
+	return false
 }
 
 // refused is the error for a command that exited 0 and yet said it

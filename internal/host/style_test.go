@@ -155,6 +155,7 @@ func TestPrivilegedThroughSudo(t *testing.T) {
 	log := filepath.Join(dir, "sudo.log")
 	sudo := "#!/bin/sh\necho \"$*\" >>" + log + "\n" +
 		`[ "$SUDO_FAKE" = refuse ] && { echo "sudo: a password is required" >&2; exit 1; }` + "\n" +
+		`[ "$SUDO_FAKE" = sudoers ] && { echo "sudo: you are not in the sudoers file.  This incident has been reported to the administrator." >&2; exit 1; }` + "\n" +
 		`shift; exec "$@"` + "\n"
 	if err := os.WriteFile(filepath.Join(dir, "sudo"), []byte(sudo), 0o755); err != nil {
 		t.Fatal(err)
@@ -177,5 +178,18 @@ func TestPrivilegedThroughSudo(t *testing.T) {
 	err := h.Privileged(context.Background(), argv)
 	if err == nil || !strings.Contains(err.Error(), "run `sudo "+routePath+" -n add -net 172.30.0.0/16 192.168.64.3` yourself") {
 		t.Errorf("sudo without a password: %v", err)
+	}
+	// Any refusal of sudo's own names the way out too.
+	t.Setenv("SUDO_FAKE", "sudoers")
+	err = h.Privileged(context.Background(), argv)
+	if err == nil || !strings.Contains(err.Error(), "not in the sudoers file") || !strings.Contains(err.Error(), "yourself, then `marina up` again") {
+		t.Errorf("sudo refusing the user: %v", err)
+	}
+	// route(8)'s own failure is its own: no word about sudo.
+	t.Setenv("SUDO_FAKE", "")
+	fakeRoute(t, "-n add -net 172.30.0.0/16 192.168.64.3", "", "route: writing to routing socket: File exists\n")
+	err = h.Privileged(context.Background(), h.RouteFix(Classify(kindNet, lima0, nil)))
+	if err == nil || !strings.Contains(err.Error(), "File exists") || strings.Contains(err.Error(), "yourself") {
+		t.Errorf("route's own failure blamed on sudo: %v", err)
 	}
 }

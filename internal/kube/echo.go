@@ -13,6 +13,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 )
@@ -73,7 +74,7 @@ func (k *Cluster) DeployEcho(ctx context.Context, e Echo) error {
 // EchoAddress waits until MetalLB gives the echo Service in ns an address.
 func (k *Cluster) EchoAddress(ctx context.Context, ns string) (netip.Addr, error) {
 	var lb netip.Addr
-	_, err := Poll(ctx, func(ctx context.Context) (bool, string, error) {
+	state, err := Poll(ctx, func(ctx context.Context) (bool, string, error) {
 		svc, err := k.Typed.CoreV1().Services(ns).Get(ctx, echoName, metav1.GetOptions{})
 		if err != nil {
 			return false, "", err
@@ -86,8 +87,11 @@ func (k *Cluster) EchoAddress(ctx context.Context, ns string) (netip.Addr, error
 		}
 		return false, "no address", nil
 	})
+	if apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err) {
+		return netip.Addr{}, fmt.Errorf("read service %s/%s: %w: the cluster's kubeconfig may be stale (`marina kubeconfig merge`)", ns, echoName, err)
+	}
 	if err != nil {
-		return netip.Addr{}, fmt.Errorf("service %s/%s got no LoadBalancer address: is MetalLB running? (kubectl -n metallb-system get pods; kubectl -n %s describe service %s)", ns, echoName, ns, echoName)
+		return netip.Addr{}, fmt.Errorf("service %s/%s got no LoadBalancer address (%s): is MetalLB running? (kubectl -n metallb-system get pods; kubectl -n %s describe service %s)", ns, echoName, state, ns, echoName)
 	}
 	return lb, nil
 }

@@ -3,11 +3,17 @@ package kube
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 )
 
 // Poll reports the last state it saw, not a read that failed only as
@@ -42,5 +48,34 @@ func TestPollState(t *testing.T) {
 	start := time.Now()
 	if _, err := run(forbidden, nil, nil, nil, nil, nil, nil); !apierrors.IsForbidden(err) || time.Since(start) > PollInterval {
 		t.Errorf("forbidden was waited out: %v after %s", err, time.Since(start))
+	}
+}
+
+// EchoAddress says why it gave up: a refused read names the kubeconfig,
+// a Service with no address names MetalLB, and an address is returned.
+func TestEchoAddress(t *testing.T) {
+	ns := "marina-verify-1"
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: echoName}}
+	cs := fake.NewClientset(svc)
+	k := &Cluster{Typed: cs}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*PollInterval)
+	defer cancel()
+	if _, err := k.EchoAddress(ctx, ns); err == nil || !strings.Contains(err.Error(), "got no LoadBalancer address (no address): is MetalLB running?") {
+		t.Errorf("no address: %v", err)
+	}
+
+	svc.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: "172.30.1.1"}}
+	if _, err := cs.CoreV1().Services(ns).UpdateStatus(context.Background(), svc, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if a, err := k.EchoAddress(context.Background(), ns); err != nil || a.String() != "172.30.1.1" {
+		t.Errorf("address: %v, %v", a, err)
+	}
+
+	cs.PrependReactor("get", "services", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "services"}, echoName, errors.New("no"))
+	})
+	if _, err := k.EchoAddress(context.Background(), ns); err == nil || !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "marina kubeconfig merge") {
+		t.Errorf("forbidden: %v", err)
 	}
 }

@@ -35,7 +35,10 @@ const version = "2.1.4"
 
 // lab is what lab/lab up writes next to this binary.
 type lab struct {
-	Script       string `json:"script"`
+	Script string `json:"script"`
+	// Plumbing is the root-owned wrapper a non-root limactl runs the
+	// script's plumbing through, with sudo.
+	Plumbing     string `json:"plumbing"`
 	GuestIP      string `json:"guestIP"`
 	GuestUser    string `json:"guestUser"`
 	IdentityFile string `json:"identityFile"`
@@ -459,10 +462,10 @@ func (f *fake) boot(name string) error {
 func (f *fake) labCmd(args ...string) error {
 	argv := append([]string{f.lab.Script}, args...)
 	// The lab's plumbing needs root. Run by the lab's Mac user (lab/lab
-	// mac-user), this limactl gets it through the lab's sudo rule for
-	// exactly these commands; Lima on a Mac needs no root for a VM.
+	// mac-user), this limactl gets it through the lab's sudo rule for its
+	// wrapper alone; Lima on a Mac needs no root for a VM.
 	if os.Geteuid() != 0 {
-		argv = append([]string{"sudo", "-n"}, argv...)
+		argv = append([]string{"sudo", "-n", f.lab.Plumbing}, args...)
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
