@@ -25,7 +25,7 @@ func KubeconfigPath(e *Env, name string, env bool) error {
 		return err
 	}
 	if _, err := os.Stat(p); err != nil {
-		return fmt.Errorf("cluster %s has no kubeconfig at %s: `marina kubeconfig merge %s` writes it", name, p, name)
+		return kubeconfig.Missing(name, p)
 	}
 	if env {
 		fmt.Fprintf(e.Stdout, "export KUBECONFIG=%s\n", run.ShellQuote(p))

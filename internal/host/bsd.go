@@ -38,7 +38,7 @@ var bsdTool = routeTool{commands: darwinCommands, lookup: bsdLookup, refused: ro
 // exits 0 (network_cmds route.c: newroute exits 0 after any `get`), so
 // stderr is looked at too; the route itself is parsed from stdout alone.
 func bsdLookup(ctx context.Context, r run.Runner, addr netip.Addr) (*Route, error) {
-	var said syncBuffer // stdout and stderr, for "not in table" only
+	var said run.Buffer // stdout and stderr, for "not in table" only
 	out, err := r.Output(ctx, run.Cmd{Args: []string{routePath, "-n", "get", addr.String()}, Stream: &said})
 	if strings.Contains(said.String(), "not in table") {
 		// Other BSDs exit non-zero with the same words: the same answer.

@@ -1,7 +1,6 @@
 package host
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -12,7 +11,6 @@ import (
 	"os/exec"
 	"runtime"
 	"strings"
-	"sync"
 
 	"github.com/bcollard/marina/internal/run"
 )
@@ -132,7 +130,7 @@ func (h *Host) Privileged(ctx context.Context, argv []string) error {
 	}
 	// What the command says, to catch route(8) refusing a change with
 	// exit status 0.
-	var said syncBuffer
+	var said run.Buffer
 	if h.Root {
 		if _, err := h.Run.Output(ctx, run.Cmd{Args: argv, Stream: &said}); err != nil {
 			return err
@@ -186,25 +184,6 @@ func (h *Host) refused(argv []string, said string) error {
 		return fmt.Errorf("`%s` changed nothing (it exits 0 even then):\n%s\n`marina status` shows the route the host has now", run.Quote(argv), run.Tail(msg, 5))
 	}
 	return nil
-}
-
-// syncBuffer is a buffer two copying goroutines may write to at once
-// (run.Runner streams stdout and stderr to it separately).
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // SourceFor is the address this host sends from to reach addr: the Mac's

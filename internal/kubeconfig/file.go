@@ -24,9 +24,14 @@ func FromKind(kindConfig, cert []byte, name, server string) ([]byte, error) {
 func ReadFile(path, name string) ([]byte, error) {
 	kc, err := fileutil.ReadRegular(path, MaxSize)
 	if errors.Is(err, os.ErrNotExist) {
-		return nil, fmt.Errorf("cluster %s has no kubeconfig at %s: `marina kubeconfig merge %s` writes it", name, path, name)
+		return nil, Missing(name, path)
 	}
 	return kc, err
+}
+
+// Missing is the error for cluster name's kubeconfig file not at path.
+func Missing(name, path string) error {
+	return fmt.Errorf("cluster %s has no kubeconfig at %s: `marina kubeconfig merge %s` writes it", name, path, name)
 }
 
 // WriteFile writes a cluster's own kubeconfig, 0600 in a 0700 folder.

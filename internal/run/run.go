@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -86,6 +87,26 @@ func (r Runner) Output(ctx context.Context, c Cmd) ([]byte, error) {
 		return out.Bytes(), e
 	}
 	return out.Bytes(), nil
+}
+
+// Buffer is a bytes.Buffer that several goroutines may write at once: a
+// Cmd's Stream gets stdout and stderr from two copying goroutines.
+type Buffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *Buffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+// String is what was written so far.
+func (s *Buffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
 
 // Quote renders argv the way a shell user would type it.

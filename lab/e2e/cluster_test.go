@@ -38,6 +38,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/bcollard/marina/internal/run"
 )
 
 const vmIP = "192.168.64.2"
@@ -737,7 +739,7 @@ func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''
 // other, 200 ms apart), and waits for it to end.
 func signalled(t *testing.T, args []string, cluster string, sigs ...os.Signal) result {
 	t.Helper()
-	var out, errb syncBuffer
+	var out, errb run.Buffer
 	c := exec.Command(marinaBin, args...)
 	c.Stdout, c.Stderr = &out, &errb
 	if err := c.Start(); err != nil {
@@ -766,24 +768,6 @@ func signalled(t *testing.T, args []string, cluster string, sigs ...os.Signal) r
 		t.Fatalf("marina did not end after %v:\n%s", sigs, errb.String())
 	}
 	return result{stdout: out.String(), stderr: errb.String(), code: c.ProcessState.ExitCode()}
-}
-
-// syncBuffer is a buffer a process writes while the test reads it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // seedMetalLB puts MetalLB's manifest, from its Go module, into marina's

@@ -176,11 +176,7 @@ func userMarina(t testing.TB, args ...string) result {
 // fails.
 func mustUserMarina(t testing.TB, args ...string) result {
 	t.Helper()
-	r := userMarina(t, args...)
-	if r.code != 0 {
-		t.Fatalf("marina %s (as the Mac's user): exit %d\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), r.code, r.stdout, r.stderr)
-	}
-	return r
+	return succeeded(t, userMarina(t, args...), "marina "+strings.Join(args, " ")+" (as the Mac's user)")
 }
 
 // macUser runs argv in the mac namespace as the lab Mac's user.
@@ -209,9 +205,14 @@ func runResult(name string, args ...string) result {
 // mustMarina runs marina and fails the test when it fails.
 func mustMarina(t testing.TB, args ...string) result {
 	t.Helper()
-	r := marina(t, args...)
+	return succeeded(t, marina(t, args...), "marina "+strings.Join(args, " "))
+}
+
+// succeeded is r, or the end of the test with what the command said.
+func succeeded(t testing.TB, r result, what string) result {
+	t.Helper()
 	if r.code != 0 {
-		t.Fatalf("marina %s: exit %d\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), r.code, r.stdout, r.stderr)
+		t.Fatalf("%s: exit %d\nstdout:\n%s\nstderr:\n%s", what, r.code, r.stdout, r.stderr)
 	}
 	return r
 }
