@@ -208,7 +208,7 @@ func (f *fixture) deleted() []string {
 	var out []string
 	body := f.bodies["kind delete cluster"]
 	for _, n := range []string{"a", "b"} {
-		if strings.Contains(body, "--name "+n+" ") {
+		if strings.Contains(body, "\nkind_delete "+n+"\n") {
 			out = append(out, n)
 		}
 	}

@@ -372,7 +372,7 @@ func (g fakeGuest) Run(_ context.Context, s vm.Script) (vm.Result, error) {
 	// kind deletes in the VM: the nodes of exactly the clusters it names go.
 	if strings.HasPrefix(s.Name, "kind delete cluster") || strings.HasPrefix(s.Name, "remove cluster") {
 		g.nodes = slices.DeleteFunc(g.nodes, func(n docker.Node) bool {
-			return strings.Contains(s.Body, "kind delete cluster --name "+run.ShellQuote(n.Cluster)+" ")
+			return strings.Contains(s.Body, "\nkind_delete "+run.ShellQuote(n.Cluster)+"\n")
 		})
 	}
 	return vm.Result{}, nil

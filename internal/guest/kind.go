@@ -126,16 +126,35 @@ func ParseExports(out string) map[string]Export {
 }
 
 // KindDelete deletes clusters names and their folders in the VM. kind
-// treats a missing cluster as deleted.
+// treats a missing cluster as deleted. A node Docker is still removing
+// (another delete, or the rollback of a marina that was stopped at once)
+// makes kind fail with "already in progress": that is waited out, for
+// up to a minute; any other failure ends the script.
 func KindDelete(names []string) (string, error) {
 	var b strings.Builder
-	b.WriteString("set -eu -o pipefail\n")
+	b.WriteString("set -eu -o pipefail\n" + kindDeleteFunc)
 	for _, n := range names {
 		dir, err := ClusterDir(n)
 		if err != nil {
 			return "", err
 		}
-		fmt.Fprintf(&b, "kind delete cluster --name %s >&2\nrm -rf %s\n", run.ShellQuote(n), run.ShellQuote(dir))
+		fmt.Fprintf(&b, "kind_delete %s\nrm -rf %s\n", run.ShellQuote(n), run.ShellQuote(dir))
 	}
 	return b.String(), nil
 }
+
+const kindDeleteFunc = `# kind_delete NAME: kind delete cluster, again while Docker is still
+# removing one of its nodes.
+kind_delete() {
+	local out tries=0
+	until out=$(kind delete cluster --name "$1" 2>&1); do
+		tries=$((tries + 1))
+		case "$out" in
+		*"already in progress"*) [ "$tries" -lt 60 ] && { sleep 1; continue; } ;;
+		esac
+		printf '%s\n' "$out" >&2
+		return 1
+	done
+	printf '%s\n' "$out" >&2
+}
+`

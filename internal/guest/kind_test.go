@@ -1,7 +1,10 @@
 package guest
 
 import (
+	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -70,5 +73,64 @@ func TestParseExports(t *testing.T) {
 	}
 	if string(ex["east"].Kubeconfig) != "k: v\n" || len(ex["east"].Cert) != 0 {
 		t.Errorf("east = %+v", ex["east"])
+	}
+}
+
+// kind delete that finds a node Docker is still removing is tried again
+// until it succeeds; any other failure ends the script at once, before
+// the cluster's folder goes.
+func TestKindDeleteWaitsOutARemovalInProgress(t *testing.T) {
+	script, err := KindDelete([]string{"dev"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name   string
+		fails  int    // times kind fails before it succeeds
+		says   string // what it says when it fails
+		ok     bool
+		kinds  int  // kind runs
+		rmRuns bool // the folder is removed
+	}{
+		{"at once", 0, "", true, 1, true},
+		{"in progress twice", 2, `Error response from daemon: removal of container dev-control-plane is already in progress`, true, 3, true},
+		{"another failure", 1, "ERROR: failed to delete cluster: permission denied", false, 1, false},
+		{"in progress for good", 1000, "removal of container dev-control-plane is already in progress", false, 60, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			log := filepath.Join(dir, "log")
+			// Stand-ins on PATH: kind counts its runs, sleep does not
+			// wait, rm only says what it would remove.
+			stub := func(name, body string) {
+				if err := os.WriteFile(filepath.Join(dir, name), []byte("#!/bin/bash\n"+body), 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}
+			stub("kind", fmt.Sprintf(`echo kind >>%q
+n=$(grep -c kind %q)
+if [ "$n" -le %d ]; then echo %q; exit 1; fi
+echo "Deleting cluster \"dev\" ..."
+`, log, log, c.fails, c.says))
+			stub("sleep", "")
+			stub("rm", fmt.Sprintf(`echo "rm $*" >>%q`+"\n", log))
+			cmd := exec.Command("bash", "-c", script)
+			cmd.Env = append(os.Environ(), "PATH="+dir+":"+os.Getenv("PATH"))
+			out, err := cmd.CombinedOutput()
+			if (err == nil) != c.ok {
+				t.Fatalf("script: %v\n%s", err, out)
+			}
+			b, _ := os.ReadFile(log)
+			got := string(b)
+			if n := strings.Count(got, "kind\n"); n != c.kinds {
+				t.Errorf("kind ran %d times, want %d", n, c.kinds)
+			}
+			if strings.Contains(got, "rm -rf /etc/marina/clusters/dev") != c.rmRuns {
+				t.Errorf("folder removed: %v, want %v\n%s", !c.rmRuns, c.rmRuns, got)
+			}
+			if !c.ok && c.says != "" && !strings.Contains(string(out), c.says) {
+				t.Errorf("kind's words are not passed on:\n%s", out)
+			}
+		})
 	}
 }
