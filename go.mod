@@ -10,6 +10,7 @@ require (
 	github.com/docker/go-units v0.5.0
 	github.com/gofrs/flock v0.13.2
 	github.com/lima-vm/lima/v2 v2.1.4
+	github.com/miekg/dns v1.1.73
 	github.com/moby/moby/api v1.57.0
 	github.com/moby/moby/client v0.6.3
 	github.com/opencontainers/image-spec v1.1.1

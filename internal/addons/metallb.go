@@ -100,6 +100,11 @@ func MetalLBWaits(manifest []byte) ([]Wait, error) {
 	}, nil
 }
 
+// DeploymentWait waits for Deployment namespace/name to be available.
+func DeploymentWait(namespace, name string) Wait {
+	return Wait{kind: waitDeployment, Namespace: namespace, Names: []string{name}}
+}
+
 // Wait is one condition an install waits for before its next step.
 type Wait struct {
 	kind      waitKind

@@ -3,10 +3,13 @@ package app
 import (
 	"context"
 	"fmt"
+	"net/netip"
 	"strings"
 	"time"
 
 	"github.com/bcollard/marina/internal/addons"
+	"github.com/bcollard/marina/internal/config"
+	"github.com/bcollard/marina/internal/dns"
 )
 
 // PoolName names the IPAddressPool and L2Advertisement of every cluster.
@@ -34,10 +37,11 @@ func metalLBManifest(ctx context.Context, s *Session, version string) ([]byte, e
 	return m, err
 }
 
-// installAddons puts MetalLB with the slot's pool, and the CoreDNS
-// forwarding of customDnsResolvers, into a new cluster. A failure is an
+// installAddons puts MetalLB with the slot's pool, ExternalDNS, and the
+// CoreDNS forwarding of marina's zone and customDnsResolvers, into a new
+// cluster. A failure is an
 // *addonError naming the step.
-func installAddons(ctx context.Context, s *Session, k Kube, manifest []byte, pool []string, wait time.Duration) error {
+func installAddons(ctx context.Context, s *Session, k Kube, manifest, externalDNS []byte, pool []string, wait time.Duration) error {
 	if wait <= 0 {
 		wait = DefaultWait
 	}
@@ -64,17 +68,45 @@ func installAddons(ctx context.Context, s *Session, k Kube, manifest []byte, poo
 		defer cancel()
 		return k.Pool(ctx, PoolName, pool)
 	}})
-	if rs := cfg.Kind.CustomDNSResolvers; len(rs) > 0 {
-		steps = append(steps, addonStep{fmt.Sprintf("Forwarding %d domains from CoreDNS", len(rs)), "", "configuring CoreDNS", func(ctx context.Context) error {
-			ctx, cancel := context.WithTimeout(ctx, time.Minute)
-			defer cancel()
-			return k.CoreDNS(ctx, rs)
-		}})
-	}
+	steps = append(steps, dnsSteps(s, k, manifests{externalDNS: externalDNS}, wait)...)
 	for _, st := range steps {
 		if err := s.step(st.label, st.done, func() error { return st.fn(ctx) }); err != nil {
 			return &addonError{step: st.name, err: err}
 		}
 	}
 	return nil
+}
+
+// manifests are the addon manifests a step list applies.
+type manifests struct{ externalDNS []byte }
+
+// dnsSteps put a cluster on the local DNS: ExternalDNS publishing its
+// LoadBalancer Services, available, and CoreDNS forwarding marina's zone
+// (and customDnsResolvers) so that pods resolve the names too.
+func dnsSteps(s *Session, k Kube, m manifests, wait time.Duration) []addonStep {
+	fwd := coreDNSForwards(s.Config)
+	return []addonStep{
+		{"Installing ExternalDNS " + dns.ExternalDNSVersion, "", "installing ExternalDNS", func(ctx context.Context) error {
+			ctx, cancel := context.WithTimeout(ctx, wait)
+			defer cancel()
+			return k.ApplyExternalDNS(ctx, m.externalDNS)
+		}},
+		{"Waiting for ExternalDNS to be available", "", "installing ExternalDNS", func(ctx context.Context) error {
+			ctx, cancel := context.WithTimeout(ctx, wait)
+			defer cancel()
+			return k.Wait(ctx, addons.DeploymentWait(dns.ExternalDNSNamespace, dns.ExternalDNSName))
+		}},
+		{fmt.Sprintf("Forwarding %s from CoreDNS", plural(len(fwd), "domain")), "", "configuring CoreDNS", func(ctx context.Context) error {
+			ctx, cancel := context.WithTimeout(ctx, time.Minute)
+			defer cancel()
+			return k.CoreDNS(ctx, fwd)
+		}},
+	}
+}
+
+// coreDNSForwards are the domains every cluster's CoreDNS forwards: marina's
+// zone to the local DNS server, then kind.customDnsResolvers.
+func coreDNSForwards(cfg config.Config) []config.DNSResolver {
+	_, server := dns.Addrs(netip.MustParsePrefix(cfg.Network.CIDR)) // validated
+	return append([]config.DNSResolver{{Domain: cfg.DNS.Domain, Resolvers: []string{server.String()}}}, cfg.Kind.CustomDNSResolvers...)
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/bcollard/marina/internal/cluster"
 	"github.com/bcollard/marina/internal/config"
+	"github.com/bcollard/marina/internal/dns"
 	"github.com/bcollard/marina/internal/docker"
 	"github.com/bcollard/marina/internal/guest"
 	"github.com/bcollard/marina/internal/kubeconfig"
@@ -49,6 +50,8 @@ type createPlan struct {
 	target     string // the kubeconfig it is merged into ("" when not)
 	create     string // the guest scripts: kind create, and delete
 	remove     string
+	// externalDNS is the cluster's ExternalDNS manifest.
+	externalDNS []byte
 }
 
 // CreateCluster creates a cluster that is ready to use, or leaves nothing
@@ -187,10 +190,13 @@ func (p *createPlan) forSlot(s *Session, opts CreateOptions, userLabels cluster.
 	if p.pool, err = slot.MetalLBRanges(netip.MustParsePrefix(cfg.Network.CIDR), n); err != nil {
 		return err
 	}
-	if p.create, err = guest.KindCreate(opts.Name, p.image, p.kindConfig, p.certsD, opts.Retain); err != nil {
+	if p.create, err = guest.KindCreate(opts.Name, p.image, p.kindConfig, p.certsD, guest.DNSRecord(cfg.DNS.Domain), opts.Retain); err != nil {
 		return err
 	}
-	p.remove, err = guest.KindDelete([]string{opts.Name})
+	if p.externalDNS, err = dns.ExternalDNS(opts.Name, cfg); err != nil {
+		return err
+	}
+	p.remove, err = deleteScript(cfg, []string{opts.Name})
 	return err
 }
 
@@ -206,14 +212,13 @@ func (p *createPlan) steps(cfg config.Config) []Step {
 		{Do: "label its nodes " + labelString(s.NodeLabels())},
 		{Do: "point its nodes' containerd at " + mirrors},
 		{Do: fmt.Sprintf("install MetalLB %s with the LoadBalancer pool %s", cfg.Kind.MetalLBVersion, strings.Join(p.pool, ", "))},
+		{Do: fmt.Sprintf("install ExternalDNS %s: its LoadBalancer Services answer as <service>.<namespace>.%s", dns.ExternalDNSVersion, dns.ClusterZone(s.Name, cfg.DNS.Domain))},
 	}
-	if rs := cfg.Kind.CustomDNSResolvers; len(rs) > 0 {
-		var ds []string
-		for _, r := range rs {
-			ds = append(ds, r.Domain+" → "+strings.Join(r.Resolvers, " "))
-		}
-		steps = append(steps, Step{Do: "forward from CoreDNS: " + strings.Join(ds, ", ")})
+	var ds []string
+	for _, r := range coreDNSForwards(cfg) {
+		ds = append(ds, r.Domain+" → "+strings.Join(r.Resolvers, " "))
 	}
+	steps = append(steps, Step{Do: "forward from CoreDNS: " + strings.Join(ds, ", ")})
 	kc := "write " + p.kubeconfig
 	if p.target != "" {
 		kc += " and merge it into " + p.target + " as context " + s.Name
@@ -265,7 +270,7 @@ func applyCreate(ctx context.Context, s *Session, p *createPlan, opts CreateOpti
 	if err != nil {
 		return rb.fail("reading its kubeconfig", err)
 	}
-	if err := installAddons(ctx, s, k, manifest, p.pool, opts.Wait); err != nil {
+	if err := installAddons(ctx, s, k, manifest, p.externalDNS, p.pool, opts.Wait); err != nil {
 		if ae, ok := errors.AsType[*addonError](err); ok {
 			return rb.fail(ae.step, ae.err)
 		}

@@ -4,11 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/netip"
 	"os"
 	"sort"
 	"strings"
 
 	"github.com/bcollard/marina/internal/cluster"
+	"github.com/bcollard/marina/internal/config"
+	"github.com/bcollard/marina/internal/dns"
 	"github.com/bcollard/marina/internal/guest"
 	"github.com/bcollard/marina/internal/kubeconfig"
 	"github.com/bcollard/marina/internal/ui"
@@ -51,7 +54,7 @@ func DeleteClusters(ctx context.Context, e *Env, opts DeleteOptions) error {
 		return err
 	}
 	sort.Strings(names)
-	script, err := guest.KindDelete(names)
+	script, err := deleteScript(s.Config, names)
 	if err != nil {
 		return err
 	}
@@ -61,7 +64,7 @@ func DeleteClusters(ctx context.Context, e *Env, opts DeleteOptions) error {
 			return err
 		}
 	}
-	steps := []Step{{Do: "delete " + plural(len(names), "cluster") + " " + strings.Join(names, ", ") + " with their kubeconfig files"}}
+	steps := []Step{{Do: "delete " + plural(len(names), "cluster") + " " + strings.Join(names, ", ") + " with their kubeconfig files and their names in the local DNS"}}
 	if s.Config.Kind.AutoRemoveKubeconfig {
 		steps = append(steps, Step{Do: "remove their entries from " + e.kubeconfigTarget()})
 	}
@@ -129,11 +132,13 @@ func deleteClusters(ctx context.Context, s *Session, names, files []string, scri
 	target := e.kubeconfigTarget()
 	e.SetLeftover(fmt.Sprintf("%s may be half deleted; `marina cluster delete %s` finishes", strings.Join(names, ", "), strings.Join(names, " ")))
 	defer e.SetLeftover("")
-	var foreign []string
+	var foreign, unclean []string
 	err := e.step("Deleting "+strings.Join(names, ", "), "Deleted "+strings.Join(names, ", "), func() error {
-		if _, err := s.Guest.Run(ctx, vm.Script{Name: "kind delete cluster", Body: script, Root: true}); err != nil {
+		out, err := s.Guest.Run(ctx, vm.Script{Name: "kind delete cluster", Body: script, Root: true})
+		if err != nil {
 			return err
 		}
+		unclean = guest.ParseForget(string(out.Stdout))
 		var errs []error
 		for i, n := range names {
 			if err := os.Remove(files[i]); err != nil && !errors.Is(err, os.ErrNotExist) {
@@ -152,7 +157,25 @@ func deleteClusters(ctx context.Context, s *Session, names, files []string, scri
 	for _, n := range foreign {
 		e.UI.Warnf("%s has entries named %s that marina did not write: they were left as they are", target, n)
 	}
+	for _, z := range unclean {
+		e.UI.Warnf("the names under %s could not be removed from the local DNS (is %s running? `marina up` starts it): they answer until then; `marina dns list` shows them", z, dns.EtcdName)
+	}
 	return err
+}
+
+// deleteScript deletes clusters names in the VM, then their names from
+// the local DNS: their ExternalDNS dies with them and cannot clean up.
+func deleteScript(cfg config.Config, names []string) (string, error) {
+	script, err := guest.KindDelete(names)
+	if err != nil {
+		return "", err
+	}
+	etcd, _ := dns.Addrs(netip.MustParsePrefix(cfg.Network.CIDR)) // validated
+	zones := make([]string, len(names))
+	for i, n := range names {
+		zones[i] = dns.ClusterZone(n, cfg.DNS.Domain)
+	}
+	return script + guest.DNSForget(etcd, zones), nil
 }
 
 // pick asks which clusters to delete: numbers from the list, or "all".

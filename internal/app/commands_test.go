@@ -6,13 +6,16 @@ package app
 import (
 	"context"
 	"errors"
+	"net/netip"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/bcollard/marina/internal/cluster"
 	"github.com/bcollard/marina/internal/config"
+	"github.com/bcollard/marina/internal/dns"
 	"github.com/bcollard/marina/internal/docker"
 	"github.com/bcollard/marina/internal/guest"
 	"github.com/bcollard/marina/internal/kubeconfig"
@@ -67,6 +70,9 @@ func TestCreateSucceeds(t *testing.T) {
 		"kube c1 wait deployment metallb-system/controller available",
 		"kube c1 wait daemonset metallb-system/speaker ready",
 		"kube c1 pool marina",
+		"kube c1 apply-external-dns",
+		"kube c1 wait deployment external-dns/external-dns available",
+		"kube c1 coredns",
 	}
 	if got := f.called("kube "); strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("addon calls:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
@@ -358,7 +364,7 @@ func TestUpFollowsALima0Move(t *testing.T) {
 	if !strings.Contains(string(target), "https://192.168.64.7:7001") || strings.Contains(string(target), "192.168.64.3") {
 		t.Errorf("~/.kube/config:\n%s", target)
 	}
-	if got := f.called("host.privileged"); len(got) != 1 || !strings.Contains(got[0], "192.168.64.7") {
+	if got := f.called("host.privileged ip route"); len(got) != 1 || !strings.Contains(got[0], "192.168.64.7") {
 		t.Errorf("route change: %v", got)
 	}
 	// A second up finds nothing stale and changes nothing.
@@ -394,6 +400,7 @@ func TestUpRecreatesAMirrorWithAStaleDigest(t *testing.T) {
 		f.mirrors = append(f.mirrors, docker.Container{ID: s.Name + "-id", Name: s.Name, State: "running", Labels: map[string]string{registry.LabelMirror: s.Name, registry.LabelConfig: digest}})
 	}
 	f.registrySums = f.mirrorSums()
+	f.dnsWarm()
 	if err := Up(context.Background(), f.e, UpOptions{}); err != nil {
 		t.Fatalf("%v\n%s", err, f.err.String())
 	}
@@ -429,7 +436,7 @@ func TestUpCreatesTheVM(t *testing.T) {
 	if len(y.Provision) != 1 || y.Provision[0].Mode != "system" || y.Provision[0].Script != guest.Provision() {
 		t.Errorf("the template does not carry guest.Provision():\n%s", f.template)
 	}
-	if len(f.called("guest.run install the VM's")) != 1 || len(f.called("host.privileged")) != 1 {
+	if len(f.called("guest.run install the VM's")) != 1 || len(f.called("host.privileged ip route")) != 1 {
 		t.Errorf("the VM's networking was not brought up:\n%s", f.log())
 	}
 }
@@ -499,6 +506,38 @@ func TestOpenReadsOnlyWhatIsNeeded(t *testing.T) {
 
 // mirrorSums are the sums of the default mirrors' config files, as up
 // writes them into the VM.
+// dnsWarm puts the local DNS in the world as up leaves it: both
+// containers current, the Corefile in the VM, the resolver file written.
+func (f *fixture) dnsWarm() {
+	f.t.Helper()
+	key, err := loadLabelKey(f.e.Paths)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	if err := key.save(f.e.Paths); err != nil {
+		f.t.Fatal(err)
+	}
+	specs, err := dns.Specs(config.Default(), key.key)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	for _, s := range specs {
+		f.mirrors = append(f.mirrors, docker.Container{ID: s.Name + "-id", Name: s.Name, State: "running", Labels: map[string]string{dns.LabelRole: s.Role, dns.LabelConfig: s.Digest}})
+	}
+	f.dnsSum = defaultCorefileSum()
+	_, server := dns.Addrs(netip.MustParsePrefix(config.DefaultCIDR))
+	path := filepath.Join(f.resolverDir, config.DefaultDNSDomain)
+	if err := os.MkdirAll(f.resolverDir, 0o755); err != nil {
+		f.t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(dns.ResolverFile(server)), 0o644); err != nil {
+		f.t.Fatal(err)
+	}
+	if err := mustMade(f.t, f).Wrote(path, dns.ResolverFile(server)); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
 func (f *fixture) mirrorSums() map[string]string {
 	f.t.Helper()
 	specs, err := mirrorSpecs(f.e.Paths, config.Default().Registries)

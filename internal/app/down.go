@@ -59,9 +59,15 @@ type routeRemoval struct {
 	status host.RouteStatus
 	argv   []string
 	made   *host.Made
+	// resolver, when set, makes this the removal of that resolver file
+	// marina wrote (the route's one companion on the host).
+	resolver string
 }
 
 func (r routeRemoval) step() Step {
+	if r.resolver != "" {
+		return Step{Do: "remove the resolver file " + r.resolver + ": " + run.Quote(r.argv)}
+	}
 	return Step{Do: "remove the host's route to " + r.status.Want.String() + " via " + r.status.Found.Gateway.String() + ": " + run.Quote(r.argv)}
 }
 
@@ -98,11 +104,22 @@ func routeRemovals(ctx context.Context, s *Session) ([]routeRemoval, error) {
 			e.UI.Warnf("the host's route to %s (%s) is not one marina recorded making: it is left as it is (if it is a leftover: `sudo %s`)", p, rs.Found, run.Quote(s.Host.DeleteCommand(p, rs.Found.Gateway)))
 		}
 	}
+	// The resolver files marina wrote and that still hold what it wrote.
+	cmds, paths := host.ResolverRemovals(made, "")
+	for i, c := range cmds {
+		out = append(out, routeRemoval{argv: c, made: made, resolver: paths[i]})
+	}
 	return out, nil
 }
 
 func removeRoutes(ctx context.Context, s *Session, rs []routeRemoval) error {
 	for _, r := range rs {
+		if r.resolver != "" {
+			if err := removeResolvers(ctx, s, r.made, [][]string{r.argv}, []string{r.resolver}); err != nil {
+				return err
+			}
+			continue
+		}
 		err := s.step("Removing the host's route to "+r.status.Want.String(), "", func() error { return s.Host.Privileged(ctx, r.argv) })
 		if err != nil {
 			return err

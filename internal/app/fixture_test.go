@@ -28,6 +28,7 @@ import (
 	"github.com/bcollard/marina/internal/addons"
 	"github.com/bcollard/marina/internal/cluster"
 	"github.com/bcollard/marina/internal/config"
+	"github.com/bcollard/marina/internal/dns"
 	"github.com/bcollard/marina/internal/docker"
 	"github.com/bcollard/marina/internal/guest"
 	"github.com/bcollard/marina/internal/host"
@@ -70,6 +71,11 @@ type world struct {
 	scripts      map[string]vm.Result // guest.Run output by script name prefix
 	bodies       map[string]string    // the last body run under each script name
 	ca           *pki.CA
+	// The local DNS: its Corefile's sum in the VM, the clusters' addons
+	// records, and the host's resolver folder.
+	dnsSum      string
+	addons      map[string]guest.Addons
+	resolverDir string
 }
 
 // call logs what and returns the error it was told to fail with.
@@ -130,6 +136,7 @@ func newFixture(t *testing.T) *fixture {
 	f := &fixture{world: &world{
 		t: t, fail: map[string]error{}, scripts: map[string]vm.Result{}, bodies: map[string]string{},
 		lima0: netip.MustParsePrefix("192.168.64.3/24"), mac: netip.MustParseAddr("192.168.64.1"),
+		addons: map[string]guest.Addons{}, resolverDir: filepath.Join(t.TempDir(), "resolver"),
 	}}
 	f.env = map[string]string{"HOME": home}
 	paths, err := config.ResolvePaths(func(k string) string { return f.env[k] }, "")
@@ -352,7 +359,7 @@ func (g fakeGuest) state() guest.State {
 	if sums == nil {
 		sums = map[string]string{}
 	}
-	return guest.State{Lima0: g.lima0, Lima0All: []netip.Prefix{g.lima0}, Net: st, RegistrySums: sums}
+	return guest.State{Lima0: g.lima0, Lima0All: []netip.Prefix{g.lima0}, Net: st, RegistrySums: sums, DNSSum: g.dnsSum, Addons: maps.Clone(g.addons)}
 }
 
 func (g fakeGuest) Run(_ context.Context, s vm.Script) (vm.Result, error) {
@@ -367,6 +374,15 @@ func (g fakeGuest) Run(_ context.Context, s vm.Script) (vm.Result, error) {
 	for k, r := range g.scripts {
 		if strings.HasPrefix(s.Name, k) {
 			return r, nil
+		}
+	}
+	// The guest's DNS files and addons records, as the scripts write them.
+	if strings.Contains(s.Name, "DNS server's Corefile") {
+		g.dnsSum = defaultCorefileSum()
+	}
+	for _, n := range g.nodes {
+		if strings.Contains(s.Body, "/etc/marina/clusters/"+n.Cluster+"/addons") || strings.Contains(s.Body, "if [ -d /etc/marina/clusters/"+n.Cluster+" ]") {
+			g.addons[n.Cluster] = guest.Addons{DNS: config.DefaultDNSDomain}
 		}
 	}
 	// kind deletes in the VM: the nodes of exactly the clusters it names go.
@@ -397,7 +413,12 @@ func (d fakeDocker) CreateNetwork(_ context.Context, spec docker.NetworkSpec) er
 }
 func (d fakeDocker) ListLabeled(_ context.Context, label string) ([]docker.Container, error) {
 	d.mu.Lock()
-	out := slices.Clone(d.mirrors)
+	var out []docker.Container
+	for _, c := range d.mirrors {
+		if _, ok := c.Labels[label]; ok {
+			out = append(out, c)
+		}
+	}
 	d.mu.Unlock()
 	return out, d.call("docker.list " + label)
 }
@@ -448,8 +469,34 @@ func (h fakeHost) Lookup(_ context.Context, p netip.Prefix) (*host.Route, error)
 	r := *h.route
 	return &r, nil
 }
+
+// Privileged logs argv and carries out the resolver file changes marina
+// makes (in the fixture's own resolver folder), as root would.
 func (h fakeHost) Privileged(_ context.Context, argv []string) error {
-	return h.call("host.privileged " + strings.Join(argv, " "))
+	if err := h.call("host.privileged " + strings.Join(argv, " ")); err != nil {
+		return err
+	}
+	in := func(p string) bool { return strings.HasPrefix(p, h.resolverDir+"/") || p == h.resolverDir }
+	switch {
+	case len(argv) == 5 && argv[0] == "/usr/bin/install" && argv[1] == "-d" && in(argv[4]):
+		return os.MkdirAll(argv[4], 0o755)
+	case len(argv) == 5 && argv[0] == "/usr/bin/install" && argv[1] == "-m" && in(argv[4]):
+		b, err := os.ReadFile(argv[3])
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(argv[4], b, 0o644)
+	case len(argv) == 3 && argv[0] == "/bin/rm" && in(argv[2]):
+		return os.Remove(argv[2])
+	}
+	return nil
+}
+func (h fakeHost) ResolverDir() string { return h.resolverDir }
+func (h fakeHost) Query(_ context.Context, server netip.Addr, name string) (dns.Answer, error) {
+	if err := h.call("host.query " + server.String() + " " + name); err != nil {
+		return dns.Answer{}, err
+	}
+	return dns.Answer{Rcode: "NXDOMAIN"}, nil
 }
 func (h fakeHost) RouteFix(s host.RouteStatus) []string    { return h.real.RouteFix(s) }
 func (h fakeHost) RouteRemove(s host.RouteStatus) []string { return h.real.RouteRemove(s) }
@@ -498,6 +545,9 @@ type fakeKube struct {
 func (k fakeKube) ApplyMetalLB(context.Context, []byte) error {
 	return k.call("kube " + k.name + " apply-metallb")
 }
+func (k fakeKube) ApplyExternalDNS(context.Context, []byte) error {
+	return k.call("kube " + k.name + " apply-external-dns")
+}
 func (k fakeKube) Wait(_ context.Context, w addons.Wait) error {
 	return k.call("kube " + k.name + " wait " + w.String())
 }
@@ -535,4 +585,12 @@ func mustMade(t *testing.T, f *fixture) *host.Made {
 		t.Fatal(err)
 	}
 	return m
+}
+
+// defaultCorefileSum is the sum of marina-dns's Corefile for the default
+// config, as the VM has it once marina wrote it.
+func defaultCorefileSum() string {
+	cfg := config.Default()
+	etcd, _ := dns.Addrs(netip.MustParsePrefix(cfg.Network.CIDR))
+	return dns.Spec{File: dns.Corefile(cfg.DNS.Domain, etcd)}.FileSum()
 }

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/bcollard/marina/internal/dns"
 	"github.com/bcollard/marina/internal/docker"
 	"github.com/bcollard/marina/internal/guest"
 	"github.com/bcollard/marina/internal/host"
@@ -26,6 +27,7 @@ type observed struct {
 	dockerVer  string
 	network    *docker.NetworkState // nil: no kind network
 	mirrors    []docker.Container   // containers labelled as marina's mirrors
+	dns        []docker.Container   // marina's DNS containers
 	dockerErr  error
 	route      *host.Route
 	routeErr   error
@@ -63,7 +65,11 @@ func observe(ctx context.Context, s *Session, cidr netip.Prefix, dockerWait time
 			o.dockerErr = err
 			return
 		}
-		o.mirrors, o.dockerErr = dc.ListLabeled(ctx, registry.LabelMirror)
+		if o.mirrors, err = dc.ListLabeled(ctx, registry.LabelMirror); err != nil {
+			o.dockerErr = err
+			return
+		}
+		o.dns, o.dockerErr = dc.ListLabeled(ctx, dns.LabelRole)
 	}()
 	go func() {
 		defer wg.Done()

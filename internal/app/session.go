@@ -13,6 +13,7 @@ import (
 	"github.com/bcollard/marina/internal/addons"
 	"github.com/bcollard/marina/internal/cluster"
 	"github.com/bcollard/marina/internal/config"
+	"github.com/bcollard/marina/internal/dns"
 	"github.com/bcollard/marina/internal/docker"
 	"github.com/bcollard/marina/internal/guest"
 	"github.com/bcollard/marina/internal/host"
@@ -71,11 +72,16 @@ type Host interface {
 	// ClientIP calls the echo server at lb: what it saw, and the address
 	// the Mac sent from.
 	ClientIP(ctx context.Context, lb netip.Addr) (seen, mine string, err error)
+	// ResolverDir is the folder of the host's per-domain resolver files.
+	ResolverDir() string
+	// Query asks the DNS server at server for name's addresses.
+	Query(ctx context.Context, server netip.Addr, name string) (dns.Answer, error)
 }
 
 // Kube is one cluster's API.
 type Kube interface {
 	ApplyMetalLB(ctx context.Context, manifest []byte) error
+	ApplyExternalDNS(ctx context.Context, manifest []byte) error
 	Wait(ctx context.Context, w addons.Wait) error
 	Pool(ctx context.Context, name string, ranges []string) error
 	CoreDNS(ctx context.Context, resolvers []config.DNSResolver) error

@@ -16,6 +16,7 @@ type Status struct {
 	VM    VMStatus     `json:"vm"`
 	Route RouteStatus  `json:"route"`
 	Guest *GuestStatus `json:"guestNetwork,omitempty"`
+	DNS   *DNSStatus   `json:"dns,omitempty"`
 	// ConfigError is why the config could not be read whole: the VM is
 	// still shown (vm.name is read alone), its networking is not.
 	ConfigError string `json:"configError,omitempty"`
@@ -118,6 +119,9 @@ func GetStatus(ctx context.Context, e *Env) (Status, error) {
 	}
 	o := observe(ctx, ses, cidr, 0)
 	s.guestNetwork(o, cidr)
+	if cidr.IsValid() && o.dockerErr == nil {
+		s.dnsSection(ctx, ses, o, cidr)
+	}
 	s.route(ctx, ses, cidr, o)
 	return s, nil
 }

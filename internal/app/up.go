@@ -172,7 +172,7 @@ func Up(ctx context.Context, e *Env, opts UpOptions) error {
 	}
 	if opts.DryRun && plan.VM != VMKeep {
 		// The guest cannot be looked at before it runs: say what follows.
-		plan.Steps = append(plan.Steps, Step{Do: fmt.Sprintf("then make sure of the Docker network %s, the VM's routing rules and the host's route to %s", docker.KindNetwork, cfg.Network.CIDR)})
+		plan.Steps = append(plan.Steps, Step{Do: fmt.Sprintf("then make sure of the Docker network %s, the VM's routing rules, the local DNS, the host's route to %s and its resolver file", docker.KindNetwork, cfg.Network.CIDR)})
 		printPlan(e, plan.Steps, "")
 		return nil
 	}

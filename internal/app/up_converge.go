@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/bcollard/marina/internal/config"
+	"github.com/bcollard/marina/internal/dns"
 	"github.com/bcollard/marina/internal/docker"
 	"github.com/bcollard/marina/internal/guest"
 	"github.com/bcollard/marina/internal/host"
@@ -34,23 +35,13 @@ func converge(ctx context.Context, s *Session, planned []Step, dryRun bool) erro
 	if err != nil {
 		return err
 	}
-	key, err := loadLabelKey(e.Paths)
+	p, err := planFor(s, o)
 	if err != nil {
 		return err
 	}
-	made, err := host.LoadMade(e.Paths.Routes())
+	older, err := olderClusters(ctx, s, o)
 	if err != nil {
 		return err
-	}
-	p, err := planConverge(cfg, o, key, made, s.Host)
-	if err != nil {
-		return err
-	}
-	switch p.route.State {
-	case host.Shadowed:
-		e.UI.Warnf("%s\n  marina cannot fix this; the addresses it covers stay unreachable from this host until that route is gone (check your VPN client)", p.route)
-	case host.Foreign:
-		e.UI.Warnf("%s\n  choose another network.cidr, or remove that route if it is a leftover: `sudo %s`", p.route, run.Quote(s.Host.DeleteCommand(p.route.Want, p.route.Found.Gateway)))
 	}
 	stale, err := staleAfterMove(ctx, s, o)
 	if err != nil {
@@ -58,8 +49,12 @@ func converge(ctx context.Context, s *Session, planned []Step, dryRun bool) erro
 	}
 	if dryRun {
 		steps := append(planned, p.steps...)
+		steps = append(steps, p.dns.steps()...)
 		if len(stale) > 0 {
 			steps = append(steps, followStep(s, stale))
+		}
+		if len(older) > 0 {
+			steps = append(steps, olderStep(s, older))
 		}
 		printPlan(e, steps, "VM "+name+" and its networking match the config")
 		return nil
@@ -70,8 +65,45 @@ func converge(ctx context.Context, s *Session, planned []Step, dryRun bool) erro
 	if err := followLima0(ctx, s, stale); err != nil {
 		return err
 	}
+	if err := upgradeClusters(ctx, s, older, o.guest.Addons); err != nil {
+		return err
+	}
 	fmt.Fprintf(e.Stdout, "VM %s is ready: lima0 %s, Docker at unix://%s, %s routed to the VM\n", name, o.guest.Lima0.Addr(), s.socket(), cidr)
 	return nil
+}
+
+// planFor plans converge from one observation, with the label key, the
+// record of what marina made on the host and the host's resolver file,
+// and warns about what on the host marina will not change.
+func planFor(s *Session, o *observed) (convergePlan, error) {
+	e, cfg := s.Env, s.Config
+	key, err := loadLabelKey(e.Paths)
+	if err != nil {
+		return convergePlan{}, err
+	}
+	made, err := host.LoadMade(e.Paths.Routes())
+	if err != nil {
+		return convergePlan{}, err
+	}
+	res, err := readResolver(s.Host, cfg, made)
+	if err != nil {
+		return convergePlan{}, err
+	}
+	p, err := planConverge(cfg, o, key, made, s.Host)
+	if err != nil {
+		return p, err
+	}
+	p.dns.planResolver(e.Paths, cfg.DNS.Domain, res, made)
+	if res.State == host.ResolverForeign {
+		e.UI.Warnf("%s", res)
+	}
+	switch p.route.State {
+	case host.Shadowed:
+		e.UI.Warnf("%s\n  marina cannot fix this; the addresses it covers stay unreachable from this host until that route is gone (check your VPN client)", p.route)
+	case host.Foreign:
+		e.UI.Warnf("%s\n  choose another network.cidr, or remove that route if it is a leftover: `sudo %s`", p.route, run.Quote(s.Host.DeleteCommand(p.route.Want, p.route.Found.Gateway)))
+	}
+	return p, nil
 }
 
 // observeStep observes the VM, its Docker and the host route (one guest
@@ -114,6 +146,7 @@ type convergePlan struct {
 	net        guest.Net
 	applyRules bool
 	mirrors    mirrorPlan
+	dns        dnsPlan
 	route      host.RouteStatus
 	routeFix   []string
 	made       *host.Made // the routes marina made
@@ -163,6 +196,11 @@ func planConverge(cfg config.Config, o *observed, key labelKey, made *host.Made,
 	p.key = key
 	p.mirrors = planMirrors(specs, o.mirrors, o.guest.RegistrySums)
 	p.steps = append(p.steps, p.mirrors.steps()...)
+	dnsSpecs, err := dns.Specs(cfg, key.key)
+	if err != nil {
+		return p, err
+	}
+	p.dns = planDNS(dnsSpecs, o.dns, o.guest.DNSSum)
 	p.made = made
 	p.route = host.Classify(cidr, lima0.Addr(), o.route, made.Gateways(cidr)...)
 	if p.routeFix = h.RouteFix(p.route); p.routeFix != nil {
@@ -199,6 +237,17 @@ func applyConverge(ctx context.Context, s *Session, p convergePlan) error {
 			return err
 		}
 	}
+	if len(p.dns.create)+len(p.dns.remove) > 0 {
+		if err := p.key.save(e.Paths); err != nil {
+			return err
+		}
+		err := e.step(fmt.Sprintf("Running the local DNS (%d to start, %d to remove)", len(p.dns.create), len(p.dns.remove)), "", func() error {
+			return applyDNS(ctx, s.Docker, p.dns)
+		})
+		if err != nil {
+			return err
+		}
+	}
 	if p.routeFix != nil {
 		err := e.step(fmt.Sprintf("Routing %s from this host via %s", p.route.Want, p.route.Via), "", func() error {
 			return s.Host.Privileged(ctx, p.routeFix)
@@ -211,15 +260,18 @@ func applyConverge(ctx context.Context, s *Session, p convergePlan) error {
 	// destroy delete it, even with the VM stopped; nothing else is ever
 	// touched.
 	if p.routeFix != nil {
-		return p.made.Add(p.route.Want, p.route.Via)
+		if err := p.made.Add(p.route.Want, p.route.Via); err != nil {
+			return err
+		}
 	}
-	return nil
+	// After the route: the resolver file sends lookups over it.
+	return applyResolver(ctx, s, p.dns, p.made)
 }
 
 // installGuest writes the routing rules and the mirror configs p needs
 // into the guest and applies them, in one round trip.
 func installGuest(ctx context.Context, s *Session, p convergePlan) error {
-	if !p.applyRules && !p.mirrors.writes {
+	if !p.applyRules && !p.mirrors.writes && !p.dns.writes {
 		return nil
 	}
 	b := guest.NewBatch()
@@ -235,6 +287,12 @@ func installGuest(ctx context.Context, s *Session, p convergePlan) error {
 			return err
 		}
 		what = append(what, "mirror configs")
+	}
+	if p.dns.writes {
+		if err := guest.DNSApply(b, p.dns.specs); err != nil {
+			return err
+		}
+		what = append(what, "DNS server's Corefile")
 	}
 	parts := strings.Join(what, " and ")
 	return s.step("Installing the VM's "+parts, "", func() error {

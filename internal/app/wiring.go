@@ -7,6 +7,7 @@ import (
 
 	"github.com/bcollard/marina/internal/addons"
 	"github.com/bcollard/marina/internal/config"
+	"github.com/bcollard/marina/internal/dns"
 	"github.com/bcollard/marina/internal/docker"
 	"github.com/bcollard/marina/internal/guest"
 	"github.com/bcollard/marina/internal/host"
@@ -76,10 +77,20 @@ func (macHost) ClientIP(ctx context.Context, lb netip.Addr) (string, string, err
 	return kube.ClientIP(ctx, lb)
 }
 
+func (macHost) ResolverDir() string { return host.ResolverDir() }
+
+func (macHost) Query(ctx context.Context, server netip.Addr, name string) (dns.Answer, error) {
+	return dns.Query(ctx, server, name, false)
+}
+
 type kubeCluster struct{ *kube.Cluster }
 
 func (k kubeCluster) ApplyMetalLB(ctx context.Context, manifest []byte) error {
 	return addons.ApplyMetalLB(ctx, k.Cluster, manifest)
+}
+
+func (k kubeCluster) ApplyExternalDNS(ctx context.Context, manifest []byte) error {
+	return addons.Apply(ctx, k.Cluster, manifest)
 }
 
 func (k kubeCluster) Wait(ctx context.Context, w addons.Wait) error { return w.Do(ctx, k.Cluster) }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/bcollard/marina/internal/app"
 	"github.com/bcollard/marina/internal/config"
+	"github.com/bcollard/marina/internal/dns"
 	"github.com/bcollard/marina/internal/ui"
 	"github.com/bcollard/marina/internal/version"
 )
@@ -130,7 +131,7 @@ pods see your Mac's real address.`,
 	c.PersistentFlags().BoolVar(&r.debug, "debug", false, "log every command marina runs, Lima's output and the guest round trips")
 	c.AddCommand(
 		r.upCmd(), r.downCmd(), r.destroyCmd(), r.statusCmd(), r.shellCmd(),
-		r.clusterCmd(), r.kubeconfigCmd(), r.registryCmd(), r.configCmd(), versionCmd(r),
+		r.clusterCmd(), r.kubeconfigCmd(), r.registryCmd(), r.dnsCmd(), r.configCmd(), versionCmd(r),
 	)
 	return c
 }
@@ -280,6 +281,24 @@ asks first; -y does not.`,
 	clean.Flags().BoolVarP(&o.Yes, "yes", "y", false, "do not ask for confirmation")
 	dryRunFlag(clean, &o.DryRun)
 	c.AddCommand(list, clean)
+	return c
+}
+
+func (r *root) dnsCmd() *cobra.Command {
+	c := group(&cobra.Command{
+		Use:   "dns",
+		Short: "The local DNS: every LoadBalancer Service as <service>.<namespace>.<cluster>.<dns.domain>",
+	})
+	var selector string
+	list := withOutput(r, &cobra.Command{
+		Use:   "list",
+		Short: "List the names the local DNS answers, with their address, cluster and owner",
+		Example: `  marina dns list
+  marina dns list -l cluster=dev -o json`,
+		Args: cobra.NoArgs,
+	}, func(ctx context.Context, e *app.Env) ([]dns.Record, error) { return app.ListDNS(ctx, e, selector) }, printDNS)
+	list.Flags().StringVarP(&selector, "selector", "l", "", "only names matching this selector on cluster and owner (cluster=dev)")
+	c.AddCommand(list)
 	return c
 }
 

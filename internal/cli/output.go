@@ -11,6 +11,7 @@ import (
 
 	"github.com/bcollard/marina/internal/app"
 	"github.com/bcollard/marina/internal/cluster"
+	"github.com/bcollard/marina/internal/dns"
 	"github.com/bcollard/marina/internal/registry"
 )
 
@@ -65,6 +66,17 @@ func printStatus(w io.Writer, s app.Status) {
 			fmt.Fprintln(w, "  `marina up` puts back what is missing")
 		}
 	}
+	if d := s.DNS; d != nil {
+		fmt.Fprintf(w, "=== Local DNS (%s) ===\n", d.Domain)
+		fmt.Fprintf(w, "  %s resolver file %s: %s\n", mark(d.Resolver == "present"), d.ResolverPath, d.Resolver)
+		for _, c := range d.Containers {
+			fmt.Fprintf(w, "  %s %s at %s: %s\n", mark(c.State == "running"), c.Name, c.IP, c.State)
+		}
+		fmt.Fprintf(w, "  %s %s\n", mark(d.Lookup.Rcode == "NXDOMAIN"), d.Lookup.Line())
+		if !d.OK {
+			fmt.Fprintln(w, "  `marina up` puts back what is missing")
+		}
+	}
 }
 
 func mark(ok bool) string {
@@ -106,6 +118,19 @@ func printMirrors(w io.Writer, rows []app.MirrorStatus) {
 			port = strconv.Itoa(r.Port)
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Name, orDash(r.Upstream), port, r.State, size, counters(r.Blobs), counters(r.Manifests))
+	}
+	tw.Flush()
+}
+
+func printDNS(w io.Writer, rows []dns.Record) {
+	if len(rows) == 0 {
+		fmt.Fprintln(w, "No names: a LoadBalancer Service with an address gets one within seconds.")
+		return
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tADDRESS\tCLUSTER\tOWNER")
+	for _, r := range rows {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.Name, r.Address, r.Cluster, orDash(r.Owner))
 	}
 	tw.Flush()
 }

@@ -70,6 +70,45 @@ type Mirror struct {
 // DNS is the local zone served for LoadBalancer services.
 type DNS struct {
 	Domain string `yaml:"domain" json:"domain"`
+	// Images overrides the pinned images of the local DNS (tests and
+	// air-gapped setups use it, as kind.nodeImages).
+	Images DNSImages `yaml:"images,omitempty" json:"images,omitzero"`
+}
+
+// DNSImages are the digest-pinned images of the local DNS; an empty one
+// is marina's pin.
+type DNSImages struct {
+	Etcd        string `yaml:"etcd,omitempty" json:"etcd,omitempty"`
+	CoreDNS     string `yaml:"coredns,omitempty" json:"coredns,omitempty"`
+	ExternalDNS string `yaml:"externalDNS,omitempty" json:"externalDNS,omitempty"`
+}
+
+// The images of the local DNS marina runs unless dns.images says otherwise.
+const (
+	// DefaultEtcdImage is etcd v3.6.8's official image.
+	DefaultEtcdImage = "gcr.io/etcd-development/etcd:v3.6.8@sha256:397189418d1a00e500c0605ad18d1baf3b541a1004d768448c367e48071622e5"
+	// DefaultCoreDNSImage is CoreDNS 1.14.7's official image.
+	DefaultCoreDNSImage = "coredns/coredns:1.14.7@sha256:7efd3c635b03efd68c4e8398fc45f0d993d0e9ab016f72c1cefb0fd6d01aa286"
+	// DefaultExternalDNSImage is ExternalDNS v0.23.0. Its digest could not
+	// be read where this was written (no registry reachable): it is pinned
+	// by tag, and dns.images.externalDNS pins a digest.
+	DefaultExternalDNSImage = "registry.k8s.io/external-dns/external-dns:v0.23.0"
+)
+
+// Etcd is the etcd image to run.
+func (d DNS) Etcd() string { return or(d.Images.Etcd, DefaultEtcdImage) }
+
+// CoreDNS is the CoreDNS image to run.
+func (d DNS) CoreDNS() string { return or(d.Images.CoreDNS, DefaultCoreDNSImage) }
+
+// ExternalDNS is the ExternalDNS image every cluster runs.
+func (d DNS) ExternalDNS() string { return or(d.Images.ExternalDNS, DefaultExternalDNSImage) }
+
+func or(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
 }
 
 // Cache storage modes.

@@ -201,7 +201,7 @@ func TestStrictLoading(t *testing.T) {
 		{"unknown nested key", "vm:\n  name: marina\n  cpu: 2\n",
 			[]string{"config.yaml:3: vm.cpu: unknown key \"cpu\" (did you mean \"cpus\"?)"}},
 		{"unknown key far from any", "dns:\n  zzzzzzzz: 1\n",
-			[]string{"config.yaml:2: dns.zzzzzzzz: unknown key \"zzzzzzzz\" (known keys: domain)"}},
+			[]string{"config.yaml:2: dns.zzzzzzzz: unknown key \"zzzzzzzz\" (known keys: domain, images)"}},
 		{"unknown key in a list item", "registries:\n  mirrors:\n    - name: a\n      port: 5000\n      remoteURL: https://a.io\n      pasword: x\n",
 			[]string{"config.yaml:6: registries.mirrors[0].pasword: unknown key \"pasword\" (did you mean \"password\"?)"}},
 		{"several unknown keys at once", "vm:\n  foo: 1\nbar: 2\n",

@@ -104,3 +104,9 @@ func (p Paths) MirrorCache(name string) (string, error) {
 	}
 	return d, nil
 }
+
+// ResolverCopy is marina's copy of the Mac's resolver file for domain,
+// which sudo installs into place.
+func (p Paths) ResolverCopy(domain string) string {
+	return filepath.Join(p.Dir, "resolver", domain)
+}

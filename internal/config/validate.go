@@ -351,6 +351,14 @@ func (v *validator) dns(d DNS) {
 	case name == "local" || strings.HasSuffix(name, ".local"):
 		v.add("dns.domain", "%s is under .local, which macOS resolves with multicast DNS: choose a name like %s", name, DefaultDNSDomain)
 	}
+	for _, img := range [][2]string{{"etcd", d.Images.Etcd}, {"coredns", d.Images.CoreDNS}, {"externalDNS", d.Images.ExternalDNS}} {
+		if img[1] == "" {
+			continue
+		}
+		if err := checkPinned(img[1]); err != nil {
+			v.add("dns.images."+img[0], "%v", err)
+		}
+	}
 }
 
 // IsDomain reports whether s is a lowercase DNS name of one or more labels.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/netip"
 	"strconv"
 	"strings"
 	"sync"
@@ -53,14 +54,26 @@ type RunSpec struct {
 	Image  string
 	Labels map[string]string
 	Binds  []string
+	// Cmd replaces the image's command when set.
+	Cmd []string
+	// IP is a fixed address on the kind network (outside Docker's dynamic
+	// range), when set.
+	IP netip.Addr
 }
 
 // Run creates and starts spec's container, restarted by Docker whenever it
 // stops (and when the VM boots).
 func (c *Client) Run(ctx context.Context, spec RunSpec) error {
+	var nc *network.NetworkingConfig
+	if spec.IP.IsValid() {
+		nc = &network.NetworkingConfig{EndpointsConfig: map[string]*network.EndpointSettings{
+			KindNetwork: {IPAMConfig: &network.EndpointIPAMConfig{IPv4Address: spec.IP}},
+		}}
+	}
 	res, err := c.api.ContainerCreate(ctx, client.ContainerCreateOptions{
-		Name:   spec.Name,
-		Config: &container.Config{Image: spec.Image, Labels: spec.Labels},
+		Name:             spec.Name,
+		Config:           &container.Config{Image: spec.Image, Labels: spec.Labels, Cmd: spec.Cmd},
+		NetworkingConfig: nc,
 		HostConfig: &container.HostConfig{
 			Binds:         spec.Binds,
 			NetworkMode:   container.NetworkMode(KindNetwork),

@@ -7,6 +7,7 @@ import (
 
 	"github.com/bcollard/marina/internal/cluster"
 	"github.com/bcollard/marina/internal/config"
+	"github.com/bcollard/marina/internal/dns"
 	"github.com/bcollard/marina/internal/docker"
 	"github.com/bcollard/marina/internal/golden"
 	"github.com/bcollard/marina/internal/registry"
@@ -51,7 +52,25 @@ func TestGolden(t *testing.T) {
 	if err := RegistryApply(b, specs); err != nil {
 		t.Fatal(err)
 	}
+	dnsSpecs, err := dns.Specs(cfg, []byte("golden key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := DNSApply(b, dnsSpecs); err != nil {
+		t.Fatal(err)
+	}
 	golden.Check(t, "up-apply.sh.golden", []byte(b.Script()))
+
+	// The local DNS: what cluster delete adds, dns list, and the addons
+	// records up writes for older clusters.
+	etcd, _ := dns.Addrs(netip.MustParsePrefix(cfg.Network.CIDR))
+	golden.Check(t, "dns-forget.sh.golden", []byte("set -eu -o pipefail\n"+DNSForget(etcd, []string{"dev.demo.internal", "east.demo.internal"})))
+	golden.Check(t, "dns-records.sh.golden", []byte(DNSRecords(etcd, cfg.DNS.Domain)))
+	rb := NewBatch()
+	if err := AddonsRecordApply(rb, map[string]string{"dev": DNSRecord(cfg.DNS.Domain), "east": DNSRecord(cfg.DNS.Domain)}); err != nil {
+		t.Fatal(err)
+	}
+	golden.Check(t, "addons-record.sh.golden", []byte(rb.Script()))
 
 	// cluster create dev, direct mode, every default mirror.
 	certsDir, err := CertsDir("dev")
@@ -74,7 +93,7 @@ func TestGolden(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	golden.Check(t, "kind-create.sh.golden", must(KindCreate("dev", image, kindConfig, certsD, false)))
+	golden.Check(t, "kind-create.sh.golden", must(KindCreate("dev", image, kindConfig, certsD, DNSRecord(cfg.DNS.Domain), false)))
 	golden.Check(t, "kind-export.sh.golden", must(KindExport([]string{"dev", "east"})))
 	golden.Check(t, "kind-delete.sh.golden", must(KindDelete([]string{"dev", "east"})))
 

@@ -43,7 +43,9 @@ const apiServerCert = "/etc/kubernetes/pki/apiserver.crt"
 // name is checked here and image is quoted; the certs.d files travel in
 // quoted here-documents (see put) and the kind config base64-encoded, so
 // none of their text is shell.
-func KindCreate(name, image string, kindConfig []byte, certsD map[string]string, retain bool) (string, error) {
+//
+// addons is the cluster's addons record (see DNSRecord), written with it.
+func KindCreate(name, image string, kindConfig []byte, certsD map[string]string, addons string, retain bool) (string, error) {
 	dir, err := ClusterDir(name)
 	if err != nil {
 		return "", err
@@ -63,6 +65,11 @@ func KindCreate(name, image string, kindConfig []byte, certsD map[string]string,
 			return "", fmt.Errorf("%q is not a file under certs.d", k)
 		}
 		if err := b.Put(File{Path: f, Mode: "0644", Content: certsD[k]}, ""); err != nil {
+			return "", err
+		}
+	}
+	if addons != "" {
+		if err := b.Put(File{Path: path.Join(dir, addonsFile), Mode: "0644", Content: addons + "\n"}, ""); err != nil {
 			return "", err
 		}
 	}

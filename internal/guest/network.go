@@ -8,6 +8,8 @@ import (
 	"regexp"
 	"strings"
 	"text/template"
+
+	"github.com/bcollard/marina/internal/dns"
 )
 
 // Where the routing rules live in the guest. The script is what every path
@@ -66,9 +68,12 @@ type Rule struct {
 // and traffic between the two keeps its addresses both ways.
 func (n Net) Rules() []Rule {
 	mac := netip.PrefixFrom(n.Mac, 32)
+	etcd, _ := dns.Addrs(n.Kind)
 	return []Rule{
 		{"nat", fmt.Sprintf("-A %s -s %s -d %s -o %s -j ACCEPT", natChain, n.Kind, mac, HostIf),
 			"kind → Mac keeps its source address (exempt from Docker's MASQUERADE)"},
+		{"filter", fmt.Sprintf("-A %s -d %s -i %s -o %s -j DROP", filterChain, netip.PrefixFrom(etcd, 32), HostIf, n.Bridge),
+			"the local DNS's etcd stays out of the Mac's reach (only the kind network writes records)"},
 		{"filter", fmt.Sprintf("-A %s -s %s -d %s -i %s -o %s -j ACCEPT", filterChain, mac, n.Kind, HostIf, n.Bridge),
 			"Mac → kind network: containers, unpublished ports, MetalLB addresses"},
 		{"filter", fmt.Sprintf("-A %s -s %s -d %s -i %s -o %s -m conntrack --ctstate RELATED,ESTABLISHED -j ACCEPT", filterChain, n.Kind, mac, n.Bridge, HostIf),
@@ -94,7 +99,8 @@ var scriptTmpl = template.Must(template.New("net").Parse(`#!/bin/bash
 # the kind network at layer 3 with no address translation either way:
 #  - the Mac reaches every address of {{.Kind}} over {{.HostIf}}, through
 #    Docker's DOCKER-USER chain (Docker 28.2+ drops such traffic otherwise);
-#    nothing else on {{.HostIf}}'s network does;
+#    nothing else on {{.HostIf}}'s network does, and nothing from it reaches
+#    the local DNS's etcd;
 #  - traffic from the kind network to the Mac keeps its source address,
 #    exempt from Docker's MASQUERADE;
 #  - the FORWARD policy is DROP, whatever Docker found at its start.

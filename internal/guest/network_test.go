@@ -32,6 +32,7 @@ func observed(mac string, extraNat ...string) string {
 		"-N MARINA-FORWARD",
 		"-A FORWARD -j DOCKER-USER",
 		"-A DOCKER-USER -j MARINA-FORWARD",
+		"-A MARINA-FORWARD -d 172.30.255.52/32 -i lima0 -o br-kind -j DROP",
 		"-A MARINA-FORWARD -s " + mac + "/32 -d 172.30.0.0/16 -i lima0 -o br-kind -j ACCEPT",
 		"-A MARINA-FORWARD -s 172.30.0.0/16 -d " + mac + "/32 -i br-kind -o lima0 -m conntrack --ctstate RELATED,ESTABLISHED -j ACCEPT",
 		"-A MARINA-FORWARD -i lima0 -o br-kind -m conntrack --ctstate RELATED,ESTABLISHED -j RETURN",

@@ -9,6 +9,7 @@ import (
 	"net/netip"
 	"strings"
 
+	"github.com/bcollard/marina/internal/dns"
 	"github.com/bcollard/marina/internal/vm"
 )
 
@@ -22,6 +23,10 @@ type State struct {
 	Net NetState
 	// RegistrySums maps each mirror config file in the VM to its sha256.
 	RegistrySums map[string]string
+	// DNSSum is the sha256 of marina-dns's Corefile, "" when there is none.
+	DNSSum string
+	// Addons maps each cluster with an addons record to what it says.
+	Addons map[string]Addons
 }
 
 // observeScript prints one section per concern, each headed "@@ name".
@@ -30,7 +35,7 @@ type State struct {
 const observeScript = `set -u
 echo "@@ lima0"
 ip -4 -j addr show dev lima0 2>/dev/null || echo '[]'
-` + networkObserve + registryObserve
+` + networkObserve + registryObserve + dnsObserve
 
 // Observe looks at the guest in one round trip. When lima0 has no address
 // the error says so and the rest of State is still filled in.
@@ -66,7 +71,8 @@ func sections(out string) map[string]string {
 
 func parseObserve(out string) (State, error) {
 	sec := sections(out)
-	st := State{Net: parseNetState(sec), RegistrySums: parseSums(sec["registry"])}
+	st := State{Net: parseNetState(sec), RegistrySums: parseSums(sec["registry"]), Addons: parseAddons(sec["addons"])}
+	st.DNSSum = parseSums(sec["dns"])[dns.CorefilePath]
 	addrs, err := ParseAddrs(sec["lima0"])
 	if err != nil {
 		return st, err

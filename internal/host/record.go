@@ -18,6 +18,16 @@ import (
 type Made struct {
 	path   string
 	Routes []MadeRoute `json:"routes"`
+	// Resolvers are the resolver files marina wrote, with what it wrote:
+	// a file is marina's to rewrite or remove only while it still holds
+	// exactly that.
+	Resolvers []MadeResolver `json:"resolvers,omitempty"`
+}
+
+// MadeResolver is one resolver file marina wrote.
+type MadeResolver struct {
+	Path    string `json:"path"`
+	Content string `json:"content"`
 }
 
 // MadeRoute is one route marina added.
@@ -45,6 +55,11 @@ func LoadMade(path string) (*Made, error) {
 	for _, r := range in.Routes {
 		if CheckPrefix(r.CIDR) == nil && r.Gateway.Is4() {
 			m.Routes = append(m.Routes, r)
+		}
+	}
+	for _, r := range in.Resolvers {
+		if resolverPath(r.Path) {
+			m.Resolvers = append(m.Resolvers, r)
 		}
 	}
 	return m, nil
@@ -95,8 +110,35 @@ func (m *Made) drop(p netip.Prefix) {
 	m.Routes = slices.DeleteFunc(m.Routes, func(r MadeRoute) bool { return r.CIDR == p })
 }
 
+// Wrote records the resolver file path with content, and saves.
+func (m *Made) Wrote(path, content string) error {
+	m.Resolvers = slices.DeleteFunc(m.Resolvers, func(r MadeResolver) bool { return r.Path == path })
+	m.Resolvers = append(m.Resolvers, MadeResolver{Path: path, Content: content})
+	return m.save()
+}
+
+// Removed forgets the resolver file path, and saves.
+func (m *Made) Removed(path string) error {
+	n := len(m.Resolvers)
+	m.Resolvers = slices.DeleteFunc(m.Resolvers, func(r MadeResolver) bool { return r.Path == path })
+	if len(m.Resolvers) == n {
+		return nil
+	}
+	return m.save()
+}
+
+// wrote is what marina wrote to path, and whether it did.
+func (m *Made) wrote(path string) (string, bool) {
+	for _, r := range m.Resolvers {
+		if r.Path == path {
+			return r.Content, true
+		}
+	}
+	return "", false
+}
+
 func (m *Made) save() error {
-	if len(m.Routes) == 0 {
+	if len(m.Routes) == 0 && len(m.Resolvers) == 0 {
 		if err := os.Remove(m.path); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return err
 		}

@@ -161,6 +161,15 @@ func (c *controllers) tick(name string, port int, lbIP string) {
 		}
 		_, _ = cs.AppsV1().Deployments("metallb-system").UpdateStatus(ctx, d, metav1.UpdateOptions{})
 	}
+	// ExternalDNS's Deployment: the DNS tests run the real binary beside
+	// the cluster, with this Deployment's arguments.
+	if d, err := cs.AppsV1().Deployments("external-dns").Get(ctx, "external-dns", metav1.GetOptions{}); err == nil && d.Status.ObservedGeneration < d.Generation {
+		d.Status = appsv1.DeploymentStatus{
+			ObservedGeneration: d.Generation, Replicas: 1, UpdatedReplicas: 1, ReadyReplicas: 1, AvailableReplicas: 1,
+			Conditions: []appsv1.DeploymentCondition{{Type: appsv1.DeploymentAvailable, Status: corev1.ConditionTrue, Reason: "MinimumReplicasAvailable"}},
+		}
+		_, _ = cs.AppsV1().Deployments("external-dns").UpdateStatus(ctx, d, metav1.UpdateOptions{})
+	}
 	if ds, err := cs.AppsV1().DaemonSets("metallb-system").Get(ctx, "speaker", metav1.GetOptions{}); err == nil && ds.Status.ObservedGeneration < ds.Generation {
 		ds.Status = appsv1.DaemonSetStatus{
 			ObservedGeneration: ds.Generation, DesiredNumberScheduled: 1, CurrentNumberScheduled: 1,

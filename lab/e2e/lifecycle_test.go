@@ -129,6 +129,7 @@ func TestLifecycle(t *testing.T) {
 			t.Fatal(err)
 		}
 		lab := strings.Replace(string(b), "image: "+config.DefaultRegistryImage, "image: "+registryImage(), 1)
+		lab = strings.Replace(lab, "  domain: "+config.DefaultDNSDomain+"\n", "  domain: "+config.DefaultDNSDomain+"\n"+dnsImagesYAML(), 1)
 		if lab == string(b) {
 			t.Fatalf("the default config does not name the registry image:\n%s", b)
 		}

@@ -426,7 +426,8 @@ func TestNetwork(t *testing.T) {
 		// marina's own route, made by root's marina through ip(8) and
 		// recorded: the Mac's code removes it.
 		r := mustUserMarina(t, "down", "--remove-route")
-		wantSudo(t, r, "down --remove-route", "/sbin/route -n delete -net 172.30.0.0/16 192.168.64.2")
+		wantSudo(t, r, "down --remove-route", "/sbin/route -n delete -net 172.30.0.0/16 192.168.64.2", rmResolver())
+		wantResolver(t, false)
 		// A VPN's route of exactly the kind network, through another host.
 		if out, err := exec.Command("ip", "route", "replace", "172.30.0.0/16", "via", intruderIP).CombinedOutput(); err != nil {
 			t.Fatalf("%v %s", err, out)
@@ -441,7 +442,10 @@ func TestNetwork(t *testing.T) {
 		if hint := "`sudo /sbin/route -n delete -net 172.30.0.0/16 " + intruderIP + "`"; !strings.Contains(r.stderr, hint) {
 			t.Errorf("up does not name %s:\n%s", hint, r.stderr)
 		}
-		wantSudo(t, r, "up with a foreign route")
+		// The resolver file is written all the same: lookups wait for the
+		// route like any other packet.
+		wantSudo(t, r, "up with a foreign route", installResolver())
+		wantResolver(t, true)
 		if got := kindRoute(t); got != before {
 			t.Errorf("up changed the foreign route: %q, was %q", got, before)
 		}
@@ -453,13 +457,14 @@ func TestNetwork(t *testing.T) {
 			wantSudo(t, r, strings.Join(args, " "))
 		}
 		r = mustUserMarina(t, "down", "--remove-route")
-		wantSudo(t, r, "down --remove-route with a foreign route")
+		wantSudo(t, r, "down --remove-route with a foreign route", rmResolver())
 		if got := kindRoute(t); got != before {
 			t.Errorf("down --remove-route removed the foreign route: %q", got)
 		}
 		_ = exec.Command("ip", "route", "del", "172.30.0.0/16", "via", intruderIP).Run()
 		r = mustUserMarina(t, "up")
-		wantSudo(t, r, "up with no route", "/sbin/route -n add -net 172.30.0.0/16 192.168.64.2")
+		wantSudo(t, r, "up with no route", "/sbin/route -n add -net 172.30.0.0/16 192.168.64.2", installResolver())
+		wantResolver(t, true)
 		wantKindRoute(t, "192.168.64.2")
 	})
 
@@ -498,15 +503,17 @@ func TestNetwork(t *testing.T) {
 			want = []string{"/sbin/route -n delete -net 172.30.0.0/16 " + gw}
 		}
 		r := mustUserMarina(t, "down", "--remove-route")
-		wantSudo(t, r, "down --remove-route", want...)
+		wantSudo(t, r, "down --remove-route", append(want, rmResolver())...)
+		wantResolver(t, false)
 		if got := kindRoute(t); got != "" {
 			t.Errorf("route after down --remove-route: %s", got)
 		}
 		r = mustUserMarina(t, "up")
-		wantSudo(t, r, "up", "/sbin/route -n add -net 172.30.0.0/16 192.168.64.2")
+		wantSudo(t, r, "up", "/sbin/route -n add -net 172.30.0.0/16 192.168.64.2", installResolver())
 		wantKindRoute(t, "192.168.64.2")
 		r = mustUserMarina(t, "destroy", "-y")
-		wantSudo(t, r, "destroy", "/sbin/route -n delete -net 172.30.0.0/16 192.168.64.2")
+		wantSudo(t, r, "destroy", "/sbin/route -n delete -net 172.30.0.0/16 192.168.64.2", rmResolver())
+		wantResolver(t, false)
 		if got := kindRoute(t); got != "" {
 			t.Errorf("route after destroy: %s", got)
 		}
@@ -557,6 +564,32 @@ func chownTree(t *testing.T, root string, uid, gid int) {
 	})
 	if err != nil {
 		t.Fatalf("chown %s to %d:%d: %v", root, uid, gid, err)
+	}
+}
+
+// resolverPath is the lab Mac's resolver file for marina's zone (its
+// /etc/resolver stand-in, MARINA_RESOLVER_DIR).
+func resolverPath() string { return filepath.Join(labRoot(), "mac", "resolver", "demo.internal") }
+
+// installResolver and rmResolver are the sudo commands that write and
+// remove it.
+func installResolver() string {
+	return "/usr/bin/install -m 0644 " + filepath.Join(marinaHome(), "resolver", "demo.internal") + " " + resolverPath()
+}
+func rmResolver() string { return "/bin/rm -f " + resolverPath() }
+
+// wantResolver checks the resolver file is there (and sends the zone to
+// marina-dns) or is gone.
+func wantResolver(t *testing.T, present bool) {
+	t.Helper()
+	b, err := os.ReadFile(resolverPath())
+	switch {
+	case !present && err == nil:
+		t.Errorf("%s is still there:\n%s", resolverPath(), b)
+	case present && err != nil:
+		t.Errorf("no resolver file: %v", err)
+	case present && !strings.HasSuffix(string(b), "\nnameserver 172.30.255.53\n"):
+		t.Errorf("%s:\n%s", resolverPath(), b)
 	}
 }
 

@@ -39,14 +39,32 @@ const (
 func labRoot() string { return os.Getenv("MARINA_LAB_ROOT") }
 
 // writeConfig replaces the lab Mac user's config.
+// A body without a dns section gets the lab's DNS images (the pinned
+// ones cannot be pulled here).
 func writeConfig(t testing.TB, body string) {
 	t.Helper()
+	if !strings.Contains(body, "\ndns:") && !strings.HasPrefix(body, "dns:") {
+		body += "dns:\n" + dnsImagesYAML()
+	}
 	if err := os.MkdirAll(marinaHome(), 0o700); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(filepath.Join(marinaHome(), "config.yaml"), []byte(body), 0o600); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// dnsImagesYAML is the dns.images setting for the lab's etcd and CoreDNS
+// images (lab/lab dns-images), indented under dns:.
+func dnsImagesYAML() string {
+	ref := func(name string) string {
+		b, err := os.ReadFile(filepath.Join(labRoot(), "images", name+".ref"))
+		if err != nil {
+			panic("the lab's " + name + " image: " + err.Error())
+		}
+		return strings.TrimSpace(string(b))
+	}
+	return "  images:\n    etcd: " + ref("etcd") + "\n    coredns: " + ref("coredns") + "\n"
 }
 
 // registryImage is the lab's registry:3.0.0 pinned by its digest (see

@@ -1,0 +1,161 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/bcollard/marina/internal/config"
+	"github.com/bcollard/marina/internal/guest"
+	"github.com/bcollard/marina/internal/vm"
+)
+
+func resolverFile(f *fixture, domain string) string { return filepath.Join(f.resolverDir, domain) }
+
+// A resolver file for the zone that marina did not write is left alone,
+// and said so; everything else goes on.
+func TestUpLeavesAForeignResolverFileAlone(t *testing.T) {
+	f := newFixture(t)
+	f.config(nil)
+	if err := os.MkdirAll(f.resolverDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	mine := "nameserver 10.9.9.9\n"
+	if err := os.WriteFile(resolverFile(f, "demo.internal"), []byte(mine), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := Up(context.Background(), f.e, UpOptions{}); err != nil {
+		t.Fatalf("%v\n%s", err, f.err.String())
+	}
+	if b, _ := os.ReadFile(resolverFile(f, "demo.internal")); string(b) != mine {
+		t.Errorf("the user's resolver file was changed:\n%s", b)
+	}
+	if !strings.Contains(f.err.String(), "marina did not write it") {
+		t.Errorf("no warning:\n%s", f.err.String())
+	}
+	for _, c := range f.called("host.privileged") {
+		if strings.Contains(c, f.resolverDir) {
+			t.Errorf("ran %s", c)
+		}
+	}
+	// destroy does not remove it either.
+	if err := Destroy(context.Background(), f.e, DestroyOptions{Yes: true}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(resolverFile(f, "demo.internal")); err != nil {
+		t.Errorf("destroy removed the user's resolver file: %v", err)
+	}
+}
+
+// A new dns.domain: the resolver file of the old one goes, the new one is
+// written, and the server's Corefile and container are recreated.
+func TestUpFollowsADNSDomainChange(t *testing.T) {
+	f := newFixture(t)
+	f.config(nil)
+	if err := Up(context.Background(), f.e, UpOptions{}); err != nil {
+		t.Fatalf("%v\n%s", err, f.err.String())
+	}
+	old := resolverFile(f, "demo.internal")
+	if _, err := os.Stat(old); err != nil {
+		t.Fatalf("up wrote no resolver file: %v", err)
+	}
+	f.config(func(c *config.Config) { c.DNS.Domain = "lab.internal" })
+	f.calls = nil
+	if err := Up(context.Background(), f.e, UpOptions{DryRun: true}); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"recreate the local DNS's marina-dns", "/bin/rm -f " + old, "lab.internal"} {
+		if !strings.Contains(f.out.String(), want) {
+			t.Errorf("the dry run lacks %q:\n%s", want, f.out.String())
+		}
+	}
+	if got := f.called("host.privileged"); len(got) != 0 {
+		t.Errorf("the dry run changed the host: %v", got)
+	}
+	if err := Up(context.Background(), f.e, UpOptions{}); err != nil {
+		t.Fatalf("%v\n%s", err, f.err.String())
+	}
+	if _, err := os.Stat(old); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the old domain's resolver file is still there: %v", err)
+	}
+	if b, _ := os.ReadFile(resolverFile(f, "lab.internal")); !strings.HasSuffix(string(b), "nameserver 172.30.255.53\n") {
+		t.Errorf("lab.internal's resolver file:\n%s", b)
+	}
+	if got := f.called("docker.run marina-dns"); len(got) != 1 || got[0] != "docker.run marina-dns" {
+		t.Errorf("recreated %v", f.called("docker.run"))
+	}
+	if len(f.called("docker.run marina-dns-etcd")) != 0 {
+		t.Error("etcd was recreated for a new domain: its records would be lost for nothing")
+	}
+	// destroy removes what marina wrote.
+	if err := Destroy(context.Background(), f.e, DestroyOptions{Yes: true}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(resolverFile(f, "lab.internal")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("destroy left the resolver file: %v", err)
+	}
+}
+
+// A cluster made before local DNS gets ExternalDNS and the CoreDNS block
+// from up, once; one that has it gets nothing.
+func TestUpPutsOlderClustersOnTheDNSOnce(t *testing.T) {
+	f := newFixture(t)
+	f.config(nil)
+	f.cluster("old", 1, "https://192.168.64.3:7001")
+	f.cluster("cur", 2, "https://192.168.64.3:7002")
+	f.addons["cur"] = guestAddons("demo.internal")
+	f.dnsWarm()
+	f.registrySums = f.mirrorSums()
+	if err := Up(context.Background(), f.e, UpOptions{}); err != nil {
+		t.Fatalf("%v\n%s", err, f.err.String())
+	}
+	want := "kube old apply-external-dns,kube old wait deployment external-dns/external-dns available,kube old coredns"
+	if got := strings.Join(f.called("kube "), ","); got != want {
+		t.Errorf("kube calls %s, want %s", got, want)
+	}
+	if body := f.bodies["record the clusters' addons"]; !strings.Contains(body, "/etc/marina/clusters/old ]") || strings.Contains(body, "clusters/cur") {
+		t.Errorf("records written:\n%s", body)
+	}
+	f.calls = nil
+	if err := Up(context.Background(), f.e, UpOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.called("kube "); len(got) != 0 {
+		t.Errorf("the second up did it again: %v", got)
+	}
+	if got := f.called("guest."); len(got) != 1 {
+		t.Errorf("the second up made %d guest round trips: %v", len(got), got)
+	}
+	// (Docker is asked for the clusters all the same in direct mode: the
+	// lima0 check of their kubeconfigs needs them; once, not twice.)
+	if got := f.called("docker.kind-nodes"); len(got) > 1 {
+		t.Errorf("the second up asked Docker for the clusters %d times", len(got))
+	}
+}
+
+// cluster delete removes the cluster's names from etcd in the same round
+// trip, and says so when it could not.
+func TestDeleteForgetsTheNames(t *testing.T) {
+	f := newFixture(t)
+	f.config(nil)
+	f.cluster("dev", 1, "https://127.0.0.1:7001")
+	f.scripts["kind delete cluster"] = vm.Result{Stdout: []byte("@@ dns-forget dev.demo.internal failed\n")}
+	if err := DeleteClusters(context.Background(), f.e, DeleteOptions{Names: []string{"dev"}}); err != nil {
+		t.Fatalf("%v\n%s", err, f.err.String())
+	}
+	body := f.bodies["kind delete cluster"]
+	if !strings.Contains(body, "/v3/kv/deleterange") || strings.Index(body, "kind_delete dev") > strings.Index(body, "deleterange") {
+		t.Errorf("the delete script does not remove the names after the cluster:\n%s", body)
+	}
+	if got := f.called("guest."); len(got) != 1 {
+		t.Errorf("%d guest round trips: %v", len(got), got)
+	}
+	if !strings.Contains(f.err.String(), "dev.demo.internal could not be removed from the local DNS") {
+		t.Errorf("no warning:\n%s", f.err.String())
+	}
+}
+
+func guestAddons(domain string) guest.Addons { return guest.Addons{DNS: domain} }

@@ -1,0 +1,197 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/bcollard/marina/internal/config"
+	"github.com/bcollard/marina/internal/dns"
+	"github.com/bcollard/marina/internal/docker"
+	"github.com/bcollard/marina/internal/fileutil"
+	"github.com/bcollard/marina/internal/host"
+	"github.com/bcollard/marina/internal/run"
+)
+
+// dnsPlan is what up does to the local DNS: its two containers, the
+// Corefile in the VM and the host's resolver file.
+type dnsPlan struct {
+	specs   []dns.Spec
+	writes  bool // the Corefile in the VM needs writing
+	create  []dns.Spec
+	remove  []docker.Container
+	reasons map[string]string
+
+	resolver host.Resolver
+	fix      [][]string // write the resolver file
+	src      string     // marina's copy the fix installs
+	drop     [][]string // remove resolver files of an older dns.domain
+	dropped  []string
+}
+
+// planDNS compares the wanted DNS containers with those found, the
+// Corefile's sum in the VM and the resolver file.
+func planDNS(specs []dns.Spec, have []docker.Container, sum string) dnsPlan {
+	p := dnsPlan{specs: specs, reasons: map[string]string{}}
+	byRole := map[string]docker.Container{}
+	for _, c := range have {
+		byRole[c.Labels[dns.LabelRole]] = c
+	}
+	for _, s := range specs {
+		fileOK := s.FilePath == "" || sum == s.FileSum()
+		if !fileOK {
+			p.writes = true
+		}
+		c, ok := byRole[s.Role]
+		reason := ""
+		switch {
+		case !ok:
+			reason = "new"
+		case c.Name != s.Name:
+			reason = "its container was renamed to " + c.Name
+		case c.Labels[dns.LabelConfig] != s.Digest || !fileOK:
+			reason = "its configuration changed"
+		case c.State != "running" && c.State != "restarting":
+			reason = "it was " + c.State
+		}
+		if reason == "" {
+			continue
+		}
+		if ok {
+			p.remove = append(p.remove, c)
+		}
+		p.create = append(p.create, s)
+		p.reasons[s.Name] = reason
+	}
+	for _, c := range have {
+		if r := c.Labels[dns.LabelRole]; r != dns.RoleEtcd && r != dns.RoleServer {
+			p.remove = append(p.remove, c) // a role this marina does not run
+			p.reasons[c.Name] = "not one of marina's DNS containers"
+		}
+	}
+	return p
+}
+
+func (p dnsPlan) steps() []Step {
+	var out []Step
+	if p.writes {
+		out = append(out, Step{Do: "write the local DNS server's Corefile to " + dns.CorefilePath + " in the VM"})
+	}
+	for _, c := range p.remove {
+		if !p.recreates(c.Name) {
+			out = append(out, Step{Do: "remove the container " + c.Name, Reason: p.reasons[c.Name]})
+		}
+	}
+	for _, s := range p.create {
+		verb := "run"
+		if p.reasons[s.Name] != "new" {
+			verb = "recreate"
+		}
+		out = append(out, Step{Do: fmt.Sprintf("%s the local DNS's %s at %s (%s)", verb, s.Name, s.IP, s.Image), Reason: p.reasons[s.Name]})
+	}
+	if p.fix != nil {
+		out = append(out, Step{Do: "send names under " + filepath.Base(p.resolver.Path) + " to the local DNS: " + host.Quoted(p.fix, run.Quote), Reason: "now " + string(p.resolver.State)})
+	}
+	if p.drop != nil {
+		out = append(out, Step{Do: "remove the resolver files marina wrote for another dns.domain: " + host.Quoted(p.drop, run.Quote)})
+	}
+	return out
+}
+
+func (p dnsPlan) recreates(name string) bool {
+	for _, s := range p.create {
+		if s.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// planResolver adds the resolver file's fix (and the removal of files
+// left from another dns.domain) to p.
+func (p *dnsPlan) planResolver(paths config.Paths, domain string, r host.Resolver, made *host.Made) {
+	p.resolver = r
+	p.src = paths.ResolverCopy(domain)
+	p.fix = host.ResolverFix(r, p.src)
+	p.drop, p.dropped = host.ResolverRemovals(made, r.Path)
+}
+
+// applyDNS (re)creates the DNS containers; the Corefile is in the VM.
+func applyDNS(ctx context.Context, dc Docker, p dnsPlan) error {
+	for _, c := range p.remove {
+		if err := dc.Remove(ctx, c.ID); err != nil {
+			return err
+		}
+	}
+	for _, s := range p.create {
+		if err := dc.EnsureImage(ctx, s.Image); err != nil {
+			return err
+		}
+		err := dc.Run(ctx, docker.RunSpec{
+			Name: s.Name, Image: s.Image, Cmd: s.Cmd, IP: s.IP, Binds: s.Binds,
+			Labels: map[string]string{dns.LabelRole: s.Role, dns.LabelConfig: s.Digest},
+		})
+		if err != nil {
+			if strings.Contains(err.Error(), "already in use") {
+				return fmt.Errorf("%w\na container marina did not make is named %s, or holds %s: remove it (`marina shell -- docker rm -f %s`)", err, s.Name, s.IP, s.Name)
+			}
+			return err
+		}
+	}
+	return nil
+}
+
+// applyResolver writes the resolver file through sudo (marina's copy
+// first), removes those of an older domain, and records both.
+func applyResolver(ctx context.Context, s *Session, p dnsPlan, made *host.Made) error {
+	if p.fix != nil {
+		err := s.step("Sending names under "+filepath.Base(p.resolver.Path)+" to the local DNS ("+p.resolver.Path+")", "", func() error {
+			if err := os.MkdirAll(filepath.Dir(p.src), 0o700); err != nil {
+				return err
+			}
+			// Root copies it from here: readable, and only marina's.
+			if err := fileutil.WriteAtomic(p.src, []byte(p.resolver.Want), 0o644); err != nil {
+				return err
+			}
+			for _, c := range p.fix {
+				if err := s.Host.Privileged(ctx, c); err != nil {
+					return err
+				}
+			}
+			return made.Wrote(p.resolver.Path, p.resolver.Want)
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return removeResolvers(ctx, s, made, p.drop, p.dropped)
+}
+
+// removeResolvers runs the removals of resolver files and forgets them.
+func removeResolvers(ctx context.Context, s *Session, made *host.Made, cmds [][]string, paths []string) error {
+	for i, c := range cmds {
+		err := s.step("Removing "+paths[i], "", func() error {
+			if err := s.Host.Privileged(ctx, c); err != nil {
+				return err
+			}
+			return made.Removed(paths[i])
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// readResolver is the host's resolver file for cfg's zone.
+func readResolver(h Host, cfg config.Config, made *host.Made) (host.Resolver, error) {
+	cidr, err := netip.ParsePrefix(cfg.Network.CIDR)
+	if err != nil {
+		return host.Resolver{}, err
+	}
+	_, server := dns.Addrs(cidr)
+	return host.ReadResolver(h.ResolverDir(), cfg.DNS.Domain, dns.ResolverFile(server), made)
+}

@@ -1,0 +1,108 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"path/filepath"
+	"strings"
+
+	"github.com/bcollard/marina/internal/cluster"
+	"github.com/bcollard/marina/internal/dns"
+	"github.com/bcollard/marina/internal/guest"
+	"github.com/bcollard/marina/internal/vm"
+)
+
+// olderClusters are the running clusters whose addons record in the VM
+// lacks the local DNS for dns.domain: made before marina had it, or for
+// another domain. The kubeconfig files on this host say which clusters
+// there are; Docker is asked only when one of them has no such record, so
+// a warm up makes no extra call.
+func olderClusters(ctx context.Context, s *Session, o *observed) ([]cluster.Info, error) {
+	if o.dockerErr != nil || o.guestErr != nil {
+		return nil, nil
+	}
+	want := s.Config.DNS.Domain
+	files, _ := filepath.Glob(filepath.Join(s.Paths.KubeconfigDir(), "*.kubeconfig"))
+	behind := false
+	for _, f := range files {
+		n := strings.TrimSuffix(filepath.Base(f), ".kubeconfig")
+		if a, ok := o.guest.Addons[n]; !ok || a.DNS != want {
+			behind = true
+		}
+	}
+	if !behind {
+		return nil, nil
+	}
+	if s.Clusters == nil {
+		var err error
+		if s.Clusters, err = s.listClusters(ctx); err != nil {
+			return nil, err
+		}
+	}
+	var out []cluster.Info
+	for _, c := range s.Clusters {
+		if a, ok := o.guest.Addons[c.Name]; c.Slot != 0 && c.Running() && (!ok || a.DNS != want) {
+			out = append(out, c)
+		}
+	}
+	return out, nil
+}
+
+// olderStep is the plan line of upgradeClusters.
+func olderStep(s *Session, older []cluster.Info) Step {
+	return Step{Do: fmt.Sprintf("put %s on the local DNS: ExternalDNS %s, and CoreDNS forwarding %s", strings.Join(cluster.Names(older), ", "), dns.ExternalDNSVersion, s.Config.DNS.Domain),
+		Reason: "made before marina served " + s.Config.DNS.Domain}
+}
+
+// upgradeClusters installs ExternalDNS and the CoreDNS block in each older
+// cluster, then records it in the VM (one round trip for all), so that it
+// is done once. A cluster that fails is reported and left for the next up.
+func upgradeClusters(ctx context.Context, s *Session, older []cluster.Info, had map[string]guest.Addons) error {
+	if len(older) == 0 {
+		return nil
+	}
+	records := map[string]string{}
+	var oldZones []string // names published under an earlier dns.domain
+	var errs []error
+	for _, c := range older {
+		if err := upgradeCluster(ctx, s, c.Name); err != nil {
+			errs = append(errs, fmt.Errorf("cluster %s: %w (the next `marina up` tries again)", c.Name, err))
+			continue
+		}
+		records[c.Name] = guest.DNSRecord(s.Config.DNS.Domain)
+		if d := had[c.Name].DNS; d != "" {
+			oldZones = append(oldZones, dns.ClusterZone(c.Name, d))
+		}
+	}
+	if len(records) > 0 {
+		b := guest.NewBatch()
+		if err := guest.AddonsRecordApply(b, records); err != nil {
+			return err
+		}
+		etcd, _ := dns.Addrs(netip.MustParsePrefix(s.Config.Network.CIDR)) // validated
+		b.Sh(guest.DNSForget(etcd, oldZones))
+		if _, err := s.Guest.Run(ctx, vm.Script{Name: "record the clusters' addons", Body: b.Script(), Root: true}); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func upgradeCluster(ctx context.Context, s *Session, name string) error {
+	k, err := s.kube(name, 0)
+	if err != nil {
+		return err
+	}
+	m, err := dns.ExternalDNS(name, s.Config)
+	if err != nil {
+		return err
+	}
+	for _, st := range dnsSteps(s, k, manifests{externalDNS: m}, DefaultWait) {
+		if err := s.step(name+": "+st.label, "", func() error { return st.fn(ctx) }); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,142 @@
+package dns
+
+import (
+	"encoding/base64"
+	"fmt"
+	"net/netip"
+	"strings"
+	"testing"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/bcollard/marina/internal/config"
+	"github.com/bcollard/marina/internal/golden"
+)
+
+func TestGolden(t *testing.T) {
+	cfg := config.Default()
+	specs, err := Specs(cfg, []byte("golden key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden.Check(t, "Corefile.golden", []byte(specs[1].File))
+	m, err := ExternalDNS("dev", cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden.Check(t, "external-dns.yaml.golden", m)
+}
+
+func TestAddrsFollowTheNetwork(t *testing.T) {
+	etcd, server := Addrs(netip.MustParsePrefix("10.77.0.0/16"))
+	if etcd.String() != "10.77.255.52" || server.String() != "10.77.255.53" {
+		t.Errorf("Addrs = %s, %s", etcd, server)
+	}
+}
+
+// A changed setting changes the label digest of the container it goes
+// into, and the key changes every digest: a label cannot be made current
+// without the key.
+func TestSpecDigests(t *testing.T) {
+	base, _ := Specs(config.Default(), []byte("k1"))
+	other, _ := Specs(config.Default(), []byte("k2"))
+	cfg := config.Default()
+	cfg.DNS.Domain = "lab.internal"
+	domain, _ := Specs(cfg, []byte("k1"))
+	cfg = config.Default()
+	cfg.DNS.Images.Etcd = "etcd:x@sha256:" + strings.Repeat("a", 64)
+	image, _ := Specs(cfg, []byte("k1"))
+	for i := range base {
+		if base[i].Digest == other[i].Digest {
+			t.Errorf("%s: the key does not change the digest", base[i].Name)
+		}
+	}
+	if base[1].Digest == domain[1].Digest || base[0].Digest != domain[0].Digest {
+		t.Errorf("dns.domain changes the server's digest only: etcd %v, server %v", base[0].Digest != domain[0].Digest, base[1].Digest != domain[1].Digest)
+	}
+	if base[0].Digest == image[0].Digest || base[1].Digest != image[1].Digest {
+		t.Errorf("dns.images.etcd changes etcd's digest only")
+	}
+	if image[0].Image != cfg.DNS.Images.Etcd {
+		t.Errorf("etcd image %s", image[0].Image)
+	}
+}
+
+func TestKeyPrefixAndRangeEnd(t *testing.T) {
+	p := KeyPrefix("dev.demo.internal")
+	if p != "/skydns/internal/demo/dev/" || RangeEnd(p) != "/skydns/internal/demo/dev0" {
+		t.Errorf("prefix %q, end %q", p, RangeEnd(p))
+	}
+	// Another cluster whose name starts the same is outside the range.
+	if k := KeyPrefix("dev2.demo.internal"); k >= p && k < RangeEnd(p) {
+		t.Errorf("%s falls in dev's range", k)
+	}
+}
+
+// What ExternalDNS's coredns provider writes for two clusters, with its
+// TXT registry records, and things that are not marina's records.
+func TestParseRange(t *testing.T) {
+	kv := func(k, v string) string {
+		return fmt.Sprintf(`{"key":%q,"value":%q}`, base64.StdEncoding.EncodeToString([]byte(k)), base64.StdEncoding.EncodeToString([]byte(v)))
+	}
+	js := `{"kvs":[` + strings.Join([]string{
+		kv("/skydns/internal/demo/dev/shop/web/1a2b3c4d", `{"host":"172.30.1.1","targetstrip":1}`),
+		kv("/skydns/internal/demo/dev/shop/a-web/5e6f7a8b", `{"text":"\"heritage=external-dns,external-dns/owner=dev,external-dns/resource=service/shop/web\"","targetstrip":1}`),
+		kv("/skydns/internal/demo/east/shop/web/0a0b0c0d", `{"host":"172.30.2.1","targetstrip":1}`),
+		kv("/skydns/internal/demo/east/x/cname/0a0b0c0e", `{"host":"web.example.com"}`),
+		kv("/skydns/com/example/evil/00000000", `{"host":"1.2.3.4"}`),
+		kv("/other/key", `{"host":"1.2.3.4"}`),
+		kv("/skydns/internal/demo/dev/bad/0", `not json`),
+	}, ",") + `]}`
+	recs, err := ParseRange([]byte(js), "demo.internal")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Record{
+		{Name: "web.shop.dev.demo.internal", Address: "172.30.1.1", Cluster: "dev", Owner: "dev"},
+		{Name: "web.shop.east.demo.internal", Address: "172.30.2.1", Cluster: "east"},
+	}
+	if fmt.Sprint(recs) != fmt.Sprint(want) {
+		t.Errorf("records:\n%v\nwant\n%v", recs, want)
+	}
+	if _, err := ParseRange([]byte("<html>"), "demo.internal"); err == nil {
+		t.Error("junk accepted")
+	}
+}
+
+// The manifest: exactly the flags the issue pins, read-only RBAC, and no
+// way for a hostile cluster name into it.
+func TestExternalDNSManifest(t *testing.T) {
+	m, err := ExternalDNS("dev", config.Default())
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs := strings.Split(string(m), "---\n")
+	var role struct {
+		Rules []struct{ Verbs []string } `json:"rules"`
+	}
+	for _, d := range docs {
+		if strings.Contains(d, "kind: ClusterRole\n") {
+			if err := yaml.Unmarshal([]byte(d), &role); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for _, r := range role.Rules {
+		for _, v := range r.Verbs {
+			if v != "get" && v != "list" && v != "watch" {
+				t.Errorf("the ClusterRole grants %q", v)
+			}
+		}
+	}
+	for _, want := range []string{"--policy=sync", "--txt-owner-id=dev", "--domain-filter=dev.demo.internal", "--fqdn-template={{.Name}}.{{.Namespace}}.dev.demo.internal\n", "value: http://172.30.255.52:2379"} {
+		if !strings.Contains(string(m), want) {
+			t.Errorf("manifest lacks %s", want)
+		}
+	}
+	for _, bad := range []string{"dev\n--policy=upsert-only", "Dev", "a.b", "x y"} {
+		if _, err := ExternalDNS(bad, config.Default()); err == nil {
+			t.Errorf("cluster name %q accepted", bad)
+		}
+	}
+}

@@ -1,0 +1,148 @@
+package dns
+
+import (
+	"bytes"
+	"fmt"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"sigs.k8s.io/yaml"
+
+	"github.com/bcollard/marina/internal/cluster"
+	"github.com/bcollard/marina/internal/config"
+)
+
+// Where ExternalDNS runs in every cluster.
+const (
+	ExternalDNSNamespace = "external-dns"
+	ExternalDNSName      = "external-dns"
+	// ExternalDNSVersion is the release marina runs.
+	ExternalDNSVersion = "v0.23.0"
+	metricsPort        = 7979
+)
+
+// ExternalDNSArgs are ExternalDNS's flags in cluster name: the cluster's
+// LoadBalancer Services as <service>.<namespace>.<name>.<domain>, in the
+// etcd at etcd, owned (TXT registry) by this cluster alone, and only names
+// under its own zone, so that no cluster can write or delete another's.
+func ExternalDNSArgs(name, domain string) []string {
+	zone := ClusterZone(name, domain)
+	return []string{
+		"--provider=coredns",
+		"--source=service",
+		"--service-type-filter=LoadBalancer",
+		"--policy=sync",
+		"--registry=txt",
+		"--txt-owner-id=" + name,
+		"--fqdn-template={{.Name}}.{{.Namespace}}." + zone,
+		"--domain-filter=" + zone,
+		// v0.23.0 schedules an event's sync at the latest of the last sync
+		// plus --min-event-sync-interval (5 s by default) and the earliest
+		// of now+5 s and the next periodic sync (Controller.
+		// ScheduleRunOnce). With these, a change is synced within 3 s plus
+		// the controller's 1 s tick; each sync reads etcd and the
+		// informers' caches, nothing more.
+		"--events",
+		"--min-event-sync-interval=1s",
+		"--interval=3s",
+		fmt.Sprintf("--metrics-address=:%d", metricsPort),
+	}
+}
+
+// ExternalDNS is the manifest that runs ExternalDNS in cluster name, with
+// read-only access to what its service source reads and nothing else.
+func ExternalDNS(name string, cfg config.Config) ([]byte, error) {
+	if err := cluster.CheckName(name); err != nil {
+		return nil, err
+	}
+	if !config.IsDomain(cfg.DNS.Domain) {
+		return nil, fmt.Errorf("dns.domain %q is not a domain name", cfg.DNS.Domain)
+	}
+	cidr, err := parseCIDR(cfg.Network.CIDR)
+	if err != nil {
+		return nil, err
+	}
+	etcd, _ := Addrs(cidr)
+	meta := func(n string) metav1.ObjectMeta {
+		return metav1.ObjectMeta{Name: n, Namespace: ExternalDNSNamespace, Labels: map[string]string{
+			"app.kubernetes.io/name": ExternalDNSName, "app.kubernetes.io/managed-by": "marina"}}
+	}
+	clusterMeta := func() metav1.ObjectMeta { m := meta("marina-external-dns"); m.Namespace = ""; return m }
+	ro := []string{"get", "list", "watch"}
+	objs := []any{
+		&corev1.Namespace{TypeMeta: tm("v1", "Namespace"), ObjectMeta: metav1.ObjectMeta{Name: ExternalDNSNamespace, Labels: meta("").Labels}},
+		&corev1.ServiceAccount{TypeMeta: tm("v1", "ServiceAccount"), ObjectMeta: meta(ExternalDNSName)},
+		&rbacv1.ClusterRole{TypeMeta: tm("rbac.authorization.k8s.io/v1", "ClusterRole"), ObjectMeta: clusterMeta(), Rules: []rbacv1.PolicyRule{
+			{APIGroups: []string{""}, Resources: []string{"services", "pods", "nodes"}, Verbs: ro},
+			{APIGroups: []string{"discovery.k8s.io"}, Resources: []string{"endpointslices"}, Verbs: ro},
+		}},
+		&rbacv1.ClusterRoleBinding{TypeMeta: tm("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"), ObjectMeta: clusterMeta(),
+			RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "marina-external-dns"},
+			Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: ExternalDNSName, Namespace: ExternalDNSNamespace}}},
+		deployment(meta(ExternalDNSName), cfg.DNS.ExternalDNS(), ExternalDNSArgs(name, cfg.DNS.Domain), EtcdURL(etcd)),
+	}
+	var b bytes.Buffer
+	for _, o := range objs {
+		u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(o)
+		if err != nil {
+			return nil, err
+		}
+		// What a typed object carries unset: not marina's to apply.
+		delete(u, "status")
+		if spec, ok := u["spec"].(map[string]any); ok && len(spec) == 0 {
+			delete(u, "spec")
+		}
+		unstructured.RemoveNestedField(u, "metadata", "creationTimestamp")
+		unstructured.RemoveNestedField(u, "spec", "template", "metadata", "creationTimestamp")
+		y, err := yaml.Marshal(u)
+		if err != nil {
+			return nil, err
+		}
+		b.WriteString("---\n")
+		b.Write(y)
+	}
+	return b.Bytes(), nil
+}
+
+func tm(apiVersion, kind string) metav1.TypeMeta {
+	return metav1.TypeMeta{APIVersion: apiVersion, Kind: kind}
+}
+
+func deployment(m metav1.ObjectMeta, image string, args []string, etcdURL string) *appsv1.Deployment {
+	one := int32(1)
+	yes, no := true, false
+	uid := int64(65534)
+	sel := map[string]string{"app.kubernetes.io/name": ExternalDNSName}
+	return &appsv1.Deployment{
+		TypeMeta: tm("apps/v1", "Deployment"), ObjectMeta: m,
+		Spec: appsv1.DeploymentSpec{
+			Replicas: &one,
+			Selector: &metav1.LabelSelector{MatchLabels: sel},
+			// Never two at once: both would sync the same records.
+			Strategy: appsv1.DeploymentStrategy{Type: appsv1.RecreateDeploymentStrategyType},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: sel},
+				Spec: corev1.PodSpec{
+					ServiceAccountName: ExternalDNSName,
+					SecurityContext:    &corev1.PodSecurityContext{RunAsNonRoot: &yes, RunAsUser: &uid, RunAsGroup: &uid},
+					Containers: []corev1.Container{{
+						Name: ExternalDNSName, Image: image, Args: args,
+						Env:   []corev1.EnvVar{{Name: "ETCD_URLS", Value: etcdURL}},
+						Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: metricsPort}},
+						ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{
+							HTTPGet: &corev1.HTTPGetAction{Path: "/healthz", Port: intstr.FromInt32(metricsPort)}}},
+						SecurityContext: &corev1.SecurityContext{
+							AllowPrivilegeEscalation: &no, ReadOnlyRootFilesystem: &yes,
+							Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+						},
+					}},
+				},
+			},
+		},
+	}
+}

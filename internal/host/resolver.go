@@ -1,0 +1,139 @@
+package host
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/bcollard/marina/internal/config"
+	"github.com/bcollard/marina/internal/fileutil"
+)
+
+// ResolverDirEnv moves the resolver folder (default /etc/resolver, which
+// macOS reads, resolver(5)); the lab points it into its own folders, so
+// that a test never writes the machine's /etc.
+const ResolverDirEnv = "MARINA_RESOLVER_DIR"
+
+// DefaultResolverDir is where macOS looks for per-domain resolvers.
+const DefaultResolverDir = "/etc/resolver"
+
+// The tools the resolver file is changed with, at the paths macOS (and
+// Debian) have them; sudo runs them by absolute path.
+const (
+	installTool = "/usr/bin/install"
+	rmTool      = "/bin/rm"
+)
+
+// ResolverDir is the folder of per-domain resolver files.
+func ResolverDir() string {
+	if d := os.Getenv(ResolverDirEnv); filepath.IsAbs(d) {
+		return filepath.Clean(d)
+	}
+	return DefaultResolverDir
+}
+
+// resolverPath reports whether p is a file marina may write: a domain's
+// file directly in a resolver folder.
+func resolverPath(p string) bool {
+	return filepath.IsAbs(p) && filepath.Clean(p) == p && config.IsDomain(filepath.Base(p))
+}
+
+// ResolverState is one domain's resolver file.
+type ResolverState string
+
+// The states of a resolver file.
+const (
+	ResolverOK      ResolverState = "present"
+	ResolverMissing ResolverState = "missing"
+	ResolverStale   ResolverState = "stale"   // marina's, with other content
+	ResolverForeign ResolverState = "foreign" // not marina's: left alone
+)
+
+// Resolver is what the host has for one domain's resolver file.
+type Resolver struct {
+	Path  string
+	Want  string
+	Have  string // "" when missing
+	State ResolverState
+}
+
+func (r Resolver) String() string {
+	switch r.State {
+	case ResolverForeign:
+		return fmt.Sprintf("%s exists and marina did not write it: marina leaves it alone, and names under %s may not reach marina's DNS; remove it or choose another dns.domain", r.Path, filepath.Base(r.Path))
+	case ResolverStale:
+		return r.Path + " names another server"
+	}
+	return r.Path + " " + string(r.State)
+}
+
+// ReadResolver reads domain's resolver file in dir against want.
+func ReadResolver(dir, domain, want string, made *Made) (Resolver, error) {
+	r := Resolver{Path: filepath.Join(dir, domain), Want: want}
+	if !config.IsDomain(domain) {
+		return r, fmt.Errorf("%q is not a domain name", domain)
+	}
+	b, err := fileutil.ReadRegular(r.Path, 1<<16)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		r.State = ResolverMissing
+		return r, nil
+	case err != nil:
+		return r, err
+	}
+	r.Have = string(b)
+	wrote, mine := made.wrote(r.Path)
+	switch {
+	case r.Have == want:
+		r.State = ResolverOK
+	case mine && r.Have == wrote:
+		r.State = ResolverStale
+	default:
+		r.State = ResolverForeign
+	}
+	return r, nil
+}
+
+// ResolverFix are the commands that write r from src (marina's copy of
+// the content, readable by root): none when it is right or not marina's.
+func ResolverFix(r Resolver, src string) [][]string {
+	switch r.State {
+	case ResolverMissing, ResolverStale:
+	default:
+		return nil
+	}
+	var out [][]string
+	if _, err := os.Stat(filepath.Dir(r.Path)); errors.Is(err, os.ErrNotExist) {
+		out = append(out, []string{installTool, "-d", "-m", "0755", filepath.Dir(r.Path)})
+	}
+	return append(out, []string{installTool, "-m", "0644", src, r.Path})
+}
+
+// ResolverRemovals are the commands that remove the resolver files marina
+// wrote and that still hold what it wrote, with those files; keep is a
+// path not to remove ("" for none).
+func ResolverRemovals(made *Made, keep string) (cmds [][]string, paths []string) {
+	for _, m := range made.Resolvers {
+		if m.Path == keep {
+			continue
+		}
+		b, err := fileutil.ReadRegular(m.Path, 1<<16)
+		if err != nil || string(b) != m.Content {
+			continue // gone, or changed since: not marina's to remove
+		}
+		cmds = append(cmds, []string{rmTool, "-f", m.Path})
+		paths = append(paths, m.Path)
+	}
+	return cmds, paths
+}
+
+// Quoted lists commands for a plan line.
+func Quoted(cmds [][]string, quote func([]string) string) string {
+	parts := make([]string, len(cmds))
+	for i, c := range cmds {
+		parts[i] = "sudo " + quote(c)
+	}
+	return strings.Join(parts, " && ")
+}
