@@ -143,6 +143,11 @@ func prepareCreate(ctx context.Context, s *Session, opts CreateOptions) (*create
 	if net == nil {
 		return nil, fmt.Errorf("the VM has no Docker network %s: run `marina up` first", docker.KindNetwork)
 	}
+	// ExternalDNS gives up when etcd does not answer: a cluster made
+	// before marina up ran the local DNS would be rolled back.
+	if err := dnsRunning(ctx, s.Docker); err != nil {
+		return nil, err
+	}
 	if p.kubeconfig, err = s.Paths.Kubeconfig(opts.Name); err != nil {
 		return nil, err
 	}
@@ -383,3 +388,21 @@ type addonError struct {
 }
 
 func (a *addonError) Error() string { return a.step + ": " + a.err.Error() }
+
+// dnsRunning fails unless both local DNS containers run.
+func dnsRunning(ctx context.Context, dc Docker) error {
+	have, err := dc.ListLabeled(ctx, dns.LabelRole)
+	if err != nil {
+		return err
+	}
+	running := map[string]bool{}
+	for _, c := range have {
+		running[c.Name] = c.State == "running"
+	}
+	for _, n := range []string{dns.EtcdName, dns.ServerName} {
+		if !running[n] {
+			return fmt.Errorf("the local DNS (%s) is not running in the VM, and every cluster's ExternalDNS writes to it: run `marina up` first", n)
+		}
+	}
+	return nil
+}

@@ -30,6 +30,7 @@ var errBoom = errors.New("boom")
 func createFixture(t *testing.T, change func(*config.Config)) *fixture {
 	f := newFixture(t)
 	f.config(change)
+	f.dnsWarm()
 	f.scripts["kind create cluster c1"] = vm.Result{Stdout: []byte(f.export("c1"))}
 	// kind's nodes appear once it ran.
 	f.before = func(call string) {
@@ -76,6 +77,9 @@ func TestCreateSucceeds(t *testing.T) {
 	}
 	if got := f.called("kube "); strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("addon calls:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if f.addons["c1"].DNS != "demo.internal" {
+		t.Errorf("kind create wrote the addons record %+v", f.addons["c1"])
 	}
 	path, _ := f.e.Paths.Kubeconfig("c1")
 	if _, err := os.Stat(path); err != nil || !f.hasContext("c1") {

@@ -90,12 +90,30 @@ func TestUpFollowsADNSDomainChange(t *testing.T) {
 	if len(f.called("docker.run marina-dns-etcd")) != 0 {
 		t.Error("etcd was recreated for a new domain: its records would be lost for nothing")
 	}
+	// The next up finds the new domain in place.
+	f.calls = nil
+	if err := Up(context.Background(), f.e, UpOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// (The fixture does not keep mirrors or routes: the DNS's parts only.)
+	var again []string
+	for _, c := range f.calls {
+		if strings.HasPrefix(c, "docker.run marina-dns") || strings.Contains(c, "Corefile") || strings.Contains(c, f.resolverDir) {
+			again = append(again, c)
+		}
+	}
+	if len(again) != 0 {
+		t.Errorf("the up after the change changed the local DNS again: %v", again)
+	}
 	// destroy removes what marina wrote.
 	if err := Destroy(context.Background(), f.e, DestroyOptions{Yes: true}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(resolverFile(f, "lab.internal")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("destroy left the resolver file: %v", err)
+	}
+	if _, err := os.Stat(f.e.Paths.ResolverCopy("lab.internal")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("destroy left marina's copy of it: %v", err)
 	}
 }
 
@@ -159,3 +177,35 @@ func TestDeleteForgetsTheNames(t *testing.T) {
 }
 
 func guestAddons(domain string) guest.Addons { return guest.Addons{DNS: domain} }
+
+// A create before up ran the local DNS fails before kind runs: its
+// ExternalDNS would never become available, and the cluster be rolled back.
+func TestCreateNeedsTheLocalDNS(t *testing.T) {
+	f := newFixture(t)
+	f.config(nil)
+	err := f.create(CreateOptions{})
+	if err == nil || !strings.Contains(err.Error(), "run `marina up` first") {
+		t.Fatalf("create without the local DNS: %v", err)
+	}
+	if got := f.called("guest.run"); len(got) != 0 {
+		t.Errorf("it ran %v", got)
+	}
+}
+
+// Emptying a cluster's zone under an earlier domain must never empty the
+// current zone or another cluster's names.
+func TestOldZone(t *testing.T) {
+	for _, c := range []struct{ name, was, now, want string }{
+		{"dev", "demo.internal", "lab.internal", "dev.demo.internal"},
+		{"dev", "", "lab.internal", ""},
+		{"dev", "lab.internal", "lab.internal", ""},
+		{"demo", "internal", "demo.internal", ""},     // the whole current zone
+		{"x", "internal", "a.x.internal", ""},         // above the current zone
+		{"c", "x.demo.internal", "demo.internal", ""}, // inside it: cluster x's namespace c
+		{"dev", "old.example", "demo.internal", "dev.old.example"},
+	} {
+		if got := oldZone(c.name, c.was, c.now); got != c.want {
+			t.Errorf("oldZone(%q, %q, %q) = %q, want %q", c.name, c.was, c.now, got, c.want)
+		}
+	}
+}

@@ -19,6 +19,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -138,6 +139,9 @@ func newFixture(t *testing.T) *fixture {
 		lima0: netip.MustParsePrefix("192.168.64.3/24"), mac: netip.MustParseAddr("192.168.64.1"),
 		addons: map[string]guest.Addons{}, resolverDir: filepath.Join(t.TempDir(), "resolver"),
 	}}
+	// The host's resolver folder, as marina's record of what it wrote
+	// checks it.
+	t.Setenv(host.ResolverDirEnv, f.resolverDir)
 	f.env = map[string]string{"HOME": home}
 	paths, err := config.ResolvePaths(func(k string) string { return f.env[k] }, "")
 	if err != nil {
@@ -371,18 +375,18 @@ func (g fakeGuest) Run(_ context.Context, s vm.Script) (vm.Result, error) {
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	// The guest's DNS files and addons records, as the scripts write them.
+	if m := corefileWrite.FindStringSubmatch(s.Body); m != nil {
+		g.dnsSum = dns.Spec{File: m[1]}.FileSum()
+	}
+	for _, n := range g.nodes {
+		if d := addonsWrite(s.Body, n.Cluster); d != "" {
+			g.addons[n.Cluster] = guest.Addons{DNS: d}
+		}
+	}
 	for k, r := range g.scripts {
 		if strings.HasPrefix(s.Name, k) {
 			return r, nil
-		}
-	}
-	// The guest's DNS files and addons records, as the scripts write them.
-	if strings.Contains(s.Name, "DNS server's Corefile") {
-		g.dnsSum = defaultCorefileSum()
-	}
-	for _, n := range g.nodes {
-		if strings.Contains(s.Body, "/etc/marina/clusters/"+n.Cluster+"/addons") || strings.Contains(s.Body, "if [ -d /etc/marina/clusters/"+n.Cluster+" ]") {
-			g.addons[n.Cluster] = guest.Addons{DNS: config.DefaultDNSDomain}
 		}
 	}
 	// kind deletes in the VM: the nodes of exactly the clusters it names go.
@@ -593,4 +597,23 @@ func defaultCorefileSum() string {
 	cfg := config.Default()
 	etcd, _ := dns.Addrs(netip.MustParsePrefix(cfg.Network.CIDR))
 	return dns.Spec{File: dns.Corefile(cfg.DNS.Domain, etcd)}.FileSum()
+}
+
+// corefileWrite finds the Corefile a script installs in the VM.
+var corefileWrite = regexp.MustCompile(`put ` + regexp.QuoteMeta(dns.CorefilePath) + ` 0644 <<'EOF' \|\| true\n((?s:.*?\n))EOF\n`)
+
+// addonsWrite is the domain of the addons record a script writes for
+// cluster (what up writes for an older cluster, or kind create's file),
+// "" when it writes none.
+func addonsWrite(body, cluster string) string {
+	q := regexp.QuoteMeta(cluster)
+	for _, re := range []string{
+		`printf '%s\\n' dns=(\S+) >/etc/marina/clusters/` + q + `/addons`,
+		`put /etc/marina/clusters/` + q + `/addons 0644 <<'EOF'[^\n]*\ndns=(\S+)\n`,
+	} {
+		if m := regexp.MustCompile(re).FindStringSubmatch(body); m != nil {
+			return m[1]
+		}
+	}
+	return ""
 }

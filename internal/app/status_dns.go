@@ -15,11 +15,13 @@ type DNSStatus struct {
 	Domain string `json:"domain"`
 	// Resolver is the host's resolver file: present, missing, stale or
 	// foreign.
-	Resolver     string          `json:"resolver"`
-	ResolverPath string          `json:"resolverPath"`
-	Containers   []DNSContainer  `json:"containers"`
-	Lookup       DNSLookupStatus `json:"lookup"`
-	OK           bool            `json:"ok"`
+	Resolver     string `json:"resolver"`
+	ResolverPath string `json:"resolverPath"`
+	// Note says what is wrong with the resolver file, and what to do.
+	Note       string          `json:"note,omitempty"`
+	Containers []DNSContainer  `json:"containers"`
+	Lookup     DNSLookupStatus `json:"lookup"`
+	OK         bool            `json:"ok"`
 }
 
 // DNSContainer is one of the two DNS containers.
@@ -44,9 +46,17 @@ func (s *Status) dnsSection(ctx context.Context, ses *Session, o *observed, cidr
 	cfg := ses.File.Config
 	etcd, server := dns.Addrs(cidr)
 	d := &DNSStatus{Domain: cfg.DNS.Domain}
-	if made, err := host.LoadMade(ses.Paths.Routes()); err == nil {
-		if r, err := readResolver(ses.Host, cfg, made); err == nil {
-			d.Resolver, d.ResolverPath = string(r.State), r.Path
+	made, err := host.LoadMade(ses.Paths.Routes())
+	var r host.Resolver
+	if err == nil {
+		r, err = readResolver(ses.Host, cfg, made)
+	}
+	if err != nil {
+		d.Resolver, d.Note = "unknown", err.Error()
+	} else {
+		d.Resolver, d.ResolverPath = string(r.State), r.Path
+		if r.State != host.ResolverOK {
+			d.Note = r.String()
 		}
 	}
 	byName := map[string]string{}

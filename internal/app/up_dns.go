@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/netip"
 	"os"
@@ -38,7 +39,14 @@ func planDNS(specs []dns.Spec, have []docker.Container, sum string) dnsPlan {
 	p := dnsPlan{specs: specs, reasons: map[string]string{}}
 	byRole := map[string]docker.Container{}
 	for _, c := range have {
-		byRole[c.Labels[dns.LabelRole]] = c
+		r := c.Labels[dns.LabelRole]
+		if _, dup := byRole[r]; dup {
+			// Two for one role (an interrupted recreate): the extra goes.
+			p.remove = append(p.remove, c)
+			p.reasons[c.Name] = "a second container for the local DNS's " + r
+			continue
+		}
+		byRole[r] = c
 	}
 	for _, s := range specs {
 		fileOK := s.FilePath == "" || sum == s.FileSum()
@@ -134,9 +142,12 @@ func applyDNS(ctx context.Context, dc Docker, p dnsPlan) error {
 			Name: s.Name, Image: s.Image, Cmd: s.Cmd, IP: s.IP, Binds: s.Binds,
 			Labels: map[string]string{dns.LabelRole: s.Role, dns.LabelConfig: s.Digest},
 		})
+		if err != nil && strings.Contains(err.Error(), "Address already in use") {
+			return fmt.Errorf("%w\nanother container on the kind network holds %s, which the local DNS needs: `marina shell -- docker network inspect kind` shows which", err, s.IP)
+		}
 		if err != nil {
 			if strings.Contains(err.Error(), "already in use") {
-				return fmt.Errorf("%w\na container marina did not make is named %s, or holds %s: remove it (`marina shell -- docker rm -f %s`)", err, s.Name, s.IP, s.Name)
+				return fmt.Errorf("%w\na container marina did not make is named %s: remove it (`marina shell -- docker rm -f %s`)", err, s.Name, s.Name)
 			}
 			return err
 		}
@@ -175,6 +186,10 @@ func removeResolvers(ctx context.Context, s *Session, made *host.Made, cmds [][]
 	for i, c := range cmds {
 		err := s.step("Removing "+paths[i], "", func() error {
 			if err := s.Host.Privileged(ctx, c); err != nil {
+				return err
+			}
+			// marina's copy it was installed from goes too.
+			if err := os.Remove(s.Paths.ResolverCopy(filepath.Base(paths[i]))); err != nil && !errors.Is(err, os.ErrNotExist) {
 				return err
 			}
 			return made.Removed(paths[i])

@@ -2,7 +2,6 @@ package app
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/netip"
 	"path/filepath"
@@ -63,37 +62,57 @@ func upgradeClusters(ctx context.Context, s *Session, older []cluster.Info, had 
 	if len(older) == 0 {
 		return nil
 	}
+	domain := s.Config.DNS.Domain
 	records := map[string]string{}
 	var oldZones []string // names published under an earlier dns.domain
-	var errs []error
 	for _, c := range older {
 		if err := upgradeCluster(ctx, s, c.Name); err != nil {
-			errs = append(errs, fmt.Errorf("cluster %s: %w (the next `marina up` tries again)", c.Name, err))
+			// The VM is fine: the cluster stays as it was, for the next up.
+			s.UI.Warnf("cluster %s is not on the local DNS yet: %v\n  the next `marina up` tries again", c.Name, err)
 			continue
 		}
-		records[c.Name] = guest.DNSRecord(s.Config.DNS.Domain)
-		if d := had[c.Name].DNS; d != "" {
-			oldZones = append(oldZones, dns.ClusterZone(c.Name, d))
+		records[c.Name] = guest.DNSRecord(domain)
+		if z := oldZone(c.Name, had[c.Name].DNS, domain); z != "" {
+			oldZones = append(oldZones, z)
 		}
 	}
-	if len(records) > 0 {
-		b := guest.NewBatch()
-		if err := guest.AddonsRecordApply(b, records); err != nil {
-			return err
-		}
-		etcd, _ := dns.Addrs(netip.MustParsePrefix(s.Config.Network.CIDR)) // validated
-		b.Sh(guest.DNSForget(etcd, oldZones))
-		if _, err := s.Guest.Run(ctx, vm.Script{Name: "record the clusters' addons", Body: b.Script(), Root: true}); err != nil {
-			errs = append(errs, err)
-		}
+	if len(records) == 0 {
+		return nil
 	}
-	return errors.Join(errs...)
+	b := guest.NewBatch()
+	if err := guest.AddonsRecordApply(b, records); err != nil {
+		return err
+	}
+	etcd, _ := dns.Addrs(netip.MustParsePrefix(s.Config.Network.CIDR)) // validated
+	b.Sh(guest.DNSForget(etcd, oldZones))
+	out, err := s.Guest.Run(ctx, vm.Script{Name: "record the clusters' addons", Body: b.Script(), Root: true})
+	if err != nil {
+		return err
+	}
+	for _, z := range guest.ParseForget(string(out.Stdout)) {
+		s.UI.Warnf("the names under %s (the earlier dns.domain) could not be removed from the local DNS: `marina dns list` shows what answers", z)
+	}
+	return nil
+}
+
+// oldZone is the zone a cluster published under an earlier domain, to be
+// emptied; "" when there is none, or when emptying it would empty the
+// current zone too (an earlier domain above the current one).
+func oldZone(name, was, domain string) string {
+	if was == "" || was == domain {
+		return ""
+	}
+	z := dns.ClusterZone(name, was)
+	if z == domain || strings.HasSuffix(domain, "."+z) || strings.HasSuffix(z, "."+domain) {
+		return ""
+	}
+	return z
 }
 
 func upgradeCluster(ctx context.Context, s *Session, name string) error {
 	k, err := s.kube(name, 0)
 	if err != nil {
-		return err
+		return fmt.Errorf("%w (`marina kubeconfig merge %s` writes its kubeconfig again)", err, name)
 	}
 	m, err := dns.ExternalDNS(name, s.Config)
 	if err != nil {

@@ -27,9 +27,9 @@ const (
 )
 
 // ExternalDNSArgs are ExternalDNS's flags in cluster name: the cluster's
-// LoadBalancer Services as <service>.<namespace>.<name>.<domain>, in the
-// etcd at etcd, owned (TXT registry) by this cluster alone, and only names
-// under its own zone, so that no cluster can write or delete another's.
+// LoadBalancer Services as <service>.<namespace>.<name>.<domain>, owned
+// (TXT registry) by this cluster alone, and only names under its own zone,
+// so that no cluster's ExternalDNS writes or deletes another's names.
 func ExternalDNSArgs(name, domain string) []string {
 	zone := ClusterZone(name, domain)
 	return []string{
@@ -55,7 +55,9 @@ func ExternalDNSArgs(name, domain string) []string {
 }
 
 // ExternalDNS is the manifest that runs ExternalDNS in cluster name, with
-// read-only access to what its service source reads and nothing else.
+// read-only access to services, endpointslices, pods and nodes (what its
+// service source may read; with the LoadBalancer filter v0.23.0 watches
+// services alone) and nothing else.
 func ExternalDNS(name string, cfg config.Config) ([]byte, error) {
 	if err := cluster.CheckName(name); err != nil {
 		return nil, err

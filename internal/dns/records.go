@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/bcollard/marina/internal/cluster"
 	"github.com/bcollard/marina/internal/config"
 )
 
@@ -59,7 +60,9 @@ func ParseRange(js []byte, domain string) ([]Record, error) {
 			continue
 		}
 		if val.Text != "" {
-			if o := owner(val.Text); o != "" {
+			// Anything on the kind network can write etcd: an owner is
+			// shown only when it is a cluster name.
+			if o := owner(val.Text); cluster.CheckName(o) == nil {
 				owners[name] = o
 			}
 			continue

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/bcollard/marina/internal/cluster"
+	"github.com/bcollard/marina/internal/config"
 	"github.com/bcollard/marina/internal/dns"
 	"github.com/bcollard/marina/internal/run"
 )
@@ -51,7 +52,7 @@ func parseAddons(sec string) map[string]Addons {
 		}
 		var a Addons
 		for _, f := range strings.Fields(rec) {
-			if v, ok := strings.CutPrefix(f, "dns="); ok {
+			if v, ok := strings.CutPrefix(f, "dns="); ok && config.IsDomain(v) {
 				a.DNS = v
 			}
 		}

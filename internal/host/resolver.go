@@ -35,9 +35,10 @@ func ResolverDir() string {
 }
 
 // resolverPath reports whether p is a file marina may write: a domain's
-// file directly in a resolver folder.
+// file directly in the resolver folder (so a record naming any other path
+// never makes marina touch it).
 func resolverPath(p string) bool {
-	return filepath.IsAbs(p) && filepath.Clean(p) == p && config.IsDomain(filepath.Base(p))
+	return filepath.Clean(p) == p && filepath.Dir(p) == ResolverDir() && config.IsDomain(filepath.Base(p))
 }
 
 // ResolverState is one domain's resolver file.
@@ -57,12 +58,17 @@ type Resolver struct {
 	Want  string
 	Have  string // "" when missing
 	State ResolverState
+	Why   string // what made a file foreign besides its content
 }
 
 func (r Resolver) String() string {
 	switch r.State {
 	case ResolverForeign:
-		return fmt.Sprintf("%s exists and marina did not write it: marina leaves it alone, and names under %s may not reach marina's DNS; remove it or choose another dns.domain", r.Path, filepath.Base(r.Path))
+		why := ""
+		if r.Why != "" {
+			why = " (" + r.Why + ")"
+		}
+		return fmt.Sprintf("%s exists and marina did not write it%s: marina leaves it alone, and names under %s may not reach marina's DNS; remove it or choose another dns.domain", r.Path, why, filepath.Base(r.Path))
 	case ResolverStale:
 		return r.Path + " names another server"
 	}
@@ -75,13 +81,25 @@ func ReadResolver(dir, domain, want string, made *Made) (Resolver, error) {
 	if !config.IsDomain(domain) {
 		return r, fmt.Errorf("%q is not a domain name", domain)
 	}
-	b, err := fileutil.ReadRegular(r.Path, 1<<16)
+	// A link (even a dangling one), a folder or a file marina cannot
+	// read is not marina's: it is reported and left alone, and up goes
+	// on.
+	fi, err := os.Lstat(r.Path)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
 		r.State = ResolverMissing
 		return r, nil
 	case err != nil:
-		return r, err
+		r.State, r.Why = ResolverForeign, err.Error()
+		return r, nil
+	case !fi.Mode().IsRegular():
+		r.State, r.Why = ResolverForeign, "it is a "+fi.Mode().Type().String()+", not a file"
+		return r, nil
+	}
+	b, err := fileutil.ReadRegular(r.Path, 1<<16)
+	if err != nil {
+		r.State, r.Why = ResolverForeign, err.Error()
+		return r, nil
 	}
 	r.Have = string(b)
 	wrote, mine := made.wrote(r.Path)

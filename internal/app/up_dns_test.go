@@ -1,0 +1,56 @@
+package app
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/bcollard/marina/internal/config"
+	"github.com/bcollard/marina/internal/dns"
+	"github.com/bcollard/marina/internal/docker"
+)
+
+func TestPlanDNS(t *testing.T) {
+	specs, err := dns.Specs(config.Default(), []byte("k"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := specs[1].FileSum()
+	ct := func(id, name, role, digest, state string) docker.Container {
+		return docker.Container{ID: id, Name: name, State: state, Labels: map[string]string{dns.LabelRole: role, dns.LabelConfig: digest}}
+	}
+	etcd := ct("e", dns.EtcdName, dns.RoleEtcd, specs[0].Digest, "running")
+	server := ct("s", dns.ServerName, dns.RoleServer, specs[1].Digest, "running")
+	names := func(ss []dns.Spec) (out []string) {
+		for _, s := range ss {
+			out = append(out, s.Name)
+		}
+		return out
+	}
+	ids := func(cs []docker.Container) (out []string) {
+		for _, c := range cs {
+			out = append(out, c.ID)
+		}
+		return out
+	}
+	for _, c := range []struct {
+		what         string
+		have         []docker.Container
+		sum          string
+		create, gone []string
+		writes       bool
+	}{
+		{"current", []docker.Container{etcd, server}, sum, nil, nil, false},
+		{"nothing yet", nil, "", []string{dns.EtcdName, dns.ServerName}, nil, true},
+		{"Corefile changed in the VM", []docker.Container{etcd, server}, "other", []string{dns.ServerName}, []string{"s"}, true},
+		{"stale digest", []docker.Container{etcd, ct("s", dns.ServerName, dns.RoleServer, "old", "running")}, sum, []string{dns.ServerName}, []string{"s"}, false},
+		{"exited", []docker.Container{ct("e", dns.EtcdName, dns.RoleEtcd, specs[0].Digest, "exited"), server}, sum, []string{dns.EtcdName}, []string{"e"}, false},
+		{"renamed", []docker.Container{ct("e", "etcd-old", dns.RoleEtcd, specs[0].Digest, "running"), server}, sum, []string{dns.EtcdName}, []string{"e"}, false},
+		{"unknown role", []docker.Container{etcd, server, ct("x", "marina-dns-x", "cache", "", "running")}, sum, nil, []string{"x"}, false},
+		{"two for one role", []docker.Container{etcd, server, ct("e2", dns.EtcdName+"-2", dns.RoleEtcd, specs[0].Digest, "running")}, sum, nil, []string{"e2"}, false},
+	} {
+		p := planDNS(specs, c.have, c.sum)
+		if !slices.Equal(names(p.create), c.create) || !slices.Equal(ids(p.remove), c.gone) || p.writes != c.writes {
+			t.Errorf("%s: create %v remove %v writes %v; want %v %v %v", c.what, names(p.create), ids(p.remove), p.writes, c.create, c.gone, c.writes)
+		}
+	}
+}

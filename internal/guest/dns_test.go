@@ -1,0 +1,24 @@
+package guest
+
+import (
+	"reflect"
+	"testing"
+)
+
+// The addons section comes back from the VM: only cluster names and
+// domains are believed.
+func TestParseAddons(t *testing.T) {
+	got := parseAddons("dev dns=demo.internal\n../x dns=demo.internal\nEvil dns=a.b\nold \nbad dns=$(rm)\nodd dns=demo.internal extra=1\n")
+	// An empty record ("old ") is no record: up treats it as a cluster to bring over.
+	want := map[string]Addons{"dev": {DNS: "demo.internal"}, "bad": {}, "odd": {DNS: "demo.internal"}}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("parseAddons = %v, want %v", got, want)
+	}
+}
+
+func TestParseForget(t *testing.T) {
+	got := ParseForget("@@ dns-forget a.demo.internal ok\n@@ dns-forget b.demo.internal failed\nnoise\n")
+	if !reflect.DeepEqual(got, []string{"b.demo.internal"}) {
+		t.Errorf("ParseForget = %v", got)
+	}
+}
