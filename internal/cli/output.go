@@ -66,19 +66,24 @@ func printStatus(w io.Writer, s app.Status) {
 			fmt.Fprintln(w, "  `marina up` puts back what is missing")
 		}
 	}
-	if d := s.DNS; d != nil {
-		fmt.Fprintf(w, "=== Local DNS (%s) ===\n", d.Domain)
-		fmt.Fprintf(w, "  %s resolver file %s: %s\n", mark(d.Resolver == "present"), d.ResolverPath, d.Resolver)
-		if d.Note != "" && d.Resolver != "missing" {
-			fmt.Fprintf(w, "      %s\n", d.Note)
-		}
-		for _, c := range d.Containers {
-			fmt.Fprintf(w, "  %s %s at %s: %s\n", mark(c.State == "running"), c.Name, c.IP, c.State)
-		}
-		fmt.Fprintf(w, "  %s %s\n", mark(d.Lookup.Rcode == "NXDOMAIN"), d.Lookup.Line())
-		if !d.OK && d.Resolver != "foreign" {
-			fmt.Fprintln(w, "  `marina up` puts back what is missing")
-		}
+	if s.DNS != nil {
+		printDNSStatus(w, *s.DNS)
+	}
+}
+
+// printDNSStatus writes the local DNS section of status.
+func printDNSStatus(w io.Writer, d app.DNSStatus) {
+	fmt.Fprintf(w, "=== Local DNS (%s) ===\n", d.Domain)
+	fmt.Fprintf(w, "  %s resolver file %s: %s\n", mark(d.Resolver == "present"), d.ResolverPath, d.Resolver)
+	if d.Note != "" && d.Resolver != "missing" {
+		fmt.Fprintf(w, "      %s\n", d.Note)
+	}
+	for _, c := range d.Containers {
+		fmt.Fprintf(w, "  %s %s at %s: %s\n", mark(c.State == "running"), c.Name, c.IP, c.State)
+	}
+	fmt.Fprintf(w, "  %s %s\n", mark(d.Lookup.Rcode == "NXDOMAIN"), d.Lookup.Line())
+	if !d.OK && d.Resolver != "foreign" {
+		fmt.Fprintln(w, "  `marina up` puts back what is missing")
 	}
 }
 
