@@ -175,7 +175,8 @@ func deleteScript(cfg config.Config, names []string) (string, error) {
 	for i, n := range names {
 		zones[i] = dns.ClusterZone(n, cfg.DNS.Domain)
 	}
-	return script + guest.DNSForget(etcd, zones), nil
+	forget, err := guest.DNSForget(etcd, zones)
+	return script + forget, err
 }
 
 // pick asks which clusters to delete: numbers from the list, or "all".

@@ -27,7 +27,11 @@ func ListDNS(ctx context.Context, e *Env, selector string) ([]dns.Record, error)
 	defer s.Close()
 	cfg := s.Config
 	etcd, _ := dns.Addrs(netip.MustParsePrefix(cfg.Network.CIDR)) // validated
-	out, err := s.Guest.Run(ctx, vm.Script{Name: "read the local DNS records", Body: guest.DNSRecords(etcd, cfg.DNS.Domain), Root: true})
+	script, err := guest.DNSRecords(etcd, cfg.DNS.Domain)
+	if err != nil {
+		return nil, err
+	}
+	out, err := s.Guest.Run(ctx, vm.Script{Name: "read the local DNS records", Body: script, Root: true})
 	if err != nil {
 		return nil, fmt.Errorf("%w\nthe local DNS's etcd (%s) did not answer: `marina up` starts it", err, dns.EtcdName)
 	}

@@ -59,14 +59,14 @@ type routeRemoval struct {
 	status host.RouteStatus
 	argv   []string
 	made   *host.Made
-	// resolver, when set, makes this the removal of that resolver file
-	// marina wrote (the route's one companion on the host).
-	resolver string
+	// resolver, when set, makes this the removal of a resolver file
+	// marina wrote (the route's one companion on the host) instead.
+	resolver *host.Removal
 }
 
 func (r routeRemoval) step() Step {
-	if r.resolver != "" {
-		return Step{Do: "remove the resolver file " + r.resolver + ": " + run.Quote(r.argv)}
+	if r.resolver != nil {
+		return Step{Do: "remove the resolver file " + r.resolver.Path + ": " + run.Quote(r.resolver.Argv)}
 	}
 	return Step{Do: "remove the host's route to " + r.status.Want.String() + " via " + r.status.Found.Gateway.String() + ": " + run.Quote(r.argv)}
 }
@@ -105,17 +105,16 @@ func routeRemovals(ctx context.Context, s *Session) ([]routeRemoval, error) {
 		}
 	}
 	// The resolver files marina wrote and that still hold what it wrote.
-	cmds, paths := host.ResolverRemovals(made, "")
-	for i, c := range cmds {
-		out = append(out, routeRemoval{argv: c, made: made, resolver: paths[i]})
+	for _, rm := range host.ResolverRemovals(made, "") {
+		out = append(out, routeRemoval{made: made, resolver: &rm})
 	}
 	return out, nil
 }
 
 func removeRoutes(ctx context.Context, s *Session, rs []routeRemoval) error {
 	for _, r := range rs {
-		if r.resolver != "" {
-			if err := removeResolvers(ctx, s, r.made, [][]string{r.argv}, []string{r.resolver}); err != nil {
+		if r.resolver != nil {
+			if err := removeResolvers(ctx, s, r.made, []host.Removal{*r.resolver}); err != nil {
 				return err
 			}
 			continue

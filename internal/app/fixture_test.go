@@ -495,7 +495,6 @@ func (h fakeHost) Privileged(_ context.Context, argv []string) error {
 	}
 	return nil
 }
-func (h fakeHost) ResolverDir() string { return h.resolverDir }
 func (h fakeHost) Query(_ context.Context, server netip.Addr, name string) (dns.Answer, error) {
 	if err := h.call("host.query " + server.String() + " " + name); err != nil {
 		return dns.Answer{}, err

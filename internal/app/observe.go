@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"errors"
 	"net/netip"
 	"sync"
 	"time"
@@ -61,15 +62,15 @@ func observe(ctx context.Context, s *Session, cidr netip.Prefix, dockerWait time
 			o.dockerErr = err
 			return
 		}
-		if o.network, err = dc.InspectNetwork(ctx, docker.KindNetwork); err != nil {
-			o.dockerErr = err
-			return
-		}
-		if o.mirrors, err = dc.ListLabeled(ctx, registry.LabelMirror); err != nil {
-			o.dockerErr = err
-			return
-		}
-		o.dns, o.dockerErr = dc.ListLabeled(ctx, dns.LabelRole)
+		// Once Docker answers, its three reads go at once: each is a
+		// round trip over the forwarded socket.
+		var netErr, mirErr, dnsErr error
+		var dw sync.WaitGroup
+		dw.Go(func() { o.network, netErr = dc.InspectNetwork(ctx, docker.KindNetwork) })
+		dw.Go(func() { o.mirrors, mirErr = dc.ListLabeled(ctx, registry.LabelMirror) })
+		dw.Go(func() { o.dns, dnsErr = dc.ListLabeled(ctx, dns.LabelRole) })
+		dw.Wait()
+		o.dockerErr = errors.Join(netErr, mirErr, dnsErr)
 	}()
 	go func() {
 		defer wg.Done()

@@ -72,8 +72,6 @@ type Host interface {
 	// ClientIP calls the echo server at lb: what it saw, and the address
 	// the Mac sent from.
 	ClientIP(ctx context.Context, lb netip.Addr) (seen, mine string, err error)
-	// ResolverDir is the folder of the host's per-domain resolver files.
-	ResolverDir() string
 	// Query asks the DNS server at server for name's addresses.
 	Query(ctx context.Context, server netip.Addr, name string) (dns.Answer, error)
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/docker/go-units"
 
+	"github.com/bcollard/marina/internal/config"
 	"github.com/bcollard/marina/internal/docker"
 	"github.com/bcollard/marina/internal/guest"
 	"github.com/bcollard/marina/internal/host"
@@ -104,8 +105,11 @@ func GetStatus(ctx context.Context, e *Env) (Status, error) {
 		cidr = netip.MustParsePrefix(file.Config.Network.CIDR) // validated
 		s.Route.CIDR = cidr.String()
 	}
+	// What marina made on the host, read once for the route and the
+	// resolver file.
+	made := loadMade(ses.Paths)
 	if in == nil {
-		s.route(ctx, ses, cidr, nil)
+		s.route(ctx, ses, cidr, nil, made)
 		return s, nil
 	}
 	v := &s.VM
@@ -114,15 +118,15 @@ func GetStatus(ctx context.Context, e *Env) (Status, error) {
 	v.Disk = units.BytesSize(float64(in.Disk))
 	v.Errors = append(v.Errors, in.Errors...)
 	if !ses.Running() {
-		s.route(ctx, ses, cidr, nil)
+		s.route(ctx, ses, cidr, nil, made)
 		return s, nil
 	}
 	o := observe(ctx, ses, cidr, 0)
 	s.guestNetwork(o, cidr)
 	if cidr.IsValid() && o.dockerErr == nil {
-		s.dnsSection(ctx, ses, o, cidr)
+		s.dnsSection(ctx, ses, o, cidr, made)
 	}
-	s.route(ctx, ses, cidr, o)
+	s.route(ctx, ses, cidr, o, made)
 	return s, nil
 }
 
@@ -175,7 +179,7 @@ func (s *Status) guestNetwork(o *observed, cidr netip.Prefix) {
 // route fills the host route section; o is the running VM's observation,
 // nil when the VM is not running (the route is then looked up here and
 // judged without a gateway to compare with).
-func (s *Status) route(ctx context.Context, ses *Session, cidr netip.Prefix, o *observed) {
+func (s *Status) route(ctx context.Context, ses *Session, cidr netip.Prefix, o *observed, made madeRecord) {
 	if !cidr.IsValid() {
 		return
 	}
@@ -196,10 +200,8 @@ func (s *Status) route(ctx context.Context, ses *Session, cidr netip.Prefix, o *
 		r.Line, r.Error = cidr.String()+" → unknown", err.Error()
 		return
 	}
-	made, err := host.LoadMade(ses.Paths.Routes())
-	if err != nil {
-		r.Error = err.Error()
-		made = &host.Made{}
+	if made.err != nil {
+		r.Error = made.err.Error()
 	}
 	rs := host.Classify(cidr, via, found, made.Gateways(cidr)...)
 	r.State, r.Line = string(rs.State), rs.String()
@@ -209,4 +211,19 @@ func (s *Status) route(ctx context.Context, ses *Session, cidr netip.Prefix, o *
 			r.Via = found.Gateway.String()
 		}
 	}
+}
+
+// madeRecord is marina's record of what it made on the host, as read:
+// empty, with the reason, when it could not be read.
+type madeRecord struct {
+	*host.Made
+	err error
+}
+
+func loadMade(p config.Paths) madeRecord {
+	m, err := host.LoadMade(p.Routes())
+	if err != nil {
+		return madeRecord{&host.Made{}, err}
+	}
+	return madeRecord{m, nil}
 }

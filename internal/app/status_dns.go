@@ -42,14 +42,13 @@ type DNSLookupStatus struct {
 }
 
 // dnsSection fills s.DNS from the observation and one lookup.
-func (s *Status) dnsSection(ctx context.Context, ses *Session, o *observed, cidr netip.Prefix) {
+func (s *Status) dnsSection(ctx context.Context, ses *Session, o *observed, cidr netip.Prefix, made madeRecord) {
 	cfg := ses.File.Config
 	etcd, server := dns.Addrs(cidr)
 	d := &DNSStatus{Domain: cfg.DNS.Domain}
-	made, err := host.LoadMade(ses.Paths.Routes())
-	var r host.Resolver
-	if err == nil {
-		r, err = readResolver(ses.Host, cfg, made)
+	r, err := readResolver(cfg, made.Made)
+	if made.err != nil {
+		err = made.err
 	}
 	if err != nil {
 		d.Resolver, d.Note = "unknown", err.Error()

@@ -85,7 +85,7 @@ func planFor(s *Session, o *observed) (convergePlan, error) {
 	if err != nil {
 		return convergePlan{}, err
 	}
-	res, err := readResolver(s.Host, cfg, made)
+	res, err := readResolver(cfg, made)
 	if err != nil {
 		return convergePlan{}, err
 	}

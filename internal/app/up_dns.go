@@ -27,10 +27,9 @@ type dnsPlan struct {
 	reasons map[string]string
 
 	resolver host.Resolver
-	fix      [][]string // write the resolver file
-	src      string     // marina's copy the fix installs
-	drop     [][]string // remove resolver files of an older dns.domain
-	dropped  []string
+	fix      [][]string     // write the resolver file
+	src      string         // marina's copy the fix installs
+	drop     []host.Removal // resolver files of an older dns.domain
 }
 
 // planDNS compares the wanted DNS containers with those found, the
@@ -54,17 +53,7 @@ func planDNS(specs []dns.Spec, have []docker.Container, sum string) dnsPlan {
 			p.writes = true
 		}
 		c, ok := byRole[s.Role]
-		reason := ""
-		switch {
-		case !ok:
-			reason = "new"
-		case c.Name != s.Name:
-			reason = "its container was renamed to " + c.Name
-		case c.Labels[dns.LabelConfig] != s.Digest || !fileOK:
-			reason = "its configuration changed"
-		case c.State != "running" && c.State != "restarting":
-			reason = "it was " + c.State
-		}
+		reason := containerDrift(c, ok, s.Name, s.Digest, dns.LabelConfig, fileOK)
 		if reason == "" {
 			continue
 		}
@@ -103,8 +92,8 @@ func (p dnsPlan) steps() []Step {
 	if p.fix != nil {
 		out = append(out, Step{Do: "send names under " + filepath.Base(p.resolver.Path) + " to the local DNS: " + host.Quoted(p.fix, run.Quote), Reason: "now " + string(p.resolver.State)})
 	}
-	if p.drop != nil {
-		out = append(out, Step{Do: "remove the resolver files marina wrote for another dns.domain: " + host.Quoted(p.drop, run.Quote)})
+	for _, r := range p.drop {
+		out = append(out, Step{Do: "remove the resolver file " + r.Path + ", which marina wrote for another dns.domain: sudo " + run.Quote(r.Argv)})
 	}
 	return out
 }
@@ -124,7 +113,7 @@ func (p *dnsPlan) planResolver(paths config.Paths, domain string, r host.Resolve
 	p.resolver = r
 	p.src = paths.ResolverCopy(domain)
 	p.fix = host.ResolverFix(r, p.src)
-	p.drop, p.dropped = host.ResolverRemovals(made, r.Path)
+	p.drop = host.ResolverRemovals(made, r.Path)
 }
 
 // applyDNS (re)creates the DNS containers; the Corefile is in the VM.
@@ -178,21 +167,21 @@ func applyResolver(ctx context.Context, s *Session, p dnsPlan, made *host.Made) 
 			return err
 		}
 	}
-	return removeResolvers(ctx, s, made, p.drop, p.dropped)
+	return removeResolvers(ctx, s, made, p.drop)
 }
 
 // removeResolvers runs the removals of resolver files and forgets them.
-func removeResolvers(ctx context.Context, s *Session, made *host.Made, cmds [][]string, paths []string) error {
-	for i, c := range cmds {
-		err := s.step("Removing "+paths[i], "", func() error {
-			if err := s.Host.Privileged(ctx, c); err != nil {
+func removeResolvers(ctx context.Context, s *Session, made *host.Made, rms []host.Removal) error {
+	for _, r := range rms {
+		err := s.step("Removing "+r.Path, "", func() error {
+			if err := s.Host.Privileged(ctx, r.Argv); err != nil {
 				return err
 			}
 			// marina's copy it was installed from goes too.
-			if err := os.Remove(s.Paths.ResolverCopy(filepath.Base(paths[i]))); err != nil && !errors.Is(err, os.ErrNotExist) {
+			if err := os.Remove(s.Paths.ResolverCopy(filepath.Base(r.Path))); err != nil && !errors.Is(err, os.ErrNotExist) {
 				return err
 			}
-			return made.Removed(paths[i])
+			return made.Removed(r.Path)
 		})
 		if err != nil {
 			return err
@@ -202,11 +191,11 @@ func removeResolvers(ctx context.Context, s *Session, made *host.Made, cmds [][]
 }
 
 // readResolver is the host's resolver file for cfg's zone.
-func readResolver(h Host, cfg config.Config, made *host.Made) (host.Resolver, error) {
+func readResolver(cfg config.Config, made *host.Made) (host.Resolver, error) {
 	cidr, err := netip.ParsePrefix(cfg.Network.CIDR)
 	if err != nil {
 		return host.Resolver{}, err
 	}
 	_, server := dns.Addrs(cidr)
-	return host.ReadResolver(h.ResolverDir(), cfg.DNS.Domain, dns.ResolverFile(server), made)
+	return host.ReadResolver(host.ResolverDir(), cfg.DNS.Domain, dns.ResolverFile(server), made)
 }

@@ -74,23 +74,15 @@ func planMirrors(specs []registry.Spec, have []docker.Container, sums map[string
 			p.writes = true
 		}
 		c, ok := byName[s.Name]
-		switch {
-		case !ok:
-			p.create = append(p.create, s)
-			p.reasons[s.Name] = "new"
-		case c.Name != s.Name:
-			p.remove = append(p.remove, c)
-			p.create = append(p.create, s)
-			p.reasons[s.Name] = "its container was renamed to " + c.Name
-		case c.Labels[registry.LabelConfig] != s.Digest || !fileOK:
-			p.remove = append(p.remove, c)
-			p.create = append(p.create, s)
-			p.reasons[s.Name] = "its configuration changed"
-		case c.State != "running" && c.State != "restarting":
-			p.remove = append(p.remove, c)
-			p.create = append(p.create, s)
-			p.reasons[s.Name] = "it was " + c.State
+		why := containerDrift(c, ok, s.Name, s.Digest, registry.LabelConfig, fileOK)
+		if why == "" {
+			continue
 		}
+		if ok {
+			p.remove = append(p.remove, c)
+		}
+		p.create = append(p.create, s)
+		p.reasons[s.Name] = why
 	}
 	if len(sums) != len(specs) {
 		p.writes = true // a stale file to remove
@@ -102,6 +94,24 @@ func planMirrors(specs []registry.Spec, have []docker.Container, sums map[string
 		}
 	}
 	return p
+}
+
+// containerDrift is why a container marina runs (a mirror, a DNS server)
+// must be made again, "" when it is current: found says whether one was
+// found for it, digestLabel is the label that carries its settings'
+// digest, fileOK whether its config file in the VM is current.
+func containerDrift(c docker.Container, found bool, name, digest, digestLabel string, fileOK bool) string {
+	switch {
+	case !found:
+		return "new"
+	case c.Name != name:
+		return "its container was renamed to " + c.Name
+	case c.Labels[digestLabel] != digest || !fileOK:
+		return "its configuration changed"
+	case c.State != "running" && c.State != "restarting":
+		return "it was " + c.State
+	}
+	return ""
 }
 
 func (p mirrorPlan) steps() []Step {

@@ -84,7 +84,11 @@ func upgradeClusters(ctx context.Context, s *Session, older []cluster.Info, had 
 		return err
 	}
 	etcd, _ := dns.Addrs(netip.MustParsePrefix(s.Config.Network.CIDR)) // validated
-	b.Sh(guest.DNSForget(etcd, oldZones))
+	forget, err := guest.DNSForget(etcd, oldZones)
+	if err != nil {
+		return err
+	}
+	b.Sh(forget)
 	out, err := s.Guest.Run(ctx, vm.Script{Name: "record the clusters' addons", Body: b.Script(), Root: true})
 	if err != nil {
 		return err

@@ -77,8 +77,6 @@ func (macHost) ClientIP(ctx context.Context, lb netip.Addr) (string, string, err
 	return kube.ClientIP(ctx, lb)
 }
 
-func (macHost) ResolverDir() string { return host.ResolverDir() }
-
 func (macHost) Query(ctx context.Context, server netip.Addr, name string) (dns.Answer, error) {
 	return dns.Query(ctx, server, name, false)
 }

@@ -109,13 +109,17 @@ func etcdRequest(etcd netip.Addr, op, prefix string) string {
 // from etcd, printing "@@ dns-forget <zone> ok|failed" per zone: a
 // cluster's ExternalDNS dies with it and cannot clean up. It never fails
 // the script (a VM whose local DNS is not running has nothing to forget).
-func DNSForget(etcd netip.Addr, zones []string) string {
+// A zone that is no domain name is refused.
+func DNSForget(etcd netip.Addr, zones []string) (string, error) {
 	var b strings.Builder
 	for _, z := range zones {
+		if !config.IsDomain(z) {
+			return "", fmt.Errorf("%q is not a DNS zone", z)
+		}
 		q := run.ShellQuote("@@ dns-forget " + z)
 		fmt.Fprintf(&b, "if %s >/dev/null 2>&1; then echo %s ok; else echo %s failed; fi\n", etcdRequest(etcd, "deleterange", dns.KeyPrefix(z)), q, q)
 	}
-	return b.String()
+	return b.String(), nil
 }
 
 // ParseForget reads DNSForget's output: the zones it could not clean.
@@ -132,6 +136,9 @@ func ParseForget(out string) []string {
 
 // DNSRecords is the script that prints etcd's JSON answer for every record
 // under domain.
-func DNSRecords(etcd netip.Addr, domain string) string {
-	return "set -eu -o pipefail\n" + etcdRequest(etcd, "range", dns.KeyPrefix(domain)) + "\n"
+func DNSRecords(etcd netip.Addr, domain string) (string, error) {
+	if !config.IsDomain(domain) {
+		return "", fmt.Errorf("%q is not a DNS zone", domain)
+	}
+	return "set -eu -o pipefail\n" + etcdRequest(etcd, "range", dns.KeyPrefix(domain)) + "\n", nil
 }

@@ -1,6 +1,7 @@
 package guest
 
 import (
+	"net/netip"
 	"reflect"
 	"testing"
 )
@@ -20,5 +21,19 @@ func TestParseForget(t *testing.T) {
 	got := ParseForget("@@ dns-forget a.demo.internal ok\n@@ dns-forget b.demo.internal failed\nnoise\n")
 	if !reflect.DeepEqual(got, []string{"b.demo.internal"}) {
 		t.Errorf("ParseForget = %v", got)
+	}
+}
+
+// Zones reach the script only as domain names (they are quoted and
+// base64-encoded there as well).
+func TestDNSScriptsRefuseHostileZones(t *testing.T) {
+	etcd := netip.MustParseAddr("172.30.255.52")
+	for _, z := range []string{"a'; rm -rf / #", "$(reboot).demo.internal", "dev.demo.internal\nreboot", "", "../x", "a b"} {
+		if _, err := DNSForget(etcd, []string{"dev.demo.internal", z}); err == nil {
+			t.Errorf("DNSForget took %q", z)
+		}
+		if _, err := DNSRecords(etcd, z); err == nil {
+			t.Errorf("DNSRecords took %q", z)
+		}
 	}
 }

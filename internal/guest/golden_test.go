@@ -64,8 +64,8 @@ func TestGolden(t *testing.T) {
 	// The local DNS: what cluster delete adds, dns list, and the addons
 	// records up writes for older clusters.
 	etcd, _ := dns.Addrs(netip.MustParsePrefix(cfg.Network.CIDR))
-	golden.Check(t, "dns-forget.sh.golden", []byte("set -eu -o pipefail\n"+DNSForget(etcd, []string{"dev.demo.internal", "east.demo.internal"})))
-	golden.Check(t, "dns-records.sh.golden", []byte(DNSRecords(etcd, cfg.DNS.Domain)))
+	golden.Check(t, "dns-forget.sh.golden", append([]byte("set -eu -o pipefail\n"), must(DNSForget(etcd, []string{"dev.demo.internal", "east.demo.internal"}))...))
+	golden.Check(t, "dns-records.sh.golden", must(DNSRecords(etcd, cfg.DNS.Domain)))
 	rb := NewBatch()
 	if err := AddonsRecordApply(rb, map[string]string{"dev": DNSRecord(cfg.DNS.Domain), "east": DNSRecord(cfg.DNS.Domain)}); err != nil {
 		t.Fatal(err)

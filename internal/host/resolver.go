@@ -129,10 +129,16 @@ func ResolverFix(r Resolver, src string) [][]string {
 	return append(out, []string{installTool, "-m", "0644", src, r.Path})
 }
 
-// ResolverRemovals are the commands that remove the resolver files marina
-// wrote and that still hold what it wrote, with those files; keep is a
-// path not to remove ("" for none).
-func ResolverRemovals(made *Made, keep string) (cmds [][]string, paths []string) {
+// Removal is the removal of one resolver file marina wrote.
+type Removal struct {
+	Path string
+	Argv []string // the command, run as root
+}
+
+// ResolverRemovals remove the resolver files marina wrote and that still
+// hold what it wrote; keep is a path not to remove ("" for none).
+func ResolverRemovals(made *Made, keep string) []Removal {
+	var out []Removal
 	for _, m := range made.Resolvers {
 		if m.Path == keep {
 			continue
@@ -141,10 +147,9 @@ func ResolverRemovals(made *Made, keep string) (cmds [][]string, paths []string)
 		if err != nil || string(b) != m.Content {
 			continue // gone, or changed since: not marina's to remove
 		}
-		cmds = append(cmds, []string{rmTool, "-f", m.Path})
-		paths = append(paths, m.Path)
+		out = append(out, Removal{Path: m.Path, Argv: []string{rmTool, "-f", m.Path}})
 	}
-	return cmds, paths
+	return out
 }
 
 // Quoted lists commands for a plan line.

@@ -46,7 +46,7 @@ func TestResolverStates(t *testing.T) {
 	if r, _ := ReadResolver(dir, "demo.internal", want, made); r.State != ResolverForeign || ResolverFix(r, "/src") != nil {
 		t.Errorf("a foreign file: %v, fix %q", r.State, ResolverFix(r, "/src"))
 	}
-	if cmds, _ := ResolverRemovals(made, ""); len(cmds) != 0 {
+	if cmds := ResolverRemovals(made, ""); len(cmds) != 0 {
 		t.Errorf("removes a foreign file: %q", cmds)
 	}
 	// marina's, with an older server: rewritten.
@@ -67,7 +67,7 @@ func TestResolverStates(t *testing.T) {
 	if r, _ := ReadResolver(dir, "demo.internal", want, made); r.State != ResolverForeign {
 		t.Errorf("marina's file edited by the user: %v", r.State)
 	}
-	if cmds, _ := ResolverRemovals(made, ""); len(cmds) != 0 {
+	if cmds := ResolverRemovals(made, ""); len(cmds) != 0 {
 		t.Errorf("removes a file the user edited: %q", cmds)
 	}
 	// Right: nothing to do; removed only while it holds what marina wrote.
@@ -80,11 +80,11 @@ func TestResolverStates(t *testing.T) {
 	if r, _ := ReadResolver(dir, "demo.internal", want, made); r.State != ResolverOK || ResolverFix(r, "/src") != nil {
 		t.Errorf("a right file: %v", r.State)
 	}
-	cmds, paths := ResolverRemovals(made, "")
-	if len(cmds) != 1 || !slices.Equal(cmds[0], []string{"/bin/rm", "-f", path}) || paths[0] != path {
-		t.Errorf("removal: %q %q", cmds, paths)
+	rms := ResolverRemovals(made, "")
+	if len(rms) != 1 || !slices.Equal(rms[0].Argv, []string{"/bin/rm", "-f", path}) || rms[0].Path != path {
+		t.Errorf("removal: %q", rms)
 	}
-	if cmds, _ := ResolverRemovals(made, path); len(cmds) != 0 {
+	if cmds := ResolverRemovals(made, path); len(cmds) != 0 {
 		t.Errorf("removes the file it keeps: %q", cmds)
 	}
 }

@@ -195,6 +195,15 @@ func (c *controllers) tick(name string, port int, lbIP string) {
 	}
 }
 
+// destroyAll destroys the VM and removes what clusters left on the Mac:
+// the next test starts from a Mac that never ran marina.
+func destroyAll(t *testing.T) {
+	marina(t, "destroy", "-y")
+	for _, p := range []string{filepath.Join(marinaHome(), "config.yaml"), filepath.Join(marinaHome(), "cache"), filepath.Join(marinaHome(), "slots"), filepath.Join(home(), ".kube")} {
+		_ = os.RemoveAll(p)
+	}
+}
+
 // kubeconfigPath is the lab Mac user's kubeconfig.
 func kubeconfigPath() string { return filepath.Join(home(), ".kube", "config") }
 
@@ -277,13 +286,7 @@ var poolGVR = schema.GroupVersionResource{Group: "metallb.io", Version: "v1beta1
 
 func TestClusters(t *testing.T) {
 	needLab(t)
-	t.Cleanup(func() {
-		marina(t, "destroy", "-y")
-		// The next test starts from a Mac that never ran marina.
-		for _, p := range []string{filepath.Join(marinaHome(), "config.yaml"), filepath.Join(marinaHome(), "cache"), filepath.Join(marinaHome(), "slots"), filepath.Join(home(), ".kube")} {
-			_ = os.RemoveAll(p)
-		}
-	})
+	t.Cleanup(func() { destroyAll(t) })
 	writeConfig(t, "registries:\n  mirrors: []\n")
 	mustMarina(t, "up")
 	password := "pw-cluster"

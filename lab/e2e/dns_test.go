@@ -200,12 +200,7 @@ func etcdKeys(t *testing.T, prefix string) []string {
 
 func TestDNS(t *testing.T) {
 	needLab(t)
-	t.Cleanup(func() {
-		marina(t, "destroy", "-y")
-		for _, p := range []string{filepath.Join(marinaHome(), "config.yaml"), filepath.Join(marinaHome(), "cache"), filepath.Join(marinaHome(), "slots"), filepath.Join(home(), ".kube")} {
-			_ = os.RemoveAll(p)
-		}
-	})
+	t.Cleanup(func() { destroyAll(t) })
 	refs := dnsImageRefs(t)
 	writeConfig(t, "registries:\n  mirrors: []\n")
 	mustMarina(t, "up")
