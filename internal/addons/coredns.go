@@ -2,12 +2,15 @@ package addons
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
 
 	"github.com/bcollard/marina/internal/config"
@@ -16,10 +19,16 @@ import (
 
 // Where kubeadm (and so kind) keeps the cluster's CoreDNS configuration.
 const (
-	coreDNSNamespace = "kube-system"
-	coreDNSConfigMap = "coredns"
-	corefileKey      = "Corefile"
+	coreDNSNamespace  = "kube-system"
+	coreDNSConfigMap  = "coredns"
+	coreDNSDeployment = "coredns"
+	corefileKey       = "Corefile"
 )
+
+// CorefileAnnotation, on CoreDNS's pod template, is the sha256 of the
+// Corefile marina last wrote: a new Corefile changes it, and so rolls the
+// pods, which then start with it.
+const CorefileAnnotation = "marina.dev/corefile-sha256"
 
 // The lines around the server blocks marina owns in a Corefile. Everything
 // between them is rewritten on every run; everything outside is left as it
@@ -37,8 +46,13 @@ const (
 // caller adds marina's own zone (demo.internal → the local DNS server) to
 // the list like any other entry.
 //
-// CoreDNS notices the change by itself: kubeadm's Corefile has the reload
-// plugin, and the kubelet refreshes the mounted ConfigMap within a minute.
+// Then it stamps CoreDNS's Deployment with the Corefile's digest
+// (CorefileAnnotation), which rolls its pods when the Corefile changed; the
+// caller waits for the rollout (CoreDNSWait). Left alone, CoreDNS would see
+// the change only after the kubelet refreshed the mounted ConfigMap (up to
+// a minute) and its reload plugin looked again (30 s): on the lab's real
+// nodes, pods still could not resolve a forwarded name seconds after
+// create had said the cluster was ready.
 //
 // The Corefile is changed with a plain update that carries the
 // resourceVersion it was read at (retried on conflict), not with a
@@ -56,6 +70,7 @@ func CoreDNS(ctx context.Context, k *kube.Cluster, resolvers []config.DNSResolve
 		return err
 	}
 	cms := k.Typed.CoreV1().ConfigMaps(coreDNSNamespace)
+	var written string
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		cm, err := cms.Get(ctx, coreDNSConfigMap, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
@@ -72,6 +87,7 @@ func CoreDNS(ctx context.Context, k *kube.Cluster, resolvers []config.DNSResolve
 		if err != nil {
 			return err
 		}
+		written = next
 		if next == cur {
 			return nil
 		}
@@ -86,8 +102,30 @@ func CoreDNS(ctx context.Context, k *kube.Cluster, resolvers []config.DNSResolve
 		}
 		return wrap(err, "update ConfigMap %s/%s", coreDNSNamespace, coreDNSConfigMap)
 	}
+	return rollCoreDNS(ctx, k, written)
+}
+
+// rollCoreDNS sets CorefileAnnotation on CoreDNS's pod template to the
+// digest of corefile. The same digest patches nothing (no new generation,
+// no restart), so a run that changed nothing restarts nothing, and a run
+// that wrote the ConfigMap but stopped before this is finished by the next.
+func rollCoreDNS(ctx context.Context, k *kube.Cluster, corefile string) error {
+	sum := sha256.Sum256([]byte(corefile))
+	patch := fmt.Sprintf(`{"spec":{"template":{"metadata":{"annotations":{%q:%q}}}}}`, CorefileAnnotation, hex.EncodeToString(sum[:]))
+	_, err := k.Typed.AppsV1().Deployments(coreDNSNamespace).Patch(ctx, coreDNSDeployment, types.StrategicMergePatchType,
+		[]byte(patch), metav1.PatchOptions{FieldManager: FieldManager})
+	if apierrors.IsNotFound(err) {
+		return corefileErrorf("Deployment %s/%s does not exist: this cluster's DNS was not set up by kubeadm, so its CoreDNS cannot be restarted with marina's forwarding; recreate the cluster with marina", coreDNSNamespace, coreDNSDeployment)
+	}
+	if err != nil {
+		return wrap(err, "restart CoreDNS (patch Deployment %s/%s)", coreDNSNamespace, coreDNSDeployment)
+	}
 	return nil
 }
+
+// CoreDNSWait waits for CoreDNS's Deployment to run its current pod
+// template everywhere: after CoreDNS, that is the Corefile marina wrote.
+func CoreDNSWait() Wait { return DeploymentWait(coreDNSNamespace, coreDNSDeployment) }
 
 // corefileError is a problem with the Corefile's text or marina's input,
 // which no retry or permission fixes.

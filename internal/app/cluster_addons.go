@@ -101,6 +101,12 @@ func dnsSteps(s *Session, k Kube, m manifests, wait time.Duration) []addonStep {
 			defer cancel()
 			return k.CoreDNS(ctx, fwd)
 		}},
+		// Until its pods have rolled, CoreDNS answers with the old Corefile.
+		{"Waiting for CoreDNS to serve it", "", "configuring CoreDNS", func(ctx context.Context) error {
+			ctx, cancel := context.WithTimeout(ctx, wait)
+			defer cancel()
+			return k.Wait(ctx, addons.CoreDNSWait())
+		}},
 	}
 }
 

@@ -74,6 +74,7 @@ func TestCreateSucceeds(t *testing.T) {
 		"kube c1 apply-external-dns",
 		"kube c1 wait deployment external-dns/external-dns available",
 		"kube c1 coredns",
+		"kube c1 wait deployment kube-system/coredns available",
 	}
 	if got := f.called("kube "); strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("addon calls:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
@@ -413,6 +414,41 @@ func TestUpRecreatesAMirrorWithAStaleDigest(t *testing.T) {
 	}
 	if got := f.called("guest.run"); len(got) != 0 {
 		t.Errorf("current config files written again: %v", got)
+	}
+}
+
+// A mirror taken out of the config goes before its config file does: one
+// that restarts after the file is gone (its upstream unreachable, so it
+// restarts until it can) would have Docker make a folder at the file's
+// path, which no later up could remove (the lab saw it happen).
+func TestUpRemovesAGoneMirrorBeforeItsConfigFile(t *testing.T) {
+	f := newFixture(t)
+	f.config(nil)
+	specs, err := mirrorSpecs(f.e.Paths, config.Default().Registries)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range specs {
+		f.mirrors = append(f.mirrors, docker.Container{ID: s.Name + "-id", Name: s.Name, State: "running", Labels: map[string]string{registry.LabelMirror: s.Name, registry.LabelConfig: s.Digest}})
+	}
+	f.mirrors = append(f.mirrors, docker.Container{ID: "registry-gone-id", Name: "registry-gone", State: "restarting", Labels: map[string]string{registry.LabelMirror: "registry-gone", registry.LabelConfig: "sha256:old"}})
+	f.registrySums = f.mirrorSums()
+	f.registrySums[registry.ConfigDir+"/registry-gone.yml"] = "0123"
+	f.dnsWarm()
+	if err := Up(context.Background(), f.e, UpOptions{}); err != nil {
+		t.Fatalf("%v\n%s", err, f.err.String())
+	}
+	removed, wrote := -1, -1
+	for i, c := range f.called("") {
+		switch {
+		case c == "docker.remove registry-gone-id":
+			removed = i
+		case strings.HasPrefix(c, "guest.run install the VM's") && strings.Contains(c, "mirror configs"):
+			wrote = i
+		}
+	}
+	if removed < 0 || wrote < 0 || removed > wrote {
+		t.Errorf("registry-gone removed at call %d, its config file at %d: the container must go first\n%s", removed, wrote, f.log())
 	}
 }
 

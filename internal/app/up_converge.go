@@ -222,16 +222,25 @@ func applyConverge(ctx context.Context, s *Session, p convergePlan) error {
 			return err
 		}
 	}
+	// The containers go before their config files do (removeMirrors).
+	if len(p.mirrors.remove) > 0 {
+		err := e.step(fmt.Sprintf("Removing %s", plural(len(p.mirrors.remove), "mirror container")), "", func() error {
+			return removeMirrors(ctx, s.Docker, p.mirrors)
+		})
+		if err != nil {
+			return err
+		}
+	}
 	if err := installGuest(ctx, s, p); err != nil {
 		return err
 	}
-	if len(p.mirrors.create)+len(p.mirrors.remove) > 0 {
+	if len(p.mirrors.create) > 0 {
 		// The containers about to be labelled need the key kept.
 		if err := p.key.save(e.Paths); err != nil {
 			return err
 		}
-		err := e.step(fmt.Sprintf("Running the registry mirrors (%d to start, %d to remove)", len(p.mirrors.create), len(p.mirrors.remove)), "", func() error {
-			return applyMirrors(ctx, s.Docker, p.mirrors)
+		err := e.step(fmt.Sprintf("Running %s", plural(len(p.mirrors.create), "registry mirror")), "", func() error {
+			return runMirrors(ctx, s.Docker, p.mirrors)
 		})
 		if err != nil {
 			return err

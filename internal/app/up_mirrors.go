@@ -114,11 +114,10 @@ func containerDrift(c docker.Container, found bool, name, digest, digestLabel st
 	return ""
 }
 
+// steps are in the order up takes them: removals, the config files, then
+// the containers to run.
 func (p mirrorPlan) steps() []Step {
 	var out []Step
-	if p.writes {
-		out = append(out, Step{Do: "write the mirrors' configs to " + registry.ConfigDir + " in the VM (root only)"})
-	}
 	recreated := map[string]bool{}
 	for _, s := range p.create {
 		recreated[s.Name] = true
@@ -127,6 +126,9 @@ func (p mirrorPlan) steps() []Step {
 		if !recreated[c.Name] {
 			out = append(out, Step{Do: "remove the mirror container " + c.Name, Reason: p.reasons[c.Name]})
 		}
+	}
+	if p.writes {
+		out = append(out, Step{Do: "write the mirrors' configs to " + registry.ConfigDir + " in the VM (root only)"})
 	}
 	for _, s := range p.create {
 		verb := "run"
@@ -141,11 +143,28 @@ func (p mirrorPlan) steps() []Step {
 // applyMirrors removes and (re)creates containers; the config files are
 // already in the VM.
 func applyMirrors(ctx context.Context, dc Docker, p mirrorPlan) error {
+	if err := removeMirrors(ctx, dc, p); err != nil {
+		return err
+	}
+	return runMirrors(ctx, dc, p)
+}
+
+// removeMirrors removes the containers p retires or remakes. up runs it
+// before the VM's config files change: a mirror that restarts after its
+// config file is gone (one whose upstream cannot be reached restarts
+// until it can) has Docker make a folder at the file's path, which the
+// next up could not remove.
+func removeMirrors(ctx context.Context, dc Docker, p mirrorPlan) error {
 	for _, c := range p.remove {
 		if err := dc.Remove(ctx, c.ID); err != nil {
 			return err
 		}
 	}
+	return nil
+}
+
+// runMirrors creates p's new and remade containers.
+func runMirrors(ctx context.Context, dc Docker, p mirrorPlan) error {
 	if len(p.create) == 0 {
 		return nil
 	}

@@ -10,9 +10,9 @@ import (
 	"github.com/bcollard/marina/internal/run"
 )
 
-// registryObserve prints the sha256 of every mirror config in the VM.
+// registryObserve prints the sha256 of every mirror config file in the VM.
 const registryObserve = `echo "@@ registry"
-if [ -d ` + registry.ConfigDir + ` ]; then find ` + registry.ConfigDir + ` -maxdepth 1 -name '*.yml' -exec sha256sum {} + ; fi
+if [ -d ` + registry.ConfigDir + ` ]; then find ` + registry.ConfigDir + ` -maxdepth 1 -type f -name '*.yml' -exec sha256sum {} + ; fi
 `
 
 func parseSums(sec string) map[string]string {
@@ -29,9 +29,18 @@ func parseSums(sec string) map[string]string {
 // RegistryApply adds to b what writes each mirror's config file (root
 // only: it may hold upstream credentials), makes its cache folder, and
 // removes the config files of mirrors that are gone.
+//
+// An empty folder where a config file should be is Docker's: it makes one
+// for a bind mount whose file is missing, which a mirror restarting after
+// its file was removed once got (marina up removed files before their
+// containers until the lab's real clusters showed it). It goes first, or
+// the file could not be written there.
 func RegistryApply(b *Batch, specs []registry.Spec) error {
 	keep := make([]string, 0, len(specs))
 	b.Sh(fmt.Sprintf("install -d -m 0700 -o root -g root %s", registry.ConfigDir))
+	b.Sh(fmt.Sprintf(`for f in %s/*.yml; do
+	if [ -d "$f" ]; then rmdir "$f"; fi
+done`, registry.ConfigDir))
 	for _, s := range specs {
 		if err := b.Put(File{Path: s.ConfigFile, Mode: "0600", Content: string(s.Config)}, ""); err != nil {
 			return err

@@ -12,6 +12,8 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"go/ast"
 	"go/parser"
@@ -648,6 +650,38 @@ func TestAddonsCoreDNS(t *testing.T) {
 		}
 		return cm
 	}
+	// kubeadm's CoreDNS Deployment, as far as marina touches it: its pod
+	// template's annotations, which roll the pods.
+	deps := cs.AppsV1().Deployments("kube-system")
+	_ = deps.Delete(ctx, "coredns", metav1.DeleteOptions{})
+	t.Cleanup(func() { _ = deps.Delete(context.Background(), "coredns", metav1.DeleteOptions{}) })
+	labels := map[string]string{"k8s-app": "kube-dns"}
+	if _, err := deps.Create(ctx, &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: "coredns", Namespace: "kube-system"},
+		Spec: appsv1.DeploymentSpec{
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "coredns", Image: "registry.k8s.io/coredns/coredns:v1.14.2"}}},
+			},
+		},
+	}, metav1.CreateOptions{FieldManager: "kubeadm"}); err != nil {
+		t.Fatal(err)
+	}
+	// rolled says the Deployment's generation and that its pod template
+	// carries the digest of the Corefile now in the ConfigMap.
+	rolled := func() int64 {
+		t.Helper()
+		d, err := deps.Get(ctx, "coredns", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sum := sha256.Sum256([]byte(read().Data["Corefile"]))
+		if got := d.Spec.Template.Annotations[addons.CorefileAnnotation]; got != hex.EncodeToString(sum[:]) {
+			t.Errorf("CoreDNS's pod template has %s=%q, not the Corefile's digest", addons.CorefileAnnotation, got)
+		}
+		return d.Generation
+	}
 
 	first := []config.DNSResolver{
 		{Domain: "corp.example.com", Resolvers: []string{"10.0.0.53", "10.0.0.54:5353"}},
@@ -672,13 +706,20 @@ func TestAddonsCoreDNS(t *testing.T) {
 	if cm.ResourceVersion == created.ResourceVersion {
 		t.Error("resourceVersion did not change")
 	}
+	gen := rolled()
+	if gen < 2 {
+		t.Errorf("the new Corefile did not roll CoreDNS (generation %d)", gen)
+	}
 
-	// The same list again: no write at all.
+	// The same list again: no write at all, no restart.
 	if err := addons.CoreDNS(ctx, handle(t, cfg), first); err != nil {
 		t.Fatal(err)
 	}
 	if rv := read().ResourceVersion; rv != cm.ResourceVersion {
 		t.Errorf("second run with the same list wrote the ConfigMap (resourceVersion %s → %s)", cm.ResourceVersion, rv)
+	}
+	if g := rolled(); g != gen {
+		t.Errorf("the same Corefile rolled CoreDNS again (generation %d → %d)", gen, g)
 	}
 
 	// Bad input: an error, and the ConfigMap is untouched.
@@ -699,6 +740,9 @@ func TestAddonsCoreDNS(t *testing.T) {
 	if !strings.HasPrefix(got, orig) || strings.Contains(got, "corp.example.com") || !strings.Contains(got, "lab.example:53 {") || !strings.Contains(got, "forward . [fd00::53]:53\n") {
 		t.Errorf("after a new list:\n%s", got)
 	}
+	if g := rolled(); g <= gen {
+		t.Errorf("a new list did not roll CoreDNS (generation %d → %d)", gen, g)
+	}
 
 	// No list: kubeadm's Corefile, exactly.
 	if err := addons.CoreDNS(ctx, handle(t, cfg), nil); err != nil {
@@ -706,6 +750,14 @@ func TestAddonsCoreDNS(t *testing.T) {
 	}
 	if got := read().Data["Corefile"]; got != orig {
 		t.Errorf("an empty list left\n%q\nwant kubeadm's\n%q", got, orig)
+	}
+
+	// A cluster without kubeadm's CoreDNS Deployment: the cause and the fix.
+	if err := deps.Delete(ctx, "coredns", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := addons.CoreDNS(ctx, handle(t, cfg), second); err == nil || !strings.Contains(err.Error(), "Deployment kube-system/coredns does not exist") || !strings.Contains(err.Error(), "recreate the cluster") {
+		t.Errorf("CoreDNS without its Deployment: %v", err)
 	}
 }
 

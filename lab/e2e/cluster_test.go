@@ -5,10 +5,12 @@ package e2e
 // etcd behind a stand-in kubeadm) in the real Docker Engine 29; marina then
 // installs MetalLB's own manifest, its pool and the CoreDNS change through
 // that API server from the mac namespace, over the L3 route, and writes the
-// kubeconfigs. Nothing runs pods in the lab, so the test plays MetalLB's
-// controllers: it marks the controller Deployment and speaker DaemonSet
-// ready and takes the webhook away, each only for the clusters it is told
-// to; a cluster it leaves alone is how a failure after kind is injected.
+// kubeconfigs. No pod runs on the stand-in node, so the test plays the
+// controllers (real_test.go runs clusters on the real node image): it marks
+// MetalLB's controller, ExternalDNS and CoreDNS Deployments and the speaker
+// DaemonSet ready and takes the webhook away, each only for the clusters it
+// is told to; a cluster it leaves alone is how a failure after kind is
+// injected.
 
 import (
 	"context"
@@ -48,7 +50,7 @@ const vmIP = "192.168.64.2"
 // registry gave it.
 func nodeImageRef(t *testing.T) string {
 	t.Helper()
-	out, err := labCmd(t, "node-image")
+	out, err := labCmd(t, "node-image", "--stand-in")
 	if err != nil {
 		t.Fatalf("lab/lab node-image: %v\n%s", err, out)
 	}
@@ -162,13 +164,20 @@ func (c *controllers) tick(name string, port int, lbIP string) {
 		_, _ = cs.AppsV1().Deployments("metallb-system").UpdateStatus(ctx, d, metav1.UpdateOptions{})
 	}
 	// ExternalDNS's Deployment: the DNS tests run the real binary beside
-	// the cluster, with this Deployment's arguments.
-	if d, err := cs.AppsV1().Deployments("external-dns").Get(ctx, "external-dns", metav1.GetOptions{}); err == nil && d.Status.ObservedGeneration < d.Generation {
-		d.Status = appsv1.DeploymentStatus{
-			ObservedGeneration: d.Generation, Replicas: 1, UpdatedReplicas: 1, ReadyReplicas: 1, AvailableReplicas: 1,
-			Conditions: []appsv1.DeploymentCondition{{Type: appsv1.DeploymentAvailable, Status: corev1.ConditionTrue, Reason: "MinimumReplicasAvailable"}},
+	// the cluster, with this Deployment's arguments. CoreDNS's, which
+	// marina rolls after changing the Corefile.
+	for _, nn := range [][2]string{{"external-dns", "external-dns"}, {"kube-system", "coredns"}} {
+		if d, err := cs.AppsV1().Deployments(nn[0]).Get(ctx, nn[1], metav1.GetOptions{}); err == nil && d.Status.ObservedGeneration < d.Generation {
+			n := int32(1)
+			if d.Spec.Replicas != nil {
+				n = *d.Spec.Replicas
+			}
+			d.Status = appsv1.DeploymentStatus{
+				ObservedGeneration: d.Generation, Replicas: n, UpdatedReplicas: n, ReadyReplicas: n, AvailableReplicas: n,
+				Conditions: []appsv1.DeploymentCondition{{Type: appsv1.DeploymentAvailable, Status: corev1.ConditionTrue, Reason: "MinimumReplicasAvailable"}},
+			}
+			_, _ = cs.AppsV1().Deployments(d.Namespace).UpdateStatus(ctx, d, metav1.UpdateOptions{})
 		}
-		_, _ = cs.AppsV1().Deployments("external-dns").UpdateStatus(ctx, d, metav1.UpdateOptions{})
 	}
 	if ds, err := cs.AppsV1().DaemonSets("metallb-system").Get(ctx, "speaker", metav1.GetOptions{}); err == nil && ds.Status.ObservedGeneration < ds.Generation {
 		ds.Status = appsv1.DaemonSetStatus{

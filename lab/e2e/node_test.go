@@ -22,10 +22,10 @@ const vmAddr = "192.168.64.2"
 
 var nodeRefRe = regexp.MustCompile(`^localhost:\d+/kindest/node:v1\.36\.4@sha256:[0-9a-f]{64}$`)
 
-// nodeImage returns `lab/lab node-image`'s digest-pinned reference.
+// nodeImage returns `lab/lab node-image --stand-in`'s digest-pinned reference.
 func nodeImage(t *testing.T) string {
 	t.Helper()
-	c := exec.Command(labScript, "node-image")
+	c := exec.Command(labScript, "node-image", "--stand-in")
 	var stderr strings.Builder
 	c.Stderr = &stderr
 	out, err := c.Output()

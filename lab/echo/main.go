@@ -2,7 +2,10 @@
 // "serve ADDR" answers every TCP connection with the address it came from,
 // "dial ADDR" connects, prints the server's answer and exits; "http ADDR"
 // answers GET /clientip with the caller's ip:port, as agnhost netexec does
-// (the server marina cluster verify deploys).
+// (the server marina cluster verify deploys); "netexec --http-port=PORT" is
+// the same with agnhost's own arguments, as the lab's agnhost image (in a
+// pod) is run; "lookup NAME" prints the addresses NAME resolves to (with
+// the resolver a pod has) and exits.
 package main
 
 import (
@@ -11,12 +14,13 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strings"
 	"time"
 )
 
 func main() {
 	if len(os.Args) != 3 {
-		fmt.Fprintln(os.Stderr, "usage: echo serve|dial|http ADDR")
+		fmt.Fprintln(os.Stderr, "usage: echo serve|dial|http ADDR, netexec --http-port=PORT, lookup NAME")
 		os.Exit(2)
 	}
 	switch os.Args[1] {
@@ -25,13 +29,32 @@ func main() {
 	case "dial":
 		dial(os.Args[2])
 	case "http":
-		http.HandleFunc("/clientip", func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, r.RemoteAddr) })
-		fmt.Fprintln(os.Stderr, http.ListenAndServe(os.Args[2], nil))
-		os.Exit(1)
+		clientIP(os.Args[2])
+	case "lookup":
+		addrs, err := net.LookupHost(os.Args[2])
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		fmt.Println(strings.Join(addrs, " "))
+	case "netexec":
+		port, ok := strings.CutPrefix(os.Args[2], "--http-port=")
+		if !ok {
+			fmt.Fprintln(os.Stderr, "usage: echo netexec --http-port=PORT")
+			os.Exit(2)
+		}
+		clientIP(":" + port)
 	default:
-		fmt.Fprintln(os.Stderr, "usage: echo serve|dial|http ADDR")
+		fmt.Fprintln(os.Stderr, "usage: echo serve|dial|http ADDR, netexec --http-port=PORT, lookup NAME")
 		os.Exit(2)
 	}
+}
+
+// clientIP answers GET /clientip with the caller's ip:port.
+func clientIP(addr string) {
+	http.HandleFunc("/clientip", func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, r.RemoteAddr) })
+	fmt.Fprintln(os.Stderr, http.ListenAndServe(addr, nil))
+	os.Exit(1)
 }
 
 func serve(addr string) {

@@ -24,28 +24,40 @@ import (
 // the same image, and so the same digest, on every run.
 var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
-// packImage writes a root file system as a one-layer image archive that
-// `docker load` reads (an OCI layout, with the manifest.json docker save
-// adds): pack-image -rootfs DIR -name REPO:TAG -out FILE [-config JSON].
-// -config replaces the image's run configuration (entrypoint, command,
-// environment, labels…), which is the kind node's by default.
+// packImage writes a root file system as an image archive that `docker
+// load` and `ctr images import` read (an OCI layout, with the manifest.json
+// docker save adds): pack-image -rootfs DIR -name REPO:TAG -out FILE
+// [-base DIR] [-config JSON]. The image has one layer, DIR, or two with
+// -base: the base folder's, then DIR's, so that images on one base share
+// its layer wherever they are stored. -config replaces the image's run
+// configuration (entrypoint, command, environment, labels…), which is the
+// kind node's by default.
 func packImage(args []string) error {
 	fs := flag.NewFlagSet("pack-image", flag.ContinueOnError)
 	rootfs := fs.String("rootfs", "", "root file system folder")
 	name := fs.String("name", "", "image name (repo:tag)")
 	out := fs.String("out", "", "archive to write")
+	base := fs.String("base", "", "a base root file system folder, the image's first layer")
 	runConfig := fs.String("config", "", "the image's run configuration, as JSON (default: the kind node's)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if *rootfs == "" || *name == "" || *out == "" {
-		return errors.New("usage: pack-image -rootfs DIR -name REPO:TAG -out FILE")
+		return errors.New("usage: pack-image -rootfs DIR -name REPO:TAG -out FILE [-base DIR] [-config JSON]")
 	}
-	var layer bytes.Buffer
-	if err := tarFolder(&layer, *rootfs); err != nil {
-		return err
+	var layers [][]byte
+	var diffIDs []string
+	for _, dir := range []string{*base, *rootfs} {
+		if dir == "" {
+			continue
+		}
+		var layer bytes.Buffer
+		if err := tarFolder(&layer, dir); err != nil {
+			return err
+		}
+		layers = append(layers, layer.Bytes())
+		diffIDs = append(diffIDs, sha(layer.Bytes()))
 	}
-	layerDigest := sha(layer.Bytes())
 
 	var run any = map[string]any{
 		"Entrypoint": []string{"/usr/local/bin/entrypoint"},
@@ -68,20 +80,22 @@ func packImage(args []string) error {
 		"os":           "linux",
 		"created":      epoch.Format(time.RFC3339),
 		"config":       run,
-		"rootfs":       map[string]any{"type": "layers", "diff_ids": []string{layerDigest}},
+		"rootfs":       map[string]any{"type": "layers", "diff_ids": diffIDs},
 		"history":      []map[string]string{{"created": epoch.Format(time.RFC3339), "created_by": "lab/node/pack"}},
 	})
 	if err != nil {
 		return err
 	}
 	cfgDigest := sha(cfg)
+	var descs []map[string]any
+	for i, l := range layers {
+		descs = append(descs, map[string]any{"mediaType": "application/vnd.oci.image.layer.v1.tar", "digest": diffIDs[i], "size": len(l)})
+	}
 	manifest, err := json.Marshal(map[string]any{
 		"schemaVersion": 2,
 		"mediaType":     "application/vnd.oci.image.manifest.v1+json",
 		"config":        map[string]any{"mediaType": "application/vnd.oci.image.config.v1+json", "digest": cfgDigest, "size": len(cfg)},
-		"layers": []map[string]any{{
-			"mediaType": "application/vnd.oci.image.layer.v1.tar", "digest": layerDigest, "size": layer.Len(),
-		}},
+		"layers":        descs,
 	})
 	if err != nil {
 		return err
@@ -109,8 +123,12 @@ func packImage(args []string) error {
 		return err
 	}
 	blob := func(d string) string { return "blobs/sha256/" + strings.TrimPrefix(d, "sha256:") }
+	var layerFiles []string
+	for _, d := range diffIDs {
+		layerFiles = append(layerFiles, blob(d))
+	}
 	dockerManifest, err := json.Marshal([]map[string]any{{
-		"Config": blob(cfgDigest), "RepoTags": []string{*name}, "Layers": []string{blob(layerDigest)},
+		"Config": blob(cfgDigest), "RepoTags": []string{*name}, "Layers": layerFiles,
 	}})
 	if err != nil {
 		return err
@@ -132,18 +150,22 @@ func packImage(args []string) error {
 		_, err := tw.Write(b)
 		return err
 	}
-	for _, step := range []func() error{
+	steps := []func() error{
 		func() error { return dir("blobs/") },
 		func() error { return dir("blobs/sha256/") },
 		func() error { return file(blob(cfgDigest), cfg) },
-		func() error { return file(blob(layerDigest), layer.Bytes()) },
+	}
+	for i := range layers {
+		steps = append(steps, func() error { return file(blob(diffIDs[i]), layers[i]) })
+	}
+	for _, step := range append(steps,
 		func() error { return file(blob(manifestDigest), manifest) },
 		func() error { return file("index.json", index) },
 		func() error { return file("manifest.json", dockerManifest) },
 		func() error { return file("oci-layout", []byte(`{"imageLayoutVersion":"1.0.0"}`)) },
 		tw.Close,
 		f.Close,
-	} {
+	) {
 		if err := step(); err != nil {
 			f.Close()
 			return err
@@ -152,7 +174,11 @@ func packImage(args []string) error {
 	if err := os.Rename(*out+".tmp", *out); err != nil {
 		return err
 	}
-	fmt.Printf("%s %s (layer %d MB)\n", *name, manifestDigest, layer.Len()>>20)
+	size := 0
+	for _, l := range layers {
+		size += len(l)
+	}
+	fmt.Printf("%s %s (%d MB in %d layers)\n", *name, manifestDigest, size>>20, len(layers))
 	return nil
 }
 

@@ -18,7 +18,8 @@
 //	             version; reset.
 //	systemctl    accepts what kind and kubeadm users run; nothing to manage.
 //	containerd   `config dump` prints /etc/containerd/config.toml.
-//	pack-image   (on the lab host) writes the node image as an OCI archive.
+//	pack-image   (on the lab host) writes a root file system as an OCI archive.
+//	push-image   (on the lab host) uploads such an archive to a registry.
 package main
 
 import (
@@ -35,7 +36,7 @@ func main() {
 	args := os.Args[1:]
 	if name == "lab-node" {
 		if len(args) == 0 {
-			fatalf("usage: lab-node entrypoint|kubeadm|systemctl|containerd|pack-image ARGS…")
+			fatalf("usage: lab-node entrypoint|kubeadm|systemctl|containerd|pack-image|push-image ARGS…")
 		}
 		name, args = args[0], args[1:]
 	}
@@ -51,6 +52,8 @@ func main() {
 		err = containerd(args)
 	case "pack-image":
 		err = packImage(args)
+	case "push-image":
+		err = pushImage(args)
 	default:
 		err = fmt.Errorf("lab-node: unknown command %q", name)
 	}

@@ -4,6 +4,13 @@
 // taking out of a container's (or a `docker exec`'s) capabilities those the
 // machine's own bounding set lacks.
 //
+// The lab's real kind node image (lab/kind) has it too, as the runc its
+// containerd finds first on PATH: there it also raises an oomScoreAdj below
+// its own to its own, since lowering one takes CAP_SYS_RESOURCE (kubelet
+// asks -998 for every pod sandbox, and runc would fail with "failed to
+// update /proc/self/oom_score_adj: Permission denied"). That is what
+// containerd's restrict_oom_score_adj does, one level down.
+//
 // Docker gives a --privileged container every capability the kernel knows,
 // but the lab may itself run in a container whose bounding set is smaller
 // (CI machines lack CAP_SYS_RESOURCE), and runc then fails with "unable to
@@ -56,7 +63,7 @@ func main() {
 			file, key = flagValue(rest, "--process", "-p"), []string{"capabilities"}
 		}
 		if file != "" {
-			if err := dropCaps(file, key, missing); err != nil {
+			if err := fixSpec(file, key, missing, sub != "exec"); err != nil {
 				fmt.Fprintf(os.Stderr, "lab-runc: %s: %v\n", file, err)
 				os.Exit(1)
 			}
@@ -123,9 +130,11 @@ func flagValue(args []string, long, short string) string {
 	return ""
 }
 
-// dropCaps removes the missing capabilities from every set under key in
-// the JSON file, keeping everything else as it was (numbers exactly).
-func dropCaps(file string, key []string, missing map[string]bool) error {
+// fixSpec removes the missing capabilities from every set under key in the
+// JSON file and, in a bundle's config (bundle), raises process.oomScoreAdj
+// to this process's own when CAP_SYS_RESOURCE is missing, keeping
+// everything else as it was (numbers exactly).
+func fixSpec(file string, key []string, missing map[string]bool, bundle bool) error {
 	b, err := os.ReadFile(file)
 	if err != nil {
 		return err
@@ -136,33 +145,9 @@ func dropCaps(file string, key []string, missing map[string]bool) error {
 	if err := dec.Decode(&doc); err != nil {
 		return err
 	}
-	var caps any = doc
-	for _, k := range key {
-		m, ok := caps.(map[string]any)
-		if !ok {
-			return nil
-		}
-		caps = m[k]
-	}
-	sets, ok := caps.(map[string]any)
-	if !ok {
-		return nil
-	}
-	changed := false
-	for name, v := range sets {
-		list, ok := v.([]any)
-		if !ok {
-			continue
-		}
-		kept := make([]any, 0, len(list))
-		for _, c := range list {
-			if s, ok := c.(string); ok && missing[s] {
-				changed = true
-				continue
-			}
-			kept = append(kept, c)
-		}
-		sets[name] = kept
+	changed := dropCaps(doc, key, missing)
+	if bundle && missing["CAP_SYS_RESOURCE"] && clampOOM(doc, ownOOMScoreAdj()) {
+		changed = true
 	}
 	if !changed {
 		return nil
@@ -182,4 +167,70 @@ func dropCaps(file string, key []string, missing map[string]bool) error {
 		return err
 	}
 	return os.Rename(tmp, file)
+}
+
+// ownOOMScoreAdj is this process's oom_score_adj: without CAP_SYS_RESOURCE
+// a child may have it or higher, never lower.
+func ownOOMScoreAdj() int64 {
+	b, err := os.ReadFile("/proc/self/oom_score_adj")
+	if err != nil {
+		return 0
+	}
+	n, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+	if err != nil {
+		return 0
+	}
+	return n
+}
+
+// clampOOM raises doc's process.oomScoreAdj to floor when it is below it.
+func clampOOM(doc map[string]any, floor int64) bool {
+	proc, ok := doc["process"].(map[string]any)
+	if !ok {
+		return false
+	}
+	v, ok := proc["oomScoreAdj"].(json.Number)
+	if !ok {
+		return false
+	}
+	n, err := v.Int64()
+	if err != nil || n >= floor {
+		return false
+	}
+	proc["oomScoreAdj"] = json.Number(strconv.FormatInt(floor, 10))
+	return true
+}
+
+// dropCaps removes the missing capabilities from every set under key in
+// doc; it says whether it removed any.
+func dropCaps(doc map[string]any, key []string, missing map[string]bool) bool {
+	var caps any = doc
+	for _, k := range key {
+		m, ok := caps.(map[string]any)
+		if !ok {
+			return false
+		}
+		caps = m[k]
+	}
+	sets, ok := caps.(map[string]any)
+	if !ok {
+		return false
+	}
+	changed := false
+	for name, v := range sets {
+		list, ok := v.([]any)
+		if !ok {
+			continue
+		}
+		kept := make([]any, 0, len(list))
+		for _, c := range list {
+			if s, ok := c.(string); ok && missing[s] {
+				changed = true
+				continue
+			}
+			kept = append(kept, c)
+		}
+		sets[name] = kept
+	}
+	return changed
 }

@@ -1,0 +1,446 @@
+package e2e
+
+// marina's clusters on the lab's real node image (lab/node/pack real):
+// systemd, containerd, kubelet and kubeadm v1.36.1, built here, with the
+// real kind CLI. Nothing here plays a controller: MetalLB's controller and
+// speaker run as pods, pulled by the nodes' containerd through marina's
+// mirrors from lab-registries (lab/lab upstream), which answers as quay.io
+// and registry.k8s.io on the kind network.
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/kubernetes"
+)
+
+// macAddr is the Mac's own address on the vzNAT bridge.
+const macAddr = "192.168.64.1"
+
+// realNodeImage is `lab/lab node-image`'s digest-pinned reference.
+func realNodeImage(t *testing.T) string {
+	t.Helper()
+	out, err := labCmd(t, "node-image")
+	if err != nil {
+		t.Fatalf("lab/lab node-image: %v\n%s", err, out)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	ref := strings.TrimSpace(lines[len(lines)-1])
+	if !strings.HasPrefix(ref, "localhost:") || !strings.Contains(ref, "/kindest/node:v1.36.1@sha256:") {
+		t.Fatalf("lab/lab node-image printed %q", out)
+	}
+	return ref
+}
+
+// startRegistries starts lab-registries and returns the digest-pinned
+// references of the images it serves, by repository.
+func startRegistries(t *testing.T) map[string]string {
+	t.Helper()
+	out, err := labCmd(t, "upstream")
+	if err != nil {
+		t.Fatalf("lab/lab upstream: %v\n%s", err, out)
+	}
+	refs := map[string]string{}
+	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+		if repo, _, ok := strings.Cut(l, "@sha256:"); ok {
+			repo, _, _ = strings.Cut(repo, ":")
+			refs[repo] = strings.TrimSpace(l)
+		}
+	}
+	if refs["registry.k8s.io/e2e-test-images/agnhost"] == "" {
+		t.Fatalf("lab/lab upstream printed no agnhost image:\n%s", out)
+	}
+	return refs
+}
+
+// realConfig is marina's config for clusters on the real image: the
+// default mirrors (their upstreams are lab-registries here) plus one for
+// registry.k8s.io, the lab's registry image, and corp.example's resolver.
+func realConfig(image, corpDNS string) string {
+	return fmt.Sprintf(`kind:
+  nodeVersion: v1.36.1
+  nodeImages:
+    v1.36.1: %s
+  customDnsResolvers:
+    - domain: corp.example
+      resolvers: [%s]
+registries:
+  image: %s
+  mirrors:
+    - name: registry-dockerio
+      port: 5030
+      remoteURL: https://registry-1.docker.io
+    - name: registry-quayio
+      port: 5010
+      remoteURL: https://quay.io
+    - name: registry-k8sio
+      port: 5070
+      remoteURL: https://registry.k8s.io
+`, image, corpDNS, registryImage())
+}
+
+// podsReady waits until every pod of ns matching selector is Running and
+// Ready, and there are want of them.
+func podsReady(t *testing.T, cs *kubernetes.Clientset, ns, selector string, want int, within time.Duration) {
+	t.Helper()
+	var last string
+	deadline := time.Now().Add(within)
+	for {
+		pods, err := cs.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{LabelSelector: selector})
+		if err == nil {
+			ready := 0
+			var states []string
+			for _, p := range pods.Items {
+				ok := p.Status.Phase == corev1.PodRunning
+				for _, c := range p.Status.Conditions {
+					if c.Type == corev1.PodReady && c.Status != corev1.ConditionTrue {
+						ok = false
+					}
+				}
+				if ok {
+					ready++
+				}
+				states = append(states, p.Name+"="+string(p.Status.Phase))
+			}
+			if ready == want && len(pods.Items) == want {
+				return
+			}
+			last = strings.Join(states, " ")
+		} else {
+			last = err.Error()
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s pods %q: want %d Running and Ready after %v; have %s", ns, selector, want, within, last)
+		}
+		time.Sleep(2 * time.Second)
+	}
+}
+
+// nodesReady waits until the cluster has want nodes, all Ready.
+func nodesReady(t *testing.T, cs *kubernetes.Clientset, want int, within time.Duration) {
+	t.Helper()
+	waitFor(t, within, fmt.Sprintf("%d Ready nodes", want), func() bool {
+		nodes, err := cs.CoreV1().Nodes().List(context.Background(), metav1.ListOptions{})
+		if err != nil || len(nodes.Items) != want {
+			return false
+		}
+		for _, n := range nodes.Items {
+			for _, c := range n.Status.Conditions {
+				if c.Type == corev1.NodeReady && c.Status != corev1.ConditionTrue {
+					return false
+				}
+			}
+		}
+		return true
+	})
+}
+
+// mirrorCounters are marina registry list's blob and manifest counters by
+// mirror.
+func mirrorCounters(t *testing.T) map[string][2]uint64 {
+	t.Helper()
+	r := mustMarina(t, "registry", "list", "-o", "json")
+	var rows []struct {
+		Name             string
+		Blobs, Manifests *struct{ Hits, Misses uint64 }
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &rows); err != nil {
+		t.Fatalf("registry list -o json: %v\n%s", err, r.stdout)
+	}
+	out := map[string][2]uint64{}
+	for _, row := range rows {
+		var c [2]uint64
+		if row.Blobs != nil {
+			c = [2]uint64{row.Blobs.Hits, row.Blobs.Misses}
+		}
+		out[row.Name] = c
+	}
+	return out
+}
+
+// step is one line of marina's progress and when it ended.
+type step struct {
+	name string
+	took time.Duration
+}
+
+// timedMarina runs marina like mustMarina, timing each progress step (" •
+// X …" when it starts, " ✓ X" when it ends) as marina prints it.
+func timedMarina(t *testing.T, args ...string) (result, []step, time.Duration) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	c := exec.CommandContext(ctx, marinaBin, args...)
+	var out, errb bytes.Buffer
+	c.Stdout = &out
+	pipe, err := c.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var steps []step
+	began := map[string]time.Time{}
+	sc := bufio.NewScanner(pipe)
+	for sc.Scan() {
+		line := sc.Text()
+		errb.WriteString(line + "\n")
+		if name, ok := strings.CutPrefix(line, " • "); ok {
+			began[strings.TrimSuffix(name, " …")] = time.Now()
+		} else if name, ok := strings.CutPrefix(line, " ✓ "); ok {
+			if at, ok := began[name]; ok {
+				steps = append(steps, step{name, time.Since(at)})
+			}
+		}
+	}
+	err = c.Wait()
+	total := time.Since(start)
+	r := result{stdout: out.String(), stderr: errb.String()}
+	if err != nil {
+		r.code = -1
+		if ee, ok := err.(*exec.ExitError); ok {
+			r.code = ee.ExitCode()
+		}
+	}
+	succeeded(t, r, "marina "+strings.Join(args, " "))
+	return r, steps, total
+}
+
+// createShares splits a create's wall time into kind's step, the add-ons'
+// steps (MetalLB, its pool, ExternalDNS, CoreDNS) and the rest, marina's
+// own.
+func createShares(steps []step, total time.Duration) (kind, addons, own time.Duration) {
+	for _, s := range steps {
+		switch {
+		case strings.HasPrefix(s.name, "Creating cluster"):
+			kind += s.took
+		case strings.Contains(s.name, "MetalLB") || strings.Contains(s.name, "LoadBalancer pool") ||
+			strings.Contains(s.name, "ExternalDNS") || strings.Contains(s.name, "CoreDNS"):
+			addons += s.took
+		}
+	}
+	return kind, addons, total - kind - addons
+}
+
+// corpDNS runs a DNS server for corp.example on the kind network, as a
+// company resolver a cluster's customDnsResolvers name would be (the
+// lab's CoreDNS image), and returns its address.
+func corpDNS(t *testing.T, coredns string) string {
+	t.Helper()
+	dir := filepath.Join(labRoot(), "vm", "tmp", "corp-dns") // the guest's /tmp/corp-dns
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	corefile := "corp.example:53 {\n    hosts {\n        10.9.8.7 db.corp.example\n    }\n}\n"
+	if err := os.WriteFile(filepath.Join(dir, "Corefile"), []byte(corefile), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, _ = labCmd(t, "docker", "rm", "-f", "corp-dns")
+	labDocker(t, "run", "-d", "--name", "corp-dns", "--network", "kind", "-v", "/tmp/corp-dns:/etc/coredns:ro",
+		coredns, "-conf", "/etc/coredns/Corefile")
+	t.Cleanup(func() { _, _ = labCmd(t, "docker", "rm", "-f", "corp-dns") })
+	return containerIP(t, "corp-dns", "kind")
+}
+
+// podLookup runs the agnhost stand-in's lookup of name in a pod of the
+// default namespace and returns what it printed.
+func podLookup(t *testing.T, cs *kubernetes.Clientset, image, name string) string {
+	t.Helper()
+	ctx := context.Background()
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{GenerateName: "lookup-"},
+		Spec: corev1.PodSpec{
+			RestartPolicy: corev1.RestartPolicyNever,
+			Containers:    []corev1.Container{{Name: "lookup", Image: image, Args: []string{"lookup", name}}},
+		},
+	}
+	p, err := cs.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cs.CoreV1().Pods("default").Delete(ctx, p.Name, metav1.DeleteOptions{}) }()
+	var phase corev1.PodPhase
+	waitFor(t, 2*time.Minute, "the lookup pod of "+name+" to end", func() bool {
+		got, err := cs.CoreV1().Pods("default").Get(ctx, p.Name, metav1.GetOptions{})
+		if err == nil {
+			phase = got.Status.Phase
+		}
+		return phase == corev1.PodSucceeded || phase == corev1.PodFailed
+	})
+	logs, err := cs.CoreV1().Pods("default").GetLogs(p.Name, &corev1.PodLogOptions{}).DoRaw(ctx)
+	if err != nil {
+		t.Fatalf("logs of %s: %v", p.Name, err)
+	}
+	if phase != corev1.PodSucceeded {
+		t.Fatalf("a pod's lookup of %s failed: %s", name, logs)
+	}
+	return strings.TrimSpace(string(logs))
+}
+
+// webService is an agnhost echo Deployment behind a LoadBalancer Service
+// web in ns, which MetalLB gives an address and ExternalDNS a name.
+func webService(t *testing.T, cs *kubernetes.Clientset, ns, image string) string {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	labels := map[string]string{"app": "web"}
+	dep := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: "web"},
+		Spec: appsv1.DeploymentSpec{
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{
+					Name: "web", Image: image, Args: []string{"netexec", "--http-port=8080"},
+				}}},
+			},
+		},
+	}
+	if _, err := cs.AppsV1().Deployments(ns).Create(ctx, dep, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	svc := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: "web"},
+		Spec: corev1.ServiceSpec{
+			Type:                  corev1.ServiceTypeLoadBalancer,
+			ExternalTrafficPolicy: corev1.ServiceExternalTrafficPolicyLocal,
+			Selector:              labels,
+			Ports:                 []corev1.ServicePort{{Port: 80, TargetPort: intstr.FromInt32(8080)}},
+		},
+	}
+	if _, err := cs.CoreV1().Services(ns).Create(ctx, svc, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var ip string
+	waitFor(t, 2*time.Minute, "MetalLB to give web an address", func() bool {
+		got, err := cs.CoreV1().Services(ns).Get(ctx, "web", metav1.GetOptions{})
+		if err == nil && len(got.Status.LoadBalancer.Ingress) == 1 {
+			ip = got.Status.LoadBalancer.Ingress[0].IP
+		}
+		return ip != ""
+	})
+	return ip
+}
+
+func TestRealCluster(t *testing.T) {
+	needLab(t)
+	t.Cleanup(func() { destroyAll(t) })
+	writeConfig(t, "registries:\n  image: "+registryImage()+"\n  mirrors: []\n")
+	mustMarina(t, "up")
+	refs := startRegistries(t)
+	agnhost := refs["registry.k8s.io/e2e-test-images/agnhost"]
+	t.Cleanup(func() { _, _ = labCmd(t, "upstream", "stop") })
+	corp := corpDNS(t, dnsImageRefs(t)["coredns"])
+	image := realNodeImage(t)
+	writeConfig(t, realConfig(image, corp))
+	mustMarina(t, "up")
+	seedMetalLB(t)
+
+	t.Run("create: nodes Ready, CoreDNS, kube-proxy and MetalLB running by their own probes", func(t *testing.T) {
+		_, steps, total := timedMarina(t, "cluster", "create", "dev", "--workers", "1")
+		kind, addons, own := createShares(steps, total)
+		t.Logf("marina cluster create dev --workers 1: %v in all; kind %v, add-ons %v, marina's own %v",
+			total.Round(100*time.Millisecond), kind.Round(100*time.Millisecond), addons.Round(100*time.Millisecond), own.Round(100*time.Millisecond))
+		cs := contextClient(t, "dev")
+		nodesReady(t, cs, 2, 2*time.Minute)
+		podsReady(t, cs, "kube-system", "k8s-app=kube-dns", 2, 3*time.Minute)
+		podsReady(t, cs, "kube-system", "k8s-app=kube-proxy", 2, time.Minute)
+		podsReady(t, cs, "kube-system", "app=kindnet", 2, time.Minute)
+		podsReady(t, cs, "metallb-system", "component=controller", 1, time.Minute)
+		podsReady(t, cs, "metallb-system", "component=speaker", 2, time.Minute)
+	})
+
+	t.Run("the nodes pulled through the quay.io and registry.k8s.io mirrors", func(t *testing.T) {
+		c := mirrorCounters(t)
+		if q := c["registry-quayio"]; q[1] == 0 {
+			t.Errorf("registry-quayio fetched no blob from its upstream (MetalLB's images): %v", c)
+		}
+		if k := c["registry-k8sio"]; k[1] == 0 {
+			t.Errorf("registry-k8sio fetched no blob from its upstream (ExternalDNS's image): %v", c)
+		}
+	})
+
+	t.Run("verify from the Mac: the real MetalLB's address, the Mac's own source", func(t *testing.T) {
+		r := mustMarina(t, "cluster", "verify", "dev", "--image", agnhost)
+		if !strings.Contains(r.stdout+r.stderr, "this machine's own address") {
+			t.Errorf("verify:\n%s%s", r.stdout, r.stderr)
+		}
+	})
+
+	t.Run("a pod resolves a customDnsResolvers name through the cluster's CoreDNS", func(t *testing.T) {
+		if got := podLookup(t, contextClient(t, "dev"), agnhost, "db.corp.example."); got != "10.9.8.7" {
+			t.Errorf("db.corp.example from a pod: %q, want 10.9.8.7", got)
+		}
+	})
+
+	t.Run("a Service's name: ExternalDNS in the cluster, answered from the Mac and from a pod", func(t *testing.T) {
+		cs := contextClient(t, "dev")
+		ip := webService(t, cs, "shop", agnhost)
+		name := "web.shop.dev.demo.internal"
+		took := waitAnswer(t, name, ip, 90*time.Second)
+		t.Logf("%s answered %s from the Mac %v after MetalLB gave the address", name, ip, took.Round(10*time.Millisecond))
+		if got := podLookup(t, cs, agnhost, name+"."); got != ip {
+			t.Errorf("%s from a pod: %q, want %s", name, got, ip)
+		}
+		// The Service keeps the client's address (externalTrafficPolicy
+		// Local): the echo server sees the Mac's own.
+		c := &http.Client{Timeout: 5 * time.Second}
+		resp, err := c.Get("http://" + ip + "/clientip")
+		if err != nil {
+			t.Fatalf("GET http://%s/clientip from the Mac: %v", ip, err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if host, _, _ := strings.Cut(string(body), ":"); host != macAddr {
+			t.Errorf("web at %s saw the Mac as %q, want %s:PORT", ip, body, macAddr)
+		}
+	})
+
+	t.Run("a second cluster at once, its pulls served from the mirrors' caches with the upstream stopped", func(t *testing.T) {
+		before := mirrorCounters(t)
+		if out, err := labCmd(t, "upstream", "stop"); err != nil {
+			t.Fatalf("lab/lab upstream stop: %v\n%s", err, out)
+		}
+		_, _, total := timedMarina(t, "cluster", "create", "two")
+		t.Logf("marina cluster create two (upstream stopped): %v", total.Round(100*time.Millisecond))
+		cs := contextClient(t, "two")
+		nodesReady(t, cs, 1, 2*time.Minute)
+		podsReady(t, cs, "metallb-system", "component=controller", 1, time.Minute)
+		podsReady(t, cs, "metallb-system", "component=speaker", 1, time.Minute)
+		after := mirrorCounters(t)
+		for _, m := range []string{"registry-quayio", "registry-k8sio"} {
+			if after[m][0] <= before[m][0] {
+				t.Errorf("%s served no blob from its cache for cluster two: before %v, after %v", m, before[m], after[m])
+			}
+		}
+		nodesReady(t, contextClient(t, "dev"), 2, time.Minute)
+	})
+
+	t.Run("deleting one cluster leaves the other working", func(t *testing.T) {
+		mustMarina(t, "cluster", "delete", "two")
+		if len(nodeContainers(t, "two")) != 0 {
+			t.Error("cluster two's nodes are still there")
+		}
+		nodesReady(t, contextClient(t, "dev"), 2, time.Minute)
+		mustMarina(t, "cluster", "verify", "dev", "--image", agnhost)
+	})
+}
