@@ -392,19 +392,8 @@ func TestUpFollowsALima0Move(t *testing.T) {
 // digest, and is recreated.
 func TestUpRecreatesAMirrorWithAStaleDigest(t *testing.T) {
 	f := newFixture(t)
-	f.config(nil)
-	specs, err := mirrorSpecs(f.e.Paths, config.Default().Registries)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, s := range specs {
-		digest := s.Digest
-		if s.Name == specs[0].Name {
-			digest = "sha256:from-before"
-		}
-		f.mirrors = append(f.mirrors, docker.Container{ID: s.Name + "-id", Name: s.Name, State: "running", Labels: map[string]string{registry.LabelMirror: s.Name, registry.LabelConfig: digest}})
-	}
-	f.registrySums = f.mirrorSums()
+	specs := f.defaultMirrorsRunning()
+	f.mirrors[0].Labels[registry.LabelConfig] = "sha256:from-before"
 	f.dnsWarm()
 	if err := Up(context.Background(), f.e, UpOptions{}); err != nil {
 		t.Fatalf("%v\n%s", err, f.err.String())
@@ -423,16 +412,8 @@ func TestUpRecreatesAMirrorWithAStaleDigest(t *testing.T) {
 // path, which no later up could remove (the lab saw it happen).
 func TestUpRemovesAGoneMirrorBeforeItsConfigFile(t *testing.T) {
 	f := newFixture(t)
-	f.config(nil)
-	specs, err := mirrorSpecs(f.e.Paths, config.Default().Registries)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, s := range specs {
-		f.mirrors = append(f.mirrors, docker.Container{ID: s.Name + "-id", Name: s.Name, State: "running", Labels: map[string]string{registry.LabelMirror: s.Name, registry.LabelConfig: s.Digest}})
-	}
+	f.defaultMirrorsRunning()
 	f.mirrors = append(f.mirrors, docker.Container{ID: "registry-gone-id", Name: "registry-gone", State: "restarting", Labels: map[string]string{registry.LabelMirror: "registry-gone", registry.LabelConfig: "sha256:old"}})
-	f.registrySums = f.mirrorSums()
 	f.registrySums[registry.ConfigDir+"/registry-gone.yml"] = "0123"
 	f.dnsWarm()
 	if err := Up(context.Background(), f.e, UpOptions{}); err != nil {
@@ -576,6 +557,23 @@ func (f *fixture) dnsWarm() {
 	if err := mustMade(f.t, f).Wrote(path, dns.ResolverFile(server)); err != nil {
 		f.t.Fatal(err)
 	}
+}
+
+// defaultMirrorsRunning configures the defaults and puts the default
+// mirrors' containers, current, and their config files in the VM; it
+// returns their specs, in the order of f.mirrors.
+func (f *fixture) defaultMirrorsRunning() []registry.Spec {
+	f.t.Helper()
+	f.config(nil)
+	specs, err := mirrorSpecs(f.e.Paths, config.Default().Registries)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	for _, s := range specs {
+		f.mirrors = append(f.mirrors, docker.Container{ID: s.Name + "-id", Name: s.Name, State: "running", Labels: map[string]string{registry.LabelMirror: s.Name, registry.LabelConfig: s.Digest}})
+	}
+	f.registrySums = f.mirrorSums()
+	return specs
 }
 
 func (f *fixture) mirrorSums() map[string]string {
