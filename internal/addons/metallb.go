@@ -143,10 +143,9 @@ func (w Wait) Do(ctx context.Context, k *kube.Cluster) error {
 	default:
 		err = WaitDaemonSetReady(ctx, k, w.Namespace, w.Names[0])
 	}
-	if err != nil {
-		return fmt.Errorf("install MetalLB: %w", err)
-	}
-	return nil
+	// No "install MetalLB" here: ExternalDNS and CoreDNS are waited for
+	// too, and the caller's step names the install.
+	return err
 }
 
 var crdResourceKind = schema.GroupKind{Group: crdResource.Group, Kind: "CustomResourceDefinition"}
@@ -215,9 +214,13 @@ func applyThroughWebhook(ctx context.Context, a *applier, obj *unstructured.Unst
 	case last != nil && (ctx.Err() != nil || limiterDeadline(err)):
 		// The deadline can strike during a try, whose error is then only
 		// the deadline: report the webhook error that kept us waiting.
+		cause := ctx.Err()
+		if cause == nil { // the rate limiter saw the deadline coming
+			cause = context.DeadlineExceeded
+		}
 		return fmt.Errorf("apply %s: MetalLB's validating webhook still could not be called after %s (%v): %w. "+
 			"The MetalLB controller serves it once its pod runs and has written its certificate: check kubectl -n %s get pods,endpointslices and the controller's log, then run marina again",
-			describe(obj), time.Since(start).Round(time.Second), ctx.Err(), last, MetalLBNamespace)
+			describe(obj), time.Since(start).Round(time.Second), cause, last, MetalLBNamespace)
 	default:
 		return wrap(err, "apply %s", describe(obj))
 	}

@@ -409,7 +409,7 @@ func TestUpRecreatesAMirrorWithAStaleDigest(t *testing.T) {
 // A mirror taken out of the config goes before its config file does: one
 // that restarts after the file is gone (its upstream unreachable, so it
 // restarts until it can) would have Docker make a folder at the file's
-// path, which no later up could remove (the lab saw it happen).
+// path (the lab saw it happen).
 func TestUpRemovesAGoneMirrorBeforeItsConfigFile(t *testing.T) {
 	f := newFixture(t)
 	f.defaultMirrorsRunning()

@@ -152,8 +152,8 @@ func applyMirrors(ctx context.Context, dc Docker, p mirrorPlan) error {
 // removeMirrors removes the containers p retires or remakes. up runs it
 // before the VM's config files change: a mirror that restarts after its
 // config file is gone (one whose upstream cannot be reached restarts
-// until it can) has Docker make a folder at the file's path, which the
-// next up could not remove.
+// until it can) has Docker make a folder at the file's path (which
+// guest.RegistryApply then has to remove).
 func removeMirrors(ctx context.Context, dc Docker, p mirrorPlan) error {
 	for _, c := range p.remove {
 		if err := dc.Remove(ctx, c.ID); err != nil {

@@ -39,7 +39,9 @@ func RegistryApply(b *Batch, specs []registry.Spec) error {
 	keep := make([]string, 0, len(specs))
 	b.Sh(fmt.Sprintf("install -d -m 0700 -o root -g root %s", registry.ConfigDir))
 	b.Sh(fmt.Sprintf(`for f in %s/*.yml; do
-	if [ -d "$f" ]; then rmdir "$f"; fi
+	if [ -d "$f" ] && [ ! -L "$f" ]; then
+		rmdir "$f" 2>/dev/null || { echo "marina: $f is a folder with files in it, where a mirror's config file belongs: look at it, then remove it (marina shell -- sudo rm -r $f)" >&2; exit 1; }
+	fi
 done`, registry.ConfigDir))
 	for _, s := range specs {
 		if err := b.Put(File{Path: s.ConfigFile, Mode: "0600", Content: string(s.Config)}, ""); err != nil {

@@ -106,10 +106,10 @@ func podsReady(t *testing.T, cs *kubernetes.Clientset, ns, selector string, want
 			ready := 0
 			var states []string
 			for _, p := range pods.Items {
-				ok := p.Status.Phase == corev1.PodRunning
+				ok := false // Running, with a Ready condition that is True
 				for _, c := range p.Status.Conditions {
-					if c.Type == corev1.PodReady && c.Status != corev1.ConditionTrue {
-						ok = false
+					if c.Type == corev1.PodReady {
+						ok = c.Status == corev1.ConditionTrue && p.Status.Phase == corev1.PodRunning
 					}
 				}
 				if ok {
@@ -140,24 +140,28 @@ func nodesReady(t *testing.T, cs *kubernetes.Clientset, want int, within time.Du
 			return false
 		}
 		for _, n := range nodes.Items {
+			ready := false // a node that reports no Ready condition is not
 			for _, c := range n.Status.Conditions {
-				if c.Type == corev1.NodeReady && c.Status != corev1.ConditionTrue {
-					return false
+				if c.Type == corev1.NodeReady {
+					ready = c.Status == corev1.ConditionTrue
 				}
+			}
+			if !ready {
+				return false
 			}
 		}
 		return true
 	})
 }
 
-// mirrorCounters are marina registry list's blob and manifest counters by
-// mirror.
+// mirrorCounters are marina registry list's blob counters by mirror:
+// hits (served from its cache) and misses (fetched from its upstream).
 func mirrorCounters(t *testing.T) map[string][2]uint64 {
 	t.Helper()
 	r := mustMarina(t, "registry", "list", "-o", "json")
 	var rows []struct {
-		Name             string
-		Blobs, Manifests *struct{ Hits, Misses uint64 }
+		Name  string
+		Blobs *struct{ Hits, Misses uint64 }
 	}
 	if err := json.Unmarshal([]byte(r.stdout), &rows); err != nil {
 		t.Fatalf("registry list -o json: %v\n%s", err, r.stdout)
@@ -199,6 +203,7 @@ func timedMarina(t *testing.T, args ...string) (result, []step, time.Duration) {
 	var steps []step
 	began := map[string]time.Time{}
 	sc := bufio.NewScanner(pipe)
+	sc.Buffer(make([]byte, 64<<10), 16<<20) // a long line must not stall marina on its pipe
 	for sc.Scan() {
 		line := sc.Text()
 		errb.WriteString(line + "\n")
@@ -209,6 +214,10 @@ func timedMarina(t *testing.T, args ...string) (result, []step, time.Duration) {
 				steps = append(steps, step{name, time.Since(at)})
 			}
 		}
+	}
+	if err := sc.Err(); err != nil {
+		_, _ = io.Copy(&errb, pipe) // drain, so that marina can end
+		t.Errorf("reading marina's progress: %v", err)
 	}
 	err = c.Wait()
 	total := time.Since(start)

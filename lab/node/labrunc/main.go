@@ -4,7 +4,7 @@
 // taking out of a container's (or a `docker exec`'s) capabilities those the
 // machine's own bounding set lacks.
 //
-// The lab's real kind node image (lab/kind) has it too, as the runc its
+// The lab's real kind node image (lab/node/pack real) has it too, as the runc its
 // containerd finds first on PATH: there it also raises an oomScoreAdj below
 // its own to its own, since lowering one takes CAP_SYS_RESOURCE (kubelet
 // asks -998 for every pod sandbox, and runc would fail with "failed to

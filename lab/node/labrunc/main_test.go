@@ -24,7 +24,7 @@ func TestFixSpec(t *testing.T) {
 		wantCaps   string
 	}{
 		{"sandbox: caps dropped, score raised to the floor", sandboxSpec, true, "floor", `{"bounding":["CAP_CHOWN"],"effective":[]}`},
-		{"exec process: caps only", `{"oomScoreAdj":-998,"capabilities":{"bounding":["CAP_SYS_RESOURCE"]}}`, false, "-998", ""},
+		{"exec process: caps only", `{"oomScoreAdj":-998,"capabilities":{"bounding":["CAP_SYS_RESOURCE"]}}`, false, "-998", `{"bounding":[]}`},
 		{"a score above the floor stays", `{"process":{"oomScoreAdj":900}}`, true, "900", ""},
 		{"no score stays absent", `{"process":{"args":["sh"]}}`, true, "", ""},
 	} {
@@ -73,3 +73,29 @@ func TestFixSpec(t *testing.T) {
 }
 
 func itoa(n int64) string { b, _ := json.Marshal(n); return string(b) }
+
+func TestClampOOM(t *testing.T) {
+	for _, tc := range []struct {
+		in    string
+		floor int64
+		want  string
+		moved bool
+	}{
+		{`{"process":{"oomScoreAdj":-998}}`, 0, "0", true},
+		{`{"process":{"oomScoreAdj":-998}}`, 500, "500", true},
+		{`{"process":{"oomScoreAdj":-998}}`, -999, "-998", false},
+		{`{"process":{"oomScoreAdj":100}}`, 0, "100", false},
+	} {
+		var doc map[string]any
+		dec := json.NewDecoder(strings.NewReader(tc.in))
+		dec.UseNumber()
+		if err := dec.Decode(&doc); err != nil {
+			t.Fatal(err)
+		}
+		moved := clampOOM(doc, tc.floor)
+		got := doc["process"].(map[string]any)["oomScoreAdj"].(json.Number)
+		if moved != tc.moved || string(got) != tc.want {
+			t.Errorf("clampOOM(%s, %d) = %v, %s; want %v, %s", tc.in, tc.floor, moved, got, tc.moved, tc.want)
+		}
+	}
+}
