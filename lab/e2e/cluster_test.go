@@ -46,22 +46,6 @@ import (
 
 const vmIP = "192.168.64.2"
 
-// nodeImageRef is the stand-in node image, pinned by the digest the lab
-// registry gave it.
-func nodeImageRef(t *testing.T) string {
-	t.Helper()
-	out, err := labCmd(t, "node-image", "--stand-in")
-	if err != nil {
-		t.Fatalf("lab/lab node-image: %v\n%s", err, out)
-	}
-	lines := strings.Split(strings.TrimSpace(out), "\n")
-	ref := strings.TrimSpace(lines[len(lines)-1])
-	if !strings.Contains(ref, "@sha256:") {
-		t.Fatalf("lab/lab node-image printed %q", out)
-	}
-	return ref
-}
-
 // adminConfig reads cluster name's admin credentials from its control
 // plane, for the test's own use before marina wrote any kubeconfig.
 func adminConfig(name string, port int) (*rest.Config, error) {
@@ -300,7 +284,7 @@ func TestClusters(t *testing.T) {
 	mustMarina(t, "up")
 	password := "pw-cluster"
 	startUpstream(t, password)
-	image := nodeImageRef(t)
+	image := nodeImage(t)
 	writeConfig(t, fmt.Sprintf(`kind:
   nodeVersion: v1.36.4
   nodeImages:

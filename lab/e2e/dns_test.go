@@ -205,7 +205,7 @@ func TestDNS(t *testing.T) {
 	writeConfig(t, "registries:\n  mirrors: []\n")
 	mustMarina(t, "up")
 	// The node image is in the guest's Docker once the VM runs.
-	writeConfig(t, fmt.Sprintf("kind:\n  nodeImages:\n    v1.36.4: %s\nregistries:\n  mirrors: []\n", nodeImageRef(t)))
+	writeConfig(t, fmt.Sprintf("kind:\n  nodeImages:\n    v1.36.4: %s\nregistries:\n  mirrors: []\n", nodeImage(t)))
 	seedMetalLB(t)
 	ctl := startControllers(t)
 
@@ -423,18 +423,15 @@ func TestDNS(t *testing.T) {
 // dnsImageRefs are the lab's etcd and CoreDNS images (lab/lab dns-images).
 func dnsImageRefs(t *testing.T) map[string]string {
 	t.Helper()
-	out, err := labCmd(t, "dns-images")
-	if err != nil {
-		t.Fatalf("lab/lab dns-images: %v\n%s", err, out)
-	}
+	lines := labLines(t, "dns-images")
 	m := map[string]string{}
-	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+	for _, l := range lines {
 		if k, v, ok := strings.Cut(l, "="); ok {
 			m[k] = v
 		}
 	}
 	if m["etcd"] == "" || m["coredns"] == "" {
-		t.Fatalf("lab/lab dns-images printed %q", out)
+		t.Fatalf("lab/lab dns-images printed %q", lines)
 	}
 	return m
 }

@@ -20,23 +20,45 @@ import (
 // The Mac reaches a cluster's API server at the VM's lima0 address.
 const vmAddr = "192.168.64.2"
 
-var nodeRefRe = regexp.MustCompile(`^localhost:\d+/kindest/node:v1\.36\.4@sha256:[0-9a-f]{64}$`)
-
-// nodeImage returns `lab/lab node-image --stand-in`'s digest-pinned reference.
-func nodeImage(t *testing.T) string {
+// labLines runs lab/lab with args and returns the lines it printed on
+// standard output; a failure ends the test with what it said.
+func labLines(t testing.TB, args ...string) []string {
 	t.Helper()
-	c := exec.Command(labScript, "node-image", "--stand-in")
+	c := exec.Command(labScript, args...)
 	var stderr strings.Builder
 	c.Stderr = &stderr
 	out, err := c.Output()
 	if err != nil {
-		t.Fatalf("lab/lab node-image: %v\n%s", err, stderr.String())
+		t.Fatalf("lab/lab %s: %v\n%s", strings.Join(args, " "), err, stderr.String())
 	}
-	ref := strings.TrimSpace(string(out))
-	if !nodeRefRe.MatchString(ref) {
-		t.Fatalf("lab/lab node-image printed %q, want localhost:PORT/kindest/node:v1.36.4@sha256:…", ref)
+	return strings.Split(strings.TrimSpace(string(out)), "\n")
+}
+
+// The node images' references: the stand-in has marina's default node
+// version as its tag, the real image the Kubernetes it carries.
+var (
+	standInRefRe = regexp.MustCompile(`^localhost:\d+/kindest/node:v1\.36\.4@sha256:[0-9a-f]{64}$`)
+	realRefRe    = regexp.MustCompile(`^localhost:\d+/kindest/node:v1\.36\.1@sha256:[0-9a-f]{64}$`)
+)
+
+// nodeImage returns `lab/lab node-image --stand-in`'s digest-pinned reference.
+func nodeImage(t *testing.T) string { t.Helper(); return labNodeImage(t, true) }
+
+// realNodeImage returns `lab/lab node-image`'s: the real node image.
+func realNodeImage(t *testing.T) string { t.Helper(); return labNodeImage(t, false) }
+
+func labNodeImage(t *testing.T, standIn bool) string {
+	t.Helper()
+	args, re := []string{"node-image"}, realRefRe
+	if standIn {
+		args, re = append(args, "--stand-in"), standInRefRe
 	}
-	return ref
+	lines := labLines(t, args...)
+	if ref := lines[len(lines)-1]; len(lines) == 1 && re.MatchString(ref) {
+		return ref
+	}
+	t.Fatalf("lab/lab %s printed %q, want one reference matching %s", strings.Join(args, " "), lines, re)
+	return ""
 }
 
 // kindCluster is a cluster the test made with the real kind CLI in the guest.

@@ -32,38 +32,20 @@ import (
 // macAddr is the Mac's own address on the vzNAT bridge.
 const macAddr = "192.168.64.1"
 
-// realNodeImage is `lab/lab node-image`'s digest-pinned reference.
-func realNodeImage(t *testing.T) string {
-	t.Helper()
-	out, err := labCmd(t, "node-image")
-	if err != nil {
-		t.Fatalf("lab/lab node-image: %v\n%s", err, out)
-	}
-	lines := strings.Split(strings.TrimSpace(out), "\n")
-	ref := strings.TrimSpace(lines[len(lines)-1])
-	if !strings.HasPrefix(ref, "localhost:") || !strings.Contains(ref, "/kindest/node:v1.36.1@sha256:") {
-		t.Fatalf("lab/lab node-image printed %q", out)
-	}
-	return ref
-}
-
 // startRegistries starts lab-registries and returns the digest-pinned
 // references of the images it serves, by repository.
 func startRegistries(t *testing.T) map[string]string {
 	t.Helper()
-	out, err := labCmd(t, "upstream")
-	if err != nil {
-		t.Fatalf("lab/lab upstream: %v\n%s", err, out)
-	}
+	lines := labLines(t, "upstream")
 	refs := map[string]string{}
-	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+	for _, l := range lines {
 		if repo, _, ok := strings.Cut(l, "@sha256:"); ok {
 			repo, _, _ = strings.Cut(repo, ":")
-			refs[repo] = strings.TrimSpace(l)
+			refs[repo] = l
 		}
 	}
 	if refs["registry.k8s.io/e2e-test-images/agnhost"] == "" {
-		t.Fatalf("lab/lab upstream printed no agnhost image:\n%s", out)
+		t.Fatalf("lab/lab upstream printed no agnhost image: %q", lines)
 	}
 	return refs
 }
