@@ -51,15 +51,24 @@ const (
 	downloadTimeout  = 2 * time.Minute
 )
 
-// manifestSource is where MetalLB manifests come from. Tests point it at an
-// httptest server with their own pins.
+// manifestSource is where an addon's pinned manifests come from. Tests
+// point it at an httptest server with their own pins.
 type manifestSource struct {
+	what    string // the addon, in messages
+	dir     string // its folder in the cache
+	file    string
+	urlPath func(version string) string // after baseURL
+	fix     string                      // where another version is chosen
 	baseURL string
 	client  *http.Client
 	pins    map[string]string
 }
 
+// defaultSource is MetalLB's.
 var defaultSource = manifestSource{
+	what: "MetalLB", dir: "metallb", file: "metallb-native.yaml",
+	urlPath: func(v string) string { return "/" + v + "/config/manifests/metallb-native.yaml" },
+	fix:     "set kind.metalLBVersion in the marina config to one of those",
 	baseURL: metalLBBaseURL,
 	client:  &http.Client{Timeout: downloadTimeout},
 	pins:    metalLBDigests,
@@ -85,10 +94,10 @@ func (s manifestSource) manifest(ctx context.Context, cacheDir, version string) 
 			known = append(known, v)
 		}
 		slices.Sort(known)
-		return nil, fmt.Errorf("MetalLB %q has no pinned manifest digest in this marina (it knows %s): set kind.metalLBVersion in the marina config to one of those, or update marina",
-			version, strings.Join(known, ", "))
+		return nil, fmt.Errorf("%s %q has no pinned manifest digest in this marina (it knows %s): %s, or update marina",
+			s.what, version, strings.Join(known, ", "), s.fix)
 	}
-	path := filepath.Join(cacheDir, "metallb", version, "metallb-native.yaml")
+	path := filepath.Join(cacheDir, s.dir, version, s.file)
 
 	cached, err := os.ReadFile(path)
 	switch {
@@ -98,20 +107,20 @@ func (s manifestSource) manifest(ctx context.Context, cacheDir, version string) 
 		// A damaged or tampered cache file: fetch a good copy, which
 		// replaces it below.
 	case !errors.Is(err, fs.ErrNotExist):
-		return nil, fmt.Errorf("read cached MetalLB manifest: %w: fix the file's permissions or delete it, and marina downloads it again", err)
+		return nil, fmt.Errorf("read cached %s manifest: %w: fix the file's permissions or delete it, and marina downloads it again", s.what, err)
 	}
 
-	url := s.baseURL + "/" + version + "/config/manifests/metallb-native.yaml"
+	url := s.baseURL + s.urlPath(version)
 	body, err := s.download(ctx, url)
 	if err != nil {
 		return nil, err
 	}
 	if got := digest(body); got != want {
-		return nil, fmt.Errorf("MetalLB %s manifest from %s has sha256 %s, but marina pins %s: the file was changed upstream or in transit, so it was not used or cached; retry later, and report it if it persists",
-			version, url, got, want)
+		return nil, fmt.Errorf("%s %s manifest from %s has sha256 %s, but marina pins %s: the file was changed upstream or in transit, so it was not used or cached; retry later, and report it if it persists",
+			s.what, version, url, got, want)
 	}
 	if err := fileutil.WriteAtomic(path, body, 0o644); err != nil {
-		return nil, fmt.Errorf("cache MetalLB manifest: %w: check that %s is writable", err, cacheDir)
+		return nil, fmt.Errorf("cache %s manifest: %w: check that %s is writable", s.what, err, cacheDir)
 	}
 	return body, nil
 }
@@ -119,22 +128,22 @@ func (s manifestSource) manifest(ctx context.Context, cacheDir, version string) 
 func (s manifestSource) download(ctx context.Context, url string) ([]byte, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
-		return nil, fmt.Errorf("download MetalLB manifest: %w", err)
+		return nil, fmt.Errorf("download %s manifest: %w", s.what, err)
 	}
 	resp, err := s.client.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("download MetalLB manifest from %s: %w: check the Mac's internet connection (and HTTPS_PROXY, if you need one), then run marina again", url, err)
+		return nil, fmt.Errorf("download %s manifest from %s: %w: check the Mac's internet connection (and HTTPS_PROXY, if you need one), then run marina again", s.what, url, err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("download MetalLB manifest from %s: HTTP %s: check that the MetalLB version exists and that GitHub is reachable, then run marina again", url, resp.Status)
+		return nil, fmt.Errorf("download %s manifest from %s: HTTP %s: check that the %s version exists and that GitHub is reachable, then run marina again", s.what, url, resp.Status, s.what)
 	}
 	body, err := io.ReadAll(io.LimitReader(resp.Body, maxManifestBytes+1))
 	if err != nil {
-		return nil, fmt.Errorf("download MetalLB manifest from %s: %w: the connection broke; run marina again", url, err)
+		return nil, fmt.Errorf("download %s manifest from %s: %w: the connection broke; run marina again", s.what, url, err)
 	}
 	if len(body) > maxManifestBytes {
-		return nil, fmt.Errorf("download MetalLB manifest from %s: larger than %d bytes, which no MetalLB manifest is: check for a proxy rewriting the response", url, maxManifestBytes)
+		return nil, fmt.Errorf("download %s manifest from %s: larger than %d bytes, which no %s manifest is: check for a proxy rewriting the response", s.what, url, maxManifestBytes, s.what)
 	}
 	return body, nil
 }

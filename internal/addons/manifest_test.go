@@ -26,10 +26,16 @@ var goodManifest = []byte("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: m
 // requests it gets.
 func manifestServer(t *testing.T, version string, body []byte) (*httptest.Server, *atomic.Int32) {
 	t.Helper()
+	return manifestServerAt(t, "/"+version+"/config/manifests/metallb-native.yaml", body)
+}
+
+// manifestServerAt serves body at path.
+func manifestServerAt(t *testing.T, path string, body []byte) (*httptest.Server, *atomic.Int32) {
+	t.Helper()
 	var hits atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		hits.Add(1)
-		if r.URL.Path != "/"+version+"/config/manifests/metallb-native.yaml" {
+		if r.URL.Path != path {
 			http.NotFound(w, r)
 			return
 		}
@@ -40,7 +46,9 @@ func manifestServer(t *testing.T, version string, body []byte) (*httptest.Server
 }
 
 func testSource(srv *httptest.Server, pins map[string]string) manifestSource {
-	return manifestSource{baseURL: srv.URL, client: &http.Client{Timeout: 10 * time.Second}, pins: pins}
+	src := defaultSource
+	src.baseURL, src.client, src.pins = srv.URL, &http.Client{Timeout: 10 * time.Second}, pins
+	return src
 }
 
 func cachePath(dir, version string) string {

@@ -5,9 +5,12 @@ package app
 
 import (
 	"io"
+	"maps"
 	"os"
 	"runtime"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/bcollard/marina/internal/config"
@@ -30,28 +33,64 @@ type Env struct {
 
 	deps Deps
 
+	// parent and key are set on a member's Env (see member): what it
+	// would leave behind is recorded on the parent under key.
+	parent *Env
+	key    string
+
 	mu       sync.Mutex
-	leftover string
+	leftover map[string]string
 }
 
 // SetLeftover records what an interrupted marina would leave behind now,
 // with the command that removes it ("" when nothing): the CLI prints it
 // when a second signal ends the wait for a rollback.
 func (e *Env) SetLeftover(s string) {
+	if e.parent != nil {
+		e.parent.setLeftover(e.key, s)
+		return
+	}
+	e.setLeftover("", s)
+}
+
+func (e *Env) setLeftover(key, s string) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	e.leftover = s
+	if e.leftover == nil {
+		e.leftover = map[string]string{}
+	}
+	if s == "" {
+		delete(e.leftover, key)
+		return
+	}
+	e.leftover[key] = s
+}
+
+// member is an Env for one of several jobs that run at once, such as a
+// fleet's creates: its steps go to u, its results nowhere (the command
+// reports them), and what it would leave behind joins e's.
+func (e *Env) member(key string, u *ui.UI) *Env {
+	return &Env{
+		Paths: e.Paths, UI: u, Getenv: e.Getenv,
+		Stdin: strings.NewReader(""), Stdout: io.Discard, Stderr: e.Stderr,
+		HostArch: e.HostArch, deps: e.deps, parent: e, key: key,
+	}
 }
 
 // Abandon lets go of what must not outlive a marina that stops at once,
 // without its deferred clean-ups: the kubectl lock of a kubeconfig edit.
 func Abandon() { kubeconfig.ReleaseLocks() }
 
-// Leftover is what SetLeftover last said.
+// Leftover is what SetLeftover last said, for every job still running.
 func (e *Env) Leftover() string {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	return e.leftover
+	keys := slices.Sorted(maps.Keys(e.leftover))
+	out := make([]string, len(keys))
+	for i, k := range keys {
+		out[i] = e.leftover[k]
+	}
+	return strings.Join(out, "; ")
 }
 
 // NewEnv builds an Env for this process.

@@ -10,6 +10,7 @@ import (
 	"github.com/bcollard/marina/internal/addons"
 	"github.com/bcollard/marina/internal/config"
 	"github.com/bcollard/marina/internal/dns"
+	"github.com/bcollard/marina/internal/fleet"
 )
 
 // PoolName names the IPAddressPool and L2Advertisement of every cluster.
@@ -115,4 +116,22 @@ func dnsSteps(s *Session, k Kube, m manifests, wait time.Duration) []addonStep {
 func coreDNSForwards(cfg config.Config) []config.DNSResolver {
 	_, server := dns.Addrs(netip.MustParsePrefix(cfg.Network.CIDR)) // validated
 	return append([]config.DNSResolver{{Domain: cfg.DNS.Domain, Resolvers: []string{server.String()}}}, cfg.Kind.CustomDNSResolvers...)
+}
+
+// installMetricsServer applies metrics-server's manifest and waits for it
+// to be available.
+func installMetricsServer(ctx context.Context, s *Session, k Kube, manifest []byte, ms *fleet.MetricsServer, wait time.Duration) error {
+	if wait <= 0 {
+		wait = DefaultWait
+	}
+	ctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	if err := s.step("Installing metrics-server "+ms.Version, "", func() error {
+		return k.ApplyMetricsServer(ctx, manifest, ms.InsecureTLS)
+	}); err != nil {
+		return err
+	}
+	return s.step("Waiting for metrics-server to be available", "", func() error {
+		return k.Wait(ctx, addons.MetricsServerWait())
+	})
 }

@@ -10,10 +10,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/bcollard/marina/internal/addons"
 	"github.com/bcollard/marina/internal/cluster"
 	"github.com/bcollard/marina/internal/config"
 	"github.com/bcollard/marina/internal/dns"
 	"github.com/bcollard/marina/internal/docker"
+	"github.com/bcollard/marina/internal/fleet"
 	"github.com/bcollard/marina/internal/guest"
 	"github.com/bcollard/marina/internal/kubeconfig"
 	"github.com/bcollard/marina/internal/registry"
@@ -35,6 +37,8 @@ type CreateOptions struct {
 	DryRun      bool
 	// Wait bounds the wait for MetalLB to serve the cluster's pool.
 	Wait time.Duration
+	// MetricsServer, when set, installs metrics-server (fleets ask for it).
+	MetricsServer *fleet.MetricsServer
 }
 
 // createPlan is a checked create, before anything changed.
@@ -52,6 +56,8 @@ type createPlan struct {
 	remove     string
 	// externalDNS is the cluster's ExternalDNS manifest.
 	externalDNS []byte
+	// metricsServer is set when the cluster gets metrics-server.
+	metricsServer *fleet.MetricsServer
 }
 
 // CreateCluster creates a cluster that is ready to use, or leaves nothing
@@ -102,6 +108,12 @@ func checkCreate(opts CreateOptions) (cluster.Labels, error) {
 	if len(remove) > 0 {
 		return nil, fmt.Errorf("-l %s- removes a label, which only `marina cluster label` does", remove[0])
 	}
+	for k, v := range userLabels {
+		// managed-by and the fleet label are marina's to set.
+		if err := cluster.CheckUserLabel(k, v); err != nil {
+			return nil, err
+		}
+	}
 	if err := cluster.CheckKubeletLabels(userLabels); err != nil {
 		return nil, err
 	}
@@ -129,7 +141,7 @@ func prepareCreate(ctx context.Context, s *Session, opts CreateOptions) (*create
 	if err != nil {
 		return nil, err
 	}
-	p := &createPlan{image: image}
+	p := &createPlan{image: image, metricsServer: opts.MetricsServer}
 	if p.certsD, err = registry.CertsD(mirrors); err != nil {
 		return nil, err
 	}
@@ -219,6 +231,13 @@ func (p *createPlan) steps(cfg config.Config) []Step {
 		{Do: fmt.Sprintf("install MetalLB %s with the LoadBalancer pool %s", cfg.Kind.MetalLBVersion, strings.Join(p.pool, ", "))},
 		{Do: fmt.Sprintf("install ExternalDNS %s: its LoadBalancer Services answer as <service>.<namespace>.%s", dns.ExternalDNSVersion, dns.ClusterZone(s.Name, cfg.DNS.Domain))},
 	}
+	if ms := p.metricsServer; ms != nil {
+		do := "install metrics-server " + ms.Version
+		if ms.InsecureTLS {
+			do += " with " + addons.InsecureTLSArg
+		}
+		steps = append(steps, Step{Do: do})
+	}
 	var ds []string
 	for _, r := range coreDNSForwards(cfg) {
 		ds = append(ds, r.Domain+" → "+strings.Join(r.Resolvers, " "))
@@ -254,6 +273,15 @@ func applyCreate(ctx context.Context, s *Session, p *createPlan, opts CreateOpti
 	if err != nil {
 		return err
 	}
+	var metrics []byte
+	if ms := p.metricsServer; ms != nil {
+		if err := s.step("Fetching the metrics-server "+ms.Version+" manifest", "", func() (err error) {
+			metrics, err = s.deps.MetricsServer(ctx, ms.Version)
+			return err
+		}); err != nil {
+			return err
+		}
+	}
 	// From here on an interrupted marina may leave a cluster behind: a
 	// second signal says so.
 	e.SetLeftover(fmt.Sprintf("cluster %s may be half made in VM %s (its node containers and /etc/marina/clusters/%s) and %s may exist; `marina cluster delete %s` removes it", name, s.Name, name, p.kubeconfig, name))
@@ -280,6 +308,11 @@ func applyCreate(ctx context.Context, s *Session, p *createPlan, opts CreateOpti
 			return rb.fail(ae.step, ae.err)
 		}
 		return rb.fail("installing the addons", err)
+	}
+	if ms := p.metricsServer; ms != nil {
+		if err := installMetricsServer(ctx, s, k, metrics, ms, opts.Wait); err != nil {
+			return rb.fail("installing metrics-server", err)
+		}
 	}
 	if err := e.step("Writing its kubeconfig", "Wrote "+p.kubeconfig, func() error {
 		if err := kubeconfig.WriteFile(p.kubeconfig, kc); err != nil {

@@ -23,6 +23,7 @@ import (
 type DeleteOptions struct {
 	Names    []string
 	Selector string
+	File     string // a fleet manifest: its clusters, dependents first
 	Yes      bool
 	DryRun   bool
 }
@@ -31,6 +32,12 @@ type DeleteOptions struct {
 // terminal, with their kubeconfig files and entries. Every name is checked
 // before anything is deleted.
 func DeleteClusters(ctx context.Context, e *Env, opts DeleteOptions) error {
+	if opts.File != "" {
+		if len(opts.Names) > 0 || opts.Selector != "" {
+			return errors.New("-f deletes a fleet manifest's clusters: do not name clusters or give -l with it")
+		}
+		return DeleteFleet(ctx, e, "", opts.File, opts.Yes, opts.DryRun)
+	}
 	if len(opts.Names) > 0 && opts.Selector != "" {
 		return errors.New("name clusters or select them with -l, not both")
 	}
@@ -54,19 +61,9 @@ func DeleteClusters(ctx context.Context, e *Env, opts DeleteOptions) error {
 		return err
 	}
 	sort.Strings(names)
-	script, err := deleteScript(s.Config, names)
+	script, files, steps, err := planDeletes(s, names, " ")
 	if err != nil {
 		return err
-	}
-	files := make([]string, len(names))
-	for i, n := range names {
-		if files[i], err = e.Paths.Kubeconfig(n); err != nil {
-			return err
-		}
-	}
-	steps := []Step{{Do: "delete " + plural(len(names), "cluster") + " " + strings.Join(names, ", ") + " with their kubeconfig files and their names in the local DNS"}}
-	if s.Config.Kind.AutoRemoveKubeconfig {
-		steps = append(steps, Step{Do: "remove their entries from " + e.kubeconfigTarget()})
 	}
 	if opts.DryRun {
 		printPlan(e, steps, "")
@@ -123,6 +120,26 @@ func chooseDeletions(ctx context.Context, s *Session, opts DeleteOptions, sel la
 	}
 	names, err := pick(e, rows)
 	return names, false, err
+}
+
+// planDeletes is the guest script, the kubeconfig files and the printed
+// steps of deleting names, in that order; sep goes before the names.
+func planDeletes(s *Session, names []string, sep string) (string, []string, []Step, error) {
+	script, err := deleteScript(s.Config, names)
+	if err != nil {
+		return "", nil, nil, err
+	}
+	files := make([]string, len(names))
+	for i, n := range names {
+		if files[i], err = s.Paths.Kubeconfig(n); err != nil {
+			return "", nil, nil, err
+		}
+	}
+	steps := []Step{{Do: "delete " + plural(len(names), "cluster") + sep + strings.Join(names, ", ") + " with their kubeconfig files and their names in the local DNS"}}
+	if s.Config.Kind.AutoRemoveKubeconfig {
+		steps = append(steps, Step{Do: "remove their entries from " + s.kubeconfigTarget()})
+	}
+	return script, files, steps, nil
 }
 
 // deleteClusters deletes names in the VM (one round trip), then their

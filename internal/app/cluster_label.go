@@ -15,10 +15,7 @@ func LabelCluster(ctx context.Context, e *Env, name string, specs []string, dryR
 	if err := cluster.CheckName(name); err != nil {
 		return err
 	}
-	if len(specs) == 0 {
-		return errors.New("give at least one -l key=value (or -l key- to remove a label)")
-	}
-	set, remove, err := cluster.ParseLabels(specs)
+	set, remove, what, err := labelSpecs(specs)
 	if err != nil {
 		return err
 	}
@@ -29,13 +26,6 @@ func LabelCluster(ctx context.Context, e *Env, name string, specs []string, dryR
 	defer s.Close()
 	if _, ok := cluster.Find(s.Clusters, name); !ok {
 		return fmt.Errorf("there is no cluster %s (clusters: %s)", name, strings.Join(orNone(cluster.Names(s.Clusters)), ", "))
-	}
-	var what []string
-	if len(set) > 0 {
-		what = append(what, "set "+labelString(set))
-	}
-	if len(remove) > 0 {
-		what = append(what, "remove "+strings.Join(remove, ","))
 	}
 	if dryRun {
 		printPlan(e, []Step{{Do: "on every node of " + name + ": " + strings.Join(what, "; ")}}, "")
@@ -51,4 +41,24 @@ func LabelCluster(ctx context.Context, e *Env, name string, specs []string, dryR
 		}
 		return nil
 	})
+}
+
+// labelSpecs reads -l flags: the labels to set, those to remove, and the
+// change in words.
+func labelSpecs(specs []string) (cluster.Labels, []string, []string, error) {
+	if len(specs) == 0 {
+		return nil, nil, nil, errors.New("give at least one -l key=value (or -l key- to remove a label)")
+	}
+	set, remove, err := cluster.ParseLabels(specs)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	var what []string
+	if len(set) > 0 {
+		what = append(what, "set "+labelString(set))
+	}
+	if len(remove) > 0 {
+		what = append(what, "remove "+strings.Join(remove, ","))
+	}
+	return set, remove, what, nil
 }

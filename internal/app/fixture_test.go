@@ -77,6 +77,9 @@ type world struct {
 	dnsSum      string
 	addons      map[string]guest.Addons
 	resolverDir string
+	// labels are the clusters' node labels, set by label-nodes (a cluster
+	// missing here shows only a region).
+	labels map[string]map[string]string
 }
 
 // call logs what and returns the error it was told to fail with.
@@ -169,6 +172,9 @@ func newFixture(t *testing.T) *fixture {
 		Kube:   f.kube,
 		MetalLB: func(context.Context, string) ([]byte, error) {
 			return []byte(fakeMetalLB), f.call("net.metallb-manifest")
+		},
+		MetricsServer: func(_ context.Context, v string) ([]byte, error) {
+			return []byte("metrics-server " + v), f.call("net.metrics-server-manifest " + v)
 		},
 		Calls: func() int64 { return int64(len(f.called("guest."))) },
 	}
@@ -551,8 +557,11 @@ func (k fakeKube) ApplyMetalLB(context.Context, []byte) error {
 func (k fakeKube) ApplyExternalDNS(context.Context, []byte) error {
 	return k.call("kube " + k.name + " apply-external-dns")
 }
-func (k fakeKube) Wait(_ context.Context, w addons.Wait) error {
-	return k.call("kube " + k.name + " wait " + w.String())
+func (k fakeKube) Wait(ctx context.Context, w addons.Wait) error {
+	if err := k.call("kube " + k.name + " wait " + w.String()); err != nil {
+		return err
+	}
+	return ctx.Err() // an interrupted wait ends, as a real one does
 }
 func (k fakeKube) Pool(_ context.Context, name string, _ []string) error {
 	return k.call("kube " + k.name + " pool " + name)
@@ -561,10 +570,39 @@ func (k fakeKube) CoreDNS(context.Context, []config.DNSResolver) error {
 	return k.call("kube " + k.name + " coredns")
 }
 func (k fakeKube) NodeLabels(_ context.Context, node string) (map[string]string, error) {
-	return map[string]string{cluster.RegionLabel: "r"}, k.call("kube " + k.name + " node-labels " + node)
+	err := k.call("kube " + k.name + " node-labels " + node)
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if l, ok := k.labels[k.name]; ok {
+		return maps.Clone(l), err
+	}
+	return map[string]string{cluster.RegionLabel: "r"}, err
 }
-func (k fakeKube) LabelNodes(context.Context, map[string]string, []string) error {
-	return k.call("kube " + k.name + " label-nodes")
+func (k fakeKube) LabelNodes(_ context.Context, set map[string]string, remove []string) error {
+	if err := k.call("kube " + k.name + " label-nodes " + labelString(set)); err != nil {
+		return err
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.labels == nil {
+		k.labels = map[string]map[string]string{}
+	}
+	l := k.labels[k.name]
+	if l == nil {
+		l = map[string]string{cluster.RegionLabel: "r"}
+		k.labels[k.name] = l
+	}
+	maps.Copy(l, set)
+	for _, r := range remove {
+		delete(l, r)
+	}
+	return nil
+}
+func (k fakeKube) Nodes(context.Context) ([]kube.NodeInfo, error) {
+	return []kube.NodeInfo{{Name: k.name + "-control-plane", Version: "v1.36.1", Ready: true}}, k.call("kube " + k.name + " nodes")
+}
+func (k fakeKube) ApplyMetricsServer(_ context.Context, _ []byte, insecure bool) error {
+	return k.call(fmt.Sprintf("kube %s apply-metrics-server insecure=%v", k.name, insecure))
 }
 func (k fakeKube) DeployEcho(_ context.Context, e kube.Echo) error {
 	return k.call("kube " + k.name + " deploy-echo")

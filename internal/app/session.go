@@ -85,6 +85,8 @@ type Kube interface {
 	CoreDNS(ctx context.Context, resolvers []config.DNSResolver) error
 	NodeLabels(ctx context.Context, node string) (map[string]string, error)
 	LabelNodes(ctx context.Context, set map[string]string, remove []string) error
+	Nodes(ctx context.Context) ([]kube.NodeInfo, error)
+	ApplyMetricsServer(ctx context.Context, manifest []byte, insecureTLS bool) error
 	DeployEcho(ctx context.Context, e kube.Echo) error
 	EchoAddress(ctx context.Context, ns string) (netip.Addr, error)
 	DeleteNamespace(ctx context.Context, ns string) error
@@ -99,6 +101,8 @@ type Deps struct {
 	Kube   func(kc []byte, timeout time.Duration) (Kube, error)
 	// MetalLB is the pinned MetalLB manifest of version.
 	MetalLB func(ctx context.Context, version string) ([]byte, error)
+	// MetricsServer is the pinned metrics-server manifest of version.
+	MetricsServer func(ctx context.Context, version string) ([]byte, error)
 	// Calls counts the guest round trips made so far.
 	Calls func() int64
 }

@@ -54,6 +54,9 @@ func production(e *Env) Deps {
 		MetalLB: func(ctx context.Context, version string) ([]byte, error) {
 			return addons.Manifest(ctx, e.Paths.Cache(), version)
 		},
+		MetricsServer: func(ctx context.Context, version string) ([]byte, error) {
+			return addons.MetricsServerManifest(ctx, e.Paths.Cache(), version)
+		},
 		Calls: func() int64 {
 			if g == nil {
 				return 0
@@ -82,6 +85,10 @@ func (macHost) Query(ctx context.Context, server netip.Addr, name string) (dns.A
 }
 
 type kubeCluster struct{ *kube.Cluster }
+
+func (k kubeCluster) ApplyMetricsServer(ctx context.Context, manifest []byte, insecureTLS bool) error {
+	return addons.ApplyMetricsServer(ctx, k.Cluster, manifest, insecureTLS)
+}
 
 func (k kubeCluster) ApplyMetalLB(ctx context.Context, manifest []byte) error {
 	return addons.ApplyMetalLB(ctx, k.Cluster, manifest)

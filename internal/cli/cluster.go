@@ -14,7 +14,9 @@ func (r *root) clusterCmd() *cobra.Command {
 		Aliases: []string{"clusters"},
 		Short:   "Create, list, label, verify and delete kind clusters",
 	})
-	c.AddCommand(r.clusterCreateCmd(), r.clusterDeleteCmd(), r.clusterListCmd(), r.clusterLabelCmd(), r.clusterVerifyCmd())
+	apply := r.fleetApplyCmd("apply")
+	apply.Short = "Apply a Fleet manifest (the same as marina fleet apply)"
+	c.AddCommand(r.clusterCreateCmd(), apply, r.clusterDeleteCmd(), r.clusterListCmd(), r.clusterLabelCmd(), r.clusterVerifyCmd())
 	return c
 }
 
@@ -59,15 +61,20 @@ func (r *root) clusterDeleteCmd() *cobra.Command {
 		Use:   "delete [NAME…]",
 		Short: "Delete clusters and their kubeconfig entries",
 		Long: `Delete the named clusters, or those whose nodes match -l (after a
-confirmation, unless -y). With neither, in a terminal, pick from a list.`,
+confirmation, unless -y), or the clusters of a Fleet manifest given with -f,
+dependents first (after a confirmation, unless -y; -f - needs -y). With none
+of these, in a terminal, pick from a list.`,
 		Example: `  marina cluster delete dev
-  marina cluster delete -l env=test -y`,
+  marina cluster delete -l env=test -y
+  marina cluster delete -f fleet.yaml`,
+		ValidArgsFunction: r.completeClusters,
 		RunE: func(c *cobra.Command, args []string) error {
 			o.Names = args
 			return app.DeleteClusters(c.Context(), r.env.Load(), o)
 		},
 	}
 	c.Flags().StringVarP(&o.Selector, "selector", "l", "", "delete the clusters whose nodes match this label selector")
+	c.Flags().StringVarP(&o.File, "filename", "f", "", "delete the clusters of this Fleet manifest (- for stdin)")
 	c.Flags().BoolVarP(&o.Yes, "yes", "y", false, "do not ask for confirmation")
 	dryRunFlag(c, &o.DryRun)
 	return c
@@ -99,6 +106,12 @@ func (r *root) clusterLabelCmd() *cobra.Command {
 		Short:   "Set or remove labels on every node of a cluster",
 		Example: `  marina cluster label dev -l team=net -l env-`,
 		Args:    cobra.ExactArgs(1),
+		ValidArgsFunction: func(c *cobra.Command, args []string, word string) ([]string, cobra.ShellCompDirective) {
+			if len(args) > 0 {
+				return nil, cobra.ShellCompDirectiveNoFileComp
+			}
+			return r.completeClusters(c, args, word)
+		},
 		RunE: func(c *cobra.Command, args []string) error {
 			return app.LabelCluster(c.Context(), r.env.Load(), args[0], labels, dryRun)
 		},
@@ -118,7 +131,8 @@ externalTrafficPolicy: Local, wait for its address, connect to it from this
 machine and report whether the server saw this machine's own address (the
 layer-3 route at work), then clean up. Without NAME, the current context's
 cluster.`,
-		Args: cobra.MaximumNArgs(1),
+		Args:              cobra.MaximumNArgs(1),
+		ValidArgsFunction: r.completeOneCluster,
 		RunE: func(c *cobra.Command, args []string) error {
 			if len(args) == 1 {
 				o.Name = args[0]
@@ -138,8 +152,9 @@ func (r *root) kubeconfigCmd() *cobra.Command {
 	})
 	var dryRun bool
 	merge := &cobra.Command{
-		Use:   "merge [NAME…]",
-		Short: "Export kubeconfigs again from the live clusters and merge them (every cluster when none is named)",
+		Use:               "merge [NAME…]",
+		ValidArgsFunction: r.completeClusters,
+		Short:             "Export kubeconfigs again from the live clusters and merge them (every cluster when none is named)",
 		Long: `Export each cluster's kubeconfig again from kind, with the API server address
 the VM has now (after a lima0 address change, too), write
 ~/.kube/marina/NAME.kubeconfig and merge it into ~/.kube/config (or the first
@@ -151,30 +166,34 @@ file of $KUBECONFIG), keeping every other entry and field as it is.`,
 	dryRunFlag(merge, &dryRun)
 	c.AddCommand(
 		&cobra.Command{
-			Use:   "path NAME",
-			Short: "Print the path of a cluster's own kubeconfig",
-			Args:  cobra.ExactArgs(1),
-			RunE:  func(c *cobra.Command, args []string) error { return app.KubeconfigPath(r.env.Load(), args[0], false) },
+			Use:               "path NAME",
+			ValidArgsFunction: r.completeOneCluster,
+			Short:             "Print the path of a cluster's own kubeconfig",
+			Args:              cobra.ExactArgs(1),
+			RunE:              func(c *cobra.Command, args []string) error { return app.KubeconfigPath(r.env.Load(), args[0], false) },
 		},
 		&cobra.Command{
-			Use:     "env NAME",
-			Short:   "Print an export KUBECONFIG=… line for a cluster",
-			Example: `  eval "$(marina kubeconfig env dev)"`,
-			Args:    cobra.ExactArgs(1),
-			RunE:    func(c *cobra.Command, args []string) error { return app.KubeconfigPath(r.env.Load(), args[0], true) },
+			Use:               "env NAME",
+			ValidArgsFunction: r.completeOneCluster,
+			Short:             "Print an export KUBECONFIG=… line for a cluster",
+			Example:           `  eval "$(marina kubeconfig env dev)"`,
+			Args:              cobra.ExactArgs(1),
+			RunE:              func(c *cobra.Command, args []string) error { return app.KubeconfigPath(r.env.Load(), args[0], true) },
 		},
 		merge,
 		&cobra.Command{
-			Use:   "remove NAME…",
-			Short: "Remove clusters' entries from ~/.kube/config (their own files stay)",
-			Args:  cobra.MinimumNArgs(1),
-			RunE:  func(c *cobra.Command, args []string) error { return app.RemoveKubeconfigs(r.env.Load(), args) },
+			Use:               "remove NAME…",
+			ValidArgsFunction: r.completeClusters,
+			Short:             "Remove clusters' entries from ~/.kube/config (their own files stay)",
+			Args:              cobra.MinimumNArgs(1),
+			RunE:              func(c *cobra.Command, args []string) error { return app.RemoveKubeconfigs(r.env.Load(), args) },
 		},
 		&cobra.Command{
-			Use:   "use NAME",
-			Short: "Make a cluster the current context of ~/.kube/config",
-			Args:  cobra.ExactArgs(1),
-			RunE:  func(c *cobra.Command, args []string) error { return app.UseKubeconfig(r.env.Load(), args[0]) },
+			Use:               "use NAME",
+			ValidArgsFunction: r.completeOneCluster,
+			Short:             "Make a cluster the current context of ~/.kube/config",
+			Args:              cobra.ExactArgs(1),
+			RunE:              func(c *cobra.Command, args []string) error { return app.UseKubeconfig(r.env.Load(), args[0]) },
 		},
 	)
 	return c

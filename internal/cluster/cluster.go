@@ -80,6 +80,27 @@ func ParseLabels(specs []string) (set Labels, remove []string, err error) {
 	return set, remove, nil
 }
 
+// CheckUserLabel reports why key=value cannot be a label the user gives a
+// cluster's nodes: it must be a Kubernetes label, and not one that marina
+// sets from other settings.
+func CheckUserLabel(k, v string) error {
+	if errs := validation.IsQualifiedName(k); len(errs) > 0 {
+		return fmt.Errorf("label key %q: %s", k, strings.Join(errs, "; "))
+	}
+	if errs := validation.IsValidLabelValue(v); len(errs) > 0 {
+		return fmt.Errorf("label %s value %q: %s", k, v, strings.Join(errs, "; "))
+	}
+	switch k {
+	case ManagedBy:
+		return fmt.Errorf("label %s is marina's own mark on its nodes: choose another key", k)
+	case FleetLabel:
+		return fmt.Errorf("label %s names the cluster's fleet: it comes from the fleet's metadata.name (or `marina fleet adopt`)", k)
+	case RegionLabel, ZoneLabel:
+		return fmt.Errorf("label %s comes from the cluster's region and zone settings: set those instead", k)
+	}
+	return nil
+}
+
 // CheckKubeletLabels reports a label the kubelet would refuse to set on its
 // own node: it only accepts the kubernetes.io and k8s.io namespaces it
 // knows, and kind passes node labels to the kubelet.

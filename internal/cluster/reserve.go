@@ -19,35 +19,46 @@ const lockWait = time.Minute
 // so no other create can change them meanwhile) and the slots other
 // creates hold.
 func (r Reservations) Reserve(ctx context.Context, lock, name string, list func(context.Context) ([]Info, error)) (Reservation, error) {
+	var res Reservation
+	err := Locked(ctx, lock, func() error {
+		cs, err := list(ctx)
+		if err != nil {
+			return err
+		}
+		if _, ok := Find(cs, name); ok {
+			return fmt.Errorf("cluster %s already exists: delete it with `marina cluster delete %s`, or choose another name", name, name)
+		}
+		held, err := r.List()
+		if err != nil {
+			return err
+		}
+		for _, h := range held {
+			if h.Name == name {
+				return fmt.Errorf("cluster %s is being created by another marina (process %d)", name, h.PID)
+			}
+		}
+		n, err := Free(cs, held)
+		if err != nil {
+			return err
+		}
+		res, err = r.Take(n, name)
+		return err
+	})
+	return res, err
+}
+
+// Locked runs fn holding the slot lock file lock: whatever fn reads of
+// the clusters and reservations cannot change meanwhile, except by fn.
+func Locked(ctx context.Context, lock string, fn func() error) error {
 	if err := os.MkdirAll(filepath.Dir(lock), 0o700); err != nil {
-		return Reservation{}, err
+		return err
 	}
 	fl := flock.New(lock)
 	lctx, cancel := context.WithTimeout(ctx, lockWait)
 	defer cancel()
 	if ok, err := fl.TryLockContext(lctx, 50*time.Millisecond); !ok {
-		return Reservation{}, fmt.Errorf("another marina holds %s: %v", lock, err)
+		return fmt.Errorf("another marina holds %s: %v", lock, err)
 	}
 	defer fl.Unlock()
-	cs, err := list(ctx)
-	if err != nil {
-		return Reservation{}, err
-	}
-	if _, ok := Find(cs, name); ok {
-		return Reservation{}, fmt.Errorf("cluster %s already exists: delete it with `marina cluster delete %s`, or choose another name", name, name)
-	}
-	held, err := r.List()
-	if err != nil {
-		return Reservation{}, err
-	}
-	for _, h := range held {
-		if h.Name == name {
-			return Reservation{}, fmt.Errorf("cluster %s is being created by another marina (process %d)", name, h.PID)
-		}
-	}
-	n, err := Free(cs, held)
-	if err != nil {
-		return Reservation{}, err
-	}
-	return r.Take(n, name)
+	return fn()
 }

@@ -260,7 +260,7 @@ func checkKeys(node *yaml.Node, t reflect.Type, path string, lines Lines, probs 
 			f, ok := fields[k.Value]
 			if !ok {
 				msg := fmt.Sprintf("unknown key %q", k.Value)
-				if s := suggest(k.Value, fieldNames(t)); s != "" {
+				if s := Suggest(k.Value, fieldNames(t)); s != "" {
 					msg += fmt.Sprintf(" (did you mean %q?)", s)
 				} else {
 					msg += fmt.Sprintf(" (known keys: %s)", strings.Join(fieldNames(t), ", "))
@@ -321,8 +321,8 @@ func describe(n *yaml.Node) string {
 	return "something else"
 }
 
-// suggest returns the known key closest to k when it is a likely typo.
-func suggest(k string, known []string) string {
+// Suggest returns the known key closest to k when it is a likely typo.
+func Suggest(k string, known []string) string {
 	best, bestD := "", 3
 	for _, c := range known {
 		if d := distance(strings.ToLower(k), strings.ToLower(c)); d < bestD {

@@ -73,7 +73,10 @@ func KindCreate(name, image string, kindConfig []byte, certsD map[string]string,
 			return "", err
 		}
 	}
-	args := []string{"kind", "create", "cluster", "--name", name, "--image", image, "--config", "-"}
+	// Each cluster has its own kind kubeconfig in its folder: creates and
+	// deletes that run at once (a fleet) would otherwise queue on the lock
+	// of one shared file, which kind gives up on after a moment.
+	args := []string{"kind", "create", "cluster", "--name", name, "--image", image, "--config", "-", "--kubeconfig", path.Join(dir, kindKubeconfig)}
 	if retain {
 		args = append(args, "--retain")
 	}
@@ -150,11 +153,15 @@ func KindDelete(names []string) (string, error) {
 	return b.String(), nil
 }
 
+// kindKubeconfig is the file in a cluster's folder where kind keeps its
+// kubeconfig entry (marina builds the Mac's from kind get kubeconfig).
+const kindKubeconfig = "kind.kubeconfig"
+
 const kindDeleteFunc = `# kind_delete NAME: kind delete cluster, again while Docker is still
-# removing one of its nodes.
+# removing one of its nodes. NAME is a checked cluster name.
 kind_delete() {
 	local out tries=0
-	until out=$(kind delete cluster --name "$1" 2>&1); do
+	until out=$(kind delete cluster --name "$1" --kubeconfig "` + ClustersDir + `/$1/` + kindKubeconfig + `" 2>&1); do
 		tries=$((tries + 1))
 		case "$out" in
 		*"already in progress"*) [ "$tries" -lt 60 ] && { sleep 1; continue; } ;;

@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"sort"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 )
@@ -42,4 +44,32 @@ func (k *Cluster) LabelNodes(ctx context.Context, set map[string]string, remove 
 		}
 	}
 	return nil
+}
+
+// NodeInfo is what fleet describe shows of a node.
+type NodeInfo struct {
+	Name    string
+	Version string // the kubelet's
+	Ready   bool
+	Labels  map[string]string
+}
+
+// Nodes lists the cluster's nodes, sorted by name.
+func (k *Cluster) Nodes(ctx context.Context) ([]NodeInfo, error) {
+	list, err := k.Typed.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("list the nodes: %w", err)
+	}
+	out := make([]NodeInfo, 0, len(list.Items))
+	for _, n := range list.Items {
+		ni := NodeInfo{Name: n.Name, Version: n.Status.NodeInfo.KubeletVersion, Labels: n.Labels}
+		for _, c := range n.Status.Conditions {
+			if c.Type == corev1.NodeReady {
+				ni.Ready = c.Status == corev1.ConditionTrue
+			}
+		}
+		out = append(out, ni)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
 }

@@ -29,6 +29,8 @@ type UI struct {
 	done   chan struct{}
 	frame  int
 	active bool
+	// row, when set, is the Board row that shows this UI's steps.
+	row *Row
 }
 
 // New returns a UI on w; smart turns on the spinner.
@@ -49,6 +51,10 @@ var frames = []string{"⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "�
 
 // Start begins a step, ending any step still open as a success.
 func (u *UI) Start(label string) {
+	if u.row != nil {
+		u.row.startStep(label)
+		return
+	}
 	u.End(true)
 	u.mu.Lock()
 	defer u.mu.Unlock()
@@ -85,6 +91,10 @@ func (u *UI) drawLocked() {
 
 // Relabel changes the open step's label, to end it with what it found.
 func (u *UI) Relabel(label string) {
+	if u.row != nil {
+		u.row.relabel(label)
+		return
+	}
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	if u.active {
@@ -95,6 +105,10 @@ func (u *UI) Relabel(label string) {
 // End closes the open step with a tick or a cross. It does nothing when no
 // step is open.
 func (u *UI) End(ok bool) {
+	if u.row != nil {
+		u.row.endStep(ok)
+		return
+	}
 	u.mu.Lock()
 	if !u.active {
 		u.mu.Unlock()
@@ -137,11 +151,18 @@ func (u *UI) Debugf(format string, args ...any) {
 	}
 }
 
+// Smart reports whether the UI animates (a capable terminal).
+func (u *UI) Smart() bool { return u.smart }
+
 // Debug reports whether debug output is on.
 func (u *UI) Debug() bool { return u.debug }
 
 // line prints s, moving a running spinner out of the way and back.
 func (u *UI) line(s string) {
+	if u.row != nil {
+		u.row.line(s)
+		return
+	}
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	if u.active && u.smart {

@@ -149,8 +149,9 @@ func (c *controllers) tick(name string, port int, lbIP string) {
 	}
 	// ExternalDNS's Deployment: the DNS tests run the real binary beside
 	// the cluster, with this Deployment's arguments. CoreDNS's, which
-	// marina rolls after changing the Corefile.
-	for _, nn := range [][2]string{{"external-dns", "external-dns"}, {"kube-system", "coredns"}} {
+	// marina rolls after changing the Corefile. metrics-server's, which a
+	// fleet installs.
+	for _, nn := range [][2]string{{"external-dns", "external-dns"}, {"kube-system", "coredns"}, {"kube-system", "metrics-server"}} {
 		if d, err := cs.AppsV1().Deployments(nn[0]).Get(ctx, nn[1], metav1.GetOptions{}); err == nil && d.Status.ObservedGeneration < d.Generation {
 			n := int32(1)
 			if d.Spec.Replicas != nil {

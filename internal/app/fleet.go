@@ -1,0 +1,554 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"text/tabwriter"
+	"time"
+
+	"github.com/bcollard/marina/internal/addons"
+	"github.com/bcollard/marina/internal/cluster"
+	"github.com/bcollard/marina/internal/config"
+	"github.com/bcollard/marina/internal/fileutil"
+	"github.com/bcollard/marina/internal/fleet"
+	"github.com/bcollard/marina/internal/ui"
+)
+
+// FleetOptions are the flags of marina fleet apply.
+type FleetOptions struct {
+	File        string // "-": stdin
+	DryRun      bool
+	MaxParallel int // > 0 overrides spec.maxParallel
+	Adopt       bool
+	Output      string // "", json or yaml
+	Wait        time.Duration
+	Retain      bool // keep a cluster whose create failed, for a look
+}
+
+// manifestFile reads a fleet manifest from file, or stdin for "-".
+func manifestFile(e *Env, file string) (string, []byte, error) {
+	if file == "" {
+		return "", nil, errors.New("give the fleet manifest with -f FILE (or -f - to read it from stdin)")
+	}
+	if file == "-" {
+		b, err := io.ReadAll(io.LimitReader(e.Stdin, fleet.MaxFileSize+1))
+		if err != nil {
+			return "", nil, fmt.Errorf("read the fleet manifest from stdin: %w", err)
+		}
+		if len(b) > fleet.MaxFileSize {
+			return "", nil, fmt.Errorf("the fleet manifest on stdin is larger than %d bytes, which no fleet is: check what is piped in", fleet.MaxFileSize)
+		}
+		return "<stdin>", b, nil
+	}
+	b, err := fileutil.ReadRegular(file, fleet.MaxFileSize)
+	if err != nil {
+		return "", nil, fmt.Errorf("read the fleet manifest: %w", err)
+	}
+	return file, b, nil
+}
+
+// loadFleet reads and checks the manifest in file against cfg.
+func loadFleet(e *Env, cfg config.Config, file string) (fleet.Fleet, []byte, error) {
+	name, data, err := manifestFile(e, file)
+	if err != nil {
+		return fleet.Fleet{}, nil, err
+	}
+	f, err := parseFleet(e, cfg, name, data)
+	return f, data, err
+}
+
+// parseFleet checks the manifest data, read from name, against cfg.
+func parseFleet(e *Env, cfg config.Config, name string, data []byte) (fleet.Fleet, error) {
+	known := fleet.Known{
+		NodeImage:     func(v string) error { _, err := cfg.Kind.NodeImage(v); return err },
+		MetricsServer: addons.MetricsServerVersions(),
+	}
+	for _, m := range cfg.Registries.Mirrors {
+		known.Mirrors = append(known.Mirrors, m.Name)
+	}
+	f, err := fleet.Load(name, data, known)
+	if err != nil {
+		return f, err
+	}
+	if f.Converted {
+		e.UI.Warnf("%s: apiVersion %s is klimax's: read as %s (write that in the file to silence this)", name, fleet.KlimaxAPIVersion, fleet.APIVersion)
+	}
+	return f, nil
+}
+
+// FleetReport is the result of marina fleet apply, for -o json|yaml.
+type FleetReport struct {
+	Fleet           string         `json:"fleet" yaml:"fleet"`
+	MaxParallel     int            `json:"maxParallel" yaml:"maxParallel"`
+	Strategy        string         `json:"strategy" yaml:"strategy"`
+	DryRun          bool           `json:"dryRun,omitempty" yaml:"dryRun,omitempty"`
+	Created         int            `json:"created" yaml:"created"`
+	Skipped         int            `json:"skipped" yaml:"skipped"`
+	Failed          int            `json:"failed" yaml:"failed"`
+	MakespanSeconds float64        `json:"makespanSeconds,omitempty" yaml:"makespanSeconds,omitempty"`
+	Clusters        []FleetCluster `json:"clusters" yaml:"clusters"`
+	Start           *time.Time     `json:"start,omitempty" yaml:"start,omitempty"`
+	End             *time.Time     `json:"end,omitempty" yaml:"end,omitempty"`
+}
+
+// FleetCluster is one cluster of a FleetReport.
+type FleetCluster struct {
+	Name      string   `json:"name" yaml:"name"`
+	Slot      int      `json:"slot" yaml:"slot"`
+	Action    string   `json:"action" yaml:"action"`
+	DependsOn []string `json:"dependsOn,omitempty" yaml:"dependsOn,omitempty"`
+	Options   string   `json:"options,omitempty" yaml:"options,omitempty"`
+	Notes     []string `json:"notes,omitempty" yaml:"notes,omitempty"`
+	// Result is created, failed, skipped (the plan or the scheduler
+	// skipped it), adopted or labelled; "" in a dry run.
+	Result  string        `json:"result,omitempty" yaml:"result,omitempty"`
+	Reason  string        `json:"reason,omitempty" yaml:"reason,omitempty"`
+	Start   *time.Time    `json:"start,omitempty" yaml:"start,omitempty"`
+	End     *time.Time    `json:"end,omitempty" yaml:"end,omitempty"`
+	Seconds float64       `json:"seconds,omitempty" yaml:"seconds,omitempty"`
+	Phases  []ui.StepTime `json:"phases,omitempty" yaml:"phases,omitempty"`
+}
+
+// ApplyFleet creates what a fleet manifest lists and does not exist yet,
+// along its dependencies, and labels or adopts what exists.
+func ApplyFleet(ctx context.Context, e *Env, opts FleetOptions) error {
+	cfg, err := config.Load(e.Paths)
+	if err != nil {
+		return err
+	}
+	f, data, err := loadFleet(e, cfg, opts.File)
+	if err != nil {
+		return err
+	}
+	if opts.MaxParallel < 0 {
+		return fmt.Errorf("--max-parallel %d: give the number of clusters created at once", opts.MaxParallel)
+	}
+	if opts.MaxParallel > 0 {
+		f.MaxParallel = opts.MaxParallel
+	}
+	s, err := Open(ctx, e, Needs{Config: strict, Running: true, Lima0: true, Clusters: true})
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	live, err := liveClusters(ctx, s)
+	if err != nil {
+		return err
+	}
+	// What needs no slot is checked for every new cluster before any
+	// slot is taken: a kubeconfig entry of the user's, the local DNS.
+	plans := map[string]*createPlan{}
+	for _, m := range f.Members {
+		if _, ok := cluster.Find(s.Clusters, m.Name); ok {
+			continue
+		}
+		p, err := prepareCreate(ctx, s, memberOptions(f, m, opts))
+		if err != nil {
+			return fmt.Errorf("cluster %s: %w", m.Name, err)
+		}
+		plans[m.Name] = p
+	}
+	rows, held, err := placeFleet(ctx, s, f, live, opts)
+	if err != nil {
+		return err
+	}
+	defer held.releaseAll()
+	for _, r := range rows {
+		if r.Action != fleet.Create {
+			continue
+		}
+		p := plans[r.Name]
+		if p == nil { // deleted since it was looked at
+			if p, err = prepareCreate(ctx, s, memberOptions(f, r.Member, opts)); err != nil {
+				return fmt.Errorf("cluster %s: %w", r.Name, err)
+			}
+			plans[r.Name] = p
+		}
+		if err := p.forSlot(s, memberOptions(f, r.Member, opts), r.Labels, r.Slot); err != nil {
+			return fmt.Errorf("cluster %s: %w", r.Name, err)
+		}
+	}
+	rep := &FleetReport{Fleet: f.Name, MaxParallel: f.MaxParallel, Strategy: string(f.Strategy), DryRun: opts.DryRun}
+	for _, r := range rows {
+		rep.Clusters = append(rep.Clusters, FleetCluster{Name: r.Name, Slot: r.Slot, Action: string(r.Action), DependsOn: r.DependsOn, Options: r.Options(), Notes: r.Notes})
+	}
+	if opts.Output == "" {
+		printFleetPlan(e.Stdout, f, rows)
+	}
+	if opts.DryRun {
+		if opts.Output != "" {
+			return ui.Render(e.Stdout, opts.Output, rep)
+		}
+		fmt.Fprintln(e.Stdout, "(dry-run: no changes made)")
+		return nil
+	}
+	if err := prefetch(ctx, s, rows); err != nil {
+		return err
+	}
+	if f.Name != "" {
+		// fleet delete NAME reads it for the order of the deletes.
+		if err := fileutil.WriteAtomic(fleetFile(e, f.Name), data, 0o600); err != nil {
+			return fmt.Errorf("record the fleet's manifest: %w: check that %s is writable", err, e.Paths.Dir)
+		}
+	}
+	runFleet(ctx, s, f, rows, plans, held, opts, rep)
+	err = fleetResult(e, rep, opts.Output)
+	if ctx.Err() != nil {
+		return fmt.Errorf("%w: the clusters not started are reported as skipped", ctx.Err())
+	}
+	return err
+}
+
+// prefetch gets the manifests the creates need into marina's cache
+// before any starts: a Mac without a network fails before anything is
+// made, not after the first clusters.
+func prefetch(ctx context.Context, s *Session, rows []fleet.Row) error {
+	need := map[string]bool{}
+	creates := false
+	for _, r := range rows {
+		if r.Action != fleet.Create {
+			continue
+		}
+		creates = true
+		if r.MetricsServer != nil {
+			need[r.MetricsServer.Version] = true
+		}
+	}
+	if !creates {
+		return nil
+	}
+	if _, err := metalLBManifest(ctx, s, s.Config.Kind.MetalLBVersion); err != nil {
+		return err
+	}
+	for _, v := range slices.Sorted(maps.Keys(need)) {
+		if err := s.step("Fetching the metrics-server "+v+" manifest", "", func() error {
+			_, err := s.deps.MetricsServer(ctx, v)
+			return err
+		}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// fleetFile is where apply keeps the manifest of fleet name (a label
+// value: letters, digits, '-', '_' and '.', never a path).
+func fleetFile(e *Env, name string) string {
+	return filepath.Join(e.Paths.Dir, "fleets", name+".yaml")
+}
+
+// memberOptions are the create options of member m.
+func memberOptions(f fleet.Fleet, m fleet.Member, opts FleetOptions) CreateOptions {
+	return CreateOptions{
+		Name: m.Name, Region: m.Region, Zone: m.Zone, Fleet: f.Name,
+		NodeVersion: m.NodeVersion, Workers: m.Workers, Mirrors: m.Mirrors,
+		Wait: opts.Wait, MetricsServer: m.MetricsServer, Retain: opts.Retain,
+	}
+}
+
+// liveClusters are the clusters with their control planes' labels (nil
+// for a cluster that is not running), read at once.
+func liveClusters(ctx context.Context, s *Session) ([]fleet.Live, error) {
+	rows, err := clusterRows(ctx, s, nil, "")
+	if err != nil {
+		return nil, err
+	}
+	out := make([]fleet.Live, len(rows))
+	for i, r := range rows {
+		out[i] = fleet.Live{Name: r.Name, Slot: r.Num, Labels: r.Labels}
+	}
+	return out, nil
+}
+
+// placeFleet plans the fleet under the slot lock, against the clusters
+// and reservations as they are then, and (unless a dry run) reserves the
+// slot of every cluster to create before the lock is let go: a cluster
+// create running meanwhile cannot take one.
+func placeFleet(ctx context.Context, s *Session, f fleet.Fleet, live []fleet.Live, opts FleetOptions) ([]fleet.Row, *holds, error) {
+	rs := cluster.Reservations{Dir: s.Paths.Slots()}
+	var rows []fleet.Row
+	held := &holds{by: map[string]cluster.Reservation{}}
+	err := cluster.Locked(ctx, s.Paths.SlotsLock(), func() error {
+		now, err := s.listClusters(ctx)
+		if err != nil {
+			return err
+		}
+		// Clusters made since the labels were read count, unlabelled.
+		byName := map[string]fleet.Live{}
+		for _, l := range live {
+			byName[l.Name] = l
+		}
+		var cur []fleet.Live
+		for _, c := range now {
+			l := byName[c.Name]
+			l.Name, l.Slot = c.Name, c.Slot
+			cur = append(cur, l)
+		}
+		others, err := rs.List()
+		if err != nil {
+			return err
+		}
+		var hs []fleet.Held
+		for _, h := range others {
+			hs = append(hs, fleet.Held{Slot: h.Slot, Name: h.Name, PID: h.PID})
+		}
+		if rows, err = fleet.Plan(f, cur, hs, opts.Adopt); err != nil {
+			return err
+		}
+		if opts.DryRun {
+			return nil
+		}
+		for _, r := range rows {
+			if r.Action != fleet.Create {
+				continue
+			}
+			res, err := rs.Take(r.Slot, r.Name)
+			if err != nil {
+				held.releaseAll()
+				return err
+			}
+			held.by[r.Name] = res
+		}
+		return nil
+	})
+	return rows, held, err
+}
+
+func printFleetPlan(w io.Writer, f fleet.Fleet, rows []fleet.Row) {
+	name := f.Name
+	if name == "" {
+		name = "(unnamed)"
+	}
+	fmt.Fprintf(w, "Fleet %s — maxParallel=%d strategy=%s\n", name, f.MaxParallel, f.Strategy)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tNUM\tACTION\tDEPENDS-ON\tOPTIONS")
+	for _, r := range rows {
+		deps := "-"
+		if len(r.DependsOn) > 0 {
+			deps = strings.Join(r.DependsOn, ",")
+		}
+		num := "-"
+		if r.Slot > 0 {
+			num = strconv.Itoa(r.Slot)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.Name, num, r.Action, deps, r.Options())
+	}
+	tw.Flush()
+	for _, r := range rows {
+		for _, n := range r.Notes {
+			fmt.Fprintf(w, "  %s: %s\n", r.Name, n)
+		}
+	}
+}
+
+// runFleet applies the rows: labels and adoptions first, one at a time,
+// then the creates along their dependencies, each shown on its own line.
+// holds are the slots a fleet apply reserved, each released once: when
+// its create ends (its node containers show the slot then, or it is free
+// again), or at the end of the apply.
+type holds struct {
+	mu sync.Mutex
+	by map[string]cluster.Reservation
+}
+
+func (h *holds) release(name string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if res, ok := h.by[name]; ok {
+		res.Release()
+		delete(h.by, name)
+	}
+}
+
+func (h *holds) releaseAll() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for name, res := range h.by {
+		res.Release()
+		delete(h.by, name)
+	}
+}
+
+func runFleet(ctx context.Context, s *Session, f fleet.Fleet, rows []fleet.Row, plans map[string]*createPlan, held *holds, opts FleetOptions, rep *FleetReport) {
+	e := s.Env
+	start := time.Now()
+	byName := map[string]*FleetCluster{}
+	for i := range rep.Clusters {
+		byName[rep.Clusters[i].Name] = &rep.Clusters[i]
+	}
+	labelFailed := false
+	for _, r := range rows {
+		c := byName[r.Name]
+		switch r.Action {
+		case fleet.Skip:
+			c.Result = "skipped"
+			c.Reason = "exists"
+			continue
+		case fleet.Create:
+			continue
+		}
+		done := "labelled"
+		if r.Action == fleet.Adopt {
+			done = "adopted"
+		}
+		err := e.step(fmt.Sprintf("Setting %s on the nodes of %s", labelString(r.Set), r.Name), "", func() error {
+			k, err := s.kube(r.Name, 30*time.Second)
+			if err != nil {
+				return err
+			}
+			return k.LabelNodes(ctx, r.Set, nil)
+		})
+		c.Result = done
+		if err != nil {
+			c.Result, c.Reason = "failed", err.Error()
+			labelFailed = true
+		}
+	}
+	var tasks []fleet.Task
+	for _, r := range rows {
+		if r.Action == fleet.Create {
+			tasks = append(tasks, fleet.Task{Name: r.Name, DependsOn: r.DependsOn})
+		}
+	}
+	if len(tasks) > 0 {
+		board := ui.NewBoard(e.Stderr, e.UI.Smart(), e.UI.Debug(), time.Now)
+		lines := map[string]*ui.Row{}
+		for _, t := range tasks {
+			lines[t.Name] = board.Add(t.Name)
+		}
+		stop := f.Strategy == fleet.FailFast && labelFailed
+		runCtx := ctx
+		if stop {
+			// Nothing new starts after a failure under FailFast.
+			c, cancel := context.WithCancel(ctx)
+			cancel()
+			runCtx = c
+		}
+		outs := fleet.Run(runCtx, tasks, f.MaxParallel, f.Strategy, time.Now, func(ctx context.Context, name string) error {
+			line := lines[name]
+			line.Begin()
+			ms := s.member(e.member(name, line.UI()))
+			err := applyCreate(ctx, ms, plans[name], memberOptions(f, rowOf(rows, name).Member, opts))
+			held.release(name)
+			if err != nil {
+				line.Finish(false, "failed: "+firstLine(err.Error()))
+				return err
+			}
+			line.Finish(true, fmt.Sprintf("created in slot %d", plans[name].spec.Slot))
+			return nil
+		})
+		for _, o := range outs {
+			c := byName[o.Name]
+			switch o.State {
+			case fleet.Done:
+				c.Result = "created"
+			case fleet.Failed:
+				c.Result, c.Reason = "failed", o.Reason
+			default:
+				c.Result, c.Reason = "skipped", o.Reason
+				if stop {
+					c.Reason = "not started: a label change failed, and the fleet's strategy is " + string(fleet.FailFast)
+				}
+				lines[o.Name].Finish(false, "skipped: "+c.Reason)
+			}
+			if !o.Start.IsZero() {
+				st, en := o.Start, o.End
+				c.Start, c.End, c.Seconds = &st, &en, en.Sub(st).Seconds()
+				c.Phases = lines[o.Name].Times()
+			}
+		}
+		board.Stop()
+	}
+	end := time.Now()
+	rep.Start, rep.End, rep.MakespanSeconds = &start, &end, end.Sub(start).Seconds()
+	for _, c := range rep.Clusters {
+		switch c.Result {
+		case "created":
+			rep.Created++
+		case "skipped":
+			rep.Skipped++
+		case "failed":
+			rep.Failed++
+		}
+	}
+}
+
+func rowOf(rows []fleet.Row, name string) fleet.Row {
+	i := slices.IndexFunc(rows, func(r fleet.Row) bool { return r.Name == name })
+	return rows[i]
+}
+
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(s, "\n")
+	return line
+}
+
+// fleetResult prints the outcome of an apply and fails when a cluster did.
+func fleetResult(e *Env, rep *FleetReport, output string) error {
+	if output != "" {
+		if err := ui.Render(e.Stdout, output, rep); err != nil {
+			return err
+		}
+	} else {
+		changed := rep.Created + rep.Failed
+		for _, c := range rep.Clusters {
+			if c.Result == "adopted" || c.Result == "labelled" {
+				changed++
+			}
+		}
+		notes := false
+		for _, c := range rep.Clusters {
+			notes = notes || len(c.Notes) > 0
+		}
+		if changed == 0 && !notes {
+			fmt.Fprintln(e.Stdout, "Nothing to do: every cluster of the fleet exists as the manifest says.")
+		}
+		extra := ""
+		var al []string
+		for _, what := range []string{"adopted", "labelled"} {
+			n := 0
+			for _, c := range rep.Clusters {
+				if c.Result == what {
+					n++
+				}
+			}
+			if n > 0 {
+				al = append(al, fmt.Sprintf("%d %s", n, what))
+			}
+		}
+		if len(al) > 0 {
+			extra = " (" + strings.Join(al, ", ") + ")"
+		}
+		fmt.Fprintf(e.Stdout, "apply complete: %d created, %d skipped, %d failed%s in %s\n", rep.Created, rep.Skipped, rep.Failed, extra, time.Duration(rep.MakespanSeconds*float64(time.Second)).Round(100*time.Millisecond))
+	}
+	if rep.Failed == 0 {
+		return nil
+	}
+	var errs []string
+	for _, c := range rep.Clusters {
+		if c.Result == "failed" {
+			if strings.HasPrefix(c.Reason, "cluster "+c.Name+":") {
+				errs = append(errs, c.Reason)
+			} else {
+				errs = append(errs, "cluster "+c.Name+": "+c.Reason)
+			}
+		}
+	}
+	fmt.Fprintln(e.Stderr, "ERROR: "+strings.Join(errs, "\nERROR: "))
+	return &ExitError{Code: 1}
+}
+
+// member is s for one of several creates at once, on e.
+func (s *Session) member(e *Env) *Session {
+	c := *s
+	c.Env = e
+	return &c
+}

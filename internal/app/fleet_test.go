@@ -1,0 +1,533 @@
+package app
+
+// fleet apply and fleet delete through the fixture: the plan, the slots
+// held while the creates run, the order along the dependencies, FailFast,
+// ContinueOnError, adoption and the delete order.
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/bcollard/marina/internal/cluster"
+	"github.com/bcollard/marina/internal/docker"
+	"github.com/bcollard/marina/internal/slot"
+	"github.com/bcollard/marina/internal/vm"
+)
+
+const demoFleet = `apiVersion: marina.dev/v1alpha1
+kind: Fleet
+metadata:
+  name: demo
+spec:
+  maxParallel: 2
+  strategy: %s
+  defaults:
+    labels: {env: demo}
+  clusters:
+    - east
+    - name: west
+      num: 5
+      registries: {mirrors: [registry-quayio]}
+    - name: mesh
+      dependsOn: [east, west]
+      labels: {role: hub}
+      addons: {metricsServer: {enabled: true}}
+`
+
+// fleetFixture is a fixture where kind creates any cluster: its node
+// appears in the slot the cluster's reservation holds, which is how the
+// fixture proves a slot is held while kind runs.
+func fleetFixture(t *testing.T, strategy string) (*fixture, string) {
+	f := newFixture(t)
+	f.config(nil)
+	f.dnsWarm()
+	for _, n := range []string{"east", "west", "mesh", "other"} {
+		f.scripts["kind create cluster "+n] = vm.Result{Stdout: []byte(f.export(n))}
+	}
+	f.before = func(call string) {
+		name, ok := strings.CutPrefix(call, "guest.run kind create cluster ")
+		if !ok {
+			return
+		}
+		n := heldSlot(t, f, name)
+		f.mu.Lock()
+		f.nodes = append(f.nodes, docker.Node{Container: docker.Container{ID: name + "-cp", Name: name + "-control-plane", State: "running"}, Cluster: name, Role: "control-plane", APIPorts: []int{slot.APIPort(n)}})
+		f.mu.Unlock()
+	}
+	file := filepath.Join(t.TempDir(), "fleet.yaml")
+	if err := os.WriteFile(file, fmt.Appendf(nil, demoFleet, strategy), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return f, file
+}
+
+// heldSlot is the slot this process holds for name; 0 when none.
+func heldSlot(t *testing.T, f *fixture, name string) int {
+	rs, err := cluster.Reservations{Dir: f.e.Paths.Slots()}.List()
+	if err != nil {
+		t.Error(err)
+	}
+	for _, r := range rs {
+		if r.Name == name && r.PID == os.Getpid() {
+			return r.Slot
+		}
+	}
+	t.Errorf("kind creates %s without a held slot (held: %+v)", name, rs)
+	return 0
+}
+
+func (f *fixture) slotOf(name string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, c := range cluster.Group(f.nodes) {
+		if c.Name == name {
+			return c.Slot
+		}
+	}
+	return 0
+}
+
+// index is the position of the first call starting with prefix; -1 when
+// none.
+func (f *fixture) index(prefix string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.IndexFunc(f.calls, func(c string) bool { return strings.HasPrefix(c, prefix) })
+}
+
+func lastIndex(calls []string, prefix string) int {
+	for i := len(calls) - 1; i >= 0; i-- {
+		if strings.HasPrefix(calls[i], prefix) {
+			return i
+		}
+	}
+	return -1
+}
+
+func TestFleetApplyCreatesAlongTheDependencies(t *testing.T) {
+	f, file := fleetFixture(t, "FailFast")
+	if err := ApplyFleet(context.Background(), f.e, FleetOptions{File: file}); err != nil {
+		t.Fatalf("%v\n%s", err, f.err.String())
+	}
+	for name, want := range map[string]int{"east": 1, "west": 5, "mesh": 2} {
+		if got := f.slotOf(name); got != want {
+			t.Errorf("%s is in slot %d, want %d", name, got, want)
+		}
+		if !f.hasContext(name) {
+			t.Errorf("%s's kubeconfig was not merged", name)
+		}
+	}
+	// mesh's kind runs only after both its dependencies are done.
+	f.mu.Lock()
+	calls := slices.Clone(f.calls)
+	f.mu.Unlock()
+	mesh := slices.Index(calls, "guest.run kind create cluster mesh")
+	for _, dep := range []string{"east", "west"} {
+		if done := lastIndex(calls, "kube "+dep+" "); mesh < done {
+			t.Errorf("mesh was started (call %d) before %s was done (call %d):\n%s", mesh, dep, done, strings.Join(calls, "\n"))
+		}
+	}
+	for name, want := range map[string][]string{
+		"east": {"env: demo", cluster.FleetLabel + ": demo"},
+		"mesh": {"env: demo", "role: hub", cluster.FleetLabel + ": demo"},
+	} {
+		body := kindConfigOf(t, f.bodies["kind create cluster "+name])
+		for _, w := range want {
+			if !strings.Contains(body, w) {
+				t.Errorf("%s's kind config has no %q", name, w)
+			}
+		}
+	}
+	// west pulls through the quay.io mirror alone.
+	west, east := f.bodies["kind create cluster west"], f.bodies["kind create cluster east"]
+	if !strings.Contains(west, "quay.io") || strings.Contains(west, "docker.io") || !strings.Contains(east, "docker.io") {
+		t.Errorf("mirror subsets: west has quay.io %v, docker.io %v; east has docker.io %v",
+			strings.Contains(west, "quay.io"), strings.Contains(west, "docker.io"), strings.Contains(east, "docker.io"))
+	}
+	for _, c := range []string{"net.metrics-server-manifest v", "kube mesh apply-metrics-server insecure=true", "kube mesh wait deployment kube-system/metrics-server available"} {
+		if f.index(c) < 0 {
+			t.Errorf("no %q call", c)
+		}
+	}
+	if f.index("kube east apply-metrics-server") >= 0 {
+		t.Error("east got metrics-server, which only mesh asks for")
+	}
+	if !strings.Contains(f.out.String(), "apply complete: 3 created, 0 skipped, 0 failed") {
+		t.Errorf("summary:\n%s", f.out.String())
+	}
+	if ents, _ := os.ReadDir(f.e.Paths.Slots()); len(ents) != 0 {
+		t.Errorf("slot reservations are still held: %v", ents)
+	}
+	if f.e.Leftover() != "" {
+		t.Errorf("leftover after a finished apply: %q", f.e.Leftover())
+	}
+
+	// Applying again changes nothing once the nodes carry the labels.
+	f.mu.Lock()
+	f.labels = map[string]map[string]string{
+		"east": {"env": "demo", cluster.FleetLabel: "demo"},
+		"west": {"env": "demo", cluster.FleetLabel: "demo"},
+		"mesh": {"env": "demo", "role": "hub", cluster.FleetLabel: "demo"},
+	}
+	before := len(f.calls)
+	f.mu.Unlock()
+	f.out.Reset()
+	if err := ApplyFleet(context.Background(), f.e, FleetOptions{File: file}); err != nil {
+		t.Fatalf("%v\n%s", err, f.err.String())
+	}
+	f.mu.Lock()
+	again := slices.Clone(f.calls[before:])
+	f.mu.Unlock()
+	for _, c := range again {
+		if strings.HasPrefix(c, "guest.run") || strings.Contains(c, "label-nodes") {
+			t.Errorf("the second apply changed something: %s", c)
+		}
+	}
+	if !strings.Contains(f.out.String(), "apply complete: 0 created, 3 skipped, 0 failed") || !strings.Contains(f.out.String(), "Nothing to do") {
+		t.Errorf("second apply:\n%s", f.out.String())
+	}
+}
+
+// The plan is printed and nothing is made or held.
+func TestFleetApplyDryRun(t *testing.T) {
+	f, file := fleetFixture(t, "FailFast")
+	f.cluster("dev", 1, "")
+	if err := ApplyFleet(context.Background(), f.e, FleetOptions{File: file, DryRun: true}); err != nil {
+		t.Fatalf("%v\n%s", err, f.err.String())
+	}
+	out := f.out.String()
+	for _, want := range []*regexp.Regexp{
+		regexp.MustCompile(`Fleet demo — maxParallel=2 strategy=FailFast`),
+		regexp.MustCompile(`NAME +NUM +ACTION +DEPENDS-ON +OPTIONS`),
+		regexp.MustCompile(`east +2 +create +- +mirrors=all`),
+		regexp.MustCompile(`west +5 +create +- +mirrors=registry-quayio`),
+		regexp.MustCompile(`mesh +3 +create +east,west +mirrors=all, labels env=demo,role=hub, metrics-server v\S+ \(--kubelet-insecure-tls\)`),
+		regexp.MustCompile(`\(dry-run: no changes made\)`),
+	} {
+		if !want.MatchString(out) {
+			t.Errorf("plan has no %s:\n%s", want, out)
+		}
+	}
+	if got := f.called("guest.run"); len(got) != 0 {
+		t.Errorf("a dry run ran %v", got)
+	}
+	if ents, _ := os.ReadDir(f.e.Paths.Slots()); len(ents) != 0 {
+		t.Errorf("a dry run holds slots: %v", ents)
+	}
+}
+
+// Under FailFast a failure rolls back its cluster and nothing new starts.
+func TestFleetApplyFailFast(t *testing.T) {
+	f, file := fleetFixture(t, "FailFast")
+	f.fail["kube east pool"] = errBoom
+	err := ApplyFleet(context.Background(), f.e, FleetOptions{File: file, MaxParallel: 1})
+	var exit *ExitError
+	if !errors.As(err, &exit) || exit.Code != 1 {
+		t.Fatalf("error = %v, want exit status 1", err)
+	}
+	if got := f.called("guest.run kind delete cluster east"); len(got) != 1 {
+		t.Errorf("east was not rolled back once: %v", got)
+	}
+	for _, n := range []string{"west", "mesh"} {
+		if f.index("guest.run kind create cluster "+n) >= 0 {
+			t.Errorf("%s was started after east failed", n)
+		}
+	}
+	if !strings.Contains(f.out.String(), "apply complete: 0 created, 2 skipped, 1 failed") {
+		t.Errorf("summary:\n%s", f.out.String())
+	}
+	if !strings.Contains(f.err.String(), "cluster east: ") || !strings.Contains(f.err.String(), "boom") {
+		t.Errorf("the failure is not reported:\n%s", f.err.String())
+	}
+	if ents, _ := os.ReadDir(f.e.Paths.Slots()); len(ents) != 0 {
+		t.Errorf("slot reservations are still held: %v", ents)
+	}
+}
+
+// Under ContinueOnError only the failure's dependents are skipped.
+func TestFleetApplyContinueOnError(t *testing.T) {
+	f, file := fleetFixture(t, "ContinueOnError")
+	f.fail["kube east pool"] = errBoom
+	err := ApplyFleet(context.Background(), f.e, FleetOptions{File: file, MaxParallel: 1, Output: "json"})
+	if !errors.As(err, new(*ExitError)) {
+		t.Fatalf("error = %v, want an exit status", err)
+	}
+	if f.slotOf("west") != 5 || f.slotOf("mesh") != 0 {
+		t.Errorf("west in slot %d (want 5), mesh in slot %d (want none)", f.slotOf("west"), f.slotOf("mesh"))
+	}
+	var rep FleetReport
+	if err := jsonUnmarshal(f.out.Bytes(), &rep); err != nil {
+		t.Fatalf("%v\n%s", err, f.out.String())
+	}
+	got := map[string]string{}
+	for _, c := range rep.Clusters {
+		got[c.Name] = c.Result + " " + c.Reason
+		if c.Result == "created" && (c.Start == nil || len(c.Phases) == 0) {
+			t.Errorf("%s has no timings: %+v", c.Name, c)
+		}
+	}
+	if !strings.HasPrefix(got["east"], "failed ") || got["west"] != "created " || got["mesh"] != `skipped dependency "east" failed` {
+		t.Errorf("results: %q", got)
+	}
+	if rep.Created != 1 || rep.Failed != 1 || rep.Skipped != 1 || rep.MakespanSeconds <= 0 {
+		t.Errorf("report counts: %+v", rep)
+	}
+}
+
+// A cluster of the manifest's name made outside the fleet is reported,
+// and made the fleet's with --adopt.
+func TestFleetApplyAdopts(t *testing.T) {
+	f, file := fleetFixture(t, "FailFast")
+	f.cluster("east", 3, "https://127.0.0.1:7003")
+	if err := ApplyFleet(context.Background(), f.e, FleetOptions{File: file, DryRun: true}); err != nil {
+		t.Fatal(err)
+	}
+	if !regexp.MustCompile(`east +3 +skip`).MatchString(f.out.String()) || !strings.Contains(f.out.String(), "east: exists without a fleet label: it is left as it is (--adopt makes it this fleet's)") {
+		t.Errorf("plan:\n%s", f.out.String())
+	}
+	f.out.Reset()
+	if err := ApplyFleet(context.Background(), f.e, FleetOptions{File: file, DryRun: true, Adopt: true}); err != nil {
+		t.Fatal(err)
+	}
+	if !regexp.MustCompile(`east +3 +adopt +- +mirrors=all, set env=demo,marina.dev/fleet=demo`).MatchString(f.out.String()) {
+		t.Errorf("plan with --adopt:\n%s", f.out.String())
+	}
+	if err := ApplyFleet(context.Background(), f.e, FleetOptions{File: file, Adopt: true}); err != nil {
+		t.Fatalf("%v\n%s", err, f.err.String())
+	}
+	if f.index("kube east label-nodes env=demo,marina.dev/fleet=demo") < 0 || f.index("guest.run kind create cluster east") >= 0 {
+		t.Errorf("east was not adopted in place:\n%s", f.log())
+	}
+	// The other clusters fill slots around east's.
+	if f.slotOf("west") != 5 || f.slotOf("mesh") != 1 {
+		t.Errorf("west in %d, mesh in %d", f.slotOf("west"), f.slotOf("mesh"))
+	}
+}
+
+// A pinned num that is another cluster's stops the apply before anything
+// is made.
+func TestFleetApplyPinnedSlotTaken(t *testing.T) {
+	f, file := fleetFixture(t, "FailFast")
+	f.cluster("dev", 5, "")
+	err := ApplyFleet(context.Background(), f.e, FleetOptions{File: file})
+	if err == nil || !strings.Contains(err.Error(), "cluster west: num 5 is taken by cluster dev") {
+		t.Fatalf("error = %v", err)
+	}
+	if got := f.called("guest.run"); len(got) != 0 {
+		t.Errorf("ran %v", got)
+	}
+}
+
+// A cluster create that runs while the fleet's creates do never gets a
+// slot the fleet planned, even one whose cluster has not started yet.
+func TestFleetSlotsAreHeldForTheWholeApply(t *testing.T) {
+	f, file := fleetFixture(t, "FailFast")
+	kind := f.before
+	var got int
+	f.before = func(call string) {
+		kind(call)
+		if call == "guest.run kind create cluster east" {
+			res, err := cluster.Reservations{Dir: f.e.Paths.Slots()}.Reserve(context.Background(), f.e.Paths.SlotsLock(), "other", func(ctx context.Context) ([]cluster.Info, error) {
+				f.mu.Lock()
+				defer f.mu.Unlock()
+				return cluster.Group(f.nodes), nil
+			})
+			if err != nil {
+				t.Error(err)
+			}
+			got = res.Slot
+			res.Release()
+		}
+	}
+	if err := ApplyFleet(context.Background(), f.e, FleetOptions{File: file, MaxParallel: 1}); err != nil {
+		t.Fatalf("%v\n%s", err, f.err.String())
+	}
+	if got == 1 || got == 2 || got == 5 || got == 0 {
+		t.Errorf("a create during the apply got slot %d; the fleet holds 1, 2 and 5", got)
+	}
+}
+
+// fleet delete -f deletes dependents first, and asks; from stdin it needs -y.
+func TestFleetDeleteOrder(t *testing.T) {
+	f, file := fleetFixture(t, "FailFast")
+	f.labels = map[string]map[string]string{}
+	for i, n := range []string{"east", "west", "mesh"} {
+		f.cluster(n, i+1, "https://127.0.0.1:700"+strconv.Itoa(i+1))
+		f.labels[n] = map[string]string{cluster.FleetLabel: "demo"}
+	}
+	f.cluster("solo", 9, "https://127.0.0.1:7009") // no fleet label
+	if err := DeleteFleet(context.Background(), f.e, "", file, false, false); err == nil || !strings.Contains(err.Error(), "needs a confirmation") {
+		t.Fatalf("no terminal, no -y: %v", err)
+	}
+	f.e.Stdin = strings.NewReader(fmt.Sprintf(demoFleet, "FailFast"))
+	if err := DeleteFleet(context.Background(), f.e, "", "-", false, false); err == nil || !strings.Contains(err.Error(), "came from stdin") {
+		t.Fatalf("stdin manifest without -y: %v", err)
+	}
+	if got := f.called("guest.run"); len(got) != 0 {
+		t.Fatalf("deleted without a confirmation: %v", got)
+	}
+	if err := DeleteFleet(context.Background(), f.e, "", file, true, false); err != nil {
+		t.Fatalf("%v\n%s", err, f.err.String())
+	}
+	body := f.bodies["kind delete cluster"]
+	order := regexp.MustCompile(`\nkind_delete (\S+)\n`).FindAllStringSubmatch(body, -1)
+	var names []string
+	for _, m := range order {
+		names = append(names, m[1])
+	}
+	if len(names) != 3 || names[0] != "mesh" || slices.Contains(names, "solo") {
+		t.Errorf("delete order %v, want mesh first and solo left alone", names)
+	}
+}
+
+func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
+
+// kindConfigOf is the kind config a create script hands kind.
+func kindConfigOf(t *testing.T, body string) string {
+	m := regexp.MustCompile(`printf '%s' (\S+) \| base64 -d \| kind create`).FindStringSubmatch(body)
+	if m == nil {
+		t.Fatalf("no kind config in:\n%s", body)
+	}
+	b, err := base64.StdEncoding.DecodeString(m[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// The README's example manifest is one that fleet apply accepts.
+func TestReadmeFleetExample(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, after, ok := strings.Cut(string(b), "\n## Fleets\n")
+	m := regexp.MustCompile("(?s)```yaml\n(.*?)```").FindStringSubmatch(after)
+	if !ok || m == nil {
+		t.Fatal("the README has no Fleets section with a yaml example")
+	}
+	f, _ := fleetFixture(t, "FailFast")
+	file := filepath.Join(t.TempDir(), "readme.yaml")
+	if err := os.WriteFile(file, []byte(m[1]), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := ApplyFleet(context.Background(), f.e, FleetOptions{File: file, DryRun: true}); err != nil {
+		t.Fatalf("the README's fleet: %v", err)
+	}
+	for _, re := range []string{`east +1 +create`, `west +5 +create`, `mesh +2 +create +east,west +node=v1.36.4`} {
+		if !regexp.MustCompile(re).MatchString(f.out.String()) {
+			t.Errorf("plan lacks %s:\n%s", re, f.out.String())
+		}
+	}
+}
+
+// An interrupt starts nothing new; the report says what was not started.
+func TestFleetApplyInterrupted(t *testing.T) {
+	f, file := fleetFixture(t, "FailFast")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	kind := f.before
+	f.before = func(call string) {
+		kind(call)
+		if call == "guest.run kind create cluster east" {
+			cancel()
+		}
+	}
+	err := ApplyFleet(ctx, f.e, FleetOptions{File: file, MaxParallel: 1, Output: "json"})
+	if err == nil {
+		t.Fatal("an interrupted apply succeeded")
+	}
+	for _, n := range []string{"west", "mesh"} {
+		if f.index("guest.run kind create cluster "+n) >= 0 {
+			t.Errorf("%s started after the interrupt", n)
+		}
+	}
+	// The create in flight is rolled back, as one create's is.
+	if got := f.called("guest.run kind delete cluster east"); len(got) != 1 {
+		t.Errorf("east was not rolled back once: %v", got)
+	}
+	if f.e.Leftover() != "" {
+		t.Errorf("leftover after the rollback: %q", f.e.Leftover())
+	}
+	var rep FleetReport
+	if err := jsonUnmarshal(f.out.Bytes(), &rep); err != nil {
+		t.Fatalf("%v\n%s", err, f.out.String())
+	}
+	for _, c := range rep.Clusters {
+		if c.Name == "east" && c.Result != "failed" {
+			t.Errorf("east: %s %q", c.Result, c.Reason)
+		}
+		if c.Name != "east" && (c.Result != "skipped" || c.Reason != "not started: interrupted") {
+			t.Errorf("%s: %s %q", c.Name, c.Result, c.Reason)
+		}
+	}
+}
+
+// fleet delete NAME deletes dependents first too: apply recorded the
+// manifest.
+func TestFleetDeleteByNameOrder(t *testing.T) {
+	f, file := fleetFixture(t, "FailFast")
+	if err := ApplyFleet(context.Background(), f.e, FleetOptions{File: file}); err != nil {
+		t.Fatalf("%v\n%s", err, f.err.String())
+	}
+	f.mu.Lock()
+	f.labels = map[string]map[string]string{}
+	for _, n := range []string{"east", "west", "mesh"} {
+		f.labels[n] = map[string]string{cluster.FleetLabel: "demo"}
+	}
+	f.mu.Unlock()
+	if err := DeleteFleet(context.Background(), f.e, "demo", "", true, false); err != nil {
+		t.Fatalf("%v\n%s", err, f.err.String())
+	}
+	var names []string
+	for _, m := range regexp.MustCompile(`\nkind_delete (\S+)\n`).FindAllStringSubmatch(f.bodies["kind delete cluster"], -1) {
+		names = append(names, m[1])
+	}
+	if len(names) != 3 || names[0] != "mesh" {
+		t.Errorf("delete order %v, want mesh first", names)
+	}
+	if _, err := os.Stat(filepath.Join(f.e.Paths.Dir, "fleets", "demo.yaml")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the recorded manifest is left: %v", err)
+	}
+}
+
+// A member that fails and frees its slot while the apply goes on: the
+// slot another marina then takes is not released by the apply's end.
+func TestFleetReleasesEachSlotOnce(t *testing.T) {
+	f, file := fleetFixture(t, "ContinueOnError")
+	f.fail["kube east pool"] = errBoom
+	kind := f.before
+	var other cluster.Reservation
+	f.before = func(call string) {
+		kind(call)
+		if call == "guest.run kind create cluster west" {
+			var err error
+			other, err = cluster.Reservations{Dir: f.e.Paths.Slots()}.Reserve(context.Background(), f.e.Paths.SlotsLock(), "other", func(context.Context) ([]cluster.Info, error) {
+				f.mu.Lock()
+				defer f.mu.Unlock()
+				return cluster.Group(f.nodes), nil
+			})
+			if err != nil {
+				t.Error(err)
+			}
+		}
+	}
+	_ = ApplyFleet(context.Background(), f.e, FleetOptions{File: file, MaxParallel: 1})
+	if other.Slot == 0 {
+		t.Fatal("the other create got no slot")
+	}
+	if _, err := os.Stat(filepath.Join(f.e.Paths.Slots(), strconv.Itoa(other.Slot))); err != nil {
+		t.Errorf("the other create's slot %d was released by the fleet: %v", other.Slot, err)
+	}
+	other.Release()
+}

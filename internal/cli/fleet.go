@@ -1,0 +1,299 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/bcollard/marina/internal/app"
+	"github.com/bcollard/marina/internal/ui"
+)
+
+const fleetLong = `A Fleet declares clusters and the order they need in one manifest:
+
+  apiVersion: marina.dev/v1alpha1
+  kind: Fleet
+  metadata:
+    name: demo            # the marina.dev/fleet label of its nodes
+  spec:
+    maxParallel: 2        # clusters created at once (0 or 1: one at a time)
+    strategy: FailFast    # or ContinueOnError
+    defaults:             # for every cluster that does not set its own
+      workers: 1
+      labels: {env: demo}
+    clusters:
+      - east                              # a name alone takes the defaults
+      - name: west
+        num: 5                            # pin the slot
+        registries: {mirrors: [registry-quayio]}
+      - name: mesh
+        dependsOn: [east, west]           # created once both are ready
+        addons: {metricsServer: {enabled: true}}
+
+klimax's apiVersion klimax.dev/v1alpha1 is read too.`
+
+func (r *root) fleetCmd() *cobra.Command {
+	c := group(&cobra.Command{
+		Use:   "fleet",
+		Short: "Create, list, label and delete sets of clusters declared in one manifest",
+		Long:  fleetLong,
+	})
+	c.AddCommand(r.fleetApplyCmd("apply"), r.fleetListCmd(), r.fleetDescribeCmd(), r.fleetLabelCmd(), r.fleetAdoptCmd(), r.fleetDeleteCmd())
+	return c
+}
+
+func (r *root) fleetApplyCmd(use string) *cobra.Command {
+	var o app.FleetOptions
+	c := &cobra.Command{
+		Use:   use + " -f FILE",
+		Short: "Create a fleet's missing clusters in parallel along their dependencies",
+		Long: `Read a Fleet manifest (-f - reads stdin), give every cluster to create its slot
+before anything is made, print the plan (create, skip, adopt or label for each
+cluster), then create the missing clusters: each starts as soon as the
+clusters it depends on are ready and a place is free (spec.maxParallel), the
+longest chain first. Existing clusters are kept, in the slot they have.
+
+Each create is marina cluster create's, rollback included. Under FailFast,
+nothing new starts after a failure; under ContinueOnError only the failure's
+dependents are skipped. Ctrl-C rolls back the creates in flight. The exit
+status is 1 when a cluster failed.
+
+` + fleetLong,
+		Example: `  marina fleet apply -f fleet.yaml --dry-run
+  marina fleet apply -f fleet.yaml --max-parallel 3
+  marina fleet apply -f fleet.yaml --adopt -o json`,
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			if err := checkOutput(o.Output); err != nil {
+				return err
+			}
+			if o.Output == "text" {
+				o.Output = ""
+			}
+			return app.ApplyFleet(c.Context(), r.env.Load(), o)
+		},
+	}
+	f := c.Flags()
+	f.StringVarP(&o.File, "filename", "f", "", "the Fleet manifest (- for stdin)")
+	f.IntVar(&o.MaxParallel, "max-parallel", 0, "create this many clusters at once (overrides spec.maxParallel)")
+	f.BoolVar(&o.Adopt, "adopt", false, "make existing clusters of the manifest's names this fleet's (sets the fleet label and the manifest's labels)")
+	f.StringVarP(&o.Output, "output", "o", "text", "output format: text, json or yaml (the plan, or each cluster's result, slot and phase timings)")
+	f.DurationVar(&o.Wait, "wait", app.DefaultWait, "how long each cluster waits for each addon to be ready")
+	f.BoolVar(&o.Retain, "retain", false, "keep a cluster whose create failed, for a look")
+	dryRunFlag(c, &o.DryRun)
+	_ = c.RegisterFlagCompletionFunc("filename", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+		return []string{"yaml", "yml"}, cobra.ShellCompDirectiveFilterFileExt
+	})
+	_ = c.RegisterFlagCompletionFunc("output", outputValues)
+	return c
+}
+
+func (r *root) fleetListCmd() *cobra.Command {
+	c := withOutput(r, &cobra.Command{
+		Use:     "list",
+		Aliases: []string{"ls"},
+		Short:   "List the fleets and their clusters (from the nodes' marina.dev/fleet label)",
+		Args:    cobra.NoArgs,
+	}, app.ListFleets, printFleets)
+	_ = c.RegisterFlagCompletionFunc("output", outputValues)
+	return c
+}
+
+func (r *root) fleetDescribeCmd() *cobra.Command {
+	var name string
+	c := withOutput(r, &cobra.Command{
+		Use:     "describe NAME",
+		Aliases: []string{"desc", "show"},
+		Short:   "Show a fleet's clusters: slot, API port, kubeconfig, nodes, version, readiness, labels",
+		Args: func(c *cobra.Command, args []string) error {
+			if err := cobra.ExactArgs(1)(c, args); err != nil {
+				return err
+			}
+			name = args[0]
+			return nil
+		},
+		ValidArgsFunction: r.completeFleets,
+	}, func(ctx context.Context, e *app.Env) ([]app.FleetMember, error) {
+		return app.DescribeFleet(ctx, e, name)
+	}, printFleetMembers)
+	_ = c.RegisterFlagCompletionFunc("output", outputValues)
+	return c
+}
+
+func (r *root) fleetLabelCmd() *cobra.Command {
+	var labels []string
+	var dryRun bool
+	c := &cobra.Command{
+		Use:               "label NAME -l key=value|-l key-…",
+		Short:             "Set or remove labels on every node of every cluster of a fleet",
+		Example:           `  marina fleet label demo -l team=net -l env-`,
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: r.completeFleets,
+		RunE: func(c *cobra.Command, args []string) error {
+			return app.LabelFleet(c.Context(), r.env.Load(), args[0], labels, dryRun)
+		},
+	}
+	c.Flags().StringArrayVarP(&labels, "label", "l", nil, "key=value to set, key- to remove (repeatable)")
+	dryRunFlag(c, &dryRun)
+	return c
+}
+
+func (r *root) fleetAdoptCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:     "adopt FLEET CLUSTER…",
+		Short:   "Make existing clusters members of a fleet (sets only the marina.dev/fleet label)",
+		Example: `  marina fleet adopt demo dev staging`,
+		Args:    cobra.MinimumNArgs(2),
+		ValidArgsFunction: func(c *cobra.Command, args []string, word string) ([]string, cobra.ShellCompDirective) {
+			if len(args) == 0 {
+				return r.completeFleets(c, args, word)
+			}
+			return r.completeClusters(c, args, word)
+		},
+		RunE: func(c *cobra.Command, args []string) error {
+			return app.AdoptClusters(c.Context(), r.env.Load(), args[0], args[1:])
+		},
+	}
+}
+
+func (r *root) fleetDeleteCmd() *cobra.Command {
+	var file string
+	var yes, dryRun bool
+	c := &cobra.Command{
+		Use:   "delete NAME | -f FILE",
+		Short: "Delete a fleet's clusters, every cluster before those it depends on",
+		Long: `Delete the clusters carrying the fleet's label, or those of the manifest given
+with -f that exist and are in its fleet, dependents first, with their
+kubeconfig files and entries. Asks first unless -y; a manifest read from stdin
+(-f -) needs -y, as stdin is not a terminal to answer on.`,
+		Example: `  marina fleet delete demo
+  marina fleet delete -f fleet.yaml -y`,
+		Args:              cobra.MaximumNArgs(1),
+		ValidArgsFunction: r.completeFleets,
+		RunE: func(c *cobra.Command, args []string) error {
+			name := ""
+			if len(args) == 1 {
+				name = args[0]
+			}
+			return app.DeleteFleet(c.Context(), r.env.Load(), name, file, yes, dryRun)
+		},
+	}
+	c.Flags().StringVarP(&file, "filename", "f", "", "delete the clusters of this Fleet manifest (- for stdin)")
+	c.Flags().BoolVarP(&yes, "yes", "y", false, "do not ask for confirmation")
+	dryRunFlag(c, &dryRun)
+	return c
+}
+
+func checkOutput(o string) error {
+	if o != "text" && o != "json" && o != "yaml" {
+		return fmt.Errorf("unknown output format %q: use text, json or yaml", o)
+	}
+	return nil
+}
+
+func outputValues(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+	return []string{"text", "json", "yaml"}, cobra.ShellCompDirectiveNoFileComp
+}
+
+// completion bounds a completion's reads: a shell must not hang on a VM
+// that does not answer.
+const completion = 3 * time.Second
+
+// completeEnv is the Env of a completion: cobra's __complete runs no
+// PersistentPreRunE.
+func (r *root) completeEnv() *app.Env {
+	if r.env.Load() == nil {
+		if err := r.setup(); err != nil {
+			return nil
+		}
+	}
+	e := r.env.Load()
+	e.UI = ui.New(io.Discard, false, false) // nothing may reach the shell
+	return e
+}
+
+// completeClusters offers the clusters' names, read from Docker alone;
+// nothing when the VM is down.
+func (r *root) completeClusters(c *cobra.Command, args []string, word string) ([]string, cobra.ShellCompDirective) {
+	e := r.completeEnv()
+	if e == nil {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	ctx, cancel := context.WithTimeout(c.Context(), completion)
+	defer cancel()
+	names, _ := app.ClusterNames(ctx, e)
+	return unused(names, args, word), cobra.ShellCompDirectiveNoFileComp
+}
+
+// completeOneCluster offers the clusters' names for a command that takes
+// one.
+func (r *root) completeOneCluster(c *cobra.Command, args []string, word string) ([]string, cobra.ShellCompDirective) {
+	if len(args) > 0 {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	return r.completeClusters(c, args, word)
+}
+
+// completeFleets offers the fleets' names; nothing when the VM is down.
+func (r *root) completeFleets(c *cobra.Command, args []string, word string) ([]string, cobra.ShellCompDirective) {
+	if len(args) > 0 {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	e := r.completeEnv()
+	if e == nil {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	ctx, cancel := context.WithTimeout(c.Context(), completion)
+	defer cancel()
+	rows, _ := app.ListFleets(ctx, e)
+	var names []string
+	for _, f := range rows {
+		names = append(names, f.Name)
+	}
+	return unused(names, nil, word), cobra.ShellCompDirectiveNoFileComp
+}
+
+// unused are the names starting with word that args do not name yet.
+func unused(names, args []string, word string) []string {
+	var out []string
+	for _, n := range names {
+		if !strings.HasPrefix(n, word) {
+			continue
+		}
+		taken := false
+		for _, a := range args {
+			taken = taken || a == n
+		}
+		if !taken {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+func printFleets(w io.Writer, rows []app.FleetRow) {
+	if len(rows) == 0 {
+		fmt.Fprintln(w, "No fleets: create one with `marina fleet apply -f FILE`.")
+		return
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "FLEET\tCLUSTERS")
+	for _, r := range rows {
+		fmt.Fprintf(tw, "%s\t%s\n", r.Name, strings.Join(r.Clusters, ","))
+	}
+	tw.Flush()
+}
+
+func printFleetMembers(w io.Writer, rows []app.FleetMember) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tSLOT\tAPI-PORT\tNODES\tVERSION\tREADY\tKUBECONFIG\tLABELS")
+	for _, r := range rows {
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\t%v\t%s\t%s\n", r.Name, r.Num, r.APIPort, r.Nodes, orDash(r.Version), r.Ready, orDash(r.KubeconfigPath), orDash(app.ShownLabels(r.Labels)))
+	}
+	tw.Flush()
+}
