@@ -418,25 +418,29 @@ func runFleet(ctx context.Context, s *Session, f fleet.Fleet, rows []fleet.Row, 
 			tasks = append(tasks, fleet.Task{Name: r.Name, DependsOn: r.DependsOn})
 		}
 	}
+	if len(tasks) > 0 && f.Strategy == fleet.FailFast && labelFailed {
+		// Nothing new starts after a failure under FailFast.
+		for _, t := range tasks {
+			c := byName[t.Name]
+			c.Result, c.Reason = "skipped", "not started: a label change failed, and the fleet's strategy is "+string(fleet.FailFast)
+		}
+		tasks = nil
+	}
 	if len(tasks) > 0 {
 		board := ui.NewBoard(e.Stderr, e.UI.Smart(), e.UI.Debug(), time.Now)
 		lines := map[string]*ui.Row{}
 		for _, t := range tasks {
 			lines[t.Name] = board.Add(t.Name)
 		}
-		stop := f.Strategy == fleet.FailFast && labelFailed
-		runCtx := ctx
-		if stop {
-			// Nothing new starts after a failure under FailFast.
-			c, cancel := context.WithCancel(ctx)
-			cancel()
-			runCtx = c
+		members := map[string]fleet.Member{}
+		for _, r := range rows {
+			members[r.Name] = r.Member
 		}
-		outs := fleet.Run(runCtx, tasks, f.MaxParallel, f.Strategy, time.Now, func(ctx context.Context, name string) error {
+		outs := fleet.Run(ctx, tasks, f.MaxParallel, f.Strategy, time.Now, func(ctx context.Context, name string) error {
 			line := lines[name]
 			line.Begin()
 			ms := s.member(e.member(name, line.UI()))
-			err := applyCreate(ctx, ms, plans[name], memberOptions(f, rowOf(rows, name).Member, opts))
+			err := applyCreate(ctx, ms, plans[name], memberOptions(f, members[name], opts))
 			held.release(name)
 			if err != nil {
 				line.Finish(false, "failed: "+firstLine(err.Error()))
@@ -454,9 +458,6 @@ func runFleet(ctx context.Context, s *Session, f fleet.Fleet, rows []fleet.Row, 
 				c.Result, c.Reason = "failed", o.Reason
 			default:
 				c.Result, c.Reason = "skipped", o.Reason
-				if stop {
-					c.Reason = "not started: a label change failed, and the fleet's strategy is " + string(fleet.FailFast)
-				}
 				lines[o.Name].Finish(false, "skipped: "+c.Reason)
 			}
 			if !o.Start.IsZero() {
@@ -479,11 +480,6 @@ func runFleet(ctx context.Context, s *Session, f fleet.Fleet, rows []fleet.Row, 
 			rep.Failed++
 		}
 	}
-}
-
-func rowOf(rows []fleet.Row, name string) fleet.Row {
-	i := slices.IndexFunc(rows, func(r fleet.Row) bool { return r.Name == name })
-	return rows[i]
 }
 
 func firstLine(s string) string {

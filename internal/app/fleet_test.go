@@ -531,3 +531,51 @@ func TestFleetReleasesEachSlotOnce(t *testing.T) {
 	}
 	other.Release()
 }
+
+// Under FailFast a failed adoption starts no create.
+func TestFleetApplyLabelFailureStopsCreates(t *testing.T) {
+	f, file := fleetFixture(t, "FailFast")
+	f.cluster("east", 3, "https://127.0.0.1:7003")
+	f.fail["kube east label-nodes"] = errBoom
+	err := ApplyFleet(context.Background(), f.e, FleetOptions{File: file, Adopt: true, Output: "json"})
+	if !errors.As(err, new(*ExitError)) {
+		t.Fatalf("error = %v, want an exit status", err)
+	}
+	if got := f.called("guest.run kind create"); len(got) != 0 {
+		t.Errorf("creates ran after the failed adoption: %v", got)
+	}
+	var rep FleetReport
+	if err := jsonUnmarshal(f.out.Bytes(), &rep); err != nil {
+		t.Fatalf("%v\n%s", err, f.out.String())
+	}
+	for _, c := range rep.Clusters {
+		if c.Name != "east" && (c.Result != "skipped" || !strings.Contains(c.Reason, "a label change failed")) {
+			t.Errorf("%s: %s %q", c.Name, c.Result, c.Reason)
+		}
+	}
+}
+
+// A fleet name becomes a file name under ~/.marina/fleets: one that could
+// leave that folder is refused before anything is looked at.
+func TestFleetNamesCannotLeaveTheirFolder(t *testing.T) {
+	f, _ := fleetFixture(t, "FailFast")
+	for _, name := range []string{"../../etc/passwd", "..", "a/b", "-rf", ""} {
+		if err := DeleteFleet(context.Background(), f.e, name, "", true, false); err == nil || name != "" && !strings.Contains(err.Error(), "cannot be a marina.dev/fleet label value") {
+			t.Errorf("fleet delete %q: %v", name, err)
+		}
+		if err := AdoptClusters(context.Background(), f.e, name, []string{"east"}); err == nil {
+			t.Errorf("fleet adopt %q accepted", name)
+		}
+	}
+	bad := "apiVersion: marina.dev/v1alpha1\nkind: Fleet\nmetadata: {name: ../x}\nspec: {clusters: [a]}\n"
+	file := filepath.Join(t.TempDir(), "bad.yaml")
+	if err := os.WriteFile(file, []byte(bad), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := ApplyFleet(context.Background(), f.e, FleetOptions{File: file}); err == nil || !strings.Contains(err.Error(), "bad.yaml:3: metadata.name") {
+		t.Errorf("apply of a fleet named ../x: %v", err)
+	}
+	if got := f.called("guest."); len(got) != 0 {
+		t.Errorf("refused names reached the guest: %v", got)
+	}
+}
