@@ -141,6 +141,9 @@ func prepareCreate(ctx context.Context, s *Session, opts CreateOptions) (*create
 	if err != nil {
 		return nil, err
 	}
+	if err := checkMirroring(s); err != nil {
+		return nil, err
+	}
 	p := &createPlan{image: image, metricsServer: opts.MetricsServer}
 	if p.certsD, err = registry.CertsD(mirrors); err != nil {
 		return nil, err

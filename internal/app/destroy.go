@@ -7,8 +7,14 @@ import (
 	"io/fs"
 	"net"
 	"os"
+	"path/filepath"
+	"sort"
+	"strings"
 	"time"
 
+	"github.com/bcollard/marina/internal/cluster"
+	"github.com/bcollard/marina/internal/kubeconfig"
+	"github.com/bcollard/marina/internal/run"
 	"github.com/bcollard/marina/internal/ui"
 	"github.com/bcollard/marina/internal/vm"
 )
@@ -19,8 +25,12 @@ type DestroyOptions struct {
 	DryRun bool
 }
 
-// Destroy deletes the VM and everything in it. The registry cache on the
-// Mac and the config are kept.
+// Destroy deletes the VM and everything in it, then what its clusters
+// left on the Mac: their kubeconfig files and (kind.autoRemoveKubeconfig)
+// their entries in the user's kubeconfig, only what marina wrote, and only
+// for the clusters the running VM's Docker lists: ~/.kube/marina is shared
+// by every MARINA_HOME, and nothing in a file says which VM it was made
+// for. The registry cache on the Mac and the config are kept.
 func Destroy(ctx context.Context, e *Env, opts DestroyOptions) error {
 	s, err := Open(ctx, e, Needs{Config: vmOnly})
 	if err != nil {
@@ -37,6 +47,8 @@ func Destroy(ctx context.Context, e *Env, opts DestroyOptions) error {
 	if removeSock {
 		steps = append(steps, Step{Do: "remove the Docker socket " + sock})
 	}
+	kc := kubeconfigCleanup(ctx, s)
+	steps = append(steps, kc.steps()...)
 	unroute, err := routeRemovals(ctx, s)
 	if err != nil {
 		return err
@@ -52,15 +64,18 @@ func Destroy(ctx context.Context, e *Env, opts DestroyOptions) error {
 		printPlan(e, steps, "")
 		return nil
 	}
-	if in != nil && !opts.Yes {
+	// Whatever cannot be made again is asked for: the VM, and the
+	// kubeconfigs of its clusters.
+	if destructive := in != nil || kc.removes(); destructive && !opts.Yes {
 		if !e.TTY {
-			return fmt.Errorf("marina destroy deletes VM %s with every cluster in it and needs a confirmation: run it in a terminal, or pass -y", name)
+			return fmt.Errorf("marina destroy %s and needs a confirmation: run it in a terminal, or pass -y", destroyWhat(s, kc))
 		}
-		q := fmt.Sprintf("Delete VM %s and every cluster and image in it? (the registry cache in %s is kept)", name, e.Paths.RegistryCache())
-		if !ui.Confirm(e.Stdin, e.Stderr, q) {
+		if !ui.Confirm(e.Stdin, e.Stderr, destroyQuestion(s, kc)) {
 			return errors.New("nothing was deleted")
 		}
 	}
+	// The VM first: while it is there, so are its clusters, and their
+	// kubeconfigs stay usable when its deletion fails.
 	if in != nil {
 		if err := e.step("Deleting VM "+name, "Deleted VM "+name, func() error { return s.VM.Delete(ctx, name) }); err != nil {
 			return err
@@ -74,7 +89,244 @@ func Destroy(ctx context.Context, e *Env, opts DestroyOptions) error {
 			return fmt.Errorf("remove %s: %w", sock, err)
 		}
 	}
-	return removeRoutes(ctx, s, unroute)
+	// A kubeconfig that cannot go is said with its fix and stops nothing:
+	// it points at a VM that is gone, while a route left behind would
+	// keep sending the kind network to it.
+	kcErr := kc.apply(s)
+	return errors.Join(kcErr, removeRoutes(ctx, s, unroute))
+}
+
+// destroyWhat says what destroy deletes that needs a confirmation.
+func destroyWhat(s *Session, kc kubeconfigs) string {
+	var what []string
+	if s.Instance != nil {
+		what = append(what, fmt.Sprintf("deletes VM %s with every cluster in it", s.Name))
+	}
+	if kc.removes() {
+		what = append(what, "removes the kubeconfigs of "+strings.Join(kc.removed(), ", "))
+	}
+	return strings.Join(what, ", ")
+}
+
+// destroyQuestion asks to delete the VM, naming its clusters and what of
+// theirs goes from the Mac with it.
+func destroyQuestion(s *Session, kc kubeconfigs) string {
+	var b strings.Builder
+	if s.Instance != nil {
+		fmt.Fprintf(&b, "Delete VM %s and every cluster and image in it", s.Name)
+		if len(kc.names) > 0 {
+			fmt.Fprintf(&b, " (%s)", strings.Join(kc.names, ", "))
+		}
+	} else {
+		fmt.Fprintf(&b, "Remove what is left of the clusters of VM %s (%s)", s.Name, strings.Join(kc.removed(), ", "))
+	}
+	switch {
+	case len(kc.files) > 0 && len(kc.entries) > 0:
+		fmt.Fprintf(&b, ", with their kubeconfig files in %s and their entries in %s", s.Paths.KubeconfigDir(), kc.target)
+	case len(kc.files) > 0:
+		fmt.Fprintf(&b, ", with their kubeconfig files in %s", s.Paths.KubeconfigDir())
+	case len(kc.entries) > 0:
+		fmt.Fprintf(&b, ", with their entries in %s", kc.target)
+	}
+	if kc.unknown {
+		fmt.Fprintf(&b, "? (the kubeconfigs in %s and the registry cache in %s are kept)", kubeconfigDirShown, s.Paths.RegistryCache())
+	} else {
+		fmt.Fprintf(&b, "? (the registry cache in %s is kept)", s.Paths.RegistryCache())
+	}
+	return b.String()
+}
+
+// kubeconfigDirShown is how destroy names marina's kubeconfig folder in
+// what it says of the files it leaves, and in the commands that remove
+// one (config.Paths.KubeconfigDir, under $HOME).
+const kubeconfigDirShown = "~/.kube/marina"
+
+// kubeconfigs are what destroy removes of the clusters' kubeconfigs.
+type kubeconfigs struct {
+	// names are the VM's clusters as its Docker lists them: none when it
+	// does not run or its Docker cannot list them (unknown).
+	names []string
+	// unknown is true when the VM's clusters are not known: nothing in
+	// marina's folder, which every MARINA_HOME shares, is then removed.
+	unknown bool
+	// files are their own kubeconfig files that marina wrote.
+	files []string
+	// target is the user's kubeconfig, and entries the clusters with a
+	// context there that marina wrote (kind.autoRemoveKubeconfig).
+	target  string
+	entries []string
+}
+
+// removes reports whether kc removes anything.
+func (kc kubeconfigs) removes() bool { return len(kc.files)+len(kc.entries) > 0 }
+
+// removed are the clusters whose file or entries kc removes, sorted.
+func (kc kubeconfigs) removed() []string {
+	var names []string
+	for _, f := range kc.files {
+		names = append(names, strings.TrimSuffix(filepath.Base(f), ".kubeconfig"))
+	}
+	names = dedupe(append(names, kc.entries...))
+	sort.Strings(names)
+	return names
+}
+
+// kubeconfigCleanup finds what destroy removes of the clusters'
+// kubeconfigs, and says what it leaves and why. It looks only: Docker (no
+// guest round trip) and the files. Only the clusters the running VM's
+// Docker lists are taken for its own; when they cannot be listed nothing
+// is removed, and the files left are named with the commands that remove
+// one.
+func kubeconfigCleanup(ctx context.Context, s *Session) kubeconfigs {
+	e := s.Env
+	var kc kubeconfigs
+	var why string
+	switch {
+	case s.Instance == nil:
+		why = fmt.Sprintf("VM %s does not exist", s.Name)
+	case !s.Running():
+		why = fmt.Sprintf("VM %s is %s", s.Name, s.Instance.Status)
+	default:
+		infos, err := s.listClusters(ctx)
+		if err != nil {
+			why = fmt.Sprintf("the clusters of VM %s cannot be listed (%v)", s.Name, dockerCause(err))
+		} else {
+			kc.names = cluster.Names(infos)
+		}
+	}
+	target := e.kubeconfigTarget()
+	if why != "" {
+		kc.unknown = true
+		left := kubeconfigFileNames(e.Paths.KubeconfigDir())
+		if len(left) == 0 {
+			return kc
+		}
+		for i, n := range left {
+			left[i] = n + ".kubeconfig"
+		}
+		e.UI.Printf("The kubeconfigs in %[1]s stay: %[2]s, so marina cannot tell which of them were its clusters' (%[1]s is shared by every MARINA_HOME). "+
+			"There: %[3]s. For one that was VM %[4]s's, `marina kubeconfig remove NAME` removes its entries from %[5]s and `rm %[1]s/NAME.kubeconfig` its file.",
+			kubeconfigDirShown, why, strings.Join(left, ", "), s.Name, target)
+		return kc
+	}
+	for _, n := range kc.names {
+		path, err := e.Paths.Kubeconfig(n) // names from Docker are checked in cluster.Group
+		if err != nil {
+			continue
+		}
+		switch ok, err := marinaKubeconfig(path, n); {
+		case err != nil:
+			e.UI.Warnf("%s is left as it is: %v; if it is a leftover, `rm %s` removes it", path, err, run.ShellQuote(path))
+		case ok:
+			kc.files = append(kc.files, path)
+		}
+	}
+	var have []string
+	for _, n := range kc.names {
+		switch ok, err := kubeconfig.Has(target, n); {
+		case err != nil:
+			e.UI.Warnf("%s cannot be read (%v): the entries of %s stay; `marina kubeconfig remove %s` removes them once it can be read", target, err, n, n)
+		case ok:
+			have = append(have, n)
+		}
+	}
+	switch {
+	case len(have) == 0:
+	case s.File.Err != nil:
+		e.UI.Warnf("kind.autoRemoveKubeconfig is not read from an invalid config: the entries of %s in %s stay (`marina kubeconfig remove %s` removes them)", strings.Join(have, ", "), target, strings.Join(have, " "))
+	case !s.Config.Kind.AutoRemoveKubeconfig:
+		e.UI.Printf("The entries of %s in %s stay (kind.autoRemoveKubeconfig is false): `marina kubeconfig remove %s` removes them", strings.Join(have, ", "), target, strings.Join(have, " "))
+	default:
+		kc.target, kc.entries = target, have
+	}
+	return kc
+}
+
+// kubeconfigFileNames are the cluster names of the kubeconfig files in
+// marina's folder dir, sorted: what destroy names as left when it cannot
+// tell whose they are. A file whose name is no cluster name is not marina's
+// and is not named (nor printed).
+func kubeconfigFileNames(dir string) []string {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil // no folder: no files
+	}
+	var names []string
+	for _, d := range ents {
+		n, ok := strings.CutSuffix(d.Name(), ".kubeconfig")
+		if ok && cluster.CheckName(n) == nil {
+			names = append(names, n)
+		}
+	}
+	return names
+}
+
+// marinaKubeconfig reports whether path is cluster name's own kubeconfig
+// as marina writes it: a regular file (not a link to elsewhere) whose
+// context name carries marina's mark. Missing is false; anything else that
+// is not marina's is an error that says what it is.
+func marinaKubeconfig(path, name string) (bool, error) {
+	st, err := os.Lstat(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return false, nil
+	case err != nil:
+		return false, err
+	case !st.Mode().IsRegular():
+		return false, fmt.Errorf("it is not a file marina wrote (%s)", st.Mode().Type())
+	}
+	ok, err := kubeconfig.Has(path, name)
+	switch {
+	case err != nil:
+		return false, err
+	case !ok:
+		return false, fmt.Errorf("it has no context %s that marina wrote", name)
+	}
+	return true, nil
+}
+
+// steps are the plan lines of the kubeconfig cleanup.
+func (kc kubeconfigs) steps() []Step {
+	var out []Step
+	if len(kc.files) > 0 {
+		base := make([]string, len(kc.files))
+		for i, f := range kc.files {
+			base[i] = filepath.Base(f)
+		}
+		out = append(out, Step{Do: fmt.Sprintf("remove the kubeconfig %s %s from %s", map[bool]string{true: "file", false: "files"}[len(base) == 1], strings.Join(base, ", "), filepath.Dir(kc.files[0]))})
+	}
+	if len(kc.entries) > 0 {
+		out = append(out, Step{Do: fmt.Sprintf("remove the cluster, user and context entries of %s that marina wrote from %s", strings.Join(kc.entries, ", "), kc.target), Reason: "kind.autoRemoveKubeconfig"})
+	}
+	return out
+}
+
+// apply removes what kc found, all of it even when a part fails: each
+// failure names what is left and the command that removes it.
+func (kc kubeconfigs) apply(s *Session) error {
+	if !kc.removes() {
+		return nil
+	}
+	e := s.Env
+	names := kc.removed()
+	return e.step("Removing the kubeconfigs of "+strings.Join(names, ", "), "Removed the kubeconfigs of "+strings.Join(names, ", "), func() error {
+		var errs []error
+		for _, f := range kc.files {
+			if err := os.Remove(f); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				errs = append(errs, fmt.Errorf("the kubeconfig file of %s is left: %w; `rm %s` removes it", strings.TrimSuffix(filepath.Base(f), ".kubeconfig"), err, run.ShellQuote(f)))
+			}
+		}
+		for _, n := range kc.entries {
+			r, err := kubeconfig.Remove(kc.target, n)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("the entries of %s stay in %s: %w; `marina kubeconfig remove %s` removes them once that is fixed", n, kc.target, err, n))
+			}
+			if len(r.Foreign) > 0 {
+				e.UI.Warnf("%s has a %s named %s that marina did not write: it was left as it is", kc.target, strings.Join(r.Foreign, ", "), n)
+			}
+		}
+		return errors.Join(errs...)
+	})
 }
 
 // staleSocket reports whether the Docker socket at sock is a leftover

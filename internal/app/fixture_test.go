@@ -40,6 +40,7 @@ import (
 	"github.com/bcollard/marina/internal/ui"
 	"github.com/bcollard/marina/internal/vm"
 	"github.com/bcollard/marina/lab/pki"
+	"github.com/lima-vm/lima/v2/pkg/yqutil"
 )
 
 // world is the fakes' shared state and the log of calls.
@@ -80,6 +81,8 @@ type world struct {
 	// labels are the clusters' node labels, set by label-nodes (a cluster
 	// missing here shows only a region).
 	labels map[string]map[string]string
+	// doctor is what doctor's own questions get (doctor_test.go).
+	doctor doctorWorld
 }
 
 // call logs what and returns the error it was told to fail with.
@@ -305,7 +308,25 @@ func (v fakeVM) Create(_ context.Context, name string, template []byte) error {
 	v.instance = &vm.Instance{Name: name, Status: vm.StatusRunning}
 	return nil
 }
-func (v fakeVM) Start(_ context.Context, name string, _ vm.Edits) error {
+func (v fakeVM) Start(ctx context.Context, name string, edits vm.Edits) error {
+	if len(edits.Set) > 0 {
+		// As Lima does: the expressions edit the instance's lima.yaml
+		// before it boots.
+		if err := v.call("vm.set " + name + " " + strings.Join(edits.Set, " ")); err != nil {
+			return err
+		}
+		p := filepath.Join(v.instance.Dir, "lima.yaml")
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		if b, err = yqutil.EvaluateExpression(ctx, yqutil.Join(edits.Set), b); err != nil {
+			return err
+		}
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			return err
+		}
+	}
 	if err := v.call("vm.start " + name); err != nil {
 		return err
 	}
@@ -445,6 +466,19 @@ func (d fakeDocker) Remove(_ context.Context, id string) error {
 	d.mu.Lock()
 	d.mirrors = slices.DeleteFunc(d.mirrors, func(c docker.Container) bool { return c.ID == id })
 	d.mu.Unlock()
+	return nil
+}
+func (d fakeDocker) Start(_ context.Context, id string) error {
+	if err := d.call("docker.start " + id); err != nil {
+		return err
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for i := range d.nodes {
+		if d.nodes[i].ID == id {
+			d.nodes[i].State = "running"
+		}
+	}
 	return nil
 }
 func (d fakeDocker) EnsureImage(_ context.Context, ref string) error {

@@ -72,7 +72,7 @@ func MergeKubeconfigs(ctx context.Context, e *Env, names []string, dryRun bool) 
 		var steps []Step
 		for _, c := range infos {
 			kc, _ := e.Paths.Kubeconfig(c.Name)
-			steps = append(steps, Step{Do: fmt.Sprintf("export %s from the cluster (API server %s) to %s and merge it into %s", c.Name, s.server(c.Slot), kc, target)})
+			steps = append(steps, Step{Do: fmt.Sprintf("export %s from the cluster (API server %s) to %s and merge it into %s", c.Name, s.clusterServer(c), kc, target)})
 		}
 		printPlan(e, steps, "")
 		return nil
@@ -91,8 +91,8 @@ func refreshKubeconfigs(ctx context.Context, s *Session, infos []cluster.Info, m
 		if c.Slot == 0 {
 			return fmt.Errorf("cluster %s publishes no marina API port (700N): it was not created by marina", c.Name)
 		}
-		if !c.Running() {
-			return fmt.Errorf("cluster %s is stopped: its nodes do not run (docker start them, or recreate the cluster)", c.Name)
+		if !c.APIRunning() {
+			return fmt.Errorf("cluster %s is stopped: its control plane does not run (`marina shell -- docker start %s-control-plane` starts it, or recreate the cluster)", c.Name, c.Name)
 		}
 		names = append(names, c.Name)
 	}
@@ -113,7 +113,7 @@ func refreshKubeconfigs(ctx context.Context, s *Session, infos []cluster.Info, m
 			errs = append(errs, fmt.Errorf("kind printed no kubeconfig for %s", c.Name))
 			continue
 		}
-		kc, err := kubeconfig.FromKind(ex.Kubeconfig, ex.Cert, c.Name, s.server(c.Slot))
+		kc, err := kubeconfig.FromKind(ex.Kubeconfig, ex.Cert, c.Name, s.clusterServer(c))
 		var path string
 		if err == nil {
 			path, err = s.Paths.Kubeconfig(c.Name)
@@ -179,11 +179,13 @@ func UseKubeconfig(e *Env, name string) error {
 	return nil
 }
 
-// staleAfterMove finds the clusters whose kubeconfig still names an old
-// lima0 address (direct mode only; loopback addresses never move). It
-// lists the clusters into s only when there is a kubeconfig to look at.
+// staleAfterMove finds the clusters whose kubeconfig names another API
+// server than their own mode's: an old lima0 address (loopback addresses
+// never move). Each cluster is judged by the address it was created with,
+// not by the config's mode now. It lists the clusters into s only when
+// there is a kubeconfig to look at.
 func staleAfterMove(ctx context.Context, s *Session, o *observed) ([]cluster.Info, error) {
-	if !s.Config.Network.DisablePortMirroring || o.dockerErr != nil || o.guestErr != nil {
+	if o.dockerErr != nil || o.guestErr != nil {
 		return nil, nil
 	}
 	if kcs, _ := filepath.Glob(filepath.Join(s.Paths.KubeconfigDir(), "*.kubeconfig")); len(kcs) == 0 {
@@ -196,10 +198,10 @@ func staleAfterMove(ctx context.Context, s *Session, o *observed) ([]cluster.Inf
 	}
 	var out []cluster.Info
 	for _, c := range s.Clusters {
-		if c.Slot == 0 || !c.Running() {
+		if !c.APIRunning() {
 			continue
 		}
-		if path, err := s.Paths.Kubeconfig(c.Name); err == nil && kubeconfig.Stale(path, c.Name, s.server(c.Slot)) {
+		if path, err := s.Paths.Kubeconfig(c.Name); err == nil && kubeconfig.Stale(path, c.Name, s.clusterServer(c)) {
 			out = append(out, c)
 		}
 	}

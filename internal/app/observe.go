@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/bcollard/marina/internal/cluster"
 	"github.com/bcollard/marina/internal/dns"
 	"github.com/bcollard/marina/internal/docker"
 	"github.com/bcollard/marina/internal/guest"
@@ -33,18 +34,49 @@ type observed struct {
 	route      *host.Route
 	routeErr   error
 	routeKnown bool
+
+	// What doctor asks for besides (observeOpts): the host's routes that
+	// overlap the kind network, and the clusters Docker shows.
+	overlapping []host.Route
+	overErr     error
+	clusters    []cluster.Info
+	clustersErr error
+}
+
+// observeOpts are what an observation reads beyond status's and up's.
+type observeOpts struct {
+	// wait is how long Docker may take to answer (a VM that just
+	// booted); 0 asks once.
+	wait time.Duration
+	// probes go into the guest's round trip.
+	probes guest.Probes
+	// routes lists the host's routes overlapping the kind network too.
+	routes bool
+	// clusters lists the clusters from Docker too.
+	clusters bool
 }
 
 // observe looks at the running VM name and at the host's route to cidr.
 // dockerWait is how long Docker may take to answer (a VM that just booted);
 // 0 asks once.
 func observe(ctx context.Context, s *Session, cidr netip.Prefix, dockerWait time.Duration) *observed {
+	return observeWith(ctx, s, cidr, observeOpts{wait: dockerWait})
+}
+
+// observeWith is observe, reading what opts asks for as well at the same
+// time: still one guest round trip.
+func observeWith(ctx context.Context, s *Session, cidr netip.Prefix, opts observeOpts) *observed {
 	o := &observed{}
+	dockerWait := opts.wait
 	var wg sync.WaitGroup
 	wg.Add(3)
 	go func() {
 		defer wg.Done()
-		o.guest, o.guestErr = s.Guest.Observe(ctx)
+		if len(opts.probes.Upstreams) > 0 {
+			o.guest, o.guestErr = s.Guest.ObserveWith(ctx, opts.probes)
+		} else {
+			o.guest, o.guestErr = s.Guest.Observe(ctx)
+		}
 		if o.guestErr == nil {
 			o.mac, o.guestErr = s.Host.SourceFor(o.guest.Lima0.Addr())
 		}
@@ -69,6 +101,9 @@ func observe(ctx context.Context, s *Session, cidr netip.Prefix, dockerWait time
 		dw.Go(func() { o.network, netErr = dc.InspectNetwork(ctx, docker.KindNetwork) })
 		dw.Go(func() { o.mirrors, mirErr = dc.ListLabeled(ctx, registry.LabelMirror) })
 		dw.Go(func() { o.dns, dnsErr = dc.ListLabeled(ctx, dns.LabelRole) })
+		if opts.clusters {
+			dw.Go(func() { o.clusters, o.clustersErr = s.listClusters(ctx) })
+		}
 		dw.Wait()
 		o.dockerErr = errors.Join(netErr, mirErr, dnsErr)
 	}()
@@ -77,6 +112,9 @@ func observe(ctx context.Context, s *Session, cidr netip.Prefix, dockerWait time
 		if cidr.IsValid() {
 			o.route, o.routeErr = s.Host.Lookup(ctx, cidr)
 			o.routeKnown = o.routeErr == nil
+			if opts.routes {
+				o.overlapping, o.overErr = s.Host.Overlapping(ctx, cidr)
+			}
 		}
 	}()
 	wg.Wait()

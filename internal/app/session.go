@@ -42,6 +42,8 @@ type VM interface {
 // round trip.
 type Guest interface {
 	Observe(ctx context.Context) (guest.State, error)
+	// ObserveWith is Observe with doctor's probes in the same round trip.
+	ObserveWith(ctx context.Context, p guest.Probes) (guest.State, error)
 	Run(ctx context.Context, s vm.Script) (vm.Result, error)
 }
 
@@ -54,6 +56,7 @@ type Docker interface {
 	ListLabeled(ctx context.Context, label string) ([]docker.Container, error)
 	KindNodes(ctx context.Context, clusterLabel, roleLabel string) ([]docker.Node, error)
 	Remove(ctx context.Context, id string) error
+	Start(ctx context.Context, id string) error
 	EnsureImage(ctx context.Context, ref string) error
 	Run(ctx context.Context, spec docker.RunSpec) error
 	Close() error
@@ -74,6 +77,15 @@ type Host interface {
 	ClientIP(ctx context.Context, lb netip.Addr) (seen, mine string, err error)
 	// Query asks the DNS server at server for name's addresses.
 	Query(ctx context.Context, server netip.Addr, name string) (dns.Answer, error)
+	// Overlapping lists the host's routes that overlap p: inside it, or
+	// holding it.
+	Overlapping(ctx context.Context, p netip.Prefix) ([]host.Route, error)
+	// Dial opens a TCP connection to addr and closes it (nil: it opened).
+	Dial(ctx context.Context, addr netip.AddrPort) error
+	// OS is the host's operating system, as runtime.GOOS names it.
+	OS() string
+	// Rosetta reports whether Rosetta 2 is installed on the host.
+	Rosetta() bool
 }
 
 // Kube is one cluster's API.
@@ -90,6 +102,11 @@ type Kube interface {
 	DeployEcho(ctx context.Context, e kube.Echo) error
 	EchoAddress(ctx context.Context, ns string) (netip.Addr, error)
 	DeleteNamespace(ctx context.Context, ns string) error
+	// ServerVersion is the API server's version (GET /version).
+	ServerVersion(ctx context.Context) (string, error)
+	// MetalLBPool reads the addresses of MetalLB's IPAddressPool name;
+	// found is false when there is none.
+	MetalLBPool(ctx context.Context, name string) (addrs []string, found bool, err error)
 }
 
 // Deps makes the outside world's parts for one process.
@@ -213,18 +230,23 @@ func (s *Session) readConfig(need configNeed) error {
 	case noConfig:
 		return nil
 	case strict, strictOrDefault:
-		var cfg config.Config
-		var err error
 		if _, serr := os.Stat(s.Paths.Config); need == strictOrDefault && errors.Is(serr, os.ErrNotExist) {
-			cfg, s.ConfigMissing = config.Default(), true
+			cfg := config.Default()
 			if probs := config.Validate(cfg, s.Paths); len(probs) > 0 {
 				return &config.Error{File: s.Paths.Config + " (defaults)", Problems: probs}
 			}
-		} else if cfg, err = config.Load(s.Paths); err != nil {
-			return err
+			s.File, s.ConfigMissing = config.Lenient{Name: cfg.VM.Name, Config: cfg}, true
+		} else {
+			f, err := config.Read(s.Paths)
+			if err != nil {
+				return err
+			}
+			s.File = f
 		}
-		s.Config, s.Name = cfg, cfg.VM.Name
-		s.File = config.Lenient{Name: cfg.VM.Name, Config: cfg}
+		s.Config, s.Name = s.File.Config, s.File.Name
+		// Settings this Mac cannot honour (vm.rosetta off Apple silicon)
+		// are said once, here.
+		s.warnHost(s.File)
 		return nil
 	}
 	v, err := s.VMName(need == vmOnly)
@@ -266,12 +288,25 @@ func (s *Session) listClusters(ctx context.Context) ([]cluster.Info, error) {
 	return cluster.Group(nodes), nil
 }
 
-// server is the API server address a kubeconfig of slot n uses: lima0's in
-// direct mode, the Mac's loopback when Lima mirrors the port.
+// server is the API server address a kubeconfig of a new cluster in slot
+// n uses: lima0's in direct mode, the Mac's loopback when Lima mirrors the
+// port.
 func (s *Session) server(n int) string {
-	h := netip.MustParseAddr("127.0.0.1")
-	if s.Config.Network.DisablePortMirroring {
-		h = s.Lima0
+	return apiServer(s.Lima0, !s.Config.Network.DisablePortMirroring, n)
+}
+
+// clusterServer is the API server address c's kubeconfig uses: the one of
+// the mode c was created in (its published address), never the config's
+// now. A cluster published on every address is reached on lima0 whether
+// or not Lima mirrors ports; one on the VM's loopback only on the Mac's.
+func (s *Session) clusterServer(c cluster.Info) string {
+	return apiServer(s.Lima0, c.Loopback(), c.Slot)
+}
+
+func apiServer(lima0 netip.Addr, loopback bool, n int) string {
+	h := lima0
+	if loopback {
+		h = netip.MustParseAddr("127.0.0.1")
 	}
 	return "https://" + netip.AddrPortFrom(h, uint16(slot.APIPort(n))).String()
 }

@@ -2,10 +2,12 @@ package app
 
 import (
 	"context"
+	"errors"
 	"net/netip"
 
 	"github.com/docker/go-units"
 
+	"github.com/bcollard/marina/internal/cluster"
 	"github.com/bcollard/marina/internal/config"
 	"github.com/bcollard/marina/internal/docker"
 	"github.com/bcollard/marina/internal/guest"
@@ -18,6 +20,10 @@ type Status struct {
 	Route RouteStatus  `json:"route"`
 	Guest *GuestStatus `json:"guestNetwork,omitempty"`
 	DNS   *DNSStatus   `json:"dns,omitempty"`
+	// Clusters are the VM's kind clusters, as Docker shows them: an empty
+	// list when it runs none, absent when the VM does not run or Docker
+	// could not list them (the VM's errors say why).
+	Clusters *[]ClusterStatus `json:"clusters,omitempty" yaml:"clusters,omitempty"`
 	// ConfigError is why the config could not be read whole: the VM is
 	// still shown (vm.name is read alone), its networking is not.
 	ConfigError string `json:"configError,omitempty"`
@@ -81,6 +87,16 @@ type CheckStatus struct {
 	Rule string `json:"detail"`
 }
 
+// ClusterStatus is one cluster of the clusters section.
+type ClusterStatus struct {
+	Name string `json:"name" yaml:"name"`
+	// Slot is N of its API port 700N; 0 when it publishes none (marina did
+	// not make it).
+	Slot  int    `json:"slot" yaml:"slot"`
+	Nodes int    `json:"nodes" yaml:"nodes"`
+	State string `json:"state" yaml:"state"` // running, or stopped when a node is not
+}
+
 // NotCreated is the status of a VM that does not exist.
 const NotCreated = "NotCreated"
 
@@ -121,8 +137,19 @@ func GetStatus(ctx context.Context, e *Env) (Status, error) {
 		s.route(ctx, ses, cidr, nil, made)
 		return s, nil
 	}
+	// The clusters come from Docker alone, at the same time as the
+	// observation: no guest round trip more, no wait more.
+	var clusters []cluster.Info
+	var clErr error
+	listed := make(chan struct{})
+	go func() {
+		defer close(listed)
+		clusters, clErr = ses.listClusters(ctx)
+	}()
 	o := observe(ctx, ses, cidr, 0)
+	<-listed
 	s.guestNetwork(o, cidr)
+	s.clusters(o, clusters, clErr)
 	if cidr.IsValid() && o.dockerErr == nil {
 		s.dnsSection(ctx, ses, o, cidr, made)
 	}
@@ -174,6 +201,36 @@ func (s *Status) guestNetwork(o *observed, cidr netip.Prefix) {
 		gs.Checks = append(gs.Checks, CheckStatus{What: c.What, OK: c.OK, Rule: c.Note})
 		gs.OK = gs.OK && c.OK
 	}
+}
+
+// clusters fills the clusters section from what Docker listed; a failure
+// joins the VM's errors, unless Docker did not answer the observation
+// either (that error is there already).
+func (s *Status) clusters(o *observed, infos []cluster.Info, err error) {
+	if err != nil {
+		if o.dockerErr == nil {
+			s.VM.Errors = append(s.VM.Errors, "listing the clusters: "+dockerCause(err).Error())
+		}
+		return
+	}
+	list := make([]ClusterStatus, len(infos))
+	for i, c := range infos {
+		list[i] = ClusterStatus{Name: c.Name, Slot: c.Slot, Nodes: len(c.Nodes), State: "stopped"}
+		if c.Running() {
+			list[i].State = "running"
+		}
+	}
+	s.Clusters = &list
+}
+
+// dockerCause is listClusters' error without its hint, which sends the
+// user to marina status: status itself, and destroy, say what they do
+// about it.
+func dockerCause(err error) error {
+	if inner := errors.Unwrap(err); inner != nil {
+		return inner
+	}
+	return err
 }
 
 // route fills the host route section; o is the running VM's observation,

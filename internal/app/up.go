@@ -9,6 +9,7 @@ import (
 
 	"github.com/docker/go-units"
 
+	"github.com/bcollard/marina/internal/cluster"
 	"github.com/bcollard/marina/internal/config"
 	"github.com/bcollard/marina/internal/docker"
 	"github.com/bcollard/marina/internal/guest"
@@ -144,6 +145,9 @@ func resourceDrift(want config.VM, in *vm.Instance) []drift {
 // UpOptions are the flags of marina up.
 type UpOptions struct {
 	DryRun bool
+	// Yes accepts a VM restart the config needs (a port mirroring change)
+	// without asking.
+	Yes bool
 }
 
 // Up makes everything match the config: the VM (created or started), then
@@ -170,7 +174,15 @@ func Up(ctx context.Context, e *Env, opts UpOptions) error {
 	for _, w := range plan.Warnings {
 		e.UI.Warnf("%s", w)
 	}
+	mirroring, err := planMirroring(e, cfg, s.Instance)
+	if err != nil {
+		return err
+	}
 	if opts.DryRun && plan.VM != VMKeep {
+		if mirroring != nil {
+			// Which clusters it would strand is known once the VM runs.
+			plan.Steps = append(plan.Steps, Step{Do: fmt.Sprintf("then restart VM %s to %s, unless a cluster would be left unreachable", s.Name, mirroring.what()), Reason: "asks first; --yes does not"})
+		}
 		// The guest cannot be looked at before it runs: say what follows.
 		plan.Steps = append(plan.Steps, Step{Do: fmt.Sprintf("then make sure of the Docker network %s, the VM's routing rules, the local DNS, the host's route to %s and its resolver file", docker.KindNetwork, cfg.Network.CIDR)})
 		printPlan(e, plan.Steps, "")
@@ -185,13 +197,36 @@ func Up(ctx context.Context, e *Env, opts UpOptions) error {
 	if opts.DryRun {
 		planned = plan.Steps
 	}
-	return converge(ctx, s, planned, opts.DryRun)
+	// The VM runs now. A port mirroring change restarts it once more: a
+	// stopped VM is started as it was first, since which clusters the
+	// change would strand is only known from its Docker.
+	var resumed []cluster.Info
+	if mirroring != nil {
+		step, started, err := restartForMirroring(ctx, s, mirroring, opts)
+		if err != nil {
+			return err
+		}
+		if step != nil {
+			planned = append(planned, *step)
+		}
+		resumed = started
+	}
+	if err := converge(ctx, s, planned, opts.DryRun); err != nil {
+		return err
+	}
+	// After converge: a restart can move lima0, and converge points the
+	// kubeconfigs at its new address.
+	return waitAPIs(ctx, s, resumed)
 }
 
 // creationDrift warns about config settings Lima fixed when it created the
 // VM: they only apply to a new VM.
 func creationDrift(e *Env, cfg config.Config, in *vm.Instance) []string {
-	created, err := os.ReadFile(filepath.Join(in.Dir, "lima.yaml"))
+	files, err := e.Paths.VM(in.Name)
+	if err != nil {
+		return nil
+	}
+	created, err := os.ReadFile(filepath.Join(files.InstanceDir, "lima.yaml"))
 	if err != nil {
 		return nil
 	}

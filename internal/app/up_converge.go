@@ -68,7 +68,7 @@ func converge(ctx context.Context, s *Session, planned []Step, dryRun bool) erro
 	if err := upgradeClusters(ctx, s, older, o.guest.Addons); err != nil {
 		return err
 	}
-	fmt.Fprintf(e.Stdout, "VM %s is ready: lima0 %s, Docker at unix://%s, %s routed to the VM\n", name, o.guest.Lima0.Addr(), s.socket(), cidr)
+	printReady(s, o.guest.Lima0.Addr(), cidr)
 	return nil
 }
 

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 
@@ -66,7 +67,7 @@ func TestPlanUp(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if p.VM != c.vm || p.Edits != c.edits || p.WriteConfig != c.configMissing {
+			if p.VM != c.vm || !reflect.DeepEqual(p.Edits, c.edits) || p.WriteConfig != c.configMissing {
 				t.Errorf("plan = %+v", p)
 			}
 			if len(p.Steps) != len(c.steps) {

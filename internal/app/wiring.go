@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"net/netip"
+	"runtime"
 	"time"
 
 	"github.com/bcollard/marina/internal/addons"
@@ -72,9 +73,21 @@ func (g sshGuest) Observe(ctx context.Context) (guest.State, error) {
 	return guest.Observe(ctx, g.SSHGuest)
 }
 
+func (g sshGuest) ObserveWith(ctx context.Context, p guest.Probes) (guest.State, error) {
+	return guest.ObserveWith(ctx, g.SSHGuest, p)
+}
+
 type macHost struct{ *host.Host }
 
 func (macHost) SourceFor(addr netip.Addr) (netip.Addr, error) { return host.SourceFor(addr) }
+
+func (macHost) Dial(ctx context.Context, addr netip.AddrPort) error {
+	return host.Dial(ctx, addr, 2*time.Second)
+}
+
+func (macHost) OS() string { return runtime.GOOS }
+
+func (macHost) Rosetta() bool { return host.RosettaInstalled() }
 
 func (macHost) ClientIP(ctx context.Context, lb netip.Addr) (string, string, error) {
 	return kube.ClientIP(ctx, lb)
@@ -106,4 +119,8 @@ func (k kubeCluster) Pool(ctx context.Context, name string, ranges []string) err
 
 func (k kubeCluster) CoreDNS(ctx context.Context, rs []config.DNSResolver) error {
 	return addons.CoreDNS(ctx, k.Cluster, rs)
+}
+
+func (k kubeCluster) MetalLBPool(ctx context.Context, name string) ([]string, bool, error) {
+	return k.Cluster.IPAddressPool(ctx, addons.MetalLBNamespace, name)
 }

@@ -127,11 +127,12 @@ pods see your Mac's real address.`,
 		},
 	}
 	c.SetVersionTemplate("marina {{.Version}}\n")
-	c.PersistentFlags().StringVar(&r.configFlag, "config", "", "config file (default $MARINA_HOME/config.yaml, MARINA_HOME defaults to ~/.marina)")
+	c.PersistentFlags().StringVarP(&r.configFlag, "config", "c", "", "config file (default $MARINA_HOME/config.yaml, MARINA_HOME defaults to ~/.marina)")
 	c.PersistentFlags().BoolVar(&r.debug, "debug", false, "log every command marina runs, Lima's output and the guest round trips")
 	c.AddCommand(
 		r.upCmd(), r.downCmd(), r.destroyCmd(), r.statusCmd(), r.shellCmd(),
-		r.clusterCmd(), r.fleetCmd(), r.kubeconfigCmd(), r.registryCmd(), r.dnsCmd(), r.configCmd(), versionCmd(r),
+		r.clusterCmd(), r.fleetCmd(), r.kubeconfigCmd(), r.registryCmd(), r.dnsCmd(), r.configCmd(),
+		r.doctorCmd(), r.dockerEnvCmd(), r.dockerContextCmd(), r.skillCmd(), versionCmd(r),
 	)
 	return c
 }
@@ -178,10 +179,16 @@ func (r *root) upCmd() *cobra.Command {
 		Short: "Create or start the VM and bring everything in it to the config",
 		Long: `Create the VM on first use (writing a commented default config), start it when
 it is stopped, and check that the guest and its Docker answer. Every run is
-safe to repeat: what already matches the config is left alone.`,
+safe to repeat: what already matches the config is left alone.
+
+When network.disablePortMirroring differs from the VM's, up offers to restart
+the VM to apply it (-y accepts; without a terminal it only warns). Every
+cluster keeps the API address it was created with; a switch that would leave
+one unreachable is refused, with how to recreate it.`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error { return app.Up(c.Context(), r.env.Load(), o) },
 	}
+	c.Flags().BoolVarP(&o.Yes, "yes", "y", false, "restart the VM without asking when a setting needs it (network.disablePortMirroring)")
 	dryRunFlag(c, &o.DryRun)
 	return c
 }
@@ -207,9 +214,13 @@ func (r *root) destroyCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "destroy",
 		Short: "Delete the VM with every cluster and image in it",
-		Long: `Delete the VM and its disk, and remove the host's route to the kind network.
-The config and the registry cache on the Mac are kept, so the next marina up
-starts from a warm cache. Asks first; -y does not.`,
+		Long: `Delete the VM and its disk, and remove the host's route to the kind network
+and the resolver file marina wrote. When the VM runs, the kubeconfig files of
+the clusters its Docker lists go too, with (kind.autoRemoveKubeconfig) their
+entries in your kubeconfig, only what marina wrote; with the VM stopped or
+gone marina cannot tell which kubeconfigs were its clusters', so it keeps
+them and names them. The config and the registry cache on the Mac are kept,
+so the next marina up starts from a warm cache. Asks first; -y does not.`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error { return app.Destroy(c.Context(), r.env.Load(), o) },
 	}
@@ -220,9 +231,10 @@ starts from a warm cache. Asks first; -y does not.`,
 
 func (r *root) statusCmd() *cobra.Command {
 	return withOutput(r, &cobra.Command{
-		Use:   "status",
-		Short: "Show the VM and what runs in it",
-		Args:  cobra.NoArgs,
+		Use:     "status",
+		Aliases: []string{"st"},
+		Short:   "Show the VM and what runs in it",
+		Args:    cobra.NoArgs,
 	}, app.GetStatus, printStatus)
 }
 
@@ -250,8 +262,9 @@ func withOutput[T any](r *root, c *cobra.Command, get func(context.Context, *app
 
 func (r *root) shellCmd() *cobra.Command {
 	return &cobra.Command{
-		Use:   "shell [-- COMMAND [ARG…]]",
-		Short: "Open a shell in the VM, or run a command there",
+		Use:     "shell [-- COMMAND [ARG…]]",
+		Aliases: []string{"ssh"},
+		Short:   "Open a shell in the VM, or run a command there",
 		Example: `  marina shell
   marina shell -- docker ps
   marina shell -- sudo iptables -S DOCKER-USER`,
@@ -265,9 +278,10 @@ func (r *root) registryCmd() *cobra.Command {
 		Short: "The pull-through registry mirrors every cluster shares",
 	})
 	list := withOutput(r, &cobra.Command{
-		Use:   "list",
-		Short: "List the mirrors: upstream, port, state, cache size, hits and misses",
-		Args:  cobra.NoArgs,
+		Use:     "list",
+		Aliases: []string{"ls"},
+		Short:   "List the mirrors: upstream, port, state, cache size, hits and misses",
+		Args:    cobra.NoArgs,
 	}, app.ListMirrors, printMirrors)
 	var o app.CleanCacheOptions
 	clean := &cobra.Command{
@@ -291,8 +305,9 @@ func (r *root) dnsCmd() *cobra.Command {
 	})
 	var selector string
 	list := withOutput(r, &cobra.Command{
-		Use:   "list",
-		Short: "List the names the local DNS answers, with their address, cluster and owner",
+		Use:     "list",
+		Aliases: []string{"ls"},
+		Short:   "List the names the local DNS answers, with their address, cluster and owner",
 		Example: `  marina dns list
   marina dns list -l cluster=dev -o json`,
 		Args: cobra.NoArgs,

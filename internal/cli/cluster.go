@@ -11,7 +11,7 @@ import (
 func (r *root) clusterCmd() *cobra.Command {
 	c := group(&cobra.Command{
 		Use:     "cluster",
-		Aliases: []string{"clusters"},
+		Aliases: []string{"clusters", "cl"},
 		Short:   "Create, list, label, verify and delete kind clusters",
 	})
 	apply := r.fleetApplyCmd("apply")
@@ -23,8 +23,9 @@ func (r *root) clusterCmd() *cobra.Command {
 func (r *root) clusterCreateCmd() *cobra.Command {
 	var o app.CreateOptions
 	c := &cobra.Command{
-		Use:   "create NAME",
-		Short: "Create a cluster with MetalLB, the registry mirrors and a merged kubeconfig",
+		Use:     "create NAME",
+		Aliases: []string{"cr"},
+		Short:   "Create a cluster with MetalLB, the registry mirrors and a merged kubeconfig",
 		Long: `Create a kind cluster in the lowest free slot N (1-99): API server on port
 700N, services in 10.N.0.0/16, pods in 10.1N.0.0/16 (slots from 10 on use
 10.(100+N).0.0/16), LoadBalancer addresses <kind network>.N.1-7 and .16-254.
@@ -58,8 +59,9 @@ entries are removed again, unless --retain is given.`,
 func (r *root) clusterDeleteCmd() *cobra.Command {
 	var o app.DeleteOptions
 	c := &cobra.Command{
-		Use:   "delete [NAME…]",
-		Short: "Delete clusters and their kubeconfig entries",
+		Use:     "delete [NAME…]",
+		Aliases: []string{"rm"},
+		Short:   "Delete clusters and their kubeconfig entries",
 		Long: `Delete the named clusters, or those whose nodes match -l (after a
 confirmation, unless -y), or the clusters of a Fleet manifest given with -f,
 dependents first (after a confirmation, unless -y; -f - needs -y). With none
@@ -147,8 +149,9 @@ cluster.`,
 
 func (r *root) kubeconfigCmd() *cobra.Command {
 	c := group(&cobra.Command{
-		Use:   "kubeconfig",
-		Short: "The clusters' kubeconfigs: path, env, merge, remove, use",
+		Use:     "kubeconfig",
+		Aliases: []string{"kc"},
+		Short:   "The clusters' kubeconfigs: path, env, merge, remove, use",
 	})
 	var dryRun bool
 	merge := &cobra.Command{
@@ -183,6 +186,7 @@ file of $KUBECONFIG), keeping every other entry and field as it is.`,
 		merge,
 		&cobra.Command{
 			Use:               "remove NAME…",
+			Aliases:           []string{"rm"},
 			ValidArgsFunction: r.completeClusters,
 			Short:             "Remove clusters' entries from ~/.kube/config (their own files stay)",
 			Args:              cobra.MinimumNArgs(1),

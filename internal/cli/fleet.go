@@ -165,8 +165,9 @@ func (r *root) fleetDeleteCmd() *cobra.Command {
 	var file string
 	var yes, dryRun bool
 	c := &cobra.Command{
-		Use:   "delete NAME | -f FILE",
-		Short: "Delete a fleet's clusters, every cluster before those it depends on",
+		Use:     "delete NAME | -f FILE",
+		Aliases: []string{"rm"},
+		Short:   "Delete a fleet's clusters, every cluster before those it depends on",
 		Long: `Delete the clusters carrying the fleet's label, or those of the manifest given
 with -f that exist and are in its fleet, dependents first, with their
 kubeconfig files and entries. Asks first unless -y; a manifest read from stdin

@@ -13,6 +13,7 @@ import (
 	"github.com/bcollard/marina/internal/cluster"
 	"github.com/bcollard/marina/internal/dns"
 	"github.com/bcollard/marina/internal/registry"
+	"github.com/bcollard/marina/internal/vm"
 )
 
 // The text forms of the commands' results; -o json and -o yaml render the
@@ -69,6 +70,36 @@ func printStatus(w io.Writer, s app.Status) {
 	if s.DNS != nil {
 		printDNSStatus(w, *s.DNS)
 	}
+	if v.Status == vm.StatusRunning {
+		printClusterStatus(w, s.Clusters)
+	}
+}
+
+// printClusterStatus writes the clusters section of status (running VM
+// only): nil is a list Docker could not give.
+func printClusterStatus(w io.Writer, list *[]app.ClusterStatus) {
+	fmt.Fprintln(w, "=== Clusters ===")
+	switch {
+	case list == nil:
+		fmt.Fprintln(w, "  unknown: Docker did not list them (the VM's problems above say why)")
+		return
+	case len(*list) == 0:
+		fmt.Fprintln(w, "  (none): `marina cluster create NAME` makes one")
+		return
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	for _, c := range *list {
+		slot := "slot -"
+		if c.Slot > 0 {
+			slot = "slot " + strconv.Itoa(c.Slot)
+		}
+		nodes := strconv.Itoa(c.Nodes) + " nodes"
+		if c.Nodes == 1 {
+			nodes = "1 node"
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", c.Name, slot, c.State, nodes)
+	}
+	tw.Flush()
 }
 
 // printDNSStatus writes the local DNS section of status.

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -238,5 +239,22 @@ func TestReservations(t *testing.T) {
 	res.Release()
 	if held, _ := r.List(); len(held) != 0 {
 		t.Errorf("after release: %+v", held)
+	}
+}
+
+// A cluster's API address mode is the address its control plane's API
+// port is published on, as Docker shows it.
+func TestGroupReadsTheAPIAddressMode(t *testing.T) {
+	lo := node("lo", "control-plane", "running", 7001)
+	lo.APIHosts = map[int]string{7001: "127.0.0.1"}
+	all := node("all", "control-plane", "running", 7002)
+	all.APIHosts = map[int]string{7002: "0.0.0.0"}
+	unset := node("unset", "control-plane", "running", 7003)
+	got := map[string]bool{}
+	for _, c := range Group([]docker.Node{lo, all, unset}) {
+		got[c.Name] = c.Loopback()
+	}
+	if want := map[string]bool{"lo": true, "all": false, "unset": false}; !maps.Equal(got, want) {
+		t.Errorf("loopback = %v, want %v", got, want)
 	}
 }

@@ -3,8 +3,10 @@ package cluster
 import (
 	"errors"
 	"fmt"
+	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -20,6 +22,35 @@ type Info struct {
 	Name  string
 	Slot  int // 0 when no node publishes a marina API port
 	Nodes []docker.Node
+	// Listen is the VM address its API port is published on, as kind was
+	// told at creation: "0.0.0.0" (every address: reached on lima0) or
+	// "127.0.0.1" (reached on the Mac's loopback through Lima's port
+	// mirroring). The node container keeps it for the cluster's life, so
+	// it is the cluster's own record of its API address mode.
+	Listen string
+}
+
+// Loopback reports whether the API server is published on the VM's
+// loopback only: the Mac then reaches it on 127.0.0.1 as long as Lima
+// mirrors the port, and never on lima0.
+func (i Info) Loopback() bool {
+	a, err := netip.ParseAddr(i.Listen)
+	return err == nil && a.IsLoopback()
+}
+
+// APIRunning reports whether the control plane that publishes the
+// cluster's API port runs: its API server can answer, and kind can export
+// its kubeconfig, even with a worker stopped.
+func (i Info) APIRunning() bool {
+	if i.Slot == 0 {
+		return false
+	}
+	for _, n := range i.Nodes {
+		if n.State == "running" && slices.Contains(n.APIPorts, slot.APIPort(i.Slot)) {
+			return true
+		}
+	}
+	return false
 }
 
 // Running reports whether every node container runs.
@@ -52,6 +83,10 @@ func Group(nodes []docker.Node) []Info {
 		for _, p := range n.APIPorts {
 			if s := p - slot.APIPort(0); slot.Check(s) == nil && in.Slot == 0 {
 				in.Slot = s
+				in.Listen = n.APIHosts[p]
+				if in.Listen == "" {
+					in.Listen = "0.0.0.0"
+				}
 			}
 		}
 	}

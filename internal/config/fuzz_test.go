@@ -65,7 +65,7 @@ func FuzzLoadVMName(f *testing.F) {
 				t.Fatalf("LoadVMName returned an invalid name %q: %v", name, v.probs)
 			}
 		}
-		if cfg, serr := loadData(paths, []byte(doc)); serr == nil && (err != nil || cfg.VM.Name != name) {
+		if cfg, _, serr := loadData(paths, []byte(doc)); serr == nil && (err != nil || cfg.VM.Name != name) {
 			t.Fatalf("Load names %q, LoadVMName %q (%v)", cfg.VM.Name, name, err)
 		}
 	})

@@ -47,17 +47,26 @@ func (e *Error) Error() string {
 			b.WriteByte('\n')
 		}
 		b.WriteString("  ")
-		b.WriteString(e.File)
+		b.WriteString(p.format(e.File))
+	}
+	return b.String()
+}
+
+// format is p on one line: file:line: key: what (file and line when known).
+func (p Problem) format(file string) string {
+	var b strings.Builder
+	if file != "" {
+		b.WriteString(file)
 		if p.Line > 0 {
 			fmt.Fprintf(&b, ":%d", p.Line)
 		}
 		b.WriteString(": ")
-		if p.Path != "" {
-			b.WriteString(p.Path)
-			b.WriteString(": ")
-		}
-		b.WriteString(p.Msg)
 	}
+	if p.Path != "" {
+		b.WriteString(p.Path)
+		b.WriteString(": ")
+	}
+	b.WriteString(p.Msg)
 	return b.String()
 }
 
@@ -80,25 +89,39 @@ func read(path string) ([]byte, error) {
 // Load reads, checks and validates the config file at paths.Config.
 // A missing file is ErrNotFound (wrapped).
 func Load(paths Paths) (Config, error) {
-	data, err := read(paths.Config)
-	if err != nil {
-		return Config{}, err
-	}
-	return loadData(paths, data)
+	l, err := Read(paths)
+	return l.Config, err
 }
 
-func loadData(paths Paths, data []byte) (Config, error) {
+// Read is Load with where the file sets each key (for the warnings that
+// point at a setting, HostWarnings): an invalid file is an error, as for
+// Load, never a Lenient with Err set.
+func Read(paths Paths) (Lenient, error) {
+	data, err := read(paths.Config)
+	if err != nil {
+		return Lenient{}, err
+	}
+	cfg, lines, err := loadData(paths, data)
+	if err != nil {
+		return Lenient{}, err
+	}
+	return Lenient{Name: cfg.VM.Name, Config: cfg, File: paths.Config, Lines: lines}, nil
+}
+
+// loadData is Load on data read from paths.Config, with the line of each
+// key the file sets.
+func loadData(paths Paths, data []byte) (Config, Lines, error) {
 	cfg, lines, err := Parse(paths.Config, data)
 	if err != nil {
-		return Config{}, err
+		return Config{}, nil, err
 	}
 	if probs := Validate(cfg, paths); len(probs) > 0 {
 		for i := range probs {
 			probs[i].Line = lines.find(probs[i].Path)
 		}
-		return Config{}, &Error{File: paths.Config, Problems: probs}
+		return Config{}, nil, &Error{File: paths.Config, Problems: probs}
 	}
-	return cfg, nil
+	return cfg, lines, nil
 }
 
 // Lenient is what LoadVMName read: the VM's name, always valid, and the
@@ -107,6 +130,10 @@ type Lenient struct {
 	Name   string
 	Config Config // the strict result, when Err is nil
 	Err    error  // why the whole file is not a valid config
+	// File is the file read, and Lines the line of each key it sets (when
+	// Err is nil): what a warning about a setting points at.
+	File  string
+	Lines Lines
 }
 
 // Warnings are Err's problems, one line each.
@@ -120,8 +147,7 @@ func (l Lenient) Warnings() []string {
 	}
 	var out []string
 	for _, p := range ce.Problems {
-		one := &Error{File: ce.File, Problems: []Problem{p}}
-		out = append(out, strings.TrimPrefix(one.Error(), "invalid config "+ce.File+":\n  "))
+		out = append(out, p.format(ce.File))
 	}
 	return out
 }
@@ -151,8 +177,8 @@ func vmNameOf(paths Paths, data []byte) (Lenient, error) {
 	if len(v.probs) > 0 {
 		return Lenient{}, &Error{File: paths.Config, Problems: v.probs}
 	}
-	l := Lenient{Name: name}
-	l.Config, l.Err = loadData(paths, data)
+	l := Lenient{Name: name, File: paths.Config}
+	l.Config, l.Lines, l.Err = loadData(paths, data)
 	return l, nil
 }
 

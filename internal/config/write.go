@@ -24,7 +24,8 @@ vm:
   cpus: {{.VM.CPUs}}
   memory: {{.VM.Memory}}
   disk: {{.VM.Disk}}
-  # Run x86_64 Linux binaries through Rosetta (Apple Silicon only).
+  # Run x86_64 Linux binaries through Rosetta (Apple Silicon only: an Intel
+  # Mac's VM is made without it).
   rosetta: {{.VM.Rosetta}}
 
 network:
@@ -47,7 +48,8 @@ kind:
   #     - domain: corp.example.com
   #       resolvers: [10.0.0.53]
   customDnsResolvers: []
-  # Merge each new cluster into ~/.kube/config, and drop it there on delete.
+  # Merge each new cluster into ~/.kube/config, and drop it there on delete
+  # and on destroy (only the entries marina wrote).
   autoMergeKubeconfig: {{.Kind.AutoMergeKubeconfig}}
   autoRemoveKubeconfig: {{.Kind.AutoRemoveKubeconfig}}
 

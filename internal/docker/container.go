@@ -98,6 +98,14 @@ func (c *Client) Remove(ctx context.Context, id string) error {
 	return nil
 }
 
+// Start starts the stopped container id (a running one stays as it is).
+func (c *Client) Start(ctx context.Context, id string) error {
+	if _, err := c.api.ContainerStart(ctx, id, client.ContainerStartOptions{}); err != nil {
+		return fmt.Errorf("start container %s: %w", id, err)
+	}
+	return nil
+}
+
 // EnsureImage pulls ref unless the daemon already has it.
 func (c *Client) EnsureImage(ctx context.Context, ref string) error {
 	if _, err := c.api.ImageInspect(ctx, ref); err == nil {
@@ -123,6 +131,9 @@ type Node struct {
 	Role    string // control-plane or worker
 	// APIPorts are the VM ports that publish the node's 6443/tcp.
 	APIPorts []int
+	// APIHosts are the addresses each of APIPorts is published on, by
+	// port ("" or 0.0.0.0: every address of the VM).
+	APIHosts map[int]string
 }
 
 // KindNodes lists kind's node containers, with the ports publishing each
@@ -160,6 +171,12 @@ func (c *Client) KindNodes(ctx context.Context, clusterLabel, roleLabel string) 
 				for _, b := range bs {
 					if p, err := strconv.Atoi(b.HostPort); err == nil {
 						nodes[i].APIPorts = append(nodes[i].APIPorts, p)
+						if nodes[i].APIHosts == nil {
+							nodes[i].APIHosts = map[int]string{}
+						}
+						if b.HostIP.IsValid() {
+							nodes[i].APIHosts[p] = b.HostIP.String()
+						}
 					}
 				}
 			}

@@ -37,6 +37,21 @@ func TestGolden(t *testing.T) {
 	golden.Check(t, "network.sh.golden", []byte(files[0].Content))
 	golden.Check(t, "provision.sh.golden", []byte(Provision()))
 	golden.Check(t, "observe.sh.golden", []byte(observeScript))
+	// doctor's observation: the same, with every default mirror's
+	// upstream probed from its container in the same round trip.
+	var probes Probes
+	for _, m := range config.Default().Registries.Mirrors {
+		u, err := UpstreamOf(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		probes.Upstreams = append(probes.Upstreams, u)
+	}
+	body, err := observeBody(probes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden.Check(t, "observe-doctor.sh.golden", []byte(body))
 
 	// What up sends when the rules and every default mirror's config are
 	// to be written: one batch.

@@ -308,7 +308,20 @@ type Check struct {
 	What string
 	OK   bool
 	Note string
+	// Area is what the check is about: forwarding, the firewall rules, or
+	// what keeps them across boots and Docker restarts.
+	Area Area
 }
+
+// Area groups the checks (doctor reports one line per area).
+type Area string
+
+// The areas of Checks.
+const (
+	AreaForwarding Area = "forwarding"
+	AreaFirewall   Area = "firewall"
+	AreaBoot       Area = "boot"
+)
 
 // Checks compares st with what the rules must be. Each check looks for
 // exactly what the script installs.
@@ -318,15 +331,15 @@ func (n Net) Checks(st NetState) ([]Check, error) {
 		return nil, err
 	}
 	var out []Check
-	out = append(out, Check{What: "IPv4 forwarding", OK: st.Forwarding, Note: "net.ipv4.ip_forward"})
-	out = append(out, Check{What: "the VM forwards nothing it is not told to", OK: st.Policies["filter FORWARD"] == "DROP", Note: "-t filter -P FORWARD DROP"})
+	out = append(out, Check{What: "IPv4 forwarding", OK: st.Forwarding, Note: "net.ipv4.ip_forward", Area: AreaForwarding})
+	out = append(out, Check{What: "the VM forwards nothing it is not told to", OK: st.Policies["filter FORWARD"] == "DROP", Note: "-t filter -P FORWARD DROP", Area: AreaFirewall})
 	for _, r := range n.Rules() {
 		chain := strings.Fields(r.Spec)[1]
 		found := false
 		for _, have := range st.Chains[r.Table+" "+chain] {
 			found = found || have == r.Spec
 		}
-		out = append(out, Check{What: r.What, OK: found, Note: "-t " + r.Table + " " + r.Spec})
+		out = append(out, Check{What: r.What, OK: found, Note: "-t " + r.Table + " " + r.Spec, Area: AreaFirewall})
 	}
 	// A chain may only hold marina's rules: anything else is stale.
 	want := map[string]bool{}
@@ -337,7 +350,7 @@ func (n Net) Checks(st NetState) ([]Check, error) {
 		table := strings.Fields(key)[0]
 		for _, have := range st.Chains[key] {
 			if !want[table+" "+have] {
-				out = append(out, Check{What: "stale rule", OK: false, Note: "-t " + table + " " + have})
+				out = append(out, Check{What: "stale rule", OK: false, Note: "-t " + table + " " + have, Area: AreaFirewall})
 			}
 		}
 	}
@@ -351,12 +364,12 @@ func (n Net) Checks(st NetState) ([]Check, error) {
 			}
 		}
 		ok := len(rules) > 0 && rules[0] == j.Spec && n == 1
-		out = append(out, Check{What: "jump into marina's rules", OK: ok, Note: "-t " + j.Table + " " + j.Spec + " (" + j.What + ")"})
+		out = append(out, Check{What: "jump into marina's rules", OK: ok, Note: "-t " + j.Table + " " + j.Spec + " (" + j.What + ")", Area: AreaFirewall})
 	}
 	for _, f := range files {
-		out = append(out, Check{What: "installed " + f.Path, OK: st.Sums[f.Path] == f.Sum(), Note: "survives reboots and Docker restarts"})
+		out = append(out, Check{What: "installed " + f.Path, OK: st.Sums[f.Path] == f.Sum(), Note: "survives reboots and Docker restarts", Area: AreaBoot})
 	}
-	out = append(out, Check{What: UnitName + " enabled", OK: st.Enabled, Note: "applies the rules at boot"})
+	out = append(out, Check{What: UnitName + " enabled", OK: st.Enabled, Note: "applies the rules at boot", Area: AreaBoot})
 	return out, nil
 }
 

@@ -5,6 +5,7 @@ package guest
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/netip"
 	"strings"
@@ -27,6 +28,9 @@ type State struct {
 	DNSSum string
 	// Addons maps each cluster with an addons record to what it says.
 	Addons map[string]Addons
+	// Health is Docker's unit, the inotify limits, the disk, Rosetta's
+	// binfmt entry, and the doctor's probes when asked for.
+	Health Health
 }
 
 // observeScript prints one section per concern, each headed "@@ name".
@@ -35,7 +39,11 @@ type State struct {
 const observeScript = `set -u
 echo "@@ lima0"
 ip -4 -j addr show dev lima0 2>/dev/null || echo '[]'
-` + networkObserve + registryObserve + dnsObserve
+` + networkObserve + registryObserve + dnsObserve + healthObserve
+
+// ErrNoLima0 is the observation's error when the guest answered but lima0
+// has no IPv4 address (the rest of State is read all the same).
+var ErrNoLima0 = errors.New("the VM's lima0 interface has no IPv4 address")
 
 // Observe looks at the guest in one round trip. When lima0 has no address
 // the error says so and the rest of State is still filled in.
@@ -71,7 +79,7 @@ func sections(out string) map[string]string {
 
 func parseObserve(out string) (State, error) {
 	sec := sections(out)
-	st := State{Net: parseNetState(sec), RegistrySums: parseSums(sec["registry"]), Addons: parseAddons(sec["addons"])}
+	st := State{Net: parseNetState(sec), RegistrySums: parseSums(sec["registry"]), Addons: parseAddons(sec["addons"]), Health: parseHealth(sec)}
 	st.DNSSum = parseSums(sec["dns"])[dns.CorefilePath]
 	addrs, err := ParseAddrs(sec["lima0"])
 	if err != nil {
@@ -79,7 +87,7 @@ func parseObserve(out string) (State, error) {
 	}
 	st.Lima0All = addrs
 	if len(addrs) == 0 {
-		return st, fmt.Errorf("the VM's lima0 interface has no IPv4 address: the vzNAT network is not up (check `marina shell -- ip addr show lima0`; restarting with `marina down && marina up` usually brings it back)")
+		return st, fmt.Errorf("%w: the vzNAT network is not up (check `marina shell -- ip addr show lima0`; restarting with `marina down && marina up` usually brings it back)", ErrNoLima0)
 	}
 	st.Lima0 = addrs[0]
 	return st, nil

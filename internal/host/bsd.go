@@ -31,7 +31,7 @@ var darwinCommands = commands{
 	},
 }
 
-var bsdTool = routeTool{commands: darwinCommands, lookup: bsdLookup, refused: routeRefused}
+var bsdTool = routeTool{commands: darwinCommands, lookup: bsdLookup, list: listNetstat, refused: routeRefused}
 
 // bsdLookup asks `route -n get ADDR`. With no route at all macOS route(8)
 // prints "route: writing to routing socket: not in table" on stderr and

@@ -95,6 +95,8 @@ func (h *Host) tool() routeTool {
 type routeTool struct {
 	commands
 	lookup func(ctx context.Context, r run.Runner, addr netip.Addr) (*Route, error)
+	// list reads the whole IPv4 routing table.
+	list func(ctx context.Context, r run.Runner) ([]Route, error)
 	// refused returns what the command said when it refused the change
 	// although it exited 0 ("" when it did not).
 	refused func(said string) string

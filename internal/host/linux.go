@@ -26,7 +26,7 @@ var linuxCommands = commands{
 }
 
 // ip exits non-zero whenever it changes nothing.
-var linuxTool = routeTool{commands: linuxCommands, lookup: ipLookup, refused: func(string) string { return "" }}
+var linuxTool = routeTool{commands: linuxCommands, lookup: ipLookup, list: listIP, refused: func(string) string { return "" }}
 
 func ipLookup(ctx context.Context, r run.Runner, addr netip.Addr) (*Route, error) {
 	out, err := r.Output(ctx, run.Cmd{Args: []string{"ip", "-4", "-j", "route", "show", "match", addr.String()}})

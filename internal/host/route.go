@@ -275,7 +275,25 @@ func maskBits(m netip.Addr) int {
 // ParseIPRoute reads Linux `ip -4 -j route show match ADDR`: every route
 // containing ADDR. It returns the one the kernel picks (the longest).
 func ParseIPRoute(out string) (*Route, error) {
+	rs, err := ParseIPRoutes(out)
+	if err != nil {
+		return nil, err
+	}
+	var best *Route
+	for i := range rs {
+		if best == nil || rs[i].Dest.Bits() > best.Dest.Bits() {
+			best = &rs[i]
+		}
+	}
+	return best, nil
+}
+
+// ParseIPRoutes reads the routes of Linux `ip -4 -j route show`. A route
+// with no device (blackhole, unreachable, prohibit) is listed with its
+// type as its interface: its addresses go nowhere.
+func ParseIPRoutes(out string) ([]Route, error) {
 	var rs []struct {
+		Type    string `json:"type"`
 		Dst     string `json:"dst"`
 		Gateway string `json:"gateway"`
 		Dev     string `json:"dev"`
@@ -283,31 +301,32 @@ func ParseIPRoute(out string) (*Route, error) {
 	if err := json.Unmarshal([]byte(out), &rs); err != nil {
 		return nil, fmt.Errorf("cannot read `ip -j route` output: %w", err)
 	}
-	var best *Route
+	var routes []Route
 	for _, x := range rs {
-		r := &Route{Interface: x.Dev}
+		r := Route{Interface: x.Dev}
+		if r.Interface == "" && x.Type != "" && x.Type != "unicast" {
+			r.Interface = x.Type
+		}
 		switch {
 		case x.Dst == "default":
 			r.Dest = netip.PrefixFrom(netip.IPv4Unspecified(), 0)
 		case strings.Contains(x.Dst, "/"):
 			p, err := netip.ParsePrefix(x.Dst)
-			if err != nil {
+			if err != nil || !p.Addr().Is4() {
 				return nil, fmt.Errorf("cannot read `ip -j route` output: dst %q", x.Dst)
 			}
 			r.Dest = p.Masked()
 		default:
 			a, err := netip.ParseAddr(x.Dst)
-			if err != nil {
+			if err != nil || !a.Is4() {
 				return nil, fmt.Errorf("cannot read `ip -j route` output: dst %q", x.Dst)
 			}
 			r.Dest = netip.PrefixFrom(a, 32)
 		}
-		if gw, err := netip.ParseAddr(x.Gateway); err == nil {
+		if gw, err := netip.ParseAddr(x.Gateway); err == nil && gw.Is4() {
 			r.Gateway = gw
 		}
-		if best == nil || r.Dest.Bits() > best.Dest.Bits() {
-			best = r
-		}
+		routes = append(routes, r)
 	}
-	return best, nil
+	return routes, nil
 }

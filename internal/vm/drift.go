@@ -8,8 +8,9 @@ import (
 
 // settings Lima fixes when it creates an instance and marina does not
 // change on an existing VM, with the config keys they come from.
+// Port mirroring (portForwards) is not among them: marina up offers a
+// restart that applies it (PortForwardsEdit).
 var fixedAtCreation = []struct{ key, what string }{
-	{"portForwards", "port mirroring (network.disablePortMirroring)"},
 	{"mounts", "the registry cache mount (registries.cacheStorage)"},
 	{"vmOpts", "Rosetta (vm.rosetta)"},
 	{"networks", "the VM's networks"},

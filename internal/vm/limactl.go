@@ -165,11 +165,14 @@ func (l *Limactl) Create(ctx context.Context, name string, template []byte) erro
 	return nil
 }
 
-// Edits are resource changes applied to a stopped instance as it starts.
+// Edits are changes applied to a stopped instance as it starts.
 type Edits struct {
 	CPUs   int    // 0: unchanged
 	Memory string // "": unchanged
 	Disk   string // "": unchanged; Lima can only grow a disk
+	// Set are yq expressions for the instance's lima.yaml (limactl
+	// --set), such as PortForwardsEdit's.
+	Set []string
 }
 
 func (e Edits) flags() []string {
@@ -177,11 +180,16 @@ func (e Edits) flags() []string {
 	if e.CPUs > 0 {
 		f = append(f, "--cpus="+strconv.Itoa(e.CPUs))
 	}
+	// limactl's --memory and --disk take a number of GiB; the config's
+	// sizes carry their unit, so they go as lima.yaml values.
 	if e.Memory != "" {
-		f = append(f, "--memory="+e.Memory)
+		f = append(f, "--set=.memory = "+strconv.Quote(e.Memory))
 	}
 	if e.Disk != "" {
-		f = append(f, "--disk="+e.Disk)
+		f = append(f, "--set=.disk = "+strconv.Quote(e.Disk))
+	}
+	for _, x := range e.Set {
+		f = append(f, "--set="+x)
 	}
 	return f
 }

@@ -111,7 +111,7 @@ func TestLimactlGetsLimaHomeAndArgs(t *testing.T) {
 		t.Fatal(err)
 	}
 	b, _ := os.ReadFile(rec)
-	want := "/Users/me/.marina/lima start --tty=false --cpus=6 --memory=16GiB marina\n" +
+	want := "/Users/me/.marina/lima start --tty=false --cpus=6 --set=.memory = \"16GiB\" marina\n" +
 		"/Users/me/.marina/lima stop --tty=false marina\n" +
 		"/Users/me/.marina/lima delete --tty=false --force marina\n"
 	if string(b) != want {

@@ -175,7 +175,7 @@ func Template(in TemplateInput) ([]byte, error) {
 		return nil, err
 	}
 	y.PortForwards = append(y.PortForwards, limaPortFwd{GuestSocket: GuestDockerSocket, HostSocket: files.DockerSocket})
-	if c.VM.Rosetta && in.HostArch == "arm64" {
+	if c.VM.RosettaOn(in.HostArch) {
 		y.VMOpts = &limaVMOpts{}
 		y.VMOpts.VZ.Rosetta.Enabled = true
 		y.VMOpts.VZ.Rosetta.BinFmt = true

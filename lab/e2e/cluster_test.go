@@ -48,7 +48,10 @@ const vmIP = "192.168.64.2"
 
 // adminConfig reads cluster name's admin credentials from its control
 // plane, for the test's own use before marina wrote any kubeconfig.
-func adminConfig(name string, port int) (*rest.Config, error) {
+func adminConfig(name string, port int) (*rest.Config, error) { return adminConfigAt(name, vmIP, port) }
+
+// adminConfigAt is adminConfig for an API server reached at host.
+func adminConfigAt(name, host string, port int) (*rest.Config, error) {
 	out, err := exec.Command(labScript, "docker", "exec", name+"-control-plane", "cat", "/etc/kubernetes/admin.conf").Output()
 	if err != nil {
 		return nil, err
@@ -58,7 +61,7 @@ func adminConfig(name string, port int) (*rest.Config, error) {
 		return nil, err
 	}
 	for _, cl := range c.Clusters {
-		cl.Server = fmt.Sprintf("https://%s:%d", vmIP, port)
+		cl.Server = fmt.Sprintf("https://%s:%d", host, port)
 		cl.TLSServerName = "localhost"
 	}
 	return clientcmd.NewDefaultClientConfig(*c, nil).ClientConfig()
@@ -70,6 +73,7 @@ type controllers struct {
 	mu    sync.Mutex
 	serve map[string]int    // cluster → API port
 	lbIPs map[string]string // cluster → address for LoadBalancer Services
+	hosts map[string]string // cluster → the address its API answers on (vmIP when unset)
 	stop  chan struct{}
 	done  chan struct{}
 }
@@ -85,6 +89,18 @@ func (c *controllers) add(name string, port int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.serve[name] = port
+}
+
+// addLoopback serves a cluster whose API server the VM publishes on its
+// loopback: reached on this Mac's 127.0.0.1, through Lima's mirroring.
+func (c *controllers) addLoopback(name string, port int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.serve[name] = port
+	if c.hosts == nil {
+		c.hosts = map[string]string{}
+	}
+	c.hosts[name] = "127.0.0.1"
 }
 
 func (c *controllers) loadBalancer(name, ip string) {
@@ -110,16 +126,24 @@ func (c *controllers) loop() {
 		for k, v := range c.lbIPs {
 			lbs[k] = v
 		}
+		hosts := map[string]string{}
+		for k, v := range c.hosts {
+			hosts[k] = v
+		}
 		c.mu.Unlock()
 		for name, port := range serve {
-			c.tick(name, port, lbs[name])
+			host := hosts[name]
+			if host == "" {
+				host = vmIP
+			}
+			c.tick(name, host, port, lbs[name])
 		}
 	}
 }
 
 // tick makes MetalLB's readiness true in one cluster once its objects are
 // there, and gives pending LoadBalancer Services their address.
-func (c *controllers) tick(name string, port int, lbIP string) {
+func (c *controllers) tick(name, host string, port int, lbIP string) {
 	if port == 0 {
 		out, err := exec.Command(labScript, "docker", "port", name+"-control-plane", "6443/tcp").Output()
 		if err != nil {
@@ -130,7 +154,7 @@ func (c *controllers) tick(name string, port int, lbIP string) {
 			return
 		}
 	}
-	cfg, err := adminConfig(name, port)
+	cfg, err := adminConfigAt(name, host, port)
 	if err != nil {
 		return // not created yet
 	}

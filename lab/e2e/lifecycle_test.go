@@ -254,8 +254,10 @@ func TestLifecycle(t *testing.T) {
 		if err := os.WriteFile(cfg, []byte(changed), 0o600); err != nil {
 			t.Fatal(err)
 		}
+		// Port mirroring is applied with a restart, which up without a
+		// terminal only offers (TestPortMirroringSwitch applies it).
 		r := mustMarina(t, "up")
-		if !strings.Contains(r.stderr, "VM marina was created with other settings for port mirroring (network.disablePortMirroring)") {
+		if !strings.Contains(r.stderr, "the config asks to turn Lima's port mirroring on (network.disablePortMirroring: false), which needs a restart of VM marina: run `marina up --yes`") {
 			t.Errorf("no warning:\n%s", r.stderr)
 		}
 	})

@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -25,10 +26,12 @@ import (
 	"time"
 
 	"github.com/docker/go-units"
+	"github.com/lima-vm/lima/v2/cmd/limactl/editflags"
 	"github.com/lima-vm/lima/v2/pkg/limatype"
 	"github.com/lima-vm/lima/v2/pkg/limayaml"
+	"github.com/lima-vm/lima/v2/pkg/yqutil"
+	"github.com/spf13/cobra"
 	"golang.org/x/term"
-	"gopkg.in/yaml.v3"
 )
 
 const version = "2.1.4"
@@ -257,20 +260,21 @@ func (f *fake) list(args []string) error {
 }
 
 func (f *fake) start(args []string) error {
-	var name, source string
-	edits := map[string]string{}
-	for _, a := range args {
-		switch {
-		case strings.HasPrefix(a, "--name="):
-			name = strings.TrimPrefix(a, "--name=")
-		case strings.HasPrefix(a, "--cpus="), strings.HasPrefix(a, "--memory="), strings.HasPrefix(a, "--disk="):
-			k, v, _ := strings.Cut(strings.TrimPrefix(a, "--"), "=")
-			edits[k] = v
-		case strings.HasPrefix(a, "-") && a != "-":
-			return fmt.Errorf("the lab's limactl does not know the flag %s", a)
-		default:
-			source = a
-		}
+	// Lima's own flag set and its translation of the edit flags into yq
+	// expressions: --cpus, --memory (GiB), --disk (GiB), --set, … parse
+	// or fail here exactly as they do in limactl start.
+	cmd := &cobra.Command{Use: "start"}
+	cmd.Flags().String("name", "", "")
+	cmd.Flags().Bool("tty", false, "")
+	editflags.RegisterCreate(cmd, "")
+	if err := cmd.ParseFlags(args); err != nil {
+		return err
+	}
+	fl := cmd.Flags()
+	name, _ := fl.GetString("name")
+	var source string
+	if rest := fl.Args(); len(rest) > 0 {
+		source = rest[0]
 	}
 	if source == "-" || strings.HasSuffix(source, ".yaml") {
 		if name == "" {
@@ -286,6 +290,15 @@ func (f *fake) start(args []string) error {
 		if err != nil {
 			return err
 		}
+		exprs, err := editflags.YQExpressions(fl, true, nil)
+		if err != nil {
+			return err
+		}
+		if len(exprs) > 0 {
+			if b, err = yqutil.EvaluateExpression(context.Background(), yqutil.Join(exprs), b); err != nil {
+				return err
+			}
+		}
 		if err := f.create(name, b); err != nil {
 			return err
 		}
@@ -294,7 +307,11 @@ func (f *fake) start(args []string) error {
 		if _, err := os.Stat(filepath.Join(f.dir(name), "lima.yaml")); err != nil {
 			return fmt.Errorf("instance %q does not exist, run `limactl create %s` to create a new instance", name, name)
 		}
-		if err := f.edit(name, edits); err != nil {
+		exprs, err := editflags.YQExpressions(fl, false, nil)
+		if err != nil {
+			return err
+		}
+		if err := f.set(name, exprs); err != nil {
 			return err
 		}
 	}
@@ -320,44 +337,68 @@ func (f *fake) create(name string, template []byte) error {
 	return os.WriteFile(filepath.Join(dir, "lima.yaml"), template, 0o644)
 }
 
-// edit applies --cpus/--memory/--disk to a stopped instance's lima.yaml.
-func (f *fake) edit(name string, edits map[string]string) error {
-	if len(edits) == 0 {
+// set applies the edit flags' yq expressions to an existing instance's
+// lima.yaml as Lima does (limactl start's
+// applyYQExpressionToExistingInstance): Lima's yq evaluation, then its
+// loader and validator, then the file is written — whether or not the
+// instance runs (a running one then only says it is running already).
+func (f *fake) set(name string, exprs []string) error {
+	if len(exprs) == 0 {
 		return nil
-	}
-	in, _, err := f.inspect(name)
-	if err != nil {
-		return err
-	}
-	if in.Status == "Running" {
-		return fmt.Errorf("cannot edit a running instance %q", name)
 	}
 	p := filepath.Join(f.dir(name), "lima.yaml")
 	b, err := os.ReadFile(p)
 	if err != nil {
 		return err
 	}
-	var doc map[string]any
-	if err := yaml.Unmarshal(b, &doc); err != nil {
-		return err
+	yq := yqutil.Join(exprs)
+	out, err := yqutil.EvaluateExpression(context.Background(), yq, b)
+	if err != nil {
+		return fmt.Errorf("failed to apply yq expression %q to instance %q: %w", yq, name, err)
 	}
-	for k, v := range edits {
-		if k == "cpus" {
-			n, err := strconv.Atoi(v)
-			if err != nil {
-				return fmt.Errorf("invalid --cpus %q", v)
-			}
-			doc[k] = n
-		} else {
-			doc[k] = v
-		}
-	}
-	out, err := yaml.Marshal(doc)
+	y, err := limayaml.Load(context.Background(), out, p)
 	if err != nil {
 		return err
 	}
+	if err := limayaml.Validate(y, true); err != nil {
+		return fmt.Errorf("failed to apply yq expression %q to instance %q: the YAML is invalid: %w", yq, name, err)
+	}
 	return os.WriteFile(p, out, 0o644)
 }
+
+// forwardsLoopback is Lima's hostagent's decision for a TCP listener on
+// the guest's 127.0.0.1 at port (pkg/hostagent's forwardingAddresses): the
+// rules are the two ssh ignore rules, the instance's (defaults filled by
+// Lima's loader) and a default forward of 127.0.0.1; the first that
+// matches decides.
+func forwardsLoopback(rules []limatype.PortForward, port int) bool {
+	all := []limatype.PortForward{{GuestIP: net.IPv4zero, GuestPort: 22, Ignore: true}}
+	all = append(all, rules...)
+	all = append(all, limatype.PortForward{})
+	loopback := net.IPv4(127, 0, 0, 1)
+	for i := range all {
+		r := all[i]
+		if i == 0 || i == len(all)-1 {
+			limayaml.FillPortForwardDefaults(&r, "", limatype.User{}, nil)
+		}
+		if r.GuestSocket != "" || (r.Proto != limatype.ProtoAny && r.Proto != limatype.ProtoTCP) {
+			continue
+		}
+		if port < r.GuestPortRange[0] || port > r.GuestPortRange[1] {
+			continue
+		}
+		if !loopback.Equal(r.GuestIP) && !(r.GuestIP.IsUnspecified() && !*r.GuestIPMustBeZero) {
+			continue
+		}
+		return !r.Ignore
+	}
+	return false
+}
+
+// The API ports marina's clusters publish (slots 1–99). Lima mirrors every
+// port a guest process listens on as it appears; this stand-in forwards
+// these from the start, which is all marina's loopback mode relies on.
+const firstAPIPort, lastAPIPort = 7001, 7099
 
 func (f *fake) sshConfig(name string) string {
 	dir := f.dir(name)
@@ -423,6 +464,11 @@ func (f *fake) boot(name string) error {
 		if r.GuestSocket != "" && r.HostSocket != "" && !r.Reverse {
 			fwd = append(fwd, "-L", r.HostSocket+":"+r.GuestSocket)
 			socks = append(socks, r.HostSocket)
+		}
+	}
+	for p := firstAPIPort; p <= lastAPIPort; p++ {
+		if forwardsLoopback(y.PortForwards, p) {
+			fwd = append(fwd, "-L", fmt.Sprintf("127.0.0.1:%d:127.0.0.1:%d", p, p))
 		}
 	}
 	fwd = append(fwd, "lima-"+name)

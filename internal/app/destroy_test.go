@@ -1,0 +1,492 @@
+package app
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/bcollard/marina/internal/config"
+	"github.com/bcollard/marina/internal/kubeconfig"
+	"github.com/bcollard/marina/internal/vm"
+	"sigs.k8s.io/yaml"
+)
+
+// destroyFixture is a running VM with clusters dev and east, each with
+// its kubeconfig file and its entries merged into ~/.kube/config, next to
+// entries of the user's own (prod) and a file in marina's folder for a
+// cluster the VM does not have (gone).
+func destroyFixture(t *testing.T, change func(*config.Config)) *fixture {
+	t.Helper()
+	f := newFixture(t)
+	f.config(change)
+	for i, n := range []string{"dev", "east"} {
+		server := "https://192.168.64.3:700" + string(rune('1'+i))
+		f.cluster(n, i+1, server)
+		if err := kubeconfig.Merge(f.kubeconfigFile(), n, mustKubeconfig(t, f, n, server)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.userEntry("prod")
+	gone, _ := f.e.Paths.Kubeconfig("gone")
+	if err := os.WriteFile(gone, mustKubeconfig(t, f, "gone", "https://192.168.64.3:7009"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// userEntry adds a cluster, user and context named name of the user's own
+// (no marina mark) to ~/.kube/config.
+func (f *fixture) userEntry(name string) {
+	f.t.Helper()
+	b, err := os.ReadFile(f.kubeconfigFile())
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	var kc map[string]any
+	if err := yaml.Unmarshal(b, &kc); err != nil {
+		f.t.Fatal(err)
+	}
+	add := func(sec string, item map[string]any) { kc[sec] = append(kc[sec].([]any), item) }
+	add("clusters", map[string]any{"name": name, "cluster": map[string]any{"server": "https://prod.example:6443"}})
+	add("users", map[string]any{"name": name, "user": map[string]any{"token": "secret"}})
+	add("contexts", map[string]any{"name": name, "context": map[string]any{"cluster": name, "user": name}})
+	if b, err = yaml.Marshal(kc); err != nil {
+		f.t.Fatal(err)
+	}
+	if err := os.WriteFile(f.kubeconfigFile(), b, 0o600); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+func (f *fixture) kubeconfigExists(name string) bool {
+	f.t.Helper()
+	p, err := f.e.Paths.Kubeconfig(name)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	_, err = os.Lstat(p)
+	return err == nil
+}
+
+// userKept checks that the user's own prod entries are as they were.
+func (f *fixture) userKept() {
+	f.t.Helper()
+	b, _ := os.ReadFile(f.kubeconfigFile())
+	for _, want := range []string{"server: https://prod.example:6443", "token: secret", "name: prod"} {
+		if !strings.Contains(string(b), want) {
+			f.t.Errorf("the user's own entries went (%q):\n%s", want, b)
+		}
+	}
+}
+
+// destroy of a running VM removes the kubeconfig files and entries of the
+// clusters its Docker lists, and nothing else; the plan and the
+// confirmation name them.
+func TestDestroyRemovesTheClustersKubeconfigs(t *testing.T) {
+	f := destroyFixture(t, nil)
+	dir := f.e.Paths.KubeconfigDir()
+	target := f.kubeconfigFile()
+	before, _ := os.ReadFile(target)
+
+	if err := Destroy(context.Background(), f.e, DestroyOptions{DryRun: true}); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"  - delete VM marina (Running) and its disk, with every cluster and image in it\n",
+		"  - remove the kubeconfig files dev.kubeconfig, east.kubeconfig from " + dir + "\n",
+		"  - remove the cluster, user and context entries of dev, east that marina wrote from " + target + " (kind.autoRemoveKubeconfig)\n",
+	} {
+		if !strings.Contains(f.out.String(), want) {
+			t.Errorf("the plan lacks %q:\n%s", want, f.out.String())
+		}
+	}
+	if after, _ := os.ReadFile(target); string(after) != string(before) || !f.kubeconfigExists("dev") || f.instance == nil {
+		t.Fatal("the dry run changed something")
+	}
+
+	// Answered no: nothing goes.
+	f.e.TTY, f.e.Stdin = true, strings.NewReader("n\n")
+	if err := Destroy(context.Background(), f.e, DestroyOptions{}); err == nil || err.Error() != "nothing was deleted" {
+		t.Fatalf("error = %v", err)
+	}
+	q := "Delete VM marina and every cluster and image in it (dev, east), with their kubeconfig files in " + dir + " and their entries in " + target + "? (the registry cache in " + f.e.Paths.RegistryCache() + " is kept) [y/N] "
+	if !strings.Contains(f.err.String(), q) {
+		t.Errorf("the question:\n%s\nwant:\n%s", f.err.String(), q)
+	}
+	if !f.kubeconfigExists("dev") || !f.hasContext("dev") || f.instance == nil {
+		t.Fatal("an unconfirmed destroy removed something")
+	}
+
+	f.e.Stdin = strings.NewReader("y\n")
+	if err := Destroy(context.Background(), f.e, DestroyOptions{}); err != nil {
+		t.Fatalf("%v\n%s", err, f.err.String())
+	}
+	for _, n := range []string{"dev", "east"} {
+		if f.kubeconfigExists(n) || f.hasContext(n) {
+			t.Errorf("%s's kubeconfig file (%v) or entries (%v) are left", n, f.kubeconfigExists(n), f.hasContext(n))
+		}
+	}
+	if f.instance != nil {
+		t.Error("the VM is left")
+	}
+	// Docker said which clusters were the VM's: gone's file is not theirs.
+	if !f.kubeconfigExists("gone") {
+		t.Error("the file of a cluster the VM did not have went")
+	}
+	f.userKept()
+	if got := f.called("guest."); len(got) != 0 {
+		t.Errorf("destroy made guest round trips: %v", got)
+	}
+}
+
+// Docker lists the clusters of a running VM, and only what marina wrote
+// for them goes: a file without marina's mark or a link stays, with a
+// warning that names it.
+func TestDestroyRemovesOnlyWhatMarinaWrote(t *testing.T) {
+	f := destroyFixture(t, nil)
+	dir := f.e.Paths.KubeconfigDir()
+	// Clusters of the VM whose files are not marina's: one without its
+	// mark, a link to elsewhere.
+	f.cluster("mine", 3, "")
+	f.cluster("link", 4, "")
+	if err := os.WriteFile(filepath.Join(dir, "mine.kubeconfig"), []byte("apiVersion: v1\nkind: Config\ncontexts:\n- context: {cluster: x, user: x}\n  name: mine\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	elsewhere := filepath.Join(t.TempDir(), "elsewhere")
+	if err := os.WriteFile(elsewhere, mustKubeconfig(t, f, "link", "https://192.168.64.3:7004"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(elsewhere, filepath.Join(dir, "link.kubeconfig")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("mine"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := Destroy(context.Background(), f.e, DestroyOptions{Yes: true}); err != nil {
+		t.Fatalf("%v\n%s", err, f.err.String())
+	}
+	for _, n := range []string{"dev", "east"} {
+		if f.kubeconfigExists(n) || f.hasContext(n) {
+			t.Errorf("%s's kubeconfig is left", n)
+		}
+	}
+	for _, n := range []string{"mine", "link", "gone"} {
+		if !f.kubeconfigExists(n) {
+			t.Errorf("%s.kubeconfig, not marina's or not the VM's, went", n)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "notes.txt")); err != nil {
+		t.Errorf("notes.txt: %v", err)
+	}
+	if _, err := os.Stat(elsewhere); err != nil {
+		t.Errorf("the link's target: %v", err)
+	}
+	for _, want := range []string{
+		filepath.Join(dir, "mine.kubeconfig") + " is left as it is: it has no context mine that marina wrote; if it is a leftover, `rm " + filepath.Join(dir, "mine.kubeconfig") + "` removes it",
+		filepath.Join(dir, "link.kubeconfig") + " is left as it is: it is not a file marina wrote (L---------)",
+	} {
+		if !strings.Contains(f.err.String(), want) {
+			t.Errorf("no warning %q:\n%s", want, f.err.String())
+		}
+	}
+	f.userKept()
+}
+
+// snapshot is the bytes of every file in marina's kubeconfig folder and of
+// ~/.kube/config.
+func (f *fixture) snapshot() map[string]string {
+	f.t.Helper()
+	out := map[string]string{}
+	dir := f.e.Paths.KubeconfigDir()
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	for _, d := range ents {
+		b, err := os.ReadFile(filepath.Join(dir, d.Name()))
+		if err != nil {
+			f.t.Fatal(err)
+		}
+		out[d.Name()] = string(b)
+	}
+	b, err := os.ReadFile(f.kubeconfigFile())
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	out["~/.kube/config"] = string(b)
+	return out
+}
+
+// kept checks that nothing of before changed, byte for byte.
+func (f *fixture) kept(before map[string]string) {
+	f.t.Helper()
+	after := f.snapshot()
+	for k, v := range before {
+		if got, ok := after[k]; !ok {
+			f.t.Errorf("%s went", k)
+		} else if got != v {
+			f.t.Errorf("%s changed:\n%s\nwas:\n%s", k, got, v)
+		}
+	}
+}
+
+// keptNote is what destroy says of the kubeconfigs it leaves when it
+// cannot tell which are the VM's clusters'.
+func keptNote(f *fixture, why string) string {
+	return "The kubeconfigs in ~/.kube/marina stay: " + why + ", so marina cannot tell which of them were its clusters' (~/.kube/marina is shared by every MARINA_HOME). " +
+		"There: dev.kubeconfig, east.kubeconfig, gone.kubeconfig. For one that was VM marina's, `marina kubeconfig remove NAME` removes its entries from " + f.kubeconfigFile() +
+		" and `rm ~/.kube/marina/NAME.kubeconfig` its file.\n"
+}
+
+// Without the VM's Docker listing its clusters (VM stopped, gone, or its
+// Docker not answering) no kubeconfig goes: destroy says which files are
+// left and how to remove one, and asks before deleting a VM.
+func TestDestroyKeepsKubeconfigsItCannotTellAreTheVMs(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		change func(f *fixture)
+		why    string
+		plan   []string // the plan's lines, besides the route
+	}{
+		{"no VM", func(f *fixture) { f.instance = nil }, "VM marina does not exist", nil},
+		{"VM stopped", func(f *fixture) { f.instance.Status = vm.StatusStopped }, "VM marina is Stopped",
+			[]string{"  - delete VM marina (Stopped) and its disk, with every cluster and image in it\n"}},
+		{"Docker cannot list the clusters", func(f *fixture) { f.fail["docker.kind-nodes"] = errBoom }, "the clusters of VM marina cannot be listed (boom)",
+			[]string{"  - delete VM marina (Running) and its disk, with every cluster and image in it\n"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := destroyFixture(t, nil)
+			c.change(f)
+			before := f.snapshot()
+			hadVM := f.instance != nil
+			note := keptNote(f, c.why)
+
+			if err := Destroy(context.Background(), f.e, DestroyOptions{DryRun: true}); err != nil {
+				t.Fatalf("%v\n%s", err, f.err.String())
+			}
+			if !strings.Contains(f.err.String(), note) {
+				t.Errorf("the dry run does not say what stays:\n%s\nwant:\n%s", f.err.String(), note)
+			}
+			for _, want := range c.plan {
+				if !strings.Contains(f.out.String(), want) {
+					t.Errorf("the plan lacks %q:\n%s", want, f.out.String())
+				}
+			}
+			if strings.Contains(f.out.String(), "kubeconfig") || strings.Contains(f.out.String(), "entries") {
+				t.Errorf("the plan removes kubeconfigs:\n%s", f.out.String())
+			}
+			if c.name == "Docker cannot list the clusters" {
+				f.fail["docker.kind-nodes"] = errBoom
+			}
+			// No terminal, no -y: a VM to delete needs a confirmation;
+			// without one there is nothing destructive to confirm.
+			f.out.Reset()
+			f.err.Reset()
+			err := Destroy(context.Background(), f.e, DestroyOptions{})
+			switch {
+			case hadVM && (err == nil || !strings.Contains(err.Error(), "needs a confirmation")):
+				t.Errorf("error = %v", err)
+			case !hadVM && err != nil:
+				t.Errorf("error = %v\n%s", err, f.err.String())
+			}
+			f.kept(before)
+			if !strings.Contains(f.err.String(), note) {
+				t.Errorf("destroy does not say what stays:\n%s", f.err.String())
+			}
+			if !hadVM {
+				return
+			}
+			if c.name == "Docker cannot list the clusters" {
+				f.fail["docker.kind-nodes"] = errBoom
+			}
+			// A terminal: the question says the kubeconfigs stay.
+			f.e.TTY, f.e.Stdin = true, strings.NewReader("y\n")
+			f.err.Reset()
+			if err := Destroy(context.Background(), f.e, DestroyOptions{}); err != nil {
+				t.Fatalf("%v\n%s", err, f.err.String())
+			}
+			q := "Delete VM marina and every cluster and image in it? (the kubeconfigs in ~/.kube/marina and the registry cache in " + f.e.Paths.RegistryCache() + " are kept) [y/N] "
+			if !strings.Contains(f.err.String(), q) {
+				t.Errorf("the question:\n%s\nwant:\n%s", f.err.String(), q)
+			}
+			if f.instance != nil {
+				t.Error("the VM is left")
+			}
+			f.kept(before)
+			f.userKept()
+		})
+	}
+}
+
+// ~/.kube/marina is under $HOME, shared by every MARINA_HOME: destroying
+// home B, whose VM is gone or stopped, leaves home A's cluster kubeconfigs
+// and entries byte for byte.
+func TestDestroyOfAnotherHomeKeepsThisHomesKubeconfigs(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		vmOfB func(b *fixture)
+	}{
+		{"B has no VM", func(b *fixture) { b.instance = nil }},
+		{"B's VM is stopped", func(b *fixture) { b.instance.Status = vm.StatusStopped }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			a := destroyFixture(t, nil)
+			before := a.snapshot()
+			b := sharingHome(t, a)
+			c.vmOfB(b)
+			if err := Destroy(context.Background(), b.e, DestroyOptions{Yes: true}); err != nil {
+				t.Fatalf("%v\n%s", err, b.err.String())
+			}
+			a.kept(before)
+			if b.instance != nil {
+				t.Error("B's VM is left")
+			}
+			if a.instance == nil || len(a.called("vm.delete")) != 0 {
+				t.Error("A's VM was touched")
+			}
+			// A's own destroy still removes its clusters'.
+			if err := Destroy(context.Background(), a.e, DestroyOptions{Yes: true}); err != nil {
+				t.Fatalf("%v\n%s", err, a.err.String())
+			}
+			for _, n := range []string{"dev", "east"} {
+				if a.kubeconfigExists(n) || a.hasContext(n) {
+					t.Errorf("A's destroy left %s's kubeconfig", n)
+				}
+			}
+		})
+	}
+}
+
+// sharingHome is a second MARINA_HOME (its own config, Lima home and VM
+// world) under a's HOME.
+func sharingHome(t *testing.T, a *fixture) *fixture {
+	t.Helper()
+	b := newFixture(t)
+	b.env["HOME"] = a.env["HOME"]
+	// Short, as newFixture's: Lima's socket paths under it must fit.
+	dir, err := os.MkdirTemp("", "b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	b.env["MARINA_HOME"] = dir
+	paths, err := config.ResolvePaths(func(k string) string { return b.env[k] }, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(paths.Dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	b.e.Paths = paths
+	b.config(nil)
+	if paths.KubeconfigDir() != a.e.Paths.KubeconfigDir() || paths.Dir == a.e.Paths.Dir {
+		t.Fatalf("homes: %+v and %+v", paths, a.e.Paths)
+	}
+	return b
+}
+
+// kind.autoRemoveKubeconfig false keeps the entries (and says how to
+// remove them), as an invalid config does; the files go either way.
+func TestDestroyKeepsEntriesUnlessTheConfigSays(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		write func(f *fixture)
+		want  string
+	}{
+		{"autoRemoveKubeconfig false", func(f *fixture) { f.config(func(c *config.Config) { c.Kind.AutoRemoveKubeconfig = false }) },
+			"The entries of dev, east in %s stay (kind.autoRemoveKubeconfig is false): `marina kubeconfig remove dev east` removes them"},
+		{"invalid config", func(f *fixture) {
+			if err := os.WriteFile(f.e.Paths.Config, []byte("vm:\n  cpus: many\n"), 0o600); err != nil {
+				f.t.Fatal(err)
+			}
+		}, "kind.autoRemoveKubeconfig is not read from an invalid config: the entries of dev, east in %s stay (`marina kubeconfig remove dev east` removes them)"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := destroyFixture(t, nil)
+			c.write(f)
+			if err := Destroy(context.Background(), f.e, DestroyOptions{Yes: true}); err != nil {
+				t.Fatalf("%v\n%s", err, f.err.String())
+			}
+			for _, n := range []string{"dev", "east"} {
+				if f.kubeconfigExists(n) || !f.hasContext(n) {
+					t.Errorf("%s: file left %v, entries kept %v", n, f.kubeconfigExists(n), f.hasContext(n))
+				}
+			}
+			if want := strings.ReplaceAll(c.want, "%s", f.kubeconfigFile()); !strings.Contains(f.err.String(), want) {
+				t.Errorf("no %q:\n%s", want, f.err.String())
+			}
+		})
+	}
+}
+
+// What cannot be removed is named with its fix; the VM is deleted and the
+// route removed all the same, and the exit status says something is left.
+func TestDestroyGoesOnWhenAKubeconfigCannotGo(t *testing.T) {
+	f := destroyFixture(t, nil)
+	made := mustMade(t, f)
+	if err := made.Add(f.network.Subnet, f.lima0.Addr()); err != nil {
+		t.Fatal(err)
+	}
+	f.route = &hostRoute{Dest: f.network.Subnet, Gateway: f.lima0.Addr(), Interface: "bridge100"}
+	devFile, _ := f.e.Paths.Kubeconfig("dev")
+	target := f.kubeconfigFile()
+	// Between the plan and its end, dev's file becomes a folder with a
+	// file in it, and ~/.kube/config a link to nowhere.
+	f.before = func(call string) {
+		if call != "vm.delete marina" {
+			return
+		}
+		if err := os.Remove(devFile); err != nil {
+			t.Error(err)
+		}
+		if err := os.MkdirAll(filepath.Join(devFile, "x"), 0o700); err != nil {
+			t.Error(err)
+		}
+		if err := os.Rename(target, target+".moved"); err != nil {
+			t.Error(err)
+		}
+		if err := os.Symlink(target+".nowhere", target); err != nil {
+			t.Error(err)
+		}
+	}
+	err := Destroy(context.Background(), f.e, DestroyOptions{Yes: true})
+	if err == nil {
+		t.Fatal("destroy succeeded with kubeconfigs left")
+	}
+	for _, want := range []string{
+		"the kubeconfig file of dev is left: remove " + devFile + ": directory not empty; `rm " + devFile + "` removes it",
+		"the entries of dev stay in " + target + ": " + target + " is a symlink to " + target + ".nowhere, which does not exist",
+		"`marina kubeconfig remove dev` removes them once that is fixed",
+		"`marina kubeconfig remove east` removes them once that is fixed",
+	} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error lacks %q:\n%v", want, err)
+		}
+	}
+	if f.instance != nil {
+		t.Error("the VM is left")
+	}
+	if got := f.called("host.privileged"); len(got) != 1 || !strings.Contains(got[0], "route") {
+		t.Errorf("the route was not removed: %v", got)
+	}
+	if f.kubeconfigExists("east") {
+		t.Error("east's file is left although it could go")
+	}
+}
+
+// The VM's deletion failing leaves every kubeconfig as it was: its
+// clusters are still there.
+func TestDestroyKeepsKubeconfigsWhenTheVMStays(t *testing.T) {
+	f := destroyFixture(t, nil)
+	f.fail["vm.delete"] = errBoom
+	if err := Destroy(context.Background(), f.e, DestroyOptions{Yes: true}); err == nil || !strings.Contains(err.Error(), "boom") {
+		t.Fatalf("error = %v", err)
+	}
+	for _, n := range []string{"dev", "east"} {
+		if !f.kubeconfigExists(n) || !f.hasContext(n) {
+			t.Errorf("%s's kubeconfig went with the VM still there", n)
+		}
+	}
+}

@@ -1,0 +1,996 @@
+package app
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"net"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/bcollard/marina/internal/config"
+	"github.com/bcollard/marina/internal/dns"
+	"github.com/bcollard/marina/internal/docker"
+	"github.com/bcollard/marina/internal/kubeconfig"
+	"github.com/bcollard/marina/internal/registry"
+	"github.com/bcollard/marina/internal/ui"
+	"github.com/bcollard/marina/internal/vm"
+
+	"github.com/bcollard/marina/internal/guest"
+	"github.com/bcollard/marina/internal/host"
+	"github.com/bcollard/marina/internal/slot"
+)
+
+// doctorWorld is what the fakes answer doctor's own questions with; its
+// zero value is a healthy lab on an Apple silicon Mac.
+type doctorWorld struct {
+	// health replaces the guest's health when set (the default: Docker
+	// active, kind's inotify limits, half the disk free, no Rosetta).
+	health *guest.Health
+	// net changes the guest's routing state before it is returned.
+	net func(*guest.NetState)
+	// upstreams answer the probes (the default: every upstream answers).
+	upstreams map[string]guest.UpstreamResult
+	// table is the host's routing table (nil: the route Lookup answers,
+	// and the default route).
+	table []host.Route
+	// dial is what a connection to the kind bridge's gateway gets.
+	dial error
+	// os is the host's (default darwin); rosetta: Rosetta 2 installed.
+	os      string
+	rosetta bool
+	// kubeErr fails a cluster's /version; noPool leaves a cluster without
+	// marina's pool; pools overrides what it holds.
+	kubeErr map[string]error
+	noPool  map[string]bool
+	pools   map[string][]string
+}
+
+func (g fakeGuest) ObserveWith(_ context.Context, p guest.Probes) (guest.State, error) {
+	if err := g.call("guest.observe"); err != nil {
+		return guest.State{}, err
+	}
+	st := g.state()
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	dw := g.doctor
+	if dw.health != nil {
+		st.Health = *dw.health
+		st.Health.Upstreams = maps.Clone(dw.health.Upstreams)
+	} else {
+		st.Health = guest.Health{Docker: "active", InotifyWatches: 524288, InotifyInstances: 512,
+			Disk: guest.Disk{Known: true, Mount: "/", Used: 50 << 20, Avail: 50 << 20}}
+	}
+	if st.Health.Upstreams == nil {
+		st.Health.Upstreams = map[string]guest.UpstreamResult{}
+		for _, u := range p.Upstreams {
+			r, ok := dw.upstreams[u.Mirror]
+			if !ok {
+				r = guest.UpstreamResult{OK: true}
+			}
+			st.Health.Upstreams[u.Mirror] = r
+		}
+	}
+	if dw.net != nil {
+		dw.net(&st.Net)
+	}
+	return st, nil
+}
+
+func (h fakeHost) Overlapping(ctx context.Context, p netip.Prefix) ([]host.Route, error) {
+	if err := h.call("host.routes " + p.String()); err != nil {
+		return nil, err
+	}
+	h.mu.Lock()
+	table := h.doctor.table
+	h.mu.Unlock()
+	if table == nil {
+		r, _ := h.Lookup(ctx, p)
+		table = []host.Route{*r}
+	}
+	var out []host.Route
+	for _, r := range table {
+		if r.Dest.Overlaps(p) {
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}
+
+func (h fakeHost) Dial(_ context.Context, addr netip.AddrPort) error {
+	if err := h.call("host.dial " + addr.String()); err != nil {
+		return err
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.doctor.dial
+}
+
+func (h fakeHost) OS() string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.doctor.os == "" {
+		return "darwin"
+	}
+	return h.doctor.os
+}
+
+func (h fakeHost) Rosetta() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.doctor.rosetta
+}
+
+func (k fakeKube) ServerVersion(context.Context) (string, error) {
+	if err := k.call("kube " + k.name + " version"); err != nil {
+		return "", err
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if err := k.doctor.kubeErr[k.name]; err != nil {
+		return "", err
+	}
+	return "v1.36.1", nil
+}
+
+func (k fakeKube) MetalLBPool(_ context.Context, name string) ([]string, bool, error) {
+	if err := k.call("kube " + k.name + " read-pool " + name); err != nil {
+		return nil, false, err
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.doctor.noPool[k.name] {
+		return nil, false, nil
+	}
+	if p, ok := k.doctor.pools[k.name]; ok {
+		return p, true, nil
+	}
+	for _, c := range k.nodes {
+		if c.Cluster == k.name && len(c.APIPorts) > 0 {
+			r, err := slot.MetalLBRanges(mustPrefix("172.30.0.0/16"), c.APIPorts[0]-slot.APIPort(0))
+			return r, true, err
+		}
+	}
+	return nil, true, nil
+}
+
+// doctorFixture is a healthy lab on an Apple silicon Mac: the default
+// config, its mirrors and local DNS running and current, marina's route
+// through lima0, Rosetta installed, and cluster dev in slot 1 (direct
+// mode) with its kubeconfig.
+func doctorFixture(t *testing.T) *fixture {
+	t.Helper()
+	f := newFixture(t)
+	f.defaultMirrorsRunning()
+	f.dnsWarm()
+	cidr := f.network.Subnet
+	if err := mustMade(t, f).Add(cidr, f.lima0.Addr()); err != nil {
+		t.Fatal(err)
+	}
+	f.route = &hostRoute{Dest: cidr, Gateway: f.lima0.Addr(), Interface: "bridge100"}
+	f.doctor.rosetta = true
+	f.cluster("dev", 1, "https://192.168.64.3:7001")
+	return f
+}
+
+func (f *fixture) doctorRun(opts DoctorOptions) DoctorReport {
+	f.t.Helper()
+	r, err := Doctor(context.Background(), f.e, opts)
+	if err != nil {
+		f.t.Fatalf("doctor: %v\n%s", err, f.err.String())
+	}
+	return r
+}
+
+// check is the report's check called name (the test ends without one).
+func check(t *testing.T, r DoctorReport, name string) DoctorCheck {
+	t.Helper()
+	for _, c := range r.Checks {
+		if c.Name == name {
+			return c
+		}
+	}
+	t.Fatalf("no check %s in:\n%s", name, reportText(r))
+	return DoctorCheck{}
+}
+
+func reportText(r DoctorReport) string {
+	var b strings.Builder
+	for _, c := range r.Checks {
+		fmt.Fprintf(&b, "[%s] %s: %s\n", c.Status, c.Name, c.Finding)
+		if c.Fix != "" {
+			fmt.Fprintf(&b, "    Fix: %s\n", c.Fix)
+		}
+	}
+	b.WriteString(r.Summary.Line)
+	return b.String()
+}
+
+// statuses is "name=status" for every check, in order.
+func statuses(r DoctorReport) string {
+	var out []string
+	for _, c := range r.Checks {
+		out = append(out, c.Name+"="+string(c.Status))
+	}
+	return strings.Join(out, " ")
+}
+
+// notOK checks that exactly the checks want names ("name=status") are
+// not OK, that each that warns or fails has a Fix line, and returns them.
+func notOK(t *testing.T, r DoctorReport, want ...string) []DoctorCheck {
+	t.Helper()
+	var got []string
+	var out []DoctorCheck
+	for _, c := range r.Checks {
+		if c.Status != DoctorOK {
+			got = append(got, c.Name+"="+string(c.Status))
+			out = append(out, c)
+		}
+	}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("not OK: %v, want %v\n%s", got, want, reportText(r))
+	}
+	for _, c := range out {
+		if c.Fix == "" && c.Status != DoctorSkip {
+			t.Errorf("%s is %s without a Fix line", c.Name, c.Status)
+		}
+	}
+	return out
+}
+
+// The healthy lab: every check OK, in the documented order, in one guest
+// round trip, and nothing changed.
+func TestDoctorHealthyLab(t *testing.T) {
+	f := doctorFixture(t)
+	r := f.doctorRun(DoctorOptions{})
+	want := "config=ok limactl=ok vm=ok guest=ok docker=ok kind-network=ok forwarding=ok firewall=ok boot=ok route=ok dns=ok " +
+		"mirror registry-dockerio=ok mirror registry-quayio=ok mirror registry-gcrio=ok mirror registry-us-docker-pkgdev=ok mirror registry-us-central1-docker-pkgdev=ok " +
+		"cluster dev=ok inotify=ok disk=ok rosetta-host=ok rosetta-vm=ok local-network=ok"
+	if got := statuses(r); got != want {
+		t.Errorf("checks:\n%s\nwant:\n%s\n%s", got, want, reportText(r))
+	}
+	if r.Failed() || r.Summary.Line != "22 OK" || r.Summary.OK != 22 {
+		t.Errorf("summary %+v", r.Summary)
+	}
+	if got := f.called("guest."); len(got) != 1 {
+		t.Errorf("%d guest round trips, want 1: %v", len(got), got)
+	}
+	if got := append(append(f.called("host.privileged"), f.called("docker.run")...), f.called("guest.run")...); len(got) != 0 {
+		t.Errorf("doctor changed: %v", got)
+	}
+	// The probes asked for are the configured mirrors' upstreams.
+	for _, c := range r.Checks {
+		if strings.HasPrefix(c.Name, "mirror ") && !strings.Contains(c.Finding, "answers from its container") {
+			t.Errorf("%s: %s", c.Name, c.Finding)
+		}
+	}
+	if c := check(t, r, "route"); !strings.Contains(c.Finding, "172.30.0.0/16 → present (via 192.168.64.3)") {
+		t.Errorf("route: %s", c.Finding)
+	}
+}
+
+// -o json is the same report as data: every check, each with its four
+// fields, and the summary; a stopped VM's checks are all listed too.
+func TestDoctorJSONListsEveryCheck(t *testing.T) {
+	for _, stopped := range []bool{false, true} {
+		f := doctorFixture(t)
+		if stopped {
+			f.instance.Status = vm.StatusStopped
+		}
+		r := f.doctorRun(DoctorOptions{})
+		var b bytes.Buffer
+		if err := ui.Render(&b, "json", r); err != nil {
+			t.Fatal(err)
+		}
+		var got struct {
+			Checks  []map[string]any `json:"checks"`
+			Summary map[string]any   `json:"summary"`
+		}
+		if err := json.Unmarshal(b.Bytes(), &got); err != nil {
+			t.Fatalf("not JSON: %v\n%s", err, b.String())
+		}
+		if len(got.Checks) != len(r.Checks) || len(got.Checks) < 18 {
+			t.Fatalf("stopped=%v: %d checks in JSON, %d in the report", stopped, len(got.Checks), len(r.Checks))
+		}
+		for i, c := range got.Checks {
+			for _, k := range []string{"name", "status", "finding", "fix"} {
+				if _, ok := c[k]; !ok {
+					t.Errorf("check %d lacks %q: %v", i, k, c)
+				}
+			}
+			if c["name"] != r.Checks[i].Name || !slices.Contains([]any{"ok", "warn", "fail", "skip"}, c["status"]) {
+				t.Errorf("check %d: %v", i, c)
+			}
+		}
+		if got.Summary["line"] != r.Summary.Line || got.Summary["fail"] != float64(r.Summary.Fail) {
+			t.Errorf("summary %v, want %+v", got.Summary, r.Summary)
+		}
+	}
+}
+
+// A VM that is not running fails its check with up's advice; every check
+// that needs it is listed as skipped, saying why, and costs no round trip.
+func TestDoctorVMNotRunning(t *testing.T) {
+	for _, c := range []struct {
+		status, finding, fix string
+	}{
+		{"", "VM marina does not exist", "marina up"},
+		{vm.StatusStopped, "VM marina is stopped", "marina up"},
+		{vm.StatusBroken, "Lima reports VM marina as Broken (disk missing)", "marina destroy && marina up"},
+		{"Starting", `VM marina is "Starting"`, "wait for Lima to finish with it, then: marina up"},
+	} {
+		f := doctorFixture(t)
+		if c.status == "" {
+			f.instance = nil
+		} else {
+			f.instance.Status, f.instance.Errors = c.status, []string{"disk missing"}
+		}
+		r := f.doctorRun(DoctorOptions{})
+		v := check(t, r, "vm")
+		if v.Status != DoctorFail || !strings.Contains(v.Finding, c.finding) || v.Fix != c.fix {
+			t.Errorf("%q: %+v", c.status, v)
+		}
+		if !r.Failed() {
+			t.Errorf("%q: not failed", c.status)
+		}
+		for _, n := range []string{"guest", "docker", "firewall", "route", "dns", "mirrors", "clusters", "disk", "rosetta-vm", "local-network"} {
+			if s := check(t, r, n); s.Status != DoctorSkip || !strings.Contains(s.Finding, "VM marina is not running") {
+				t.Errorf("%q: %s: %+v", c.status, n, s)
+			}
+		}
+		if r.Summary.Fail != 1 || !strings.Contains(r.Summary.Line, "1 failed") || !strings.Contains(r.Summary.Line, "skipped") {
+			t.Errorf("%q: summary %+v", c.status, r.Summary)
+		}
+		if got := f.called("guest."); len(got) != 0 {
+			t.Errorf("%q: guest calls %v", c.status, got)
+		}
+	}
+}
+
+func TestDoctorLimactl(t *testing.T) {
+	f := doctorFixture(t)
+	f.e.deps.VM = func() (VM, error) {
+		return nil, errors.New("limactl was not found on your PATH: marina runs its VM with Lima; install Lima 2.x: `brew install lima`")
+	}
+	r := f.doctorRun(DoctorOptions{})
+	if c := check(t, r, "limactl"); c.Status != DoctorFail || c.Fix != "brew install lima" || !strings.Contains(c.Finding, "not found") {
+		t.Errorf("no limactl: %+v", c)
+	}
+	if c := check(t, r, "vm"); c.Status != DoctorSkip || !strings.Contains(c.Finding, "limactl") {
+		t.Errorf("vm without limactl: %+v", c)
+	}
+	f = doctorFixture(t)
+	f.fail["vm.version"] = errors.New("Lima 1.2.0 is too old: marina needs Lima 2.0 or later; upgrade it: `brew upgrade lima`")
+	r = f.doctorRun(DoctorOptions{})
+	if c := check(t, r, "limactl"); c.Status != DoctorFail || c.Fix != "brew upgrade lima" || !strings.Contains(c.Finding, "1.2.0 is too old") {
+		t.Errorf("old limactl: %+v", c)
+	}
+}
+
+func TestDoctorConfig(t *testing.T) {
+	// No file: the defaults, and a warning; the rest is checked.
+	f := doctorFixture(t)
+	if err := os.Remove(f.e.Paths.Config); err != nil {
+		t.Fatal(err)
+	}
+	r := f.doctorRun(DoctorOptions{})
+	notOK(t, r, "config=warn")
+	if c := check(t, r, "config"); !strings.Contains(c.Finding, "checking against the defaults") || c.Fix != "marina up (writes the default config)" {
+		t.Errorf("no config: %+v", c)
+	}
+	if r.Failed() {
+		t.Error("a missing config alone failed doctor")
+	}
+	// vm.name readable, the rest not: what needs the config is skipped.
+	f = doctorFixture(t)
+	if err := os.WriteFile(f.e.Paths.Config, []byte("vm:\n  name: marina\nnetwork:\n  cidr: 172.30.0.0/33\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r = f.doctorRun(DoctorOptions{})
+	if c := check(t, r, "config"); c.Status != DoctorFail || c.Fix != "marina config edit" || !strings.Contains(c.Finding, "network.cidr") {
+		t.Errorf("bad config: %+v", c)
+	}
+	for _, n := range []string{"kind-network", "forwarding", "firewall", "boot", "route", "dns", "mirrors"} {
+		if c := check(t, r, n); c.Status != DoctorSkip || !strings.Contains(c.Finding, "config") {
+			t.Errorf("%s with a bad config: %+v", n, c)
+		}
+	}
+	if c := check(t, r, "vm"); c.Status != DoctorOK {
+		t.Errorf("the VM is still checked: %+v", c)
+	}
+}
+
+func TestDoctorGuestChannel(t *testing.T) {
+	f := doctorFixture(t)
+	f.fail["guest.observe"] = errors.New("observe the VM: cannot reach the VM over ssh (is it running? try `marina up`):\nConnection refused")
+	r := f.doctorRun(DoctorOptions{})
+	if c := check(t, r, "guest"); c.Status != DoctorFail || !strings.Contains(c.Finding, "cannot reach the VM over ssh") || c.Fix != "marina down && marina up" {
+		t.Errorf("guest: %+v", c)
+	}
+	for _, n := range []string{"forwarding", "firewall", "boot", "route", "cluster", "inotify", "disk", "rosetta-vm"} {
+		name := n
+		if n == "cluster" {
+			name = "clusters"
+		}
+		if c := check(t, r, name); c.Status != DoctorSkip || !strings.Contains(c.Finding, "the guest does not answer") {
+			t.Errorf("%s: %+v", name, c)
+		}
+	}
+	if c := check(t, r, "docker"); c.Status != DoctorOK {
+		t.Errorf("docker is judged on its own: %+v", c)
+	}
+}
+
+func TestDoctorDocker(t *testing.T) {
+	for _, active := range []string{"inactive", "active"} {
+		f := doctorFixture(t)
+		f.fail["docker.version"] = errors.New("error during connect: EOF")
+		f.doctor.net = func(st *guest.NetState) { st.Forwarding = false }
+		f.doctor.health = &guest.Health{Docker: active, InotifyWatches: 524288, InotifyInstances: 512, Disk: guest.Disk{Known: true, Used: 1, Avail: 9}}
+		r := f.doctorRun(DoctorOptions{})
+		c := check(t, r, "docker")
+		switch active {
+		case "inactive":
+			if c.Status != DoctorFail || c.Finding != "Docker is not running in the VM (docker.service is inactive)" || c.Fix != "marina shell -- sudo systemctl start docker" {
+				t.Errorf("docker stopped: %+v", c)
+			}
+		default:
+			if c.Status != DoctorFail || !strings.Contains(c.Finding, "does not answer on unix://") || !strings.Contains(c.Finding, "EOF") || !strings.HasPrefix(c.Fix, "marina down && marina up") {
+				t.Errorf("socket gone: %+v", c)
+			}
+		}
+		for _, n := range []string{"kind-network", "dns", "mirrors", "clusters"} {
+			if s := check(t, r, n); s.Status != DoctorSkip || !strings.Contains(s.Finding, "Docker does not answer") {
+				t.Errorf("%s: %+v", n, s)
+			}
+		}
+		// The rules cannot be re-applied without Docker's chain: no repair,
+		// and the fix says what comes first.
+		if s := check(t, r, "forwarding"); s.Status != DoctorFail || s.repair != repairNone || s.Fix != "start Docker first (see docker), then: marina doctor --fix" {
+			t.Errorf("forwarding with Docker down: %+v", s)
+		}
+	}
+}
+
+func TestDoctorKindNetwork(t *testing.T) {
+	f := doctorFixture(t)
+	f.network = nil
+	r := f.doctorRun(DoctorOptions{})
+	if c := check(t, r, "kind-network"); c.Status != DoctorFail || c.Fix != "marina up" || c.Finding != "there is no Docker network kind" {
+		t.Errorf("no network: %+v", c)
+	}
+	// The rules hang on the network's bridge: up makes both.
+	f = doctorFixture(t)
+	f.network = nil
+	f.doctor.net = func(st *guest.NetState) { delete(st.Chains, "filter MARINA-FORWARD") }
+	r = f.doctorRun(DoctorOptions{})
+	if c := check(t, r, "firewall"); c.Status != DoctorFail || c.repair != repairNone || !strings.HasPrefix(c.Fix, "marina up") {
+		t.Errorf("rules without the network: %+v", c)
+	}
+	f = doctorFixture(t)
+	f.network.Options = maps.Clone(f.network.Options)
+	delete(f.network.Options, "com.docker.network.bridge.trusted_host_interfaces")
+	f.network.Managed = false
+	r = f.doctorRun(DoctorOptions{})
+	c := check(t, r, "kind-network")
+	if c.Status != DoctorFail || !strings.Contains(c.Finding, "trusted_host_interfaces") || !strings.Contains(c.Finding, "not made by marina") || !strings.Contains(c.Fix, "recreate") {
+		t.Errorf("foreign network: %+v", c)
+	}
+}
+
+// Each break of the guest's routing fails its own check, with the repair
+// --fix makes for it, and nothing else.
+func TestDoctorGuestRouting(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		change func(*guest.NetState)
+		check  string
+		says   string
+	}{
+		{"forwarding off", func(st *guest.NetState) { st.Forwarding = false }, "forwarding", "the VM does not forward IPv4: IPv4 forwarding (net.ipv4.ip_forward)"},
+		{"chains flushed", func(st *guest.NetState) {
+			delete(st.Chains, "filter MARINA-FORWARD")
+			delete(st.Chains, "nat MARINA-POSTROUTING")
+		}, "firewall", "6 of marina's firewall checks fail"},
+		{"jump not first", func(st *guest.NetState) {
+			st.Chains["filter DOCKER-USER"] = append([]string{"-A DOCKER-USER -j RETURN"}, st.Chains["filter DOCKER-USER"]...)
+		}, "firewall", "jump into marina's rules (-t filter -A DOCKER-USER -j MARINA-FORWARD"},
+		{"a stale rule", func(st *guest.NetState) {
+			st.Chains["filter MARINA-FORWARD"] = append(st.Chains["filter MARINA-FORWARD"], "-A MARINA-FORWARD -s 10.0.0.0/8 -j ACCEPT")
+		}, "firewall", "stale rule (-t filter -A MARINA-FORWARD -s 10.0.0.0/8 -j ACCEPT)"},
+		{"FORWARD accepts", func(st *guest.NetState) { st.Policies["filter FORWARD"] = "ACCEPT" }, "firewall", "-t filter -P FORWARD DROP"},
+		{"drop-in missing", func(st *guest.NetState) { st.Sums[guest.DropInPath] = "" }, "boot", "installed " + guest.DropInPath},
+		{"unit disabled", func(st *guest.NetState) { st.Enabled = false }, "boot", guest.UnitName + " enabled"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := doctorFixture(t)
+			f.doctor.net = c.change
+			r := f.doctorRun(DoctorOptions{})
+			want := []string{c.check + "=fail"}
+			if c.check != "boot" {
+				// What goes from this host through the VM waits for it.
+				want = append(want, "dns=skip", "cluster dev=skip")
+			}
+			got := notOK(t, r, want...)
+			if dns := check(t, r, "dns"); c.check != "boot" && !strings.Contains(dns.Finding, "(see "+c.check+")") {
+				t.Errorf("dns: %+v", dns)
+			}
+			if len(got) > 0 {
+				if !strings.Contains(got[0].Finding, c.says) || !strings.HasPrefix(got[0].Fix, "marina doctor --fix") || got[0].repair != repairNet {
+					t.Errorf("%+v", got[0])
+				}
+			}
+		})
+	}
+}
+
+func TestDoctorRoute(t *testing.T) {
+	gw := mustAddr("192.168.64.3")
+	for _, c := range []struct {
+		name    string
+		setup   func(f *fixture)
+		status  DoctorStatus
+		finding string
+		fix     string
+		repair  bool
+	}{
+		{"missing", func(f *fixture) { f.route = nil }, DoctorFail,
+			"172.30.0.0/16 → missing (the host would send it along the default route via 192.168.1.1 on en0)",
+			"marina doctor --fix (runs: sudo ip route replace 172.30.0.0/16 via 192.168.64.3)", true},
+		{"wrong gateway", func(f *fixture) {
+			f.route.Gateway = mustAddr("192.168.64.7")
+			if err := mustMade(f.t, f).Add(f.network.Subnet, mustAddr("192.168.64.7")); err != nil {
+				f.t.Fatal(err)
+			}
+		}, DoctorFail, "wrong gateway (via 192.168.64.7; the VM's lima0 is 192.168.64.3)",
+			"marina doctor --fix (runs: sudo ip route replace 172.30.0.0/16 via 192.168.64.3)", true},
+		{"foreign", func(f *fixture) {
+			f.route.Gateway = mustAddr("192.168.64.9")
+		}, DoctorFail, "taken by 172.30.0.0/16 via 192.168.64.9 on bridge100, a route marina did not make",
+			"if it is a leftover: sudo ip route del 172.30.0.0/16 via 192.168.64.9; else choose another network.cidr (marina config edit)", false},
+		{"a VPN's /24 inside it", func(f *fixture) {
+			f.doctor.table = []host.Route{
+				{Dest: mustPrefix("0.0.0.0/0"), Gateway: mustAddr("192.168.1.1"), Interface: "en0"},
+				{Dest: f.network.Subnet, Gateway: gw, Interface: "bridge100"},
+				{Dest: mustPrefix("172.30.5.0/24"), Gateway: mustAddr("10.8.0.1"), Interface: "utun4"},
+				{Dest: mustPrefix("10.8.0.0/16"), Gateway: mustAddr("10.8.0.1"), Interface: "utun4"},
+			}
+		}, DoctorFail, "172.30.0.0/16 → present (via 192.168.64.3), but 172.30.5.0/24 via 10.8.0.1 on utun4 take part of it: those addresses do not reach the VM (a VPN?)",
+			"disconnect the VPN that routes them, or remove a leftover: sudo ip route del 172.30.5.0/24 via 10.8.0.1; or choose another network.cidr (marina config edit)", false},
+		{"a VPN's route of the first addresses", func(f *fixture) {
+			f.route = &hostRoute{Dest: mustPrefix("172.30.0.0/24"), Interface: "utun4"}
+		}, DoctorFail, "172.30.0.0/16 → shadowed by 172.30.0.0/24 on utun4", "sudo ip route del 172.30.0.0/24", false},
+		{"a VPN's /24 over the local DNS", func(f *fixture) {
+			f.doctor.table = []host.Route{
+				{Dest: f.network.Subnet, Gateway: gw, Interface: "bridge100"},
+				{Dest: mustPrefix("172.30.255.0/24"), Interface: "utun4"},
+			}
+		}, DoctorFail, "but 172.30.255.0/24 on utun4 take part of it", "sudo ip route del 172.30.255.0/24", false},
+		{"a route inside it through the VM itself", func(f *fixture) {
+			f.doctor.table = []host.Route{
+				{Dest: f.network.Subnet, Gateway: gw, Interface: "bridge100"},
+				{Dest: mustPrefix("172.30.1.200/32"), Gateway: gw, Interface: "bridge100", Cloned: true},
+			}
+		}, DoctorOK, "present (via 192.168.64.3); no other route inside it", "", false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := doctorFixture(t)
+			c.setup(f)
+			r := f.doctorRun(DoctorOptions{})
+			rc := check(t, r, "route")
+			if rc.Status != c.status || !strings.Contains(rc.Finding, c.finding) || !strings.Contains(rc.Fix, c.fix) || (rc.repair == repairRoute) != c.repair {
+				t.Errorf("%+v\nwant %s %q fix %q repair %v", rc, c.status, c.finding, c.fix, c.repair)
+			}
+			if c.status == DoctorOK {
+				notOK(t, r)
+				return
+			}
+			// The lookup goes over the route: the DNS check waits for it,
+			// unless the route that takes part of the network leaves the
+			// DNS server's address alone.
+			d := check(t, r, "dns")
+			if c.name == "a VPN's /24 inside it" {
+				if d.Status != DoctorOK {
+					t.Errorf("dns with 172.30.255.53 still routed to the VM: %+v", d)
+				}
+			} else if d.Status != DoctorSkip || !strings.Contains(d.Finding, "route") {
+				t.Errorf("dns: %+v", d)
+			}
+		})
+	}
+}
+
+func TestDoctorDNS(t *testing.T) {
+	f := doctorFixture(t)
+	for i := range f.mirrors {
+		if f.mirrors[i].Name == dns.EtcdName {
+			f.mirrors[i].State = "exited"
+		}
+	}
+	r := f.doctorRun(DoctorOptions{})
+	if c := check(t, r, "dns"); c.Status != DoctorFail || !strings.Contains(c.Finding, "marina-dns-etcd at 172.30.255.52 is exited") || c.Fix != "marina up" {
+		t.Errorf("etcd exited: %+v", c)
+	}
+	f = doctorFixture(t)
+	f.fail["host.query"] = errors.New("read udp: i/o timeout")
+	r = f.doctorRun(DoctorOptions{})
+	if c := check(t, r, "dns"); c.Status != DoctorFail || !strings.Contains(c.Finding, "lookup of marina-probe.demo.internal at 172.30.255.53 failed: read udp: i/o timeout") || !strings.Contains(c.Fix, "docker logs") {
+		t.Errorf("lookup fails: %+v", c)
+	}
+	f = doctorFixture(t)
+	if err := os.Remove(resolverFile(f, "demo.internal")); err != nil {
+		t.Fatal(err)
+	}
+	r = f.doctorRun(DoctorOptions{})
+	if c := check(t, r, "dns"); c.Status != DoctorFail || !strings.Contains(c.Finding, "resolver file") || !strings.Contains(c.Finding, "missing") || c.Fix != "marina up" {
+		t.Errorf("no resolver file: %+v", c)
+	}
+}
+
+func TestDoctorMirrors(t *testing.T) {
+	f := doctorFixture(t)
+	for i := range f.mirrors {
+		switch f.mirrors[i].Name {
+		case "registry-quayio":
+			f.mirrors[i].State = "exited"
+		case "registry-gcrio":
+			f.mirrors[i].Labels = maps.Clone(f.mirrors[i].Labels)
+			f.mirrors[i].Labels[registry.LabelConfig] = "sha256:from-before"
+		}
+	}
+	f.mirrors = slices.DeleteFunc(f.mirrors, func(c docker.Container) bool { return c.Name == "registry-us-docker-pkgdev" })
+	f.mirrors = append(f.mirrors, docker.Container{ID: "x", Name: "registry-old", State: "running", Labels: map[string]string{registry.LabelMirror: "registry-old"}})
+	f.doctor.upstreams = map[string]guest.UpstreamResult{"registry-dockerio": {Detail: "dial: line 1: registry-1.docker.io: Name or service not known"}}
+	r := f.doctorRun(DoctorOptions{})
+	for name, want := range map[string]struct {
+		status       DoctorStatus
+		finding, fix string
+	}{
+		"mirror registry-dockerio":                  {DoctorFail, "its upstream registry-1.docker.io:443 does not answer from its container: dial: line 1: registry-1.docker.io: Name or service not known", "getent hosts registry-1.docker.io"},
+		"mirror registry-quayio":                    {DoctorFail, "its container registry-quayio is exited", "marina up (starts it again)"},
+		"mirror registry-gcrio":                     {DoctorWarn, "but its configuration changed", "marina up (recreates it)"},
+		"mirror registry-us-docker-pkgdev":          {DoctorFail, "there is no container for mirror registry-us-docker-pkgdev", "marina up"},
+		"mirror registry-us-central1-docker-pkgdev": {DoctorOK, "its upstream us-central1-docker.pkg.dev:443 answers from its container", ""},
+		"mirror registry-old":                       {DoctorWarn, "container registry-old is a mirror no longer in the config", "marina up (removes it)"},
+	} {
+		c := check(t, r, name)
+		if c.Status != want.status || !strings.Contains(c.Finding, want.finding) || !strings.Contains(c.Fix, want.fix) || c.repair != repairNone {
+			t.Errorf("%s: %+v\nwant %+v", name, c, want)
+		}
+	}
+}
+
+func TestDoctorClusters(t *testing.T) {
+	certErr := fmt.Errorf("Get \"https://192.168.64.3:7001/version\": %w", &tls.CertificateVerificationError{Err: x509.UnknownAuthorityError{}})
+	for _, c := range []struct {
+		name    string
+		setup   func(f *fixture)
+		status  DoctorStatus
+		finding string
+		fix     string
+		stale   bool
+	}{
+		{"stale kubeconfig", func(f *fixture) {
+			f.nodes = nil
+			f.cluster("dev", 1, "https://192.168.64.9:7001")
+		}, DoctorFail, "dev.kubeconfig names https://192.168.64.9:7001, but the cluster's API server is at https://192.168.64.3:7001 (lima0 moved?)",
+			"marina doctor --fix (or: marina kubeconfig merge dev)", true},
+		{"no kubeconfig", func(f *fixture) {
+			path, _ := f.e.Paths.Kubeconfig("dev")
+			os.Remove(path)
+		}, DoctorFail, "cluster dev has no kubeconfig at", "marina kubeconfig merge dev", true},
+		{"certificate", func(f *fixture) { f.doctor.kubeErr = map[string]error{"dev": certErr} }, DoctorFail,
+			"the API server at https://192.168.64.3:7001 has a certificate", "marina kubeconfig merge dev", false},
+		{"no answer", func(f *fixture) {
+			f.doctor.kubeErr = map[string]error{"dev": errors.New("dial tcp 192.168.64.3:7001: connect: connection refused")}
+		}, DoctorFail, "the API server does not answer at https://192.168.64.3:7001: dial tcp", "marina shell -- docker logs --tail 50 dev-control-plane", false},
+		{"no pool", func(f *fixture) { f.doctor.noPool = map[string]bool{"dev": true} }, DoctorFail,
+			"MetalLB has no IPAddressPool marina", "marina cluster delete dev && marina cluster create dev", false},
+		{"another pool", func(f *fixture) { f.doctor.pools = map[string][]string{"dev": {"172.30.9.1-172.30.9.7"}} }, DoctorWarn,
+			"holds 172.30.9.1-172.30.9.7, not slot 1's 172.30.1.1-172.30.1.7, 172.30.1.16-172.30.1.254", "marina cluster create dev", false},
+		{"nodes stopped", func(f *fixture) { f.nodes[0].State = "exited" }, DoctorFail,
+			"its nodes do not all run: dev-control-plane not running", "marina shell -- docker start dev-control-plane", false},
+		{"a cluster made with the API on the VM's loopback", func(f *fixture) {
+			f.nodes = nil
+			f.cluster("dev", 1, "https://127.0.0.1:7001")
+			f.nodes[0].APIHosts = map[int]string{7001: "127.0.0.1"}
+		}, DoctorOK, "answers at https://127.0.0.1:7001", "", false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := doctorFixture(t)
+			c.setup(f)
+			r := f.doctorRun(DoctorOptions{})
+			cc := check(t, r, "cluster dev")
+			if cc.Status != c.status || !strings.Contains(cc.Finding, c.finding) || !strings.Contains(cc.Fix, c.fix) || (cc.repair == repairKubeconfig) != c.stale {
+				t.Errorf("%+v\nwant %s %q %q stale %v", cc, c.status, c.finding, c.fix, c.stale)
+			}
+			if c.stale && len(f.called("kube dev version")) != 0 {
+				t.Error("the API was called at a stale address")
+			}
+		})
+	}
+}
+
+func TestDoctorInotifyAndDisk(t *testing.T) {
+	for _, c := range []struct {
+		name          string
+		watches, inst int
+		used, avail   int64
+		check         string
+		status        DoctorStatus
+		finding, fix  string
+	}{
+		{"few watches", 8192, 512, 50, 50, "inotify", DoctorWarn, "max_user_watches 8192, max_user_instances 512: kind needs 524288 and 512", "sudo sysctl -w fs.inotify.max_user_watches=524288 fs.inotify.max_user_instances=512"},
+		{"few instances", 524288, 128, 50, 50, "inotify", DoctorWarn, "max_user_instances 128", "sysctl -w"},
+		{"unreadable", 0, 0, 50, 50, "inotify", DoctorWarn, "could not be read", "sysctl fs.inotify"},
+		{"disk 9% free", 524288, 512, 91, 9, "disk", DoctorWarn, "9.0% free", "docker system prune"},
+		{"disk 1.5% free", 524288, 512, 985, 15, "disk", DoctorFail, "1.5% free", "raise vm.disk"},
+		{"disk 10% free", 524288, 512, 90, 10, "disk", DoctorOK, "10.0% free", ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := doctorFixture(t)
+			f.doctor.health = &guest.Health{Docker: "active", InotifyWatches: c.watches, InotifyInstances: c.inst, Disk: guest.Disk{Known: true, Mount: "/", Used: c.used << 20, Avail: c.avail << 20}}
+			r := f.doctorRun(DoctorOptions{})
+			if c.status == DoctorOK {
+				notOK(t, r)
+			} else {
+				notOK(t, r, c.check+"="+string(c.status))
+			}
+			got := check(t, r, c.check)
+			if got.Status != c.status || !strings.Contains(got.Finding, c.finding) || !strings.Contains(got.Fix, c.fix) {
+				t.Errorf("%+v", got)
+			}
+			// Warnings alone do not fail doctor.
+			if r.Failed() != (c.status == DoctorFail) {
+				t.Errorf("failed = %v with %s", r.Failed(), c.status)
+			}
+		})
+	}
+}
+
+func TestDoctorRosetta(t *testing.T) {
+	for _, c := range []struct {
+		name                    string
+		os, arch                string
+		installed, want, binfmt bool
+		created                 bool
+		host, vm                DoctorStatus
+		hostFinding, vmFinding  string
+		hostFix, vmFix          string
+	}{
+		{"set, installed, registered", "darwin", "arm64", true, true, true, true, DoctorOK, DoctorOK, "is installed", "is registered", "", ""},
+		{"set, not installed", "darwin", "arm64", false, true, false, true, DoctorFail, DoctorFail, "vm.rosetta is set, but Rosetta 2 is not installed", "is missing: x86_64 images do not run",
+			"softwareupdate --install-rosetta --agree-to-license", "marina down && marina up"},
+		{"set, VM made without it", "darwin", "arm64", true, true, false, false, DoctorOK, DoctorFail, "is installed", "the VM was created without Rosetta", "", "marina destroy && marina up"},
+		{"unset, registered", "darwin", "arm64", true, false, true, false, DoctorOK, DoctorWarn, "is installed", "vm.rosetta is off, but", "", "set vm.rosetta: true"},
+		{"unset, absent", "darwin", "arm64", false, false, false, false, DoctorOK, DoctorOK, "vm.rosetta is off, so nothing needs it", "no Rosetta binfmt entry", "", ""},
+		{"an Intel Mac", "darwin", "amd64", false, true, false, false, DoctorOK, DoctorOK, "N/A: not an Apple silicon Mac", "N/A", "", ""},
+		{"Linux", "linux", "arm64", false, true, false, false, DoctorOK, DoctorOK, "N/A: not a Mac", "N/A", "", ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := doctorFixture(t)
+			f.config(func(cfg *config.Config) { cfg.VM.Rosetta = c.want })
+			f.doctor.os, f.doctor.rosetta, f.e.HostArch = c.os, c.installed, c.arch
+			f.doctor.health = &guest.Health{Docker: "active", InotifyWatches: 524288, InotifyInstances: 512, Disk: guest.Disk{Known: true, Used: 1, Avail: 1}, RosettaBinfmt: c.binfmt}
+			if c.created {
+				// The VM's lima.yaml is the template of the config now.
+				cfg, err := config.Load(f.e.Paths)
+				if err != nil {
+					t.Fatal(err)
+				}
+				tmpl, err := f.e.template(cfg)
+				if err != nil {
+					t.Fatal(err)
+				}
+				f.instance.Dir = t.TempDir()
+				if err := os.WriteFile(filepath.Join(f.instance.Dir, "lima.yaml"), tmpl, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			r := f.doctorRun(DoctorOptions{})
+			h, v := check(t, r, "rosetta-host"), check(t, r, "rosetta-vm")
+			if h.Status != c.host || !strings.Contains(h.Finding, c.hostFinding) || h.Fix != c.hostFix {
+				t.Errorf("host: %+v", h)
+			}
+			if v.Status != c.vm || !strings.Contains(v.Finding, c.vmFinding) || !strings.HasPrefix(v.Fix, c.vmFix) {
+				t.Errorf("vm: %+v", v)
+			}
+		})
+	}
+}
+
+func TestDoctorLocalNetwork(t *testing.T) {
+	unreach := &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.EHOSTUNREACH)}
+	refused := &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}
+	timeout := &net.OpError{Op: "dial", Net: "tcp", Err: os.ErrDeadlineExceeded}
+	for _, c := range []struct {
+		name, os, term string
+		dial           error
+		status         DoctorStatus
+		finding, fix   string
+	}{
+		{"blocked", "darwin", "iTerm.app", unreach, DoctorFail, "macOS's Local Network privacy setting keeps iTerm off the local networks", "System Settings → Privacy & Security → Local Network: turn it on for iTerm"},
+		{"no answer", "darwin", "", timeout, DoctorFail, "keeps your terminal app off", "Local Network: turn it on for your terminal app"},
+		{"refused is an answer", "darwin", "Apple_Terminal", refused, DoctorOK, "reaches the kind bridge's gateway 172.30.0.1", ""},
+		{"Linux", "linux", "", unreach, DoctorOK, "N/A: macOS only", ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := doctorFixture(t)
+			f.doctor.os, f.doctor.dial, f.env["TERM_PROGRAM"] = c.os, c.dial, c.term
+			r := f.doctorRun(DoctorOptions{})
+			got := check(t, r, "local-network")
+			if got.Status != c.status || !strings.Contains(got.Finding, c.finding) || !strings.Contains(got.Fix, c.fix) {
+				t.Errorf("%+v", got)
+			}
+			if dials := f.called("host.dial"); (c.os == "darwin") != (len(dials) == 1) {
+				t.Errorf("dials: %v", dials)
+			}
+		})
+	}
+	// No route: nothing to try.
+	f := doctorFixture(t)
+	f.route = nil
+	r := f.doctorRun(DoctorOptions{})
+	if got := check(t, r, "local-network"); got.Status != DoctorSkip || len(f.called("host.dial")) != 0 {
+		t.Errorf("without the route: %+v", got)
+	}
+}
+
+// brokenForFix breaks the three things --fix repairs: forwarding, the
+// host route, a kubeconfig; the fakes make the repairs real.
+func brokenForFix(t *testing.T) *fixture {
+	f := doctorFixture(t)
+	f.doctor.net = func(st *guest.NetState) { st.Forwarding = false }
+	f.route = nil
+	f.nodes = nil
+	f.cluster("dev", 1, "https://192.168.64.9:7001")
+	f.scripts["export kubeconfigs"] = vm.Result{Stdout: []byte(f.export("dev"))}
+	f.before = func(call string) {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		switch {
+		case call == "guest.run install the VM's routing rules":
+			f.doctor.net = nil
+		case strings.HasPrefix(call, "host.privileged ip route replace 172.30.0.0/16 via 192.168.64.3"):
+			f.route = &hostRoute{Dest: mustPrefix("172.30.0.0/16"), Gateway: f.lima0.Addr(), Interface: "bridge100"}
+		}
+	}
+	return f
+}
+
+// --fix prints the report and its repairs first, makes them (each safe:
+// the network script, marina's own route, the kubeconfig) and checks
+// again.
+func TestDoctorFixRepairs(t *testing.T) {
+	f := brokenForFix(t)
+	var first *DoctorReport
+	r := f.doctorRun(DoctorOptions{Fix: true, Before: func(r DoctorReport) { first = &r }})
+	if first == nil {
+		t.Fatal("the first report was not shown before the repairs")
+	}
+	notOK(t, *first, "forwarding=fail", "route=fail", "dns=skip", "cluster dev=fail", "local-network=skip")
+	if len(first.Repairs) != 3 {
+		t.Errorf("planned: %q", first.Repairs)
+	}
+	notOK(t, r)
+	if r.Failed() || len(r.Repairs) != 3 {
+		t.Errorf("after --fix: %s\nrepairs %q", reportText(r), r.Repairs)
+	}
+	for _, rp := range r.Repairs {
+		if strings.Contains(rp, "failed") {
+			t.Errorf("repair %q", rp)
+		}
+	}
+	if got := f.called("guest."); strings.Join(got, ",") != "guest.observe,guest.run install the VM's routing rules,guest.run export kubeconfigs,guest.observe" {
+		t.Errorf("guest round trips: %v", got)
+	}
+	if body := f.bodies["install the VM's routing rules"]; !strings.Contains(body, guest.ScriptPath) || !strings.Contains(body, "systemctl enable "+guest.UnitName) {
+		t.Errorf("the network script was not installed and run:\n%s", body)
+	}
+	if got := f.called("host.privileged"); len(got) != 1 || got[0] != "host.privileged ip route replace 172.30.0.0/16 via 192.168.64.3" {
+		t.Errorf("privileged: %v", got)
+	}
+	if gws := mustMade(t, f).Gateways(mustPrefix("172.30.0.0/16")); len(gws) != 1 || gws[0] != f.lima0.Addr() {
+		t.Errorf("the route marina made is not recorded: %v", gws)
+	}
+	path, _ := f.e.Paths.Kubeconfig("dev")
+	kc, _ := os.ReadFile(path)
+	if s, _ := kubeconfig.Server(kc); s != "https://192.168.64.3:7001" {
+		t.Errorf("dev's kubeconfig names %s", s)
+	}
+}
+
+// --fix --dry-run lists the repairs and changes nothing.
+func TestDoctorFixDryRun(t *testing.T) {
+	f := brokenForFix(t)
+	path, _ := f.e.Paths.Kubeconfig("dev")
+	before, _ := os.ReadFile(path)
+	r := f.doctorRun(DoctorOptions{Fix: true, DryRun: true, Before: func(DoctorReport) { t.Error("Before called on a dry run") }})
+	notOK(t, r, "forwarding=fail", "route=fail", "dns=skip", "cluster dev=fail", "local-network=skip")
+	want := []string{
+		"install and run the VM's network script (/usr/local/sbin/marina-network, marina-network.service, the docker.service drop-in): forwarding",
+		"route 172.30.0.0/16 to the VM: sudo ip route replace 172.30.0.0/16 via 192.168.64.3",
+		"export the kubeconfigs of dev again (API servers at https://192.168.64.3:7001)",
+	}
+	if !slices.Equal(r.Repairs, want) {
+		t.Errorf("repairs:\n%q\nwant\n%q", r.Repairs, want)
+	}
+	if got := append(f.called("guest.run"), f.called("host.privileged")...); len(got) != 0 {
+		t.Errorf("a dry run changed: %v", got)
+	}
+	if after, _ := os.ReadFile(path); string(after) != string(before) {
+		t.Error("a dry run rewrote the kubeconfig")
+	}
+}
+
+// What is not safe to repair is named, never touched: a VPN's route, a
+// stopped mirror, a missing pool, a full disk.
+func TestDoctorFixLeavesTheRestAlone(t *testing.T) {
+	f := doctorFixture(t)
+	f.doctor.table = []host.Route{
+		{Dest: f.network.Subnet, Gateway: f.lima0.Addr(), Interface: "bridge100"},
+		{Dest: mustPrefix("172.30.5.0/24"), Gateway: mustAddr("10.8.0.1"), Interface: "utun4"},
+	}
+	f.mirrors[0].State = "exited"
+	f.doctor.noPool = map[string]bool{"dev": true}
+	f.doctor.health = &guest.Health{Docker: "active", InotifyWatches: 524288, InotifyInstances: 512, Disk: guest.Disk{Known: true, Used: 99, Avail: 1}}
+	r := f.doctorRun(DoctorOptions{Fix: true, Before: func(DoctorReport) { t.Error("nothing to repair, yet Before was called") }})
+	if len(r.Repairs) != 0 || !r.Failed() {
+		t.Errorf("repairs %q, failed %v", r.Repairs, r.Failed())
+	}
+	if got := append(append(f.called("guest.run"), f.called("host.privileged")...), f.called("docker.")...); len(slices.DeleteFunc(got, func(c string) bool {
+		return strings.HasPrefix(c, "docker.version") || strings.HasPrefix(c, "docker.list") || strings.HasPrefix(c, "docker.inspect") || strings.HasPrefix(c, "docker.kind-nodes")
+	})) != 0 {
+		t.Errorf("changed: %v", got)
+	}
+	if got := f.called("guest."); len(got) != 1 {
+		t.Errorf("round trips: %v", got)
+	}
+}
+
+// A repair that fails is reported; the others are made all the same.
+func TestDoctorFixGoesOnAfterAFailure(t *testing.T) {
+	f := brokenForFix(t)
+	f.fail["host.privileged"] = errors.New("sudo: a password is required")
+	f.before = func(call string) {
+		if call == "guest.run install the VM's routing rules" {
+			f.mu.Lock()
+			f.doctor.net = nil
+			f.mu.Unlock()
+		}
+	}
+	r := f.doctorRun(DoctorOptions{Fix: true})
+	if len(r.Repairs) != 3 || !strings.Contains(r.Repairs[1], "failed: sudo: a password is required") {
+		t.Errorf("repairs %q", r.Repairs)
+	}
+	notOK(t, r, "route=fail", "dns=skip", "local-network=skip")
+	if !strings.Contains(f.err.String(), "a password is required") {
+		t.Errorf("the failure was not shown:\n%s", f.err.String())
+	}
+}
+
+func mustAddr(s string) netip.Addr { return netip.MustParseAddr(s) }
+
+// A cluster whose API is on the VM's loopback is reached through Lima's
+// port mirroring, not the VM's forwarding: it is checked all the same.
+func TestDoctorLoopbackClusterWithoutForwarding(t *testing.T) {
+	f := doctorFixture(t)
+	f.cluster("lo", 2, "https://127.0.0.1:7002")
+	f.nodes[len(f.nodes)-1].APIHosts = map[int]string{7002: "127.0.0.1"}
+	f.doctor.net = func(st *guest.NetState) { st.Forwarding = false }
+	r := f.doctorRun(DoctorOptions{})
+	notOK(t, r, "forwarding=fail", "dns=skip", "cluster dev=skip")
+	if c := check(t, r, "cluster lo"); c.Status != DoctorOK || !strings.Contains(c.Finding, "answers at https://127.0.0.1:7002") {
+		t.Errorf("loopback cluster: %+v", c)
+	}
+}

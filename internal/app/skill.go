@@ -1,0 +1,121 @@
+package app
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/bcollard/marina/internal/fileutil"
+)
+
+// SkillPath is where Claude Code finds the marina skill of the user whose
+// home folder is home.
+func SkillPath(home string) string {
+	return filepath.Join(home, ".claude", "skills", "marina", "SKILL.md")
+}
+
+// SkillOptions are marina skill install's flags.
+type SkillOptions struct {
+	Force  bool // replace a file that is there
+	DryRun bool // say what would happen, write nothing
+}
+
+// SkillOutcome is what InstallSkill did, or would do with DryRun.
+type SkillOutcome int
+
+const (
+	// SkillWritten: there was no file; it was written.
+	SkillWritten SkillOutcome = iota
+	// SkillReplaced: a file was there and Force replaced it.
+	SkillReplaced
+	// SkillUnchanged: the file there is this content already.
+	SkillUnchanged
+	// SkillKept: a file with other content is there and was kept (no Force).
+	SkillKept
+)
+
+// skillMax bounds what InstallSkill reads of a file that is there, to
+// compare it: a skill is tens of kilobytes.
+const skillMax = 4 << 20
+
+// InstallSkill writes content to SkillPath(home): the file 0644, and each
+// folder it creates 0755 (~/.claude itself, when missing, 0700: it holds
+// Claude Code's own credentials and history), whatever the umask. A file
+// that is there is kept byte for byte unless o.Force; with it, the file is
+// replaced in one rename (a symlink there is replaced, its target left
+// alone). Nothing is read or written outside ~/.claude/skills/marina.
+func InstallSkill(home string, content []byte, o SkillOptions) (SkillOutcome, error) {
+	if home == "" {
+		return 0, errors.New("cannot find your home folder: set HOME")
+	}
+	path := SkillPath(home)
+	st, err := os.Lstat(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		if o.DryRun {
+			return SkillWritten, nil
+		}
+		if err := skillDirs(home); err != nil {
+			return 0, err
+		}
+		if err := fileutil.WriteAtomic(path, content, 0o644); err != nil {
+			return 0, err
+		}
+		return SkillWritten, nil
+	case err != nil:
+		return 0, err
+	case st.IsDir():
+		return 0, fmt.Errorf("%s is a folder, not a skill file: move it away first", path)
+	}
+	if !o.Force {
+		if sameFile(path, content) {
+			return SkillUnchanged, nil
+		}
+		return SkillKept, nil
+	}
+	if o.DryRun {
+		return SkillReplaced, nil
+	}
+	if err := fileutil.WriteAtomic(path, content, 0o644); err != nil {
+		return 0, err
+	}
+	return SkillReplaced, nil
+}
+
+// sameFile reports whether path is a regular file (through a symlink too)
+// holding exactly content. Anything else, a FIFO say, is not opened.
+func sameFile(path string, content []byte) bool {
+	st, err := os.Stat(path)
+	if err != nil || !st.Mode().IsRegular() || st.Size() != int64(len(content)) {
+		return false
+	}
+	b, err := fileutil.ReadRegular(path, skillMax)
+	return err == nil && bytes.Equal(b, content)
+}
+
+// skillDirs creates the folders of SkillPath(home) that are missing, with
+// their modes set explicitly so that the umask does not narrow them;
+// folders that exist are left as they are.
+func skillDirs(home string) error {
+	claude := filepath.Join(home, ".claude")
+	skills := filepath.Join(claude, "skills")
+	for _, d := range []struct {
+		path string
+		mode os.FileMode
+	}{{claude, 0o700}, {skills, 0o755}, {filepath.Join(skills, "marina"), 0o755}} {
+		err := os.Mkdir(d.path, d.mode)
+		if errors.Is(err, fs.ErrExist) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("create %s: %w", d.path, err)
+		}
+		if err := os.Chmod(d.path, d.mode); err != nil {
+			return fmt.Errorf("create %s: %w", d.path, err)
+		}
+	}
+	return nil
+}

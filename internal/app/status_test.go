@@ -1,0 +1,137 @@
+package app
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/bcollard/marina/internal/docker"
+	"github.com/bcollard/marina/internal/ui"
+	"github.com/bcollard/marina/internal/vm"
+)
+
+// status lists the VM's clusters from Docker, in the same single guest
+// round trip as before.
+func TestStatusListsTheClusters(t *testing.T) {
+	f := newFixture(t)
+	f.config(nil)
+	f.cluster("dev", 1, "")
+	// east: two nodes, one of them stopped.
+	f.nodes = append(f.nodes,
+		docker.Node{Container: docker.Container{ID: "e-cp", Name: "east-control-plane", State: "running"}, Cluster: "east", Role: "control-plane", APIPorts: []int{7002}},
+		docker.Node{Container: docker.Container{ID: "e-w", Name: "east-worker", State: "exited"}, Cluster: "east", Role: "worker"})
+	st, err := GetStatus(context.Background(), f.e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []ClusterStatus{{Name: "dev", Slot: 1, Nodes: 1, State: "running"}, {Name: "east", Slot: 2, Nodes: 2, State: "stopped"}}
+	if st.Clusters == nil || !reflect.DeepEqual(*st.Clusters, want) {
+		t.Errorf("clusters = %+v, want %+v", st.Clusters, want)
+	}
+	if got := f.called("guest."); len(got) != 1 {
+		t.Errorf("status made %d guest round trips, want 1: %v", len(got), got)
+	}
+	if got := f.called("docker.kind-nodes"); len(got) != 1 {
+		t.Errorf("Docker was asked for the nodes %d times, want 1", len(got))
+	}
+	if len(st.VM.Errors) != 0 {
+		t.Errorf("errors: %v", st.VM.Errors)
+	}
+	for _, format := range []string{"json", "yaml"} {
+		var b bytes.Buffer
+		if err := ui.Render(&b, format, st); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(b.String(), "clusters") || !strings.Contains(b.String(), "east") {
+			t.Errorf("-o %s lacks the clusters:\n%s", format, b.String())
+		}
+	}
+}
+
+// The clusters field is an empty list when the VM runs none, and absent
+// when the VM does not run.
+func TestStatusClustersField(t *testing.T) {
+	field := func(t *testing.T, st Status) (json.RawMessage, bool) {
+		t.Helper()
+		b, err := json.Marshal(st)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var m map[string]json.RawMessage
+		if err := json.Unmarshal(b, &m); err != nil {
+			t.Fatal(err)
+		}
+		v, ok := m["clusters"]
+		return v, ok
+	}
+	f := newFixture(t)
+	f.config(nil)
+	st, err := GetStatus(context.Background(), f.e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, ok := field(t, st); !ok || string(v) != "[]" {
+		t.Errorf("running VM without clusters: clusters = %s (present %v), want []", v, ok)
+	}
+	var y bytes.Buffer
+	if err := ui.Render(&y, "yaml", st); err != nil || !strings.Contains(y.String(), "\nclusters: []\n") {
+		t.Errorf("-o yaml without clusters (%v):\n%s", err, y.String())
+	}
+	for _, state := range []string{vm.StatusStopped, ""} {
+		f := newFixture(t)
+		f.config(nil)
+		f.cluster("dev", 1, "")
+		if state == "" {
+			f.instance = nil
+		} else {
+			f.instance.Status = state
+		}
+		st, err := GetStatus(context.Background(), f.e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v, ok := field(t, st); ok {
+			t.Errorf("VM %q: clusters = %s, want none", state, v)
+		}
+		if got := f.called("docker."); len(got) != 0 {
+			t.Errorf("VM %q: Docker was asked %v", state, got)
+		}
+	}
+}
+
+// A Docker that cannot list the nodes lands in the VM's errors; the rest
+// of status stands.
+func TestStatusClustersDockerError(t *testing.T) {
+	f := newFixture(t)
+	f.config(nil)
+	f.fail["docker.kind-nodes"] = errBoom
+	st, err := GetStatus(context.Background(), f.e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Clusters != nil {
+		t.Errorf("clusters = %+v, want none (unknown)", *st.Clusters)
+	}
+	if len(st.VM.Errors) != 1 || st.VM.Errors[0] != "listing the clusters: boom" {
+		t.Errorf("errors = %q", st.VM.Errors)
+	}
+	if st.Guest == nil || !st.Guest.OK {
+		t.Errorf("the guest network section went: %+v", st.Guest)
+	}
+	// Docker down altogether: its error is said once, not once more for
+	// the clusters.
+	f = newFixture(t)
+	f.config(nil)
+	f.fail["docker.version"] = errBoom
+	f.fail["docker.kind-nodes"] = errBoom
+	st, err = GetStatus(context.Background(), f.e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Clusters != nil || len(st.VM.Errors) != 1 || st.VM.Errors[0] != "boom" {
+		t.Errorf("Docker down: clusters %v, errors %q", st.Clusters, st.VM.Errors)
+	}
+}

@@ -1,0 +1,305 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/bcollard/marina/internal/config"
+	"github.com/bcollard/marina/internal/docker"
+	"github.com/bcollard/marina/internal/kubeconfig"
+	"github.com/bcollard/marina/internal/slot"
+	"github.com/bcollard/marina/internal/vm"
+)
+
+// madeWith gives the fixture's VM an instance folder whose lima.yaml is
+// marina's template rendered with disablePortMirroring = disable, as
+// Lima keeps it.
+func (f *fixture) madeWith(disable bool) string {
+	f.t.Helper()
+	cfg := config.Default()
+	cfg.Network.DisablePortMirroring = disable
+	b, err := f.e.template(cfg)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	files, err := f.e.Paths.VM("marina")
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	dir := files.InstanceDir
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		f.t.Fatal(err)
+	}
+	p := filepath.Join(dir, "lima.yaml")
+	if err := os.WriteFile(p, b, 0o644); err != nil {
+		f.t.Fatal(err)
+	}
+	f.instance.Dir = dir
+	return p
+}
+
+// loopback marks cluster name as published on the VM's loopback, as a
+// cluster made in loopback mode is.
+func (f *fixture) loopback(name string) {
+	for i, n := range f.nodes {
+		if n.Cluster == name && n.Role == "control-plane" {
+			f.nodes[i].APIHosts = map[int]string{n.APIPorts[0]: "127.0.0.1"}
+		}
+	}
+}
+
+func (f *fixture) mirroring(p string) bool {
+	f.t.Helper()
+	b, err := os.ReadFile(p)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	m, err := vm.PortMirroring(b, []int{7001, 7002})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return m
+}
+
+func serverOf(t *testing.T, f *fixture, name string) string {
+	t.Helper()
+	p, _ := f.e.Paths.Kubeconfig(name)
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := kubeconfig.Server(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// Turning mirroring on: without a terminal up only warns, a dry run lists
+// the restart, "no" at the prompt keeps the VM, --yes restarts it through
+// limactl with the new portForwards, and the direct cluster keeps its
+// lima0 kubeconfig throughout.
+func TestUpOffersARestartForPortMirroring(t *testing.T) {
+	f := newFixture(t)
+	f.config(func(c *config.Config) { c.Network.DisablePortMirroring = false })
+	lima := f.madeWith(true)
+	lima0 := "https://" + f.lima0.Addr().String() + ":7001"
+	f.cluster("direct", 1, lima0)
+
+	if err := Up(context.Background(), f.e, UpOptions{}); err != nil {
+		t.Fatalf("%v\n%s", err, f.err.String())
+	}
+	if !strings.Contains(f.err.String(), "run `marina up --yes`") || len(f.called("vm.stop")) != 0 || f.mirroring(lima) {
+		t.Fatalf("without a terminal up restarted the VM or did not say how:\n%s\n%s", f.err.String(), f.log())
+	}
+
+	f.out.Reset()
+	if err := Up(context.Background(), f.e, UpOptions{DryRun: true}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(f.out.String(), "restart VM marina to turn Lima's port mirroring on (network.disablePortMirroring: false)") || len(f.called("vm.stop")) != 0 {
+		t.Errorf("dry run:\n%s", f.out.String())
+	}
+
+	f.e.TTY, f.e.Stdin = true, strings.NewReader("n\n")
+	if err := Up(context.Background(), f.e, UpOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(f.err.String(), "Restart VM marina now to turn Lima's port mirroring on") || len(f.called("vm.stop")) != 0 {
+		t.Errorf("no at the prompt:\n%s", f.err.String())
+	}
+
+	f.calls = nil
+	f.e.TTY = false
+	// The VM's stop stops the node containers; Docker does not start
+	// them again by itself.
+	f.cluster("stopped", 3, "")
+	f.nodes[len(f.nodes)-1].State = "exited"
+	f.before = func(call string) {
+		if call == "vm.stop marina" {
+			f.mu.Lock()
+			for i := range f.nodes {
+				f.nodes[i].State = "exited"
+			}
+			f.mu.Unlock()
+		}
+	}
+	if err := Up(context.Background(), f.e, UpOptions{Yes: true}); err != nil {
+		t.Fatalf("%v\n%s", err, f.err.String())
+	}
+	f.before = nil
+	order := []string{"vm.stop marina", "vm.set marina .portForwards = ", "vm.start marina", "docker.start direct-cp", "guest.observe", "kube direct nodes"}
+	log := f.log()
+	at := 0
+	for _, want := range order {
+		i := strings.Index(log[at:], want)
+		if i < 0 {
+			t.Fatalf("%q not after %d in:\n%s", want, at, log)
+		}
+		at += i
+	}
+	if !f.mirroring(lima) {
+		t.Error("the VM's lima.yaml still ignores every port")
+	}
+	if got := f.called("docker.start"); len(got) != 1 {
+		t.Errorf("started %v, want only the cluster that ran before", got)
+	}
+	if s := serverOf(t, f, "direct"); s != lima0 {
+		t.Errorf("the direct cluster's kubeconfig names %s, want %s", s, lima0)
+	}
+	// Applied: the next up has nothing to restart.
+	f.calls = nil
+	if err := Up(context.Background(), f.e, UpOptions{Yes: true}); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.called("vm.stop"); len(got) != 0 {
+		t.Errorf("a second up restarted again: %v", got)
+	}
+}
+
+// Turning mirroring off would strand a cluster published on the VM's
+// loopback: up names it and how to recreate it, and restarts nothing,
+// even with --yes; its kubeconfig keeps working.
+func TestUpNeverStrandsALoopbackCluster(t *testing.T) {
+	f := newFixture(t)
+	f.config(func(c *config.Config) { c.Network.DisablePortMirroring = true })
+	lima := f.madeWith(false)
+	f.cluster("lo", 2, "https://127.0.0.1:7002")
+	f.loopback("lo")
+	for _, o := range []UpOptions{{DryRun: true}, {Yes: true}} {
+		f.err.Reset()
+		f.out.Reset()
+		if err := Up(context.Background(), f.e, o); err != nil {
+			t.Fatalf("%+v: %v\n%s", o, err, f.err.String())
+		}
+		for _, want := range []string{"1 cluster (lo) would then be unreachable", "marina cluster delete lo", "marina cluster create NAME"} {
+			if !strings.Contains(f.err.String(), want) {
+				t.Errorf("%+v: the warning lacks %q:\n%s", o, want, f.err.String())
+			}
+		}
+		if strings.Contains(f.out.String(), "restart VM") {
+			t.Errorf("%+v: the plan restarts:\n%s", o, f.out.String())
+		}
+	}
+	if got := f.called("vm.stop"); len(got) != 0 || !f.mirroring(lima) {
+		t.Errorf("the VM was restarted: %v", got)
+	}
+	if s := serverOf(t, f, "lo"); s != "https://127.0.0.1:7002" {
+		t.Errorf("lo's kubeconfig names %s", s)
+	}
+}
+
+// The bug this mends: with the config flipped to direct mode on a VM that
+// still mirrors, up re-exported loopback clusters' kubeconfigs to lima0,
+// where nothing listens. Each cluster keeps its own mode's address.
+func TestUpKeepsALoopbackClustersAddress(t *testing.T) {
+	f := newFixture(t)
+	f.config(func(c *config.Config) { c.Network.DisablePortMirroring = true })
+	f.madeWith(false)
+	f.cluster("lo", 2, "https://127.0.0.1:7002")
+	f.loopback("lo")
+	f.scripts["export kubeconfigs"] = vm.Result{Stdout: []byte(f.export("lo"))}
+	if err := Up(context.Background(), f.e, UpOptions{}); err != nil {
+		t.Fatalf("%v\n%s", err, f.err.String())
+	}
+	if got := f.called("guest.run export kubeconfigs"); len(got) != 0 {
+		t.Errorf("up re-exported: %v", got)
+	}
+	if s := serverOf(t, f, "lo"); s != "https://127.0.0.1:7002" {
+		t.Errorf("lo's kubeconfig names %s", s)
+	}
+}
+
+// kubeconfig merge exports each cluster with its own mode's address,
+// whatever the config says now.
+func TestMergeUsesEachClustersMode(t *testing.T) {
+	for _, disable := range []bool{true, false} {
+		f := newFixture(t)
+		f.config(func(c *config.Config) { c.Network.DisablePortMirroring = disable })
+		f.cluster("direct", 1, "")
+		f.cluster("lo", 2, "")
+		f.loopback("lo")
+		f.scripts["export kubeconfigs"] = vm.Result{Stdout: []byte(f.export("direct") + f.export("lo"))}
+		if err := MergeKubeconfigs(context.Background(), f.e, nil, false); err != nil {
+			t.Fatalf("%v\n%s", err, f.err.String())
+		}
+		want := map[string]string{
+			"direct": "https://" + f.lima0.Addr().String() + ":" + strconv.Itoa(slot.APIPort(1)),
+			"lo":     "https://127.0.0.1:" + strconv.Itoa(slot.APIPort(2)),
+		}
+		for n, w := range want {
+			if s := serverOf(t, f, n); s != w {
+				t.Errorf("disablePortMirroring=%v: %s's kubeconfig names %s, want %s", disable, n, s, w)
+			}
+		}
+	}
+}
+
+// A loopback-mode cluster on a VM that does not mirror ports would have a
+// kubeconfig where nothing answers: refused before kind runs.
+func TestCreateRefusesLoopbackModeOnAVMThatDoesNotMirror(t *testing.T) {
+	f := newFixture(t)
+	f.config(func(c *config.Config) { c.Network.DisablePortMirroring = false })
+	f.madeWith(true)
+	err := CreateCluster(context.Background(), f.e, CreateOptions{Name: "x"})
+	if err == nil || !strings.Contains(err.Error(), "Run `marina up`") {
+		t.Fatalf("err = %v", err)
+	}
+	if got := f.called("guest.run"); len(got) != 0 {
+		t.Errorf("it ran in the guest: %v", got)
+	}
+}
+
+// A restart that fails after the stop says what is left: the VM, and the
+// clusters' nodes with the command that starts them.
+func TestFailedRestartNamesWhatItLeft(t *testing.T) {
+	f := newFixture(t)
+	f.config(func(c *config.Config) { c.Network.DisablePortMirroring = false })
+	f.madeWith(true)
+	f.cluster("direct", 1, "https://"+f.lima0.Addr().String()+":7001")
+	f.fail["vm.start"] = errors.New("start VM marina: boot timed out")
+	err := Up(context.Background(), f.e, UpOptions{Yes: true})
+	if err == nil || !strings.Contains(err.Error(), "`marina up` starts it, then `marina shell -- docker start direct-control-plane` starts the clusters' nodes") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+// A VM that does not stop is not edited: limactl would change its file
+// and leave the running VM as it was.
+func TestRestartNeedsTheVMStopped(t *testing.T) {
+	f := newFixture(t)
+	f.config(func(c *config.Config) { c.Network.DisablePortMirroring = false })
+	lima := f.madeWith(true)
+	f.before = func(call string) {
+		if call == "vm.get marina" && len(f.called("vm.stop")) > 0 {
+			f.mu.Lock()
+			f.instance.Status = vm.StatusRunning
+			f.mu.Unlock()
+		}
+	}
+	err := Up(context.Background(), f.e, UpOptions{Yes: true})
+	if err == nil || !strings.Contains(err.Error(), "did not stop") || len(f.called("vm.set")) != 0 || f.mirroring(lima) {
+		t.Fatalf("err = %v\n%s", err, f.log())
+	}
+}
+
+// A cluster with a stopped worker still answers on its control plane: a
+// lima0 move re-exports its kubeconfig.
+func TestUpFollowsAClusterWithAStoppedWorker(t *testing.T) {
+	f := newFixture(t)
+	f.cluster("dev", 1, "https://192.168.64.3:7001")
+	f.nodes = append(f.nodes, docker.Node{Container: docker.Container{ID: "dev-w", Name: "dev-worker", State: "exited"}, Cluster: "dev", Role: "worker"})
+	f.lima0 = mustPrefix("192.168.64.7/24")
+	f.scripts["export kubeconfigs"] = vm.Result{Stdout: []byte(f.export("dev"))}
+	if err := Up(context.Background(), f.e, UpOptions{}); err != nil {
+		t.Fatalf("%v\n%s", err, f.err.String())
+	}
+	if s := serverOf(t, f, "dev"); s != "https://192.168.64.7:7001" {
+		t.Errorf("dev's kubeconfig names %s", s)
+	}
+}

@@ -1,0 +1,112 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/bcollard/marina/internal/app"
+	"github.com/bcollard/marina/internal/ui"
+)
+
+func (r *root) doctorCmd() *cobra.Command {
+	var o app.DoctorOptions
+	var output string
+	c := &cobra.Command{
+		Use:   "doctor",
+		Short: "Check every part of the lab and say how to fix what is wrong",
+		Long: `Check, in order: the config, limactl, the VM, the guest channel, Docker, the
+kind network, forwarding and marina's firewall rules in the VM, the boot unit
+and Docker drop-in, the host's route (and any route inside the kind network
+that takes part of it, a VPN's), the local DNS, each registry mirror and its
+upstream, each cluster's API server, kubeconfig and MetalLB pool, the VM's
+inotify limits and free disk, Rosetta, and on macOS the Local Network privacy
+setting. Each check prints [OK], [WARN] or [FAIL] with what it found, and the
+command that fixes what is not right; checks that need one that failed are
+[SKIP]. Exits 1 when a check failed (warnings alone: 0).
+
+--fix makes the safe repairs it names, and nothing else: it runs the VM's
+network script again (rules, forwarding, boot unit and drop-in), adds the
+host's route or moves marina's own to lima0's address (through sudo), and
+exports stale kubeconfigs again; then it checks again. --fix --dry-run lists
+those repairs and makes none.`,
+		Example: `  marina doctor
+  marina doctor -o json
+  marina doctor --fix --dry-run
+  marina doctor --fix`,
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			if output != "text" && output != "json" && output != "yaml" {
+				return fmt.Errorf("unknown output format %q: use text, json or yaml", output)
+			}
+			if o.DryRun && !o.Fix {
+				return fmt.Errorf("--dry-run goes with --fix (doctor alone changes nothing): marina doctor --fix --dry-run")
+			}
+			text := output == "text"
+			if text {
+				o.Before = func(rep app.DoctorReport) {
+					printDoctor(r.stdout, rep)
+					printRepairs(r.stdout, rep.Repairs, "Repairing (--fix):")
+					fmt.Fprintln(r.stdout)
+				}
+			}
+			rep, err := app.Doctor(c.Context(), r.env.Load(), o)
+			if err != nil {
+				return err
+			}
+			if !text {
+				if err := ui.Render(r.stdout, output, rep); err != nil {
+					return err
+				}
+			} else {
+				if o.Fix && !o.DryRun && len(rep.Repairs) > 0 {
+					fmt.Fprintln(r.stdout, "\nChecking again:")
+				}
+				printDoctor(r.stdout, rep)
+				switch {
+				case o.Fix && o.DryRun && len(rep.Repairs) > 0:
+					printRepairs(r.stdout, rep.Repairs, "Repairs --fix would make (--dry-run, nothing was changed):")
+				case o.Fix && len(rep.Repairs) == 0:
+					fmt.Fprintln(r.stdout, "Nothing for --fix to repair.")
+				}
+			}
+			if rep.Failed() {
+				return &app.ExitError{Code: 1}
+			}
+			return nil
+		},
+	}
+	c.Flags().StringVarP(&output, "output", "o", "text", "output format: text, json or yaml")
+	c.Flags().BoolVar(&o.Fix, "fix", false, "make the safe repairs the checks name, then check again")
+	c.Flags().BoolVar(&o.DryRun, "dry-run", false, "with --fix: list the repairs and make none")
+	return c
+}
+
+// printDoctor writes the report: one line per check, a Fix line under
+// each that is not OK, and the summary.
+func printDoctor(w io.Writer, rep app.DoctorReport) {
+	width := 0
+	for _, c := range rep.Checks {
+		width = max(width, len(c.Name))
+	}
+	for _, c := range rep.Checks {
+		tag := "[" + strings.ToUpper(string(c.Status)) + "]"
+		fmt.Fprintf(w, "%-6s %-*s  %s\n", tag, width, c.Name, c.Finding)
+		if c.Fix != "" && c.Status != app.DoctorOK && c.Status != app.DoctorSkip {
+			fmt.Fprintf(w, "%-6s %-*s  Fix: %s\n", "", width, "", c.Fix)
+		}
+	}
+	fmt.Fprintln(w, rep.Summary.Line)
+}
+
+func printRepairs(w io.Writer, repairs []string, head string) {
+	if len(repairs) == 0 {
+		return
+	}
+	fmt.Fprintln(w, head)
+	for _, s := range repairs {
+		fmt.Fprintf(w, "  - %s\n", s)
+	}
+}
