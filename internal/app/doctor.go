@@ -319,7 +319,13 @@ func (d *doctor) run(ctx context.Context) DoctorReport {
 	case !dockerOK:
 		add(skip(checkKindNetwork, noDocker))
 	default:
-		add(judgeKindNetwork(docker.KindNetworkSpec(d.cidr, guest.HostIf), o.network))
+		c := judgeKindNetwork(docker.KindNetworkSpec(d.cidr, guest.HostIf), o.network)
+		// Without marina's kind network nothing on it is reached from here:
+		// the DNS and the clusters' checks would blame themselves.
+		if c.Status == DoctorFail {
+			d.throughVM = append(d.throughVM, checkKindNetwork)
+		}
+		add(c)
 	}
 
 	// The guest's routing: forwarding, marina's rules, what keeps them.
@@ -361,8 +367,34 @@ func (d *doctor) run(ctx context.Context) DoctorReport {
 		add(c)
 	}
 
-	// The DNS lookup, the clusters' APIs and the reach test go at once.
-	var dnsCheck, local DoctorCheck
+	// The reach test first (at most 3 s): when macOS keeps this terminal
+	// off the local networks, the DNS lookup and the API calls over the
+	// route fail the same way, and would each point elsewhere.
+	var local DoctorCheck
+	var gw netip.Addr
+	if d.cfgOK {
+		gw = docker.KindNetworkSpec(d.cidr, guest.HostIf).Gateway
+	}
+	switch {
+	case hostOS != "darwin":
+		local = ok(checkLocalNetwork, "N/A: macOS only (its Local Network privacy setting)")
+	case !d.cfgOK:
+		local = skip(checkLocalNetwork, noConfig)
+	case !d.reaches(gw):
+		local = skip(checkLocalNetwork, "needs the host's route (see route)")
+	case slices.Contains(d.throughVM, checkKindNetwork):
+		local = skip(checkLocalNetwork, "needs marina's kind network (see kind-network)")
+	default:
+		dctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+		local = judgeLocalNetwork(gw, s.Host.Dial(dctx, netip.AddrPortFrom(gw, 9)), e.Getenv("TERM_PROGRAM"))
+		cancel()
+		if local.Status == DoctorFail {
+			d.throughVM = append(d.throughVM, checkLocalNetwork)
+		}
+	}
+
+	// The DNS lookup and the clusters' APIs go at once.
+	var dnsCheck DoctorCheck
 	var clusterChecks []DoctorCheck
 	var wg sync.WaitGroup
 	switch {
@@ -373,7 +405,7 @@ func (d *doctor) run(ctx context.Context) DoctorReport {
 	case !d.reaches(dnsServer(d.cidr)):
 		dnsCheck = skip(checkDNS, "the lookup goes over the host's route (see route)")
 	case len(d.throughVM) > 0:
-		dnsCheck = skip(checkDNS, "the lookup goes through the VM's forwarding and marina's rules (see "+strings.Join(d.throughVM, ", ")+")")
+		dnsCheck = skip(checkDNS, "the lookup goes over the route into the kind network, which does not carry it now (see "+strings.Join(d.throughVM, ", ")+")")
 	default:
 		wg.Go(func() {
 			st := &Status{}
@@ -390,21 +422,6 @@ func (d *doctor) run(ctx context.Context) DoctorReport {
 		clusterChecks = []DoctorCheck{fail(checkClusters, "cannot list the clusters: "+oneLine(o.clustersErr.Error()), "marina cluster list")}
 	default:
 		wg.Go(func() { clusterChecks = d.judgeClusters(ctx, o.clusters) })
-	}
-	switch {
-	case hostOS != "darwin":
-		local = ok(checkLocalNetwork, "N/A: macOS only (its Local Network privacy setting)")
-	case !d.cfgOK:
-		local = skip(checkLocalNetwork, noConfig)
-	case !d.reaches(docker.KindNetworkSpec(d.cidr, guest.HostIf).Gateway):
-		local = skip(checkLocalNetwork, "needs the host's route (see route)")
-	default:
-		gw := docker.KindNetworkSpec(d.cidr, guest.HostIf).Gateway
-		wg.Go(func() {
-			ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-			defer cancel()
-			local = judgeLocalNetwork(gw, s.Host.Dial(ctx, netip.AddrPortFrom(gw, 9)), e.Getenv("TERM_PROGRAM"))
-		})
 	}
 	wg.Wait()
 	add(dnsCheck)
@@ -698,7 +715,7 @@ func judgeDNS(st DNSStatus) DoctorCheck {
 	case host.ResolverOK:
 	case host.ResolverForeign:
 		bad = append(bad, st.Note)
-		fix = "if it is a leftover: sudo rm " + st.ResolverPath + "; then: marina up"
+		fix = "if it is a leftover: sudo rm " + run.ShellQuote(st.ResolverPath) + "; then: marina up"
 	default:
 		note := st.Note
 		if note == "" {
@@ -869,7 +886,7 @@ func (d *doctor) judgeCluster(ctx context.Context, c cluster.Info) (DoctorCheck,
 	// On lima0 the API port is reached through the VM's forwarding, as
 	// the kind network is; on the loopback, through Lima's port mirroring.
 	if len(d.throughVM) > 0 && !c.Loopback() {
-		return skip(name, "its API server at "+server+" is reached through the VM's forwarding and marina's rules (see "+strings.Join(d.throughVM, ", ")+")"), false
+		return skip(name, "its API server at "+server+" is reached over the route into the VM, which does not carry it now (see "+strings.Join(d.throughVM, ", ")+")"), false
 	}
 	k, err := s.deps.Kube(kc, clusterTimeout)
 	if err != nil {
@@ -930,7 +947,9 @@ func judgeDisk(h guest.Health) DoctorCheck {
 	}
 	free := h.Disk.FreePercent()
 	f := fmt.Sprintf("%.1f%% free on %s (%s of %s), which holds %s", free, h.Disk.Mount, kib(h.Disk.Avail), kib(h.Disk.Used+h.Disk.Avail), guest.DockerDataRoot)
-	fix := "free space: marina shell -- sudo docker system prune (removes stopped containers and unused images); or raise vm.disk (marina config edit), then: marina down && marina up"
+	// Not docker system prune: it removes stopped containers, a stopped
+	// cluster's nodes among them, and networks without one, kind's too.
+	fix := "free space: marina shell -- sudo docker image prune -a (images no container uses, stopped ones included), and the images a cluster's nodes pulled: marina shell -- sudo docker exec NODE crictl rmi --prune; or raise vm.disk (marina config edit), then: marina down && marina up"
 	switch {
 	case free < diskFailPercent:
 		return fail(checkDisk, f+fmt.Sprintf(": under %.0f%%, images and containers fail to write", diskFailPercent), fix)

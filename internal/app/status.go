@@ -92,9 +92,11 @@ type ClusterStatus struct {
 	Name string `json:"name" yaml:"name"`
 	// Slot is N of its API port 700N; 0 when it publishes none (marina did
 	// not make it).
-	Slot  int    `json:"slot" yaml:"slot"`
-	Nodes int    `json:"nodes" yaml:"nodes"`
-	State string `json:"state" yaml:"state"` // running, or stopped when a node is not
+	Slot  int `json:"slot" yaml:"slot"`
+	Nodes int `json:"nodes" yaml:"nodes"`
+	// State is running, partial (the control plane runs, a worker does
+	// not) or stopped.
+	State string `json:"state" yaml:"state"`
 }
 
 // NotCreated is the status of a VM that does not exist.
@@ -216,8 +218,12 @@ func (s *Status) clusters(o *observed, infos []cluster.Info, err error) {
 	list := make([]ClusterStatus, len(infos))
 	for i, c := range infos {
 		list[i] = ClusterStatus{Name: c.Name, Slot: c.Slot, Nodes: len(c.Nodes), State: "stopped"}
-		if c.Running() {
+		switch {
+		case c.Running():
 			list[i].State = "running"
+		case c.APIRunning():
+			// Its API answers; a worker does not run.
+			list[i].State = "partial"
 		}
 	}
 	s.Clusters = &list

@@ -19,15 +19,16 @@ func TestStatusListsTheClusters(t *testing.T) {
 	f := newFixture(t)
 	f.config(nil)
 	f.cluster("dev", 1, "")
-	// east: two nodes, one of them stopped.
+	// east: its worker stopped; west: its control plane.
 	f.nodes = append(f.nodes,
 		docker.Node{Container: docker.Container{ID: "e-cp", Name: "east-control-plane", State: "running"}, Cluster: "east", Role: "control-plane", APIPorts: []int{7002}},
-		docker.Node{Container: docker.Container{ID: "e-w", Name: "east-worker", State: "exited"}, Cluster: "east", Role: "worker"})
+		docker.Node{Container: docker.Container{ID: "e-w", Name: "east-worker", State: "exited"}, Cluster: "east", Role: "worker"},
+		docker.Node{Container: docker.Container{ID: "w-cp", Name: "west-control-plane", State: "exited"}, Cluster: "west", Role: "control-plane", APIPorts: []int{7003}})
 	st, err := GetStatus(context.Background(), f.e)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []ClusterStatus{{Name: "dev", Slot: 1, Nodes: 1, State: "running"}, {Name: "east", Slot: 2, Nodes: 2, State: "stopped"}}
+	want := []ClusterStatus{{Name: "dev", Slot: 1, Nodes: 1, State: "running"}, {Name: "east", Slot: 2, Nodes: 2, State: "partial"}, {Name: "west", Slot: 3, Nodes: 1, State: "stopped"}}
 	if st.Clusters == nil || !reflect.DeepEqual(*st.Clusters, want) {
 		t.Errorf("clusters = %+v, want %+v", st.Clusters, want)
 	}

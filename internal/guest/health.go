@@ -177,7 +177,11 @@ func (u Upstream) check() error {
 // /proc/PID/root/… to the VM's own files.
 const probeFunc = `marina_probe() {
 	local pid out rc d
-	pid=$(docker inspect -f '{{.State.Pid}}' "$1" 2>/dev/null) || pid=0
+	# Bounded: a stuck dockerd must not hold the whole observation.
+	if ! pid=$(timeout 3 docker inspect -f '{{.State.Pid}}' "$1" 2>&1); then
+		echo "$1 fail docker inspect: $(printf '%s' "$pid" | tr -s '\n' ' ' | head -c 200)"
+		return 0
+	fi
 	if [ "${pid:-0}" = 0 ]; then
 		echo "$1 fail its container is not running"
 		return 0
@@ -208,14 +212,16 @@ func probeScript(p Probes) (launch, collect string, err error) {
 	sort.Slice(ups, func(i, j int) bool { return ups[i].Mirror < ups[j].Mirror })
 	var b strings.Builder
 	b.WriteString(probeFunc)
-	b.WriteString("marina_probes=$(mktemp -d)\n")
+	// Without a folder (a full disk) no probe runs, and each mirror's
+	// upstream is then unknown rather than a path under /.
+	b.WriteString("marina_probes=$(mktemp -d) || marina_probes=\n")
 	for i, u := range ups {
 		if err := u.check(); err != nil {
 			return "", "", err
 		}
-		fmt.Fprintf(&b, "marina_probe %s %s %d >\"$marina_probes/%03d\" 2>&1 </dev/null &\n", run.ShellQuote(u.Mirror), run.ShellQuote(u.Host), u.Port, i)
+		fmt.Fprintf(&b, "[ -z \"$marina_probes\" ] || marina_probe %s %s %d >\"$marina_probes/%03d\" 2>&1 </dev/null &\n", run.ShellQuote(u.Mirror), run.ShellQuote(u.Host), u.Port, i)
 	}
-	return b.String(), "wait\necho \"@@ upstream\"\ncat \"$marina_probes\"/* 2>/dev/null\nrm -rf \"$marina_probes\"\n", nil
+	return b.String(), "wait\necho \"@@ upstream\"\nif [ -n \"$marina_probes\" ]; then cat \"$marina_probes\"/* 2>/dev/null; rm -rf \"$marina_probes\"; fi\n", nil
 }
 
 // parseUpstreams reads the probes' answers; a name that is no mirror name

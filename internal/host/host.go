@@ -145,10 +145,10 @@ func (h *Host) Privileged(ctx context.Context, argv []string) error {
 		var re *run.Error
 		switch {
 		case errors.As(err, &re) && strings.Contains(re.Stderr, "sudo: a password is required"):
-			return fmt.Errorf("%w\nsudo needs a password and there is no terminal to ask on: run `sudo %s` yourself, then `marina up` again", err, run.Quote(argv))
+			return fmt.Errorf("%w\nsudo needs a password and there is no terminal to ask on: run `sudo %s` yourself, then the same marina command again", err, run.Quote(argv))
 		case errors.As(err, &re) && sudoSaid(re.Stderr):
 			// sudo itself refused (not in sudoers, requiretty, …).
-			return fmt.Errorf("%w\nsudo refused to run it without a terminal: run `sudo %s` yourself, then `marina up` again", err, run.Quote(argv))
+			return fmt.Errorf("%w\nsudo refused to run it without a terminal: run `sudo %s` yourself, then the same marina command again", err, run.Quote(argv))
 		case err != nil:
 			return err // the command's own failure, with what it said
 		}

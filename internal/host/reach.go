@@ -37,11 +37,8 @@ func Reached(err error) bool { return err == nil || errors.Is(err, syscall.ECONN
 
 // Blocked reports whether a Dial's failure is what macOS gives a program
 // its Local Network privacy setting keeps off the local networks: "no
-// route to host" at once although a route is there, or no answer at all.
+// route to host" at once although a route is there. No answer at all has
+// other causes (a firewall drops it), and is not taken for it.
 func Blocked(err error) bool {
-	if err == nil || Reached(err) {
-		return false
-	}
-	var ne net.Error
-	return errors.Is(err, syscall.EHOSTUNREACH) || errors.Is(err, os.ErrDeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout())
+	return err != nil && !Reached(err) && errors.Is(err, syscall.EHOSTUNREACH)
 }

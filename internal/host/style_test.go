@@ -182,7 +182,7 @@ func TestPrivilegedThroughSudo(t *testing.T) {
 	// Any refusal of sudo's own names the way out too.
 	t.Setenv("SUDO_FAKE", "sudoers")
 	err = h.Privileged(context.Background(), argv)
-	if err == nil || !strings.Contains(err.Error(), "not in the sudoers file") || !strings.Contains(err.Error(), "yourself, then `marina up` again") {
+	if err == nil || !strings.Contains(err.Error(), "not in the sudoers file") || !strings.Contains(err.Error(), "yourself, then the same marina command again") {
 		t.Errorf("sudo refusing the user: %v", err)
 	}
 	// route(8)'s own failure is its own: no word about sudo.
