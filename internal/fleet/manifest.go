@@ -15,6 +15,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"gopkg.in/yaml.v3"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -203,6 +204,21 @@ func yamlError(err error) (int, string) {
 }
 
 func (p *parser) load(data []byte, known Known) Fleet {
+	// The lines a problem names must be the lines the user's editor
+	// shows: YAML also reads UTF-16 and counts U+0085, U+2028 and U+2029
+	// as line breaks, which editors do not.
+	if !utf8.Valid(data) {
+		p.add(1, "", "not UTF-8 text (UTF-16, or another encoding): save the file as UTF-8")
+		return Fleet{}
+	}
+	for i, line := range bytes.Split(data, []byte("\n")) {
+		if bytes.ContainsAny(line, "\u0085\u2028\u2029") {
+			p.add(i+1, "", "a Unicode line separator (U+0085, U+2028 or U+2029), which YAML counts as a line break: remove it")
+		}
+	}
+	if len(p.probs) > 0 {
+		return Fleet{}
+	}
 	var doc yaml.Node
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	if err := dec.Decode(&doc); err != nil {

@@ -396,3 +396,17 @@ func dump(ps []fleet.Problem) string {
 	}
 	return b.String()
 }
+
+// A problem's line is the line an editor shows: text YAML would read with
+// other line breaks than the editor's is refused, saying why.
+func TestLoadRefusesTextWithOtherLineBreaks(t *testing.T) {
+	for _, c := range []struct{ doc, want string }{
+		{"\xff\xfea\x00:\x00 \x00b\x00", "fleet.yaml:1: not UTF-8 text (UTF-16, or another encoding): save the file as UTF-8"},
+		{"apiVersion: marina.dev/v1alpha1\nkind: Fleet # a\u2028b\nspec: {}\n", "fleet.yaml:2: a Unicode line separator (U+0085, U+2028 or U+2029), which YAML counts as a line break: remove it"},
+	} {
+		_, err := fleet.Load("fleet.yaml", []byte(c.doc), known())
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%q: %v\nwant %s", c.doc, err, c.want)
+		}
+	}
+}
