@@ -157,16 +157,28 @@ type Plan struct {
 	// Use: config.json's currentContext becomes Name (it is From now).
 	Use  bool
 	From string
+	// Adopt: the context is the one klimax made for the VM; Write marks
+	// it as marina's, its endpoint and the rest of it as they are.
+	Adopt bool
 }
 
 // None reports whether the plan changes nothing.
 func (p Plan) None() bool { return !p.Write && !p.Use }
 
 // ForeignError is a context of marina's name that marina did not make.
-type ForeignError struct{ Context *Context }
+type ForeignError struct {
+	Context *Context
+	// Reason, when set, says why a context with marina's endpoint is not
+	// taken for klimax's.
+	Reason string
+}
 
 func (e *ForeignError) Error() string {
-	return fmt.Sprintf("Docker context %s exists and was not made by marina (its docker endpoint is %s)", e.Context.Name, orNone(e.Context.Host))
+	msg := fmt.Sprintf("Docker context %s exists and was not made by marina (its docker endpoint is %s)", e.Context.Name, orNone(e.Context.Host))
+	if e.Reason != "" {
+		msg += ": " + e.Reason
+	}
+	return msg
 }
 
 func orNone(s string) string {
@@ -191,6 +203,54 @@ func (s *State) Ensure(name, host, description string) (Plan, error) {
 	case c.Host != host || c.SkipTLSVerify:
 		p.Write, p.Was = true, c.Host
 	}
+	return p, nil
+}
+
+// AdoptPlan plans making context name marina's when it is the one klimax
+// made for the same VM (`docker context create <vm> --docker
+// host=unix://…`): a context marina did not make whose docker endpoint
+// is host, with no TLS material and no skip-tls-verify. Apply then marks
+// it as marina's and keeps everything else (its description, its other
+// fields); the current context stays as it is. A context of the name that
+// marina made already, or none, is nothing to do; one with another
+// endpoint is a *ForeignError, as for Ensure.
+func (s *State) AdoptPlan(name, host string) (Plan, error) {
+	if err := CheckName(name); err != nil {
+		return Plan{}, err
+	}
+	// Apply writes the context Read found: it must be this one.
+	c := s.Named
+	if c != nil && c.Name != name {
+		return Plan{}, fmt.Errorf("Docker's contexts were read for %s, not %s", c.Name, name)
+	}
+	if c == nil {
+		there, err := s.context(name)
+		if err != nil {
+			return Plan{}, err
+		}
+		if there != nil {
+			return Plan{}, fmt.Errorf("Docker's contexts were not read for %s", name)
+		}
+	}
+	p := Plan{Name: name, Host: host, From: s.Current}
+	switch {
+	case c == nil || c.Marina:
+		return p, nil
+	case c.Host != host:
+		return Plan{}, &ForeignError{Context: c}
+	case c.SkipTLSVerify:
+		return Plan{}, &ForeignError{Context: c, Reason: "it skips TLS verification, which klimax's context did not"}
+	}
+	files, err := s.store.ListTLSFiles(name)
+	if err != nil {
+		return Plan{}, fmt.Errorf("Docker context %s: %w", name, err)
+	}
+	for ep, f := range files {
+		if len(f) > 0 {
+			return Plan{}, &ForeignError{Context: c, Reason: fmt.Sprintf("its %s endpoint holds TLS files, which klimax's context did not", ep)}
+		}
+	}
+	p.Write, p.Adopt, p.Was = true, true, c.Host
 	return p, nil
 }
 
