@@ -286,7 +286,9 @@ func checkKeys(node *yaml.Node, t reflect.Type, path string, lines Lines, probs 
 			f, ok := fields[k.Value]
 			if !ok {
 				msg := fmt.Sprintf("unknown key %q", k.Value)
-				if s := Suggest(k.Value, fieldNames(t)); s != "" {
+				if kx, ok := klimaxKeys[child]; ok {
+					msg += ": it is klimax's (" + kx.instead + "); run marina migrate to convert a klimax config, or " + kx.fix
+				} else if s := Suggest(k.Value, fieldNames(t)); s != "" {
 					msg += fmt.Sprintf(" (did you mean %q?)", s)
 				} else {
 					msg += fmt.Sprintf(" (known keys: %s)", strings.Join(fieldNames(t), ", "))
@@ -307,6 +309,14 @@ func checkKeys(node *yaml.Node, t reflect.Type, path string, lines Lines, probs 
 			checkKeys(item, t.Elem(), child, lines, probs)
 		}
 	}
+}
+
+// klimaxKeys are the keys only klimax's config has, by the path klimax
+// read them at: what marina has instead, and how to mend the file by hand.
+var klimaxKeys = map[string]struct{ instead, fix string }{
+	"network.kindBridgeCIDR":   {"marina calls it network.cidr", "rename it"},
+	"kind.coreDNSDomains":      {"marina sends a domain elsewhere with kind.customDnsResolvers", "replace it"},
+	"registries.localRegistry": {"marina has no push registry", "remove it"},
 }
 
 func fieldsByKey(t reflect.Type) map[string]reflect.StructField {
