@@ -494,6 +494,36 @@ func (d fakeDocker) Run(_ context.Context, spec docker.RunSpec) error {
 	return nil
 }
 func (d fakeDocker) Close() error { return nil }
+func (d fakeDocker) Named(_ context.Context, name string) (*docker.Container, error) {
+	err := d.call("docker.named " + name)
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, c := range d.mirrors {
+		if c.Name == name {
+			return &c, err
+		}
+	}
+	return nil, err
+}
+func (d fakeDocker) Endpoints(_ context.Context, network string) ([]docker.Endpoint, error) {
+	err := d.call("docker.endpoints " + network)
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var out []docker.Endpoint
+	for _, n := range d.nodes {
+		out = append(out, docker.Endpoint{ID: n.ID, Name: n.Name, IP: netip.MustParseAddr(n.IP), Running: n.State == "running"})
+	}
+	return out, err
+}
+func (d fakeDocker) Reattach(_ context.Context, spec docker.NetworkSpec, eps []docker.Endpoint, _ func(string)) error {
+	if err := d.call(fmt.Sprintf("docker.reattach %s %d", spec.Name, len(eps))); err != nil {
+		return err
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.network = &docker.NetworkState{Driver: "bridge", Subnet: spec.Subnet, Gateway: spec.Gateway, IPRange: spec.IPRange, Options: spec.Options, Managed: true, Containers: len(eps)}
+	return nil
+}
 
 // fakeHost scripts the routing table; the route commands are production's.
 type fakeHost struct {

@@ -57,6 +57,11 @@ type Docker interface {
 	KindNodes(ctx context.Context, clusterLabel, roleLabel string) ([]docker.Node, error)
 	Remove(ctx context.Context, id string) error
 	Start(ctx context.Context, id string) error
+	// Named is the container called name, nil when there is none.
+	Named(ctx context.Context, name string) (*docker.Container, error)
+	// Endpoints and Reattach convert a network in place (migrate).
+	Endpoints(ctx context.Context, network string) ([]docker.Endpoint, error)
+	Reattach(ctx context.Context, spec docker.NetworkSpec, eps []docker.Endpoint, say func(string)) error
 	EnsureImage(ctx context.Context, ref string) error
 	Run(ctx context.Context, spec docker.RunSpec) error
 	Close() error
@@ -111,7 +116,9 @@ type Kube interface {
 
 // Deps makes the outside world's parts for one process.
 type Deps struct {
-	VM     func() (VM, error)
+	VM func() (VM, error)
+	// VMAt is limactl on another LIMA_HOME (klimax's, for migrate).
+	VMAt   func(limaHome string) (VM, error)
 	Guest  func(name string) Guest
 	Docker func(sock string) (Docker, error)
 	Host   func() Host

@@ -34,6 +34,13 @@ func production(e *Env) Deps {
 			}
 			return l, nil
 		},
+		VMAt: func(limaHome string) (VM, error) {
+			bin, err := vm.FindLimactl(e.Getenv)
+			if err != nil {
+				return nil, err
+			}
+			return &vm.Limactl{Bin: bin, LimaHome: limaHome, Run: run.Runner{Log: e.UI.Debugf}}, nil
+		},
 		Guest: func(name string) Guest {
 			if g == nil {
 				files, _ := e.Paths.VM(name) // validated with the config

@@ -123,7 +123,13 @@ pods see your Mac's real address.`,
 		SilenceErrors: true,
 		Version:       version.String(),
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
-			return r.setup()
+			if err := r.setup(); err != nil {
+				return err
+			}
+			if cmd.Name() != "migrate" {
+				r.env.Load().KlimaxNotice()
+			}
+			return nil
 		},
 	}
 	c.SetVersionTemplate("marina {{.Version}}\n")
@@ -132,7 +138,7 @@ pods see your Mac's real address.`,
 	c.AddCommand(
 		r.upCmd(), r.downCmd(), r.destroyCmd(), r.statusCmd(), r.shellCmd(),
 		r.clusterCmd(), r.fleetCmd(), r.kubeconfigCmd(), r.registryCmd(), r.dnsCmd(), r.configCmd(),
-		r.doctorCmd(), r.dockerEnvCmd(), r.dockerContextCmd(), r.skillCmd(), versionCmd(r),
+		r.doctorCmd(), r.dockerEnvCmd(), r.dockerContextCmd(), r.skillCmd(), r.migrateCmd(), versionCmd(r),
 	)
 	return c
 }

@@ -188,3 +188,28 @@ func (c *Client) KindNodes(ctx context.Context, clusterLabel, roleLabel string) 
 	}
 	return nodes, nil
 }
+
+// Named returns the container called name, running or not, or nil when
+// there is none.
+func (c *Client) Named(ctx context.Context, name string) (*Container, error) {
+	res, err := c.api.ContainerInspect(ctx, name, client.ContainerInspectOptions{})
+	if errdefs.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("inspect container %s: %w", name, err)
+	}
+	ct := res.Container
+	out := &Container{ID: ct.ID, Name: strings.TrimPrefix(ct.Name, "/")}
+	if ct.State != nil {
+		out.State = string(ct.State.Status)
+	}
+	if ct.Config != nil {
+		out.Image, out.Labels = ct.Config.Image, ct.Config.Labels
+	}
+	// A name Docker matched another way (an ID prefix) is not this one.
+	if out.Name != name {
+		return nil, nil
+	}
+	return out, nil
+}

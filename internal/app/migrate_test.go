@@ -1,0 +1,305 @@
+package app
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"io/fs"
+	"maps"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/bcollard/marina/internal/cluster"
+	"github.com/bcollard/marina/internal/config"
+	"github.com/bcollard/marina/internal/docker"
+	"github.com/bcollard/marina/internal/guest"
+	"github.com/bcollard/marina/internal/kubeconfig"
+	"github.com/bcollard/marina/internal/vm"
+)
+
+// klimaxVM is klimax's Lima (LIMA_HOME ~/.klimax): its instance is there
+// while its folder is.
+type klimaxVM struct {
+	fakeVM
+	dir    string
+	status *string
+}
+
+func (v klimaxVM) Get(_ context.Context, name string) (*vm.Instance, error) {
+	if err := v.call("klimax.get " + name); err != nil {
+		return nil, err
+	}
+	if !fileExists(filepath.Join(v.dir, name, "lima.yaml")) {
+		return nil, nil
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return &vm.Instance{Name: name, Status: *v.status, Dir: filepath.Join(v.dir, name)}, nil
+}
+func (v klimaxVM) Stop(_ context.Context, name string) error {
+	if err := v.call("klimax.stop " + name); err != nil {
+		return err
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	*v.status = vm.StatusStopped
+	return nil
+}
+
+// klimaxFixture is a Mac with klimax's installation and no marina yet:
+// klimax's VM running with one cluster (klimax's labels) on klimax's kind
+// network, a mirror container of klimax's, a host cache, the cluster's
+// kubeconfig, merged into ~/.kube/config beside the user's own.
+func klimaxFixture(t *testing.T) *fixture {
+	t.Helper()
+	f := newFixture(t)
+	home := f.env["HOME"]
+	kdir := filepath.Join(home, ".klimax")
+	status := vm.StatusRunning
+	f.e.deps.VMAt = func(limaHome string) (VM, error) {
+		if limaHome != kdir {
+			t.Fatalf("VMAt(%s), want klimax's %s", limaHome, kdir)
+		}
+		return klimaxVM{fakeVM{f.world}, kdir, &status}, nil
+	}
+	// marina's Lima sees the instance once its folder is there.
+	f.instance = nil
+	marinaDir := filepath.Join(f.e.Paths.LimaHome(), "klimax")
+	f.before = func(call string) {
+		if call != "vm.get klimax" {
+			return
+		}
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		if f.instance == nil && fileExists(filepath.Join(marinaDir, "lima.yaml")) {
+			f.instance = &vm.Instance{Name: "klimax", Status: vm.StatusStopped, Dir: marinaDir}
+		}
+	}
+	spec := docker.KindNetworkSpec(netip.MustParsePrefix(config.DefaultCIDR), guest.HostIf)
+	f.network = &docker.NetworkState{Driver: "bridge", Subnet: spec.Subnet, Gateway: spec.Gateway,
+		Options: map[string]string{"com.docker.network.bridge.enable_ip_masquerade": "true", "com.docker.network.driver.mtu": "1500"}, Containers: 2}
+	f.mirrors = []docker.Container{{ID: "k-mirror", Name: "registry-dockerio", State: "running", Image: "registry:2"}}
+	f.nodes = []docker.Node{{
+		Container: docker.Container{ID: "dev-cp", Name: "dev-control-plane", State: "running", IP: "172.30.0.2"},
+		Cluster:   "dev", Role: "control-plane", APIPorts: []int{7001},
+	}}
+	f.labels = map[string]map[string]string{"dev": {cluster.ManagedBy: "klimax", "klimax.dev/fleet": "demo", cluster.RegionLabel: "europe-west1"}}
+	write := func(p, body string, perm os.FileMode) {
+		t.Helper()
+		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), perm); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(filepath.Join(kdir, "config.yaml"), `# my lab
+vm:
+  cpus: 6 # more for demos
+network:
+  kindBridgeCIDR: 172.30.0.0/16
+kind:
+  nodeVersion: v1.35.0
+  metalLBVersion: v0.16.1
+`, 0o600)
+	write(filepath.Join(kdir, "klimax", "lima.yaml"), "vmType: vz\n", 0o644)
+	write(filepath.Join(kdir, "klimax", "diffdisk"), "the VM's disk", 0o600)
+	write(filepath.Join(kdir, "_config", "user"), "PRIVATE KEY", 0o600)
+	write(filepath.Join(kdir, "_config", "user.pub"), "ssh-ed25519 AAAA", 0o644)
+	write(filepath.Join(kdir, "registry-cache", "registry-dockerio", "docker", "registry", "v2", "blob"), "layer", 0o600)
+	kc := klimaxKubeconfig(t, f, "dev")
+	write(filepath.Join(home, ".kube", "klimax", "dev.kubeconfig"), string(kc), 0o600)
+	write(f.kubeconfigFile(), strings.Replace(string(kc), "current-context: dev", "current-context: mine", 1)+"", 0o600)
+	return f
+}
+
+// klimaxKubeconfig is cluster name's kubeconfig as klimax exported it:
+// kind's, renamed, pointing at lima0.
+func klimaxKubeconfig(t *testing.T, f *fixture, name string) []byte {
+	t.Helper()
+	ex := guest.ParseExports(f.export(name))[name]
+	s := strings.ReplaceAll(string(ex.Kubeconfig), "kind-"+name, name)
+	s = strings.Replace(s, "https://127.0.0.1:6443", "https://"+f.lima0.Addr().String()+":7001", 1)
+	return []byte(s)
+}
+
+// homeTree is every file under home: its mode and a digest of its bytes.
+func homeTree(t *testing.T, home string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	err := filepath.WalkDir(home, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		v := info.Mode().String()
+		if d.Type().IsRegular() {
+			b, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			sum := sha256.Sum256(b)
+			v += " " + string(sum[:])
+		}
+		out[strings.TrimPrefix(p, home)] = v
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func TestMigrateDryRunChangesNothing(t *testing.T) {
+	f := klimaxFixture(t)
+	before := homeTree(t, f.env["HOME"])
+	if err := Migrate(context.Background(), f.e, MigrateOptions{DryRun: true, Skill: []byte("skill")}); err != nil {
+		t.Fatal(err)
+	}
+	if after := homeTree(t, f.env["HOME"]); !maps.Equal(before, after) {
+		t.Fatalf("--dry-run changed the home folder:\nbefore %v\nafter  %v", before, after)
+	}
+	out := f.out.String()
+	for _, want := range []string{"Plan (--dry-run", "write " + f.e.Paths.Config, "stop klimax's VM klimax", "registry-dockerio mirror's cache", "convert the Docker network kind", "run marina up", "relabel the clusters' nodes", "nodeVersion"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the plan does not say %q:\n%s", want, out)
+		}
+	}
+	for _, c := range f.called("") {
+		if strings.HasPrefix(c, "klimax.stop") || strings.HasPrefix(c, "vm.start") || strings.HasPrefix(c, "docker.reattach") || strings.HasPrefix(c, "guest.run") {
+			t.Errorf("--dry-run called %s", c)
+		}
+	}
+}
+
+// migrated checks the end state of a migration, whichever way it got
+// there.
+func migrated(t *testing.T, f *fixture) {
+	t.Helper()
+	home, p := f.env["HOME"], f.e.Paths
+	cfg, err := config.Load(p)
+	if err != nil {
+		t.Fatalf("the migrated config does not load: %v", err)
+	}
+	if cfg.VM.Name != "klimax" || cfg.VM.CPUs != 6 || cfg.Network.CIDR != config.DefaultCIDR {
+		t.Errorf("migrated config: %+v", cfg.VM)
+	}
+	if st, err := os.Stat(p.Config); err != nil || st.Mode().Perm() != 0o600 {
+		t.Errorf("config mode: %v %v", st, err)
+	}
+	if b, _ := os.ReadFile(p.Config); !strings.Contains(string(b), "more for demos") {
+		t.Errorf("the user's comments went:\n%s", b)
+	}
+	inst := filepath.Join(p.LimaHome(), "klimax")
+	if b, err := os.ReadFile(filepath.Join(inst, "diffdisk")); err != nil || string(b) != "the VM's disk" {
+		t.Errorf("the VM's disk did not come over: %q %v", b, err)
+	}
+	want, err := f.e.template(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(inst, "lima.yaml")); string(b) != string(want) {
+		t.Error("lima.yaml is not marina's template")
+	}
+	if b, _ := os.ReadFile(filepath.Join(home, ".klimax", "migrated", "lima.yaml")); string(b) != "vmType: vz\n" {
+		t.Errorf("klimax's lima.yaml was not kept: %q", b)
+	}
+	if b, _ := os.ReadFile(filepath.Join(p.LimaHome(), "_config", "user")); string(b) != "PRIVATE KEY" {
+		t.Error("Lima's SSH key did not come over")
+	}
+	if b, err := os.ReadFile(filepath.Join(p.RegistryCache(), "registry-dockerio", "docker", "registry", "v2", "blob")); err != nil || string(b) != "layer" {
+		t.Errorf("the cache did not come over: %v", err)
+	}
+	if fileExists(filepath.Join(home, ".klimax", "registry-cache", "registry-dockerio")) {
+		t.Error("the cache is in both places")
+	}
+	kcPath, _ := p.Kubeconfig("dev")
+	if _, err := kubeconfig.ReadFile(kcPath, "dev"); err != nil {
+		t.Errorf("marina's kubeconfig of dev: %v", err)
+	}
+	if ok, err := kubeconfig.Has(f.kubeconfigFile(), "dev"); err != nil || !ok {
+		t.Errorf("the merged entries of dev are not marina's: %v %v", ok, err)
+	}
+	if cur, _ := kubeconfig.Current(f.kubeconfigFile()); cur != "mine" {
+		t.Errorf("current-context changed to %q", cur)
+	}
+	l := f.labels["dev"]
+	if l[cluster.ManagedBy] != "marina" || l[cluster.FleetLabel] != "demo" || l["klimax.dev/fleet"] != "" || l[cluster.RegionLabel] != "europe-west1" {
+		t.Errorf("dev's labels: %v", l)
+	}
+	spec := docker.KindNetworkSpec(netip.MustParsePrefix(config.DefaultCIDR), guest.HostIf)
+	if f.network == nil || !f.network.Managed || len(spec.Differences(f.network)) > 0 {
+		t.Errorf("the kind network is not marina's: %+v", f.network)
+	}
+	for _, c := range f.mirrors {
+		if c.ID == "k-mirror" {
+			t.Error("klimax's mirror container is still there")
+		}
+	}
+	if !fileExists(filepath.Join(home, ".klimax")) {
+		t.Error("~/.klimax went without --cleanup")
+	}
+}
+
+func TestMigrateAdoptsKlimaxVM(t *testing.T) {
+	f := klimaxFixture(t)
+	ctx := context.Background()
+	if err := Migrate(ctx, f.e, MigrateOptions{Yes: true, Skill: []byte("skill")}); err != nil {
+		t.Fatalf("%v\n%s\n%s", err, f.out.String(), f.err.String())
+	}
+	migrated(t, f)
+	// A second run plans nothing.
+	f.out.Reset()
+	before := homeTree(t, f.env["HOME"])
+	if err := Migrate(ctx, f.e, MigrateOptions{Yes: true, Skill: []byte("skill")}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(f.out.String(), "Nothing to migrate") {
+		t.Errorf("a second run planned:\n%s", f.out.String())
+	}
+	if after := homeTree(t, f.env["HOME"]); !maps.Equal(before, after) {
+		t.Error("a second run changed the home folder")
+	}
+}
+
+func TestMigrateWithoutATerminalAsksForYes(t *testing.T) {
+	f := klimaxFixture(t)
+	before := homeTree(t, f.env["HOME"])
+	err := Migrate(context.Background(), f.e, MigrateOptions{Skill: []byte("skill")})
+	if err == nil || !strings.Contains(err.Error(), "-y") {
+		t.Fatalf("Migrate = %v; want a refusal naming -y", err)
+	}
+	if after := homeTree(t, f.env["HOME"]); !maps.Equal(before, after) {
+		t.Error("a refused migration changed the home folder")
+	}
+}
+
+// A run stopped by a failure at each step completes when run again, with
+// the same end state.
+func TestMigrateResumesAfterEachStep(t *testing.T) {
+	for _, at := range []string{"klimax.stop", "vm.start", "guest.run remove klimax", "docker.named", "docker.endpoints", "docker.reattach", "kube dev nodes", "kube dev label-nodes"} {
+		t.Run(at, func(t *testing.T) {
+			f := klimaxFixture(t)
+			f.fail[at] = errors.New("injected")
+			ctx := context.Background()
+			if err := Migrate(ctx, f.e, MigrateOptions{Yes: true, Skill: []byte("skill")}); err == nil || !strings.Contains(err.Error(), "injected") {
+				t.Fatalf("Migrate = %v; want the injected failure", err)
+			} else if !strings.Contains(err.Error(), "marina migrate") {
+				t.Errorf("the error does not say how to carry on: %v", err)
+			}
+			if _, ok := f.fail[at]; ok {
+				t.Fatalf("%s was never called", at)
+			}
+			if err := Migrate(ctx, f.e, MigrateOptions{Yes: true, Skill: []byte("skill")}); err != nil {
+				t.Fatalf("the second run: %v\n%s", err, f.err.String())
+			}
+			migrated(t, f)
+		})
+	}
+}

@@ -1,0 +1,57 @@
+package cli
+
+import (
+	"github.com/spf13/cobra"
+
+	"github.com/bcollard/marina/internal/app"
+)
+
+func (r *root) migrateCmd() *cobra.Command {
+	var o app.MigrateOptions
+	c := &cobra.Command{
+		Use:   "migrate [FLEET-FILE...]",
+		Short: "Bring a klimax installation over: config, caches, VM, clusters, kubeconfigs",
+		Long: `Read ~/.klimax and bring everything in it over to marina, printing the whole
+plan before doing anything:
+
+  - ~/.klimax/config.yaml becomes ~/.marina/config.yaml (0600): keys renamed,
+    klimax's old defaults that marina cannot run replaced, each change said;
+    your comments are kept, and a value that needs your choice stops the
+    migration before anything is written;
+  - the mirrors' caches move to ~/.marina/registry-cache (copied and verified
+    first when on another file system);
+  - klimax's VM, when it can be done safely, becomes marina's: stopped (asked
+    first; -y accepts), moved under marina's Lima, started with marina's
+    template, its kind network given marina's settings with every container
+    keeping its address, then marina up; otherwise it is left to klimax and
+    migrate says why;
+  - ~/.kube/klimax's kubeconfigs become marina's, the entries klimax merged
+    into your kubeconfig are marked as marina's, node labels managed-by and
+    klimax.dev/fleet become marina's;
+  - klimax's Docker context and agent skill become marina's;
+  - each FLEET-FILE given with apiVersion klimax.dev/v1alpha1 is rewritten
+    as marina.dev/v1alpha1 in place.
+
+Nothing is deleted: what is replaced is kept under ~/.klimax/migrated, and
+~/.klimax stays until --cleanup renames it aside (after a run with nothing
+left to do). A run stopped anywhere carries on when run again; a run after a
+success plans nothing.`,
+		Example: `  marina migrate --dry-run
+  marina migrate
+  marina migrate -y fleets/*.yaml
+  marina migrate --cleanup`,
+		RunE: func(c *cobra.Command, args []string) error {
+			o.Fleets = args
+			skill, err := skillFile()
+			if err != nil {
+				return err
+			}
+			o.Skill = []byte(skill)
+			return app.Migrate(c.Context(), r.env.Load(), o)
+		},
+	}
+	c.Flags().BoolVarP(&o.Yes, "yes", "y", false, "stop klimax's running VM without asking")
+	c.Flags().BoolVar(&o.Cleanup, "cleanup", false, "rename ~/.klimax and ~/.kube/klimax to *.migrated-<date> once everything came over")
+	dryRunFlag(c, &o.DryRun)
+	return c
+}
