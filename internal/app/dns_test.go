@@ -130,7 +130,7 @@ func TestUpPutsOlderClustersOnTheDNSOnce(t *testing.T) {
 	if err := Up(context.Background(), f.e, UpOptions{}); err != nil {
 		t.Fatalf("%v\n%s", err, f.err.String())
 	}
-	want := "kube old apply-external-dns,kube old wait deployment external-dns/external-dns available,kube old coredns,kube old wait deployment kube-system/coredns available"
+	want := "kube old ready,kube old apply-external-dns,kube old wait deployment external-dns/external-dns available,kube old coredns,kube old wait deployment kube-system/coredns available"
 	if got := strings.Join(f.called("kube "), ","); got != want {
 		t.Errorf("kube calls %s, want %s", got, want)
 	}

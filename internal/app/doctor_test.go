@@ -143,6 +143,10 @@ func (k fakeKube) ServerVersion(context.Context) (string, error) {
 	return "v1.36.1", nil
 }
 
+func (k fakeKube) Ready(context.Context) error {
+	return k.call("kube " + k.name + " ready")
+}
+
 func (k fakeKube) MetalLBPool(_ context.Context, name string) ([]string, bool, error) {
 	if err := k.call("kube " + k.name + " read-pool " + name); err != nil {
 		return nil, false, err

@@ -663,7 +663,15 @@ func (k fakeKube) LabelNodes(_ context.Context, set map[string]string, remove []
 	return nil
 }
 func (k fakeKube) Nodes(context.Context) ([]kube.NodeInfo, error) {
-	return []kube.NodeInfo{{Name: k.name + "-control-plane", Version: "v1.36.1", Ready: true}}, k.call("kube " + k.name + " nodes")
+	err := k.call("kube " + k.name + " nodes")
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	l := maps.Clone(k.labels[k.name])
+	if l == nil {
+		l = map[string]string{}
+	}
+	l["node-role.kubernetes.io/control-plane"] = ""
+	return []kube.NodeInfo{{Name: k.name + "-control-plane", Version: "v1.36.1", Ready: true, Labels: l}}, err
 }
 func (k fakeKube) ApplyMetricsServer(_ context.Context, _ []byte, insecure bool) error {
 	return k.call(fmt.Sprintf("kube %s apply-metrics-server insecure=%v", k.name, insecure))

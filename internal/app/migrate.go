@@ -9,8 +9,10 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -22,8 +24,11 @@ import (
 	"github.com/bcollard/marina/internal/fileutil"
 	"github.com/bcollard/marina/internal/fleet"
 	"github.com/bcollard/marina/internal/guest"
+	"github.com/bcollard/marina/internal/host"
+	"github.com/bcollard/marina/internal/kube"
 	"github.com/bcollard/marina/internal/kubeconfig"
 	"github.com/bcollard/marina/internal/migrate"
+	"github.com/bcollard/marina/internal/slot"
 	"github.com/bcollard/marina/internal/ui"
 	"github.com/bcollard/marina/internal/vm"
 )
@@ -234,11 +239,12 @@ func (m *migration) observe(ctx context.Context, o MigrateOptions) error {
 	}
 	m.planConfig(cfgThere)
 	if adopt {
-		return m.planAdoption(ctx)
+		return m.planAdoption(ctx, o.Skill)
 	}
 	if why != "" {
 		m.notes = append(m.notes, why)
 	}
+	m.planExport()
 	m.planCaches(false)
 	m.planContext()
 	m.planSkill(o.Skill)
@@ -273,6 +279,115 @@ func (m *migration) canAdopt(ctx context.Context, cfgThere, ours bool) (bool, st
 		return false, fmt.Sprintf("marina's Lima has an SSH key of its own (%s), which klimax's VM does not know. %s", ours1, keep)
 	}
 	return true, ""
+}
+
+// exportPath is where migrate writes the Fleet of klimax's clusters when
+// klimax's VM stays klimax's.
+func exportPath(p config.Paths) string { return filepath.Join(p.Dir, "klimax-fleet.yaml") }
+
+// planExport is the alternative to adopting klimax's VM: a Fleet manifest
+// of its clusters, which `marina fleet apply -f` makes again in marina's
+// VM. Written once; a file already there is the user's to keep.
+func (m *migration) planExport() {
+	e := m.e
+	dir, err := m.k.Instance(m.name)
+	if err != nil || !fileExists(filepath.Join(dir, "lima.yaml")) {
+		return
+	}
+	names, err := m.k.Kubeconfigs()
+	if err != nil || len(names) == 0 {
+		return
+	}
+	out := exportPath(e.Paths)
+	if fileExists(out) {
+		m.notes = append(m.notes, fmt.Sprintf("%s is there already: `marina up`, then `marina fleet apply -f %s` makes klimax's clusters again in marina's VM", out, out))
+		return
+	}
+	why := "after `marina up`, `marina fleet apply -f " + out + "` makes them again in marina's VM (workloads do not come over)"
+	if !m.klimaxRunning() {
+		why += "; klimax's VM is stopped, so only their names and slots are known"
+	}
+	m.add("write "+out+": a Fleet of klimax's clusters "+strings.Join(names, ", "), why, func(ctx context.Context) error {
+		return e.step("Writing "+out, "", func() error { return m.export(ctx, names, out) })
+	})
+}
+
+// export reads each of klimax's clusters through its kubeconfig (when
+// klimax's VM runs) and writes them as a Fleet.
+func (m *migration) export(ctx context.Context, names []string, out string) error {
+	e := m.e
+	live := m.klimaxRunning()
+	var cs []migrate.Cluster
+	for _, n := range names {
+		if err := cluster.CheckName(n); err != nil {
+			e.UI.Warnf("%s.kubeconfig in %s is left out of the Fleet: %v", n, m.k.KubeDir(), err)
+			continue
+		}
+		data, err := fileutil.ReadRegular(filepath.Join(m.k.KubeDir(), n+".kubeconfig"), kubeconfig.MaxSize)
+		if err != nil {
+			return err
+		}
+		kc, err := kubeconfig.FromKlimax(data, n)
+		if err != nil {
+			e.UI.Warnf("%s is left out of the Fleet: %v", n, err)
+			continue
+		}
+		c := migrate.Cluster{Name: n}
+		if srv, err := kubeconfig.Server(kc); err == nil {
+			if u, err := url.Parse(srv); err == nil {
+				if p, err := strconv.Atoi(u.Port()); err == nil && slot.Check(p-slot.APIPort(0)) == nil {
+					c.Num = p - slot.APIPort(0)
+				}
+			}
+		}
+		if live {
+			if err := m.readCluster(ctx, kc, &c); err != nil {
+				e.UI.Warnf("cluster %s could not be read (%v): the Fleet has its name and slot only", n, err)
+			}
+		}
+		cs = append(cs, c)
+	}
+	b, err := migrate.Fleet(cs)
+	if err != nil {
+		return err
+	}
+	return fileutil.WriteAtomic(out, b, 0o600)
+}
+
+// readCluster fills c from its nodes: the control plane's version, region,
+// zone and the user's labels, and the number of workers.
+func (m *migration) readCluster(ctx context.Context, kc []byte, c *migrate.Cluster) error {
+	k, err := m.e.deps.Kube(kc, 10*time.Second)
+	if err != nil {
+		return err
+	}
+	nodes, err := k.Nodes(ctx)
+	if err != nil {
+		return err
+	}
+	var cp *kube.NodeInfo
+	for i, n := range nodes {
+		if _, ok := n.Labels["node-role.kubernetes.io/control-plane"]; ok {
+			if cp == nil {
+				cp = &nodes[i]
+			}
+			continue
+		}
+		c.Workers++
+	}
+	if cp == nil {
+		return errors.New("it has no control-plane node")
+	}
+	c.Live = true
+	if v := cp.Version; v != "" {
+		if _, err := m.conv.Config.Kind.NodeImage(v); err == nil {
+			c.NodeVersion = v
+		}
+	}
+	c.Region, c.Zone = cp.Labels[cluster.RegionLabel], cp.Labels[cluster.ZoneLabel]
+	c.Labels = migrate.UserLabels(cp.Labels)
+	c.Fleet = cp.Labels[klimaxFleetLabel]
+	return nil
 }
 
 // planConfig writes marina's config from klimax's, unless there is one.
@@ -365,7 +480,7 @@ func (m *migration) klimaxInstance(ctx context.Context) (*vm.Instance, error) {
 // klimax's, started as marina's, klimax's networking taken out, the kind
 // network converted with every container keeping its address, then
 // marina up, the kubeconfigs and the labels.
-func (m *migration) planAdoption(ctx context.Context) error {
+func (m *migration) planAdoption(ctx context.Context, skill []byte) error {
 	e, k, name := m.e, m.k, m.name
 	files, err := e.Paths.VM(name)
 	if err != nil {
@@ -385,6 +500,9 @@ func (m *migration) planAdoption(ctx context.Context) error {
 		if in != nil && in.Status != vm.StatusStopped {
 			m.stop = true
 			m.add(fmt.Sprintf("stop klimax's VM %s (%s)", name, in.Status), "its disk moves; its clusters come back when it starts as marina's", func(ctx context.Context) error {
+				if err := m.recordEndpoints(ctx, files.DockerSocket); err != nil {
+					return err
+				}
 				return e.step("Stopping klimax's VM "+name, "", func() error {
 					if err := kl.Stop(ctx, name); err != nil {
 						return err
@@ -438,8 +556,11 @@ func (m *migration) planAdoption(ctx context.Context) error {
 	if !m.j.Done[doneLabels] {
 		m.add("relabel the clusters' nodes: managed-by=klimax → marina, klimax.dev/fleet → marina.dev/fleet", "", func(ctx context.Context) error { return m.relabel(ctx) })
 	}
+	if !m.j.Done[doneRouteRec] {
+		m.add("record klimax's route to "+m.conv.CIDR.String()+" through the VM, if there is one, as marina's", "so that a lima0 move changes it and destroy removes it, as with a route marina made", func(ctx context.Context) error { return m.adoptRoute(ctx) })
+	}
 	m.planContext()
-	m.planSkill(nil)
+	m.planSkill(skill)
 	return nil
 }
 
@@ -606,6 +727,26 @@ func klimaxMirror(c docker.Container) bool {
 	return img == "registry:2" || strings.HasPrefix(img, "registry:2.") || strings.HasPrefix(img, "registry:2@")
 }
 
+// recordEndpoints records the containers on klimax's kind network while
+// its VM still runs: which run, and the addresses Docker gave them, which
+// a container that is stopped by the VM's restart would otherwise lose.
+// Docker's socket is klimax's (~/.<vm>.docker.sock, as marina's is).
+func (m *migration) recordEndpoints(ctx context.Context, sock string) error {
+	d, err := m.e.deps.Docker(sock)
+	if err == nil {
+		defer d.Close()
+		var eps []docker.Endpoint
+		if eps, err = d.Endpoints(ctx, docker.KindNetwork); err == nil {
+			m.j.Endpoints = eps
+			return m.j.save(m.e.Paths)
+		}
+	}
+	if len(m.j.Endpoints) > 0 {
+		return nil // recorded by an earlier run
+	}
+	return fmt.Errorf("klimax's VM runs but its Docker does not answer on %s (%v), so the containers on its kind network cannot be recorded before it stops: check it with `docker -H unix://%s ps`, or stop it yourself (klimax down) and run marina migrate again", sock, err, sock)
+}
+
 // convertNetwork gives the kind network marina's settings: the containers
 // on it are recorded in the journal first, so that a run stopped halfway
 // reconnects them with their own addresses when run again.
@@ -721,14 +862,19 @@ func (m *migration) relabel(ctx context.Context) error {
 		return err
 	}
 	defer s.Close()
+	skipped := false
 	for _, c := range s.Clusters {
 		if !c.Running() {
 			s.UI.Warnf("cluster %s is not running: its nodes keep klimax's labels until `marina migrate` runs again with it up", c.Name)
+			skipped = true
 			continue
 		}
 		kc, err := s.kube(c.Name, 20*time.Second)
 		if err != nil {
 			return err
+		}
+		if err := apiReady(ctx, s, c.Name, kc); err != nil {
+			return fmt.Errorf("cluster %s: %w", c.Name, err)
 		}
 		nodes, err := kc.Nodes(ctx)
 		if err != nil {
@@ -755,10 +901,43 @@ func (m *migration) relabel(ctx context.Context) error {
 			return err
 		}
 	}
+	if skipped {
+		return nil // planned again next run
+	}
 	return m.mark(doneLabels)
 }
 
 const klimaxFleetLabel = "klimax.dev/fleet"
+
+// adoptRoute records the host's route to the kind network as one marina
+// made when it is exactly the route klimax makes: that network, through
+// the adopted VM's lima0. Any other route stays unrecorded, so that
+// nothing marina did not make, or take over from klimax, is ever removed.
+func (m *migration) adoptRoute(ctx context.Context) error {
+	s, err := m.session(ctx, Needs{Running: true, Lima0: true})
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	made, err := host.LoadMade(m.e.Paths.Routes())
+	if err != nil {
+		return err
+	}
+	cidr := m.conv.CIDR
+	if len(made.Gateways(cidr)) == 0 {
+		r, err := s.Host.Lookup(ctx, cidr)
+		if err != nil {
+			return err
+		}
+		if r != nil && !r.Cloned && r.Dest == cidr && r.Gateway.IsValid() && r.Gateway == s.Lima0 {
+			if err := made.Add(cidr, r.Gateway); err != nil {
+				return err
+			}
+			m.e.UI.Debugf("the route to %s via %s is recorded as marina's", cidr, r.Gateway)
+		}
+	}
+	return m.mark(doneRouteRec)
+}
 
 // planContext makes the Docker context klimax made for the VM marina's:
 // only one whose endpoint is the VM's socket.

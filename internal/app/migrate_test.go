@@ -15,7 +15,9 @@ import (
 	"github.com/bcollard/marina/internal/cluster"
 	"github.com/bcollard/marina/internal/config"
 	"github.com/bcollard/marina/internal/docker"
+	"github.com/bcollard/marina/internal/fleet"
 	"github.com/bcollard/marina/internal/guest"
+	"github.com/bcollard/marina/internal/host"
 	"github.com/bcollard/marina/internal/kubeconfig"
 	"github.com/bcollard/marina/internal/vm"
 )
@@ -81,6 +83,8 @@ func klimaxFixture(t *testing.T) *fixture {
 	spec := docker.KindNetworkSpec(netip.MustParsePrefix(config.DefaultCIDR), guest.HostIf)
 	f.network = &docker.NetworkState{Driver: "bridge", Subnet: spec.Subnet, Gateway: spec.Gateway,
 		Options: map[string]string{"com.docker.network.bridge.enable_ip_masquerade": "true", "com.docker.network.driver.mtu": "1500"}, Containers: 2}
+	// klimax's route to the kind network, through the VM.
+	f.route = &host.Route{Dest: spec.Subnet, Gateway: f.lima0.Addr(), Interface: "bridge100"}
 	f.mirrors = []docker.Container{{ID: "k-mirror", Name: "registry-dockerio", State: "running", Image: "registry:2"}}
 	f.nodes = []docker.Node{{
 		Container: docker.Container{ID: "dev-cp", Name: "dev-control-plane", State: "running", IP: "172.30.0.2"},
@@ -245,6 +249,13 @@ func migrated(t *testing.T, f *fixture) {
 	if !fileExists(filepath.Join(home, ".klimax")) {
 		t.Error("~/.klimax went without --cleanup")
 	}
+	made, err := host.LoadMade(p.Routes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if gws := made.Gateways(spec.Subnet); len(gws) != 1 || gws[0] != f.lima0.Addr() {
+		t.Errorf("klimax's route is not recorded as marina's: %v", gws)
+	}
 }
 
 func TestMigrateAdoptsKlimaxVM(t *testing.T) {
@@ -301,5 +312,66 @@ func TestMigrateResumesAfterEachStep(t *testing.T) {
 			}
 			migrated(t, f)
 		})
+	}
+}
+
+// With a marina config of the user's own there already, klimax's VM is
+// not adopted: it stays klimax's, untouched, and its clusters are written
+// as a Fleet that fleet apply reads, after marina up, to make them again.
+func TestMigrateKeepsKlimaxVMAndExportsItsClusters(t *testing.T) {
+	f := klimaxFixture(t)
+	p := f.e.Paths
+	f.labels["dev"]["team"] = "net"
+	mine := "vm:\n  cpus: 2\n"
+	if err := os.MkdirAll(p.Dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p.Config, []byte(mine), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	kdir := filepath.Join(f.env["HOME"], ".klimax", "klimax")
+	before := homeTree(t, kdir)
+	if err := Migrate(ctx, f.e, MigrateOptions{Yes: true, Skill: []byte("skill")}); err != nil {
+		t.Fatalf("%v\n%s\n%s", err, f.out.String(), f.err.String())
+	}
+	out := f.out.String()
+	if !strings.Contains(out, "was there before this migration") || !strings.Contains(out, "a Fleet of klimax's clusters dev") {
+		t.Errorf("the plan does not say why the VM stays or what is written instead:\n%s", out)
+	}
+	if after := homeTree(t, kdir); !maps.Equal(before, after) {
+		t.Error("klimax's instance folder changed")
+	}
+	if b, _ := os.ReadFile(p.Config); string(b) != mine {
+		t.Errorf("the user's marina config changed:\n%s", b)
+	}
+	for _, c := range f.called("") {
+		if strings.HasPrefix(c, "klimax.stop") || strings.HasPrefix(c, "vm.") || strings.HasPrefix(c, "docker.reattach") || strings.HasPrefix(c, "guest.") {
+			t.Errorf("a migration that keeps klimax's VM called %s", c)
+		}
+	}
+	b, err := os.ReadFile(exportPath(p))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fl, err := fleet.Load("klimax-fleet.yaml", b, fleet.Known{NodeImage: func(string) error { return nil }})
+	if err != nil {
+		t.Fatalf("the exported Fleet: %v\n%s", err, b)
+	}
+	if fl.Name != "demo" || len(fl.Members) != 1 {
+		t.Fatalf("exported fleet %+v\n%s", fl, b)
+	}
+	m := fl.Members[0]
+	if m.Name != "dev" || m.Num != 1 || m.Region != "europe-west1" || m.Labels["team"] != "net" || len(m.Labels) != 1 {
+		t.Errorf("exported dev: %+v\n%s", m, b)
+	}
+	// klimax's VM runs and keeps its caches; the kubeconfigs are there
+	// for when the clusters are made again: a second run plans nothing.
+	f.out.Reset()
+	if err := Migrate(ctx, f.e, MigrateOptions{Yes: true, Skill: []byte("skill")}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(f.out.String(), "Nothing to migrate") {
+		t.Errorf("a second run:\n%s", f.out.String())
 	}
 }

@@ -109,6 +109,8 @@ type Kube interface {
 	DeleteNamespace(ctx context.Context, ns string) error
 	// ServerVersion is the API server's version (GET /version).
 	ServerVersion(ctx context.Context) (string, error)
+	// Ready waits until the API server serves requests (GET /readyz).
+	Ready(ctx context.Context) error
 	// MetalLBPool reads the addresses of MetalLB's IPAddressPool name;
 	// found is false when there is none.
 	MetalLBPool(ctx context.Context, name string) (addrs []string, found bool, err error)

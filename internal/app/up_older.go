@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/bcollard/marina/internal/cluster"
 	"github.com/bcollard/marina/internal/dns"
@@ -122,10 +123,26 @@ func upgradeCluster(ctx context.Context, s *Session, name string) error {
 	if err != nil {
 		return err
 	}
+	if err := apiReady(ctx, s, name, k); err != nil {
+		return err
+	}
 	for _, st := range dnsSteps(s, k, manifests{externalDNS: m}, DefaultWait) {
 		if err := s.step(name+": "+st.label, "", func() error { return st.fn(ctx) }); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// APIReadyWait bounds the wait for a cluster's API server to serve: a
+// kind node that restarted with the VM needs some seconds to load its
+// roles, a broken one never does.
+const APIReadyWait = 2 * time.Minute
+
+// apiReady waits for cluster name's API server to serve requests, as after
+// its node restarted with the VM.
+func apiReady(ctx context.Context, s *Session, name string, k Kube) error {
+	ctx, cancel := context.WithTimeout(ctx, APIReadyWait)
+	defer cancel()
+	return s.step(name+": Waiting for its API server", "", func() error { return k.Ready(ctx) })
 }

@@ -23,8 +23,9 @@ plan before doing anything:
   - klimax's VM, when it can be done safely, becomes marina's: stopped (asked
     first; -y accepts), moved under marina's Lima, started with marina's
     template, its kind network given marina's settings with every container
-    keeping its address, then marina up; otherwise it is left to klimax and
-    migrate says why;
+    keeping its address, then marina up; otherwise it is left to klimax,
+    migrate says why, and writes ~/.marina/klimax-fleet.yaml, a Fleet of its
+    clusters that marina fleet apply -f makes again after marina up;
   - ~/.kube/klimax's kubeconfigs become marina's, the entries klimax merged
     into your kubeconfig are marked as marina's, node labels managed-by and
     klimax.dev/fleet become marina's;

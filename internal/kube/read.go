@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/version"
 )
 
@@ -46,4 +47,30 @@ func (k *Cluster) IPAddressPool(ctx context.Context, ns, name string) (addrs []s
 		return nil, true, fmt.Errorf("read IPAddressPool %s/%s: %w", ns, name, err)
 	}
 	return addrs, true, nil
+}
+
+// Ready waits until the API server says it is ready (GET /readyz). A
+// server that has just restarted (its node container restarted with the
+// VM) answers /version seconds before it has loaded its RBAC roles, and
+// until then it refuses every request as forbidden: a caller that goes on
+// at once reports rights the user does have as missing. Refused
+// credentials are final; anything else is waited through until ctx ends,
+// and then the last answer is the error.
+func (k *Cluster) Ready(ctx context.Context) error {
+	var last error
+	err := wait.PollUntilContextCancel(ctx, PollInterval, true, func(ctx context.Context) (bool, error) {
+		_, err := k.Typed.Discovery().RESTClient().Get().AbsPath("/readyz").Do(ctx).Raw()
+		switch {
+		case err == nil:
+			return true, nil
+		case apierrors.IsUnauthorized(err):
+			return false, fmt.Errorf("the API server refuses the kubeconfig's credentials: %w", err)
+		}
+		last = err
+		return false, nil
+	})
+	if err != nil && last != nil && ctx.Err() != nil {
+		return fmt.Errorf("the API server is not ready yet: %w", last)
+	}
+	return err
 }
