@@ -375,3 +375,64 @@ func TestMigrateKeepsKlimaxVMAndExportsItsClusters(t *testing.T) {
 		t.Errorf("a second run:\n%s", f.out.String())
 	}
 }
+
+// Every klimax config of the conversion's goldens migrates a whole home:
+// the dry run changes nothing, the real run writes a config that loads
+// strictly (0600), the cluster's kubeconfig is marina's when the VM was
+// adopted (commented.klimax.yaml names a VM the fixture does not have, so
+// there nothing of the VM's is touched), and a second run plans nothing
+// and changes nothing.
+func TestMigrateEveryKlimaxConfig(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("..", "migrate", "testdata", "config", "*.klimax.yaml"))
+	if err != nil || len(files) < 10 {
+		t.Fatalf("the goldens' klimax configs: %v %v", files, err)
+	}
+	for _, file := range files {
+		name := strings.TrimSuffix(filepath.Base(file), ".klimax.yaml")
+		t.Run(name, func(t *testing.T) {
+			body, err := os.ReadFile(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f := klimaxFixture(t)
+			home, p := f.env["HOME"], f.e.Paths
+			if err := os.WriteFile(filepath.Join(home, ".klimax", "config.yaml"), body, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			ctx := context.Background()
+			before := homeTree(t, home)
+			if err := Migrate(ctx, f.e, MigrateOptions{DryRun: true, Skill: []byte("skill")}); err != nil {
+				t.Fatal(err)
+			}
+			if after := homeTree(t, home); !maps.Equal(before, after) {
+				t.Fatal("--dry-run changed the home folder")
+			}
+			if err := Migrate(ctx, f.e, MigrateOptions{Yes: true, Skill: []byte("skill")}); err != nil {
+				t.Fatalf("%v\n%s", err, f.err.String())
+			}
+			cfg, err := config.Load(p)
+			if err != nil {
+				t.Fatalf("the migrated config does not load: %v", err)
+			}
+			if st, err := os.Stat(p.Config); err != nil || st.Mode().Perm() != 0o600 {
+				t.Errorf("config mode: %v %v", st, err)
+			}
+			adopted := fileExists(filepath.Join(p.LimaHome(), "klimax", "lima.yaml"))
+			if adopted != (cfg.VM.Name == "klimax") {
+				t.Errorf("VM %s, adopted %v", cfg.VM.Name, adopted)
+			}
+			kcPath, _ := p.Kubeconfig("dev")
+			if _, err := kubeconfig.ReadFile(kcPath, "dev"); adopted && err != nil {
+				t.Errorf("marina's kubeconfig of dev: %v", err)
+			}
+			f.out.Reset()
+			before = homeTree(t, home)
+			if err := Migrate(ctx, f.e, MigrateOptions{Yes: true, Skill: []byte("skill")}); err != nil || !strings.Contains(f.out.String(), "Nothing to migrate") {
+				t.Errorf("a second run: %v\n%s", err, f.out.String())
+			}
+			if after := homeTree(t, home); !maps.Equal(before, after) {
+				t.Error("a second run changed the home folder")
+			}
+		})
+	}
+}
