@@ -1,8 +1,10 @@
 package kube
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -57,7 +59,9 @@ func (k *Cluster) IPAddressPool(ctx context.Context, ns, name string) (addrs []s
 // credentials are final; anything else is waited through until ctx ends,
 // and then the last answer is the error.
 func (k *Cluster) Ready(ctx context.Context) error {
-	var last error
+	// What the server last answered is the news; a request that failed
+	// only because the deadline was near is not.
+	var answered, other error
 	err := wait.PollUntilContextCancel(ctx, PollInterval, true, func(ctx context.Context) (bool, error) {
 		_, err := k.Typed.Discovery().RESTClient().Get().AbsPath("/readyz").Do(ctx).Raw()
 		switch {
@@ -66,10 +70,14 @@ func (k *Cluster) Ready(ctx context.Context) error {
 		case apierrors.IsUnauthorized(err):
 			return false, fmt.Errorf("the API server refuses the kubeconfig's credentials: %w", err)
 		}
-		last = err
+		if st := apierrors.APIStatus(nil); errors.As(err, &st) {
+			answered = err
+		} else {
+			other = err
+		}
 		return false, nil
 	})
-	if err != nil && last != nil && ctx.Err() != nil {
+	if last := cmp.Or(answered, other); err != nil && last != nil && ctx.Err() != nil {
 		return fmt.Errorf("the API server is not ready yet: %w", last)
 	}
 	return err
