@@ -83,7 +83,14 @@ type world struct {
 	labels map[string]map[string]string
 	// doctor is what doctor's own questions get (doctor_test.go).
 	doctor doctorWorld
+	// dockerHangs makes Docker's WaitReady wait as for a socket nobody
+	// answers on: until its ctx ends (then "docker.wait-ready cancelled"
+	// is logged) or, at most, dockerHang.
+	dockerHangs bool
 }
+
+// dockerHang is the longest a hanging Docker keeps a test waiting.
+const dockerHang = 3 * time.Second
 
 // call logs what and returns the error it was told to fail with.
 func (w *world) call(what string) error {
@@ -430,8 +437,23 @@ type fakeDocker struct{ *world }
 func (d fakeDocker) Version(context.Context) (string, error) {
 	return "29.1.0", d.call("docker.version")
 }
-func (d fakeDocker) WaitReady(context.Context, time.Duration) (string, error) {
-	return "29.1.0", d.call("docker.wait-ready")
+func (d fakeDocker) WaitReady(ctx context.Context, timeout time.Duration) (string, error) {
+	if err := d.call("docker.wait-ready"); err != nil {
+		return "", err
+	}
+	d.mu.Lock()
+	hangs := d.dockerHangs
+	d.mu.Unlock()
+	if !hangs {
+		return "29.1.0", nil
+	}
+	select {
+	case <-ctx.Done():
+		_ = d.call("docker.wait-ready cancelled")
+		return "", ctx.Err()
+	case <-time.After(min(timeout, dockerHang)):
+		return "", errors.New("Docker did not answer")
+	}
 }
 func (d fakeDocker) InspectNetwork(_ context.Context, name string) (*docker.NetworkState, error) {
 	err := d.call("docker.inspect-network " + name)

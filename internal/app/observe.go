@@ -13,6 +13,7 @@ import (
 	"github.com/bcollard/marina/internal/guest"
 	"github.com/bcollard/marina/internal/host"
 	"github.com/bcollard/marina/internal/registry"
+	"github.com/bcollard/marina/internal/vm"
 )
 
 // observed is one look at a running VM and the host. Its three parts are
@@ -68,22 +69,26 @@ func observe(ctx context.Context, s *Session, cidr netip.Prefix, dockerWait time
 func observeWith(ctx context.Context, s *Session, cidr netip.Prefix, opts observeOpts) *observed {
 	o := &observed{}
 	dockerWait := opts.wait
+	// A guest that cannot be reached fails the observation whatever Docker
+	// says, and Lima forwards Docker's socket over the same ssh: waiting
+	// for Docker then only hides the guest's error for the whole wait.
+	dctx, stopDocker := context.WithCancel(ctx)
+	defer stopDocker()
 	var wg sync.WaitGroup
 	wg.Add(3)
 	go func() {
 		defer wg.Done()
-		if len(opts.probes.Upstreams) > 0 {
-			o.guest, o.guestErr = s.Guest.ObserveWith(ctx, opts.probes)
-		} else {
-			o.guest, o.guestErr = s.Guest.Observe(ctx)
+		o.guest, o.guestErr = observeGuest(ctx, s, opts)
+		if o.guestErr != nil {
+			stopDocker()
+			return
 		}
-		if o.guestErr == nil {
-			o.mac, o.guestErr = s.Host.SourceFor(o.guest.Lima0.Addr())
-		}
+		o.mac, o.guestErr = s.Host.SourceFor(o.guest.Lima0.Addr())
 	}()
 	go func() {
 		defer wg.Done()
 		dc := s.Docker
+		ctx := dctx
 		var err error
 		if dockerWait > 0 {
 			o.dockerVer, err = dc.WaitReady(ctx, dockerWait)
@@ -119,4 +124,35 @@ func observeWith(ctx context.Context, s *Session, cidr netip.Prefix, opts observ
 	}()
 	wg.Wait()
 	return o
+}
+
+// guestRetry is how long observeGuest waits between tries of a guest
+// whose ssh connection failed in a way that may pass.
+const guestRetry = time.Second
+
+// observeGuest is the guest's one round trip. With a wait (a VM that has
+// just booted), a connection that may pass (refused: sshd starting) is
+// tried again until the wait is over; one that cannot (sshd refuses the
+// key) is reported at once.
+func observeGuest(ctx context.Context, s *Session, opts observeOpts) (guest.State, error) {
+	deadline := time.Now().Add(opts.wait)
+	for {
+		var st guest.State
+		var err error
+		if len(opts.probes.Upstreams) > 0 {
+			st, err = s.Guest.ObserveWith(ctx, opts.probes)
+		} else {
+			st, err = s.Guest.Observe(ctx)
+		}
+		_, ssh := errors.AsType[*vm.SSHError](err)
+		if err == nil || !ssh || vm.FinalSSH(err) || time.Now().Add(guestRetry).After(deadline) {
+			return st, err
+		}
+		s.UI.Debugf("the guest did not answer (%v); trying again", err)
+		select {
+		case <-ctx.Done():
+			return st, err
+		case <-time.After(guestRetry):
+		}
+	}
 }

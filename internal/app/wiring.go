@@ -32,6 +32,7 @@ func production(e *Env) Deps {
 			if w := e.UI.Writer("lima: "); w != nil {
 				l.Stream = w
 			}
+			l.Progress = e.UI.Stage
 			return l, nil
 		},
 		VMAt: func(limaHome string) (VM, error) {

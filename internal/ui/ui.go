@@ -25,6 +25,9 @@ type UI struct {
 	smart  bool // animate and colour
 	debug  bool
 	label  string
+	stage  string    // the open step's current stage (Stage), if any
+	since  time.Time // when the open step started
+	now    func() time.Time
 	stop   chan struct{}
 	done   chan struct{}
 	frame  int
@@ -35,8 +38,12 @@ type UI struct {
 
 // New returns a UI on w; smart turns on the spinner.
 func New(w io.Writer, smart, debug bool) *UI {
-	return &UI{w: w, smart: smart, debug: debug}
+	return &UI{w: w, smart: smart, debug: debug, now: time.Now}
 }
+
+// ShowElapsed is how long a step runs before its line shows for how long:
+// a pull, a boot or a create, not the many steps that take a moment.
+const ShowElapsed = 5 * time.Second
 
 // IsSmartTerminal reports whether f is a terminal that can show a spinner:
 // a TTY, TERM not dumb, NO_COLOR unset.
@@ -58,7 +65,7 @@ func (u *UI) Start(label string) {
 	u.End(true)
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	u.label, u.active = label, true
+	u.label, u.stage, u.active, u.since = label, "", true, u.now()
 	if !u.smart {
 		fmt.Fprintf(u.w, " • %s …\n", label)
 		return
@@ -86,7 +93,45 @@ func (u *UI) spin(stop, done chan struct{}) {
 }
 
 func (u *UI) drawLocked() {
-	fmt.Fprintf(u.w, "\r\x1b[2K %s %s", frames[u.frame%len(frames)], u.label)
+	label := u.label
+	if u.stage != "" {
+		label += ": " + u.stage
+	}
+	fmt.Fprintf(u.w, "\r\x1b[2K %s %s%s", frames[u.frame%len(frames)], label, u.elapsedLocked(" "))
+}
+
+// elapsedLocked is how long the open step has run, after sep, once that
+// is ShowElapsed or more; "" before.
+func (u *UI) elapsedLocked(sep string) string {
+	if u.since.IsZero() {
+		return ""
+	}
+	d := u.now().Sub(u.since)
+	if d < ShowElapsed {
+		return ""
+	}
+	return sep + round(d)
+}
+
+// Stage shows what the open step is doing now, as a tool it runs reports
+// it (Lima's boot requirements): on a terminal in the spinner's line, and
+// elsewhere as a line of its own, so that a long step is never silent.
+// Nothing happens when no step is open.
+func (u *UI) Stage(stage string) {
+	if u.row != nil {
+		return // a Board's row shows its step and time already
+	}
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if !u.active || stage == u.stage {
+		return
+	}
+	u.stage = stage
+	if u.smart {
+		u.drawLocked()
+		return
+	}
+	fmt.Fprintf(u.w, "   %s%s\n", stage, u.elapsedLocked(" · "))
 }
 
 // Relabel changes the open step's label, to end it with what it found.
@@ -130,8 +175,15 @@ func (u *UI) End(ok bool) {
 	if u.smart {
 		fmt.Fprintf(u.w, "\r\x1b[2K")
 	}
-	fmt.Fprintf(u.w, " %s %s\n", mark, u.label)
-	u.stop, u.done = nil, nil
+	label := u.label
+	if !ok && u.stage != "" {
+		label += ": " + u.stage // where it failed
+	}
+	if e := u.elapsedLocked(""); e != "" {
+		label += " (" + e + ")"
+	}
+	fmt.Fprintf(u.w, " %s %s\n", mark, label)
+	u.stop, u.done, u.stage, u.since = nil, nil, "", time.Time{}
 }
 
 // Printf writes a line of output between steps.

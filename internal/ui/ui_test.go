@@ -5,6 +5,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestPlainSteps(t *testing.T) {
@@ -74,5 +75,53 @@ func TestIsSmartTerminal(t *testing.T) {
 	defer f.Close()
 	if IsSmartTerminal(f, env(map[string]string{"TERM": "xterm-256color"})) {
 		t.Error("/dev/null is smart")
+	}
+}
+
+// A long step says what it is doing: each stage a line of its own without
+// a terminal, and for how long once that is worth saying; a failed step
+// ends naming the stage it failed in.
+func TestStagesAndElapsedTime(t *testing.T) {
+	var b bytes.Buffer
+	u := New(&b, false, false)
+	clock := time.Date(2026, 12, 3, 10, 0, 0, 0, time.UTC)
+	u.now = func() time.Time { return clock }
+	u.Stage("no step open: nothing")
+	u.Start("Creating VM marina")
+	u.Stage("waiting for ssh (essential requirement 1 of 2)")
+	u.Stage("waiting for ssh (essential requirement 1 of 2)") // Lima retries: said once
+	clock = clock.Add(42 * time.Second)
+	u.Stage("waiting for boot scripts must have finished (final requirement 1 of 1)")
+	clock = clock.Add(2 * time.Minute)
+	u.Relabel("Created VM marina")
+	u.End(true)
+	u.Start("Looking at the VM")
+	clock = clock.Add(time.Second)
+	u.End(true)
+	u.Start("Pulling")
+	u.Stage("layer 3 of 7")
+	clock = clock.Add(6 * time.Second)
+	u.End(false)
+	want := " • Creating VM marina …\n" +
+		"   waiting for ssh (essential requirement 1 of 2)\n" +
+		"   waiting for boot scripts must have finished (final requirement 1 of 1) · 42s\n" +
+		" ✓ Created VM marina (2m42s)\n" +
+		" • Looking at the VM …\n ✓ Looking at the VM\n" +
+		" • Pulling …\n   layer 3 of 7\n ✗ Pulling: layer 3 of 7 (6s)\n"
+	if b.String() != want {
+		t.Errorf("output:\n%s\nwant:\n%s", b.String(), want)
+	}
+
+	// On a terminal the stage and the time are in the spinner's line.
+	b.Reset()
+	u = New(&b, true, false)
+	clock = time.Date(2026, 12, 3, 10, 0, 0, 0, time.UTC)
+	u.now = func() time.Time { return clock }
+	u.Start("Starting VM marina")
+	clock = clock.Add(12 * time.Second)
+	u.Stage("waiting for ssh (essential requirement 1 of 2)")
+	u.End(true)
+	if out := b.String(); !strings.Contains(out, "\r\x1b[2K ⠋ Starting VM marina: waiting for ssh (essential requirement 1 of 2) 12s") || !strings.HasSuffix(out, " ✓ Starting VM marina (12s)\n") {
+		t.Errorf("smart output: %q", out)
 	}
 }

@@ -121,12 +121,56 @@ func (g *SSHGuest) Run(ctx context.Context, s Script) (Result, error) {
 	case err == nil:
 		return res, nil
 	case res.ExitCode == 255:
-		return res, fmt.Errorf("%s: cannot reach the VM over ssh (is it running? try `marina up`):\n%s", s.Name, run.Tail(stderr.String(), 5))
+		return res, &SSHError{Name: s.Name, Stderr: stderr.String()}
 	case res.ExitCode == exitWrapper:
 		return res, fmt.Errorf("%s: the guest could not run the script:\n%s", s.Name, run.Tail(stderr.String(), 5))
 	default:
 		return res, &ScriptError{Name: s.Name, ExitCode: res.ExitCode, Stderr: stderr.String()}
 	}
+}
+
+// SSHError is a guest that ssh could not reach (ssh's exit status 255).
+type SSHError struct {
+	Name   string
+	Stderr string // ssh's
+}
+
+// sshFinal are what OpenSSH prints when trying again cannot help: the
+// guest's sshd refuses the key, the host key is not the one expected, or
+// the key itself is unusable. A refused or timed-out connection is not
+// among them: sshd may be starting.
+var sshFinal = []string{
+	"Permission denied",
+	"Host key verification failed",
+	"REMOTE HOST IDENTIFICATION HAS CHANGED",
+	"Too many authentication failures",
+	"no mutual signature algorithm",
+	"UNPROTECTED PRIVATE KEY FILE",
+	"invalid format",
+}
+
+// Final reports whether trying again cannot help.
+func (e *SSHError) Final() bool {
+	for _, s := range sshFinal {
+		if strings.Contains(e.Stderr, s) {
+			return true
+		}
+	}
+	return false
+}
+
+func (e *SSHError) Error() string {
+	if e.Final() {
+		return fmt.Sprintf("%s: the VM's sshd refuses marina (ssh: authentication or host key failed; trying again cannot help):\n%s\nmarina reaches the VM with Lima's key in $MARINA_HOME/lima/_config (~/.marina/lima/_config by default): if it changed since the VM was made, put the old key back, or recreate the VM (marina destroy, then marina up)", e.Name, run.Tail(e.Stderr, 5))
+	}
+	return fmt.Sprintf("%s: cannot reach the VM over ssh (is it running? try `marina up`):\n%s", e.Name, run.Tail(e.Stderr, 5))
+}
+
+// FinalSSH reports whether err is an ssh failure that trying again cannot
+// cure.
+func FinalSSH(err error) bool {
+	e, ok := errors.AsType[*SSHError](err)
+	return ok && e.Final()
 }
 
 // ScriptError is a guest script that ran and failed.

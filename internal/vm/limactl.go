@@ -39,6 +39,28 @@ type Limactl struct {
 	// Stream, when set, receives limactl's progress output of long
 	// operations (create, start).
 	Stream io.Writer
+	// Progress, when set, gets each boot stage limactl reports while an
+	// instance boots (BootStage).
+	Progress func(stage string)
+}
+
+// stream is where a booting limactl's output goes besides marina's
+// buffers: Stream and the stages for Progress.
+func (l *Limactl) stream() io.Writer {
+	var ws []io.Writer
+	if l.Stream != nil {
+		ws = append(ws, l.Stream)
+	}
+	if l.Progress != nil {
+		ws = append(ws, &stageWriter{fn: l.Progress})
+	}
+	switch len(ws) {
+	case 0:
+		return nil
+	case 1:
+		return ws[0]
+	}
+	return io.MultiWriter(ws...)
 }
 
 // FindLimactl locates limactl: $LIMACTL when set, else the PATH.
@@ -158,7 +180,7 @@ func ParseList(out []byte) ([]Instance, error) {
 func (l *Limactl) Create(ctx context.Context, name string, template []byte) error {
 	c := l.cmd("start", "--tty=false", "--name="+name, "-")
 	c.Stdin = bytes.NewReader(template)
-	c.Stream = l.Stream
+	c.Stream = l.stream()
 	if _, err := l.Run.Output(ctx, c); err != nil {
 		return fmt.Errorf("create VM %s: %w", name, err)
 	}
@@ -198,7 +220,7 @@ func (e Edits) flags() []string {
 func (l *Limactl) Start(ctx context.Context, name string, edits Edits) error {
 	args := append([]string{"start", "--tty=false"}, edits.flags()...)
 	c := l.cmd(append(args, name)...)
-	c.Stream = l.Stream
+	c.Stream = l.stream()
 	if _, err := l.Run.Output(ctx, c); err != nil {
 		return fmt.Errorf("start VM %s: %w", name, err)
 	}

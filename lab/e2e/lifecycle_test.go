@@ -114,12 +114,28 @@ func TestLifecycle(t *testing.T) {
 	t.Run("fresh up creates the VM and waits for Docker", func(t *testing.T) {
 		// The default config pins the official registry image by digest;
 		// nothing can pull it in the lab, as on a Mac without a network.
-		r := marina(t, "up", "--debug")
+		// Without --debug, and without a terminal: the first boot shows
+		// Lima's boot stages as plain lines, not Lima's own log.
+		r := marina(t, "up")
 		if r.code == 0 || !strings.Contains(r.stderr, "pull "+config.DefaultRegistryImage) || !strings.Contains(r.stderr, "the VM needs to reach its registry once") {
 			t.Errorf("up with the official registry image offline: exit %d\n%s", r.code, r.stderr)
 		}
-		if !strings.Contains(r.stderr, "limactl start --tty=false --name=marina -") {
-			t.Errorf("the instance was not created through limactl:\n%s", r.stderr)
+		for _, want := range []string{
+			" • Creating VM marina",
+			"\n   starting the VM",
+			"\n   waiting for ssh (essential requirement 1 of 2)",
+			"\n   waiting for boot scripts must have finished (final requirement 1 of 1)",
+			" ✓ Created VM marina",
+		} {
+			if !strings.Contains(r.stderr, want) {
+				t.Errorf("the first boot does not show %q:\n%s", want, r.stderr)
+			}
+		}
+		if strings.Contains(r.stderr, "level=info") || strings.Contains(r.stderr, "\x1b[") {
+			t.Errorf("the first boot shows Lima's log or terminal codes:\n%s", r.stderr)
+		}
+		if s := limaStatus(t); s != "Running" {
+			t.Errorf("the instance was not created through limactl: %q", s)
 		}
 		// The lab's own registry:3.0.0, pinned by its digest, in the
 		// default file marina wrote.

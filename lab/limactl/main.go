@@ -434,9 +434,23 @@ func (f *fake) boot(name string) error {
 	}
 	dir := f.dir(name)
 	fmt.Fprintf(os.Stderr, "level=info msg=\"Starting the instance %q with VM driver %q\"\n", name, in.VMType)
-	if err := f.labCmd("_boot"); err != nil {
+	// Lima's host agent reports each boot requirement as it waits for it
+	// (its log lines, quoted as logrus quotes them); marina shows them.
+	hostagent := func(format string, args ...any) {
+		fmt.Fprintf(os.Stderr, "level=info msg=%q\n", "[hostagent] "+fmt.Sprintf(format, args...))
+	}
+	requirement := func(kind string, i, n int, desc string, fn func() error) error {
+		hostagent("Waiting for the %s requirement %d of %d: %q", kind, i, n, desc)
+		if err := fn(); err != nil {
+			return err
+		}
+		hostagent("The %s requirement %d of %d is satisfied", kind, i, n)
+		return nil
+	}
+	if err := requirement("essential", 1, 2, "ssh", func() error { return f.labCmd("_boot") }); err != nil {
 		return fmt.Errorf("boot the lab guest: %w", err)
 	}
+	_ = requirement("essential", 2, 2, "user session is ready for ssh", func() error { return nil })
 	// Lima shares these folders over virtiofs; the lab bind-mounts them
 	// into the guest's mount namespace.
 	for _, m := range y.Mounts {
@@ -501,6 +515,7 @@ func (f *fake) boot(name string) error {
 	if err := os.WriteFile(filepath.Join(dir, "ha.pid"), []byte(strconv.Itoa(pid)), 0o644); err != nil {
 		return err
 	}
+	_ = requirement("final", 1, 1, "boot scripts must have finished", func() error { return nil })
 	fmt.Fprintf(os.Stderr, "level=info msg=\"READY. Run `limactl shell %s` to open the shell.\"\n", name)
 	return nil
 }
