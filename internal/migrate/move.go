@@ -47,6 +47,13 @@ func (m Mover) Move(src, dst string) (string, error) {
 		}
 		return "", fmt.Errorf("%s is not there: nothing to move", src)
 	}
+	// An empty folder at dst holds nothing to lose (a mount point Lima
+	// made, a folder marina made before the migration): it is taken
+	// away, and the move goes on as if it had never been there. os.Remove
+	// removes only an empty folder, so nothing in it can go.
+	if st, err := os.Lstat(dst); err == nil && st.IsDir() {
+		_ = os.Remove(dst)
+	}
 	if _, err := os.Lstat(dst); err == nil {
 		if err := same(src, dst); err != nil {
 			return "", fmt.Errorf("%s and %s are both there and differ (%v): nothing was changed; keep the one you want and remove the other", src, dst, err)

@@ -152,6 +152,34 @@ func TestMoveRefusesTwoDifferentTrees(t *testing.T) {
 	}
 }
 
+// An empty folder where the source goes (marina's mount point for a cache
+// not filled yet) is no conflict: the move takes its place, on the same
+// file system and across two; a folder with anything in it, even an empty
+// folder, is a conflict.
+func TestMoveIntoAnEmptyFolder(t *testing.T) {
+	for _, m := range []Mover{{}, {Rename: exdev}} {
+		root := t.TempDir()
+		src, dst := filepath.Join(root, "a"), filepath.Join(root, "b")
+		cache(t, src)
+		want := snapshot(t, src)
+		if err := os.Mkdir(dst, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if how, err := m.Move(src, dst); err != nil || len(snapshot(t, dst)) != len(want) {
+			t.Fatalf("Move into an empty folder = %q, %v", how, err)
+		}
+	}
+	root := t.TempDir()
+	src, dst := filepath.Join(root, "a"), filepath.Join(root, "b")
+	cache(t, src)
+	if err := os.MkdirAll(filepath.Join(dst, "docker"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := (Mover{}).Move(src, dst); err == nil || !strings.Contains(err.Error(), "both there and differ") {
+		t.Fatalf("Move onto a folder with a folder in it = %v", err)
+	}
+}
+
 // A file migrate does not copy (a FIFO) stops the copy with the source
 // untouched and no partial copy left.
 func TestMoveRefusesSpecialFiles(t *testing.T) {

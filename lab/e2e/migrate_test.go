@@ -75,6 +75,12 @@ var klimaxRuleRe = regexp.MustCompile(`(?m)-s 172\.30\.0\.0/16 -d 192\.168\.64\.
 func TestMigrate(t *testing.T) {
 	needLab(t)
 	destroyAll(t)
+	// A Mac with klimax and no marina yet: no marina caches either (the
+	// earlier tests' stay after destroy, as caches do).
+	cacheDir := filepath.Join(marinaHome(), "registry-cache")
+	if err := os.RemoveAll(cacheDir); err != nil {
+		t.Fatal(err)
+	}
 	kdir := filepath.Join(home(), ".klimax")
 	klimaxEnv := []string{"LIMA_HOME=" + kdir}
 	t.Cleanup(func() {
@@ -87,6 +93,7 @@ func TestMigrate(t *testing.T) {
 			_ = os.RemoveAll(p)
 		}
 		_ = os.RemoveAll(filepath.Join(marinaHome(), "migrate.json"))
+		_ = os.RemoveAll(cacheDir)
 		_ = os.RemoveAll(filepath.Join(marinaHome(), "lima", "_config"))
 	})
 
