@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"reflect"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -78,7 +79,7 @@ func TestStatusClustersField(t *testing.T) {
 		t.Errorf("running VM without clusters: clusters = %s (present %v), want []", v, ok)
 	}
 	var y bytes.Buffer
-	if err := ui.Render(&y, "yaml", st); err != nil || !strings.Contains(y.String(), "\nclusters: []\n") {
+	if err := ui.Render(&y, "yaml", st); err != nil || !regexp.MustCompile(`(?m)^clusters: \[\]$`).MatchString(y.String()) {
 		t.Errorf("-o yaml without clusters (%v):\n%s", err, y.String())
 	}
 	for _, state := range []string{vm.StatusStopped, ""} {
