@@ -43,6 +43,19 @@ func viewsFixture(t *testing.T) *fixture {
 		Container: docker.Container{ID: "east-cp", Name: "east-control-plane", State: "exited"},
 		Cluster:   "east", Role: "control-plane", APIPorts: []int{7002},
 	})
+	f.instance.VMType, f.instance.Arch = "vz", "aarch64"
+	f.instance.Dir = filepath.Join(f.env["HOME"], ".marina", "lima", "marina")
+	// One mirror has pulled something through.
+	cache, err := f.e.Paths.MirrorCache("registry-dockerio")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(cache, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(cache, "blob"), make([]byte, 3<<20), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	f.mirrors = append(f.mirrors, docker.Container{ID: "old-id", Name: "registry-old", State: "exited", Labels: map[string]string{registry.LabelMirror: "registry-old"}})
 	kv := func(k, v string) string {
 		return fmt.Sprintf(`{"key":%q,"value":%q}`, base64.StdEncoding.EncodeToString([]byte(k)), base64.StdEncoding.EncodeToString([]byte(v)))
