@@ -290,3 +290,32 @@ func TestGoldenViews(t *testing.T) {
 		}
 	}
 }
+
+// A selector that matches nothing is an empty list, not an error; one
+// that does not parse is a usage error; labels that cannot be read to
+// match are a failure to look.
+func TestSelectors(t *testing.T) {
+	f := viewsFixture(t)
+	ctx := context.Background()
+	if recs, err := ListDNS(ctx, f.e, "cluster=nosuch"); err != nil || len(recs) != 0 {
+		t.Errorf("dns list -l cluster=nosuch = %v, %v", recs, err)
+	}
+	if recs, err := ListDNS(ctx, f.e, "owner=dev"); err != nil || len(recs) != 1 || recs[0].Name != "web.shop.dev.demo.internal" {
+		t.Errorf("dns list -l owner=dev = %v, %v", recs, err)
+	}
+	if rows, err := ListClusters(ctx, f.e, "team=nosuch"); err != nil || len(rows) != 0 {
+		t.Errorf("cluster list -l team=nosuch = %v, %v", rows, err)
+	}
+	for _, list := range []func(string) error{
+		func(s string) error { _, err := ListDNS(ctx, f.e, s); return err },
+		func(s string) error { _, err := ListClusters(ctx, f.e, s); return err },
+	} {
+		if err := list("tier in (gold"); Code(err) != ExitUsage {
+			t.Errorf("a broken selector: %v (exit %d)", err, Code(err))
+		}
+	}
+	f.fail["kube dev node-labels"] = errBoom
+	if rows, err := ListClusters(ctx, f.e, "team=net"); err == nil || Code(err) != ExitFailed || !strings.Contains(err.Error(), "cannot read its labels to match -l team=net") {
+		t.Errorf("labels unreadable: %v, %v", rows, err)
+	}
+}
