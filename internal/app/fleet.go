@@ -539,7 +539,7 @@ func fleetResult(e *Env, rep *FleetReport, output string) error {
 		}
 	}
 	fmt.Fprintln(e.Stderr, "ERROR: "+strings.Join(errs, "\nERROR: "))
-	return &ExitError{Code: 1}
+	return &ExitError{Code: ExitFailed}
 }
 
 // member is s for one of several creates at once, on e.
