@@ -19,9 +19,9 @@ import (
 	"github.com/bcollard/marina/internal/vm"
 )
 
-// Every command that prints data prints it here: -o json and -o yaml
-// render the same value with ui.Render (one path, the json tags: see
-// outputHelp), -o text with the printers below.
+// The commands' data views. -o json and -o yaml of every command render
+// one value with ui.Render (its json tags alone: see outputHelp); -o text
+// uses the printers below.
 
 // checkOutput refuses an -o value marina has no renderer for.
 func checkOutput(o string) error {
