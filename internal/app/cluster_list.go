@@ -16,13 +16,13 @@ import (
 // ClusterRow is one line of marina cluster list. name, num, apiPort and
 // kubeconfigPath are klimax's contract with its UI; the rest is new.
 type ClusterRow struct {
-	Name           string            `json:"name" yaml:"name"`
-	Num            int               `json:"num" yaml:"num"`
-	APIPort        int               `json:"apiPort" yaml:"apiPort"`
-	KubeconfigPath string            `json:"kubeconfigPath" yaml:"kubeconfigPath"`
-	Nodes          int               `json:"nodes" yaml:"nodes"`
-	State          string            `json:"state" yaml:"state"`
-	Labels         map[string]string `json:"labels,omitempty" yaml:"labels,omitempty"`
+	Name           string            `json:"name"`
+	Num            int               `json:"num"`
+	APIPort        int               `json:"apiPort"`
+	KubeconfigPath string            `json:"kubeconfigPath"`
+	Nodes          int               `json:"nodes"`
+	State          string            `json:"state"`
+	Labels         map[string]string `json:"labels,omitempty"`
 }
 
 // labelTimeout bounds reading one cluster's node labels.
@@ -94,7 +94,7 @@ func parseSelector(s string) (labels.Selector, error) {
 	}
 	sel, err := labels.Parse(s)
 	if err != nil {
-		return nil, fmt.Errorf("-l %q is not a label selector: %v (write it like region=europe-west1,env!=prod)", s, err)
+		return nil, Usagef("-l %q is not a label selector: %v (write it like region=europe-west1,env!=prod)", s, err)
 	}
 	return sel, nil
 }

@@ -93,7 +93,7 @@ func pickShell(flag, login string) (shell, error) {
 				return s, nil
 			}
 		}
-		return "", fmt.Errorf("--shell %q is not a shell marina prints for: use bash, zsh, fish or powershell", flag)
+		return "", Usagef("--shell %q is not a shell marina prints for: use bash, zsh, fish or powershell", flag)
 	}
 	switch filepath.Base(login) {
 	case "zsh":

@@ -86,35 +86,35 @@ func parseFleet(e *Env, cfg config.Config, name string, data []byte) (fleet.Flee
 
 // FleetReport is the result of marina fleet apply, for -o json|yaml.
 type FleetReport struct {
-	Fleet           string         `json:"fleet" yaml:"fleet"`
-	MaxParallel     int            `json:"maxParallel" yaml:"maxParallel"`
-	Strategy        string         `json:"strategy" yaml:"strategy"`
-	DryRun          bool           `json:"dryRun,omitempty" yaml:"dryRun,omitempty"`
-	Created         int            `json:"created" yaml:"created"`
-	Skipped         int            `json:"skipped" yaml:"skipped"`
-	Failed          int            `json:"failed" yaml:"failed"`
-	MakespanSeconds float64        `json:"makespanSeconds,omitempty" yaml:"makespanSeconds,omitempty"`
-	Clusters        []FleetCluster `json:"clusters" yaml:"clusters"`
-	Start           *time.Time     `json:"start,omitempty" yaml:"start,omitempty"`
-	End             *time.Time     `json:"end,omitempty" yaml:"end,omitempty"`
+	Fleet           string         `json:"fleet"`
+	MaxParallel     int            `json:"maxParallel"`
+	Strategy        string         `json:"strategy"`
+	DryRun          bool           `json:"dryRun,omitempty"`
+	Created         int            `json:"created"`
+	Skipped         int            `json:"skipped"`
+	Failed          int            `json:"failed"`
+	MakespanSeconds float64        `json:"makespanSeconds,omitempty"`
+	Clusters        []FleetCluster `json:"clusters"`
+	Start           *time.Time     `json:"start,omitempty"`
+	End             *time.Time     `json:"end,omitempty"`
 }
 
 // FleetCluster is one cluster of a FleetReport.
 type FleetCluster struct {
-	Name      string   `json:"name" yaml:"name"`
-	Slot      int      `json:"slot" yaml:"slot"`
-	Action    string   `json:"action" yaml:"action"`
-	DependsOn []string `json:"dependsOn,omitempty" yaml:"dependsOn,omitempty"`
-	Options   string   `json:"options,omitempty" yaml:"options,omitempty"`
-	Notes     []string `json:"notes,omitempty" yaml:"notes,omitempty"`
+	Name      string   `json:"name"`
+	Slot      int      `json:"slot"`
+	Action    string   `json:"action"`
+	DependsOn []string `json:"dependsOn,omitempty"`
+	Options   string   `json:"options,omitempty"`
+	Notes     []string `json:"notes,omitempty"`
 	// Result is created, failed, skipped (the plan or the scheduler
 	// skipped it), adopted or labelled; "" in a dry run.
-	Result  string        `json:"result,omitempty" yaml:"result,omitempty"`
-	Reason  string        `json:"reason,omitempty" yaml:"reason,omitempty"`
-	Start   *time.Time    `json:"start,omitempty" yaml:"start,omitempty"`
-	End     *time.Time    `json:"end,omitempty" yaml:"end,omitempty"`
-	Seconds float64       `json:"seconds,omitempty" yaml:"seconds,omitempty"`
-	Phases  []ui.StepTime `json:"phases,omitempty" yaml:"phases,omitempty"`
+	Result  string        `json:"result,omitempty"`
+	Reason  string        `json:"reason,omitempty"`
+	Start   *time.Time    `json:"start,omitempty"`
+	End     *time.Time    `json:"end,omitempty"`
+	Seconds float64       `json:"seconds,omitempty"`
+	Phases  []ui.StepTime `json:"phases,omitempty"`
 }
 
 // ApplyFleet creates what a fleet manifest lists and does not exist yet,
@@ -539,7 +539,7 @@ func fleetResult(e *Env, rep *FleetReport, output string) error {
 		}
 	}
 	fmt.Fprintln(e.Stderr, "ERROR: "+strings.Join(errs, "\nERROR: "))
-	return &ExitError{Code: 1}
+	return &ExitError{Code: ExitFailed}
 }
 
 // member is s for one of several creates at once, on e.

@@ -22,8 +22,8 @@ import (
 
 // FleetRow is one line of marina fleet list.
 type FleetRow struct {
-	Name     string   `json:"name" yaml:"name"`
-	Clusters []string `json:"clusters" yaml:"clusters"`
+	Name     string   `json:"name"`
+	Clusters []string `json:"clusters"`
 }
 
 // ListFleets groups the clusters by the fleet label of their control
@@ -54,14 +54,14 @@ func ListFleets(ctx context.Context, e *Env) ([]FleetRow, error) {
 
 // FleetMember is one cluster of marina fleet describe.
 type FleetMember struct {
-	Name           string            `json:"name" yaml:"name"`
-	Num            int               `json:"num" yaml:"num"`
-	APIPort        int               `json:"apiPort" yaml:"apiPort"`
-	KubeconfigPath string            `json:"kubeconfigPath" yaml:"kubeconfigPath"`
-	Nodes          int               `json:"nodes" yaml:"nodes"`
-	Version        string            `json:"version" yaml:"version"`
-	Ready          bool              `json:"ready" yaml:"ready"`
-	Labels         map[string]string `json:"labels,omitempty" yaml:"labels,omitempty"`
+	Name           string            `json:"name"`
+	Num            int               `json:"num"`
+	APIPort        int               `json:"apiPort"`
+	KubeconfigPath string            `json:"kubeconfigPath"`
+	Nodes          int               `json:"nodes"`
+	Version        string            `json:"version"`
+	Ready          bool              `json:"ready"`
+	Labels         map[string]string `json:"labels,omitempty"`
 }
 
 // checkFleetName reports why name cannot be a fleet's.

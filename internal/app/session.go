@@ -338,10 +338,11 @@ func (s *Session) kube(name string, timeout time.Duration) (Kube, error) {
 	return k, nil
 }
 
-// notRunning is the error of commands that need the VM up.
+// notRunning is the error of commands that need the VM up: marina exits
+// ExitNotRunning, and a command that prints data prints none.
 func notRunning(name string, in *vm.Instance) error {
 	if in == nil {
-		return fmt.Errorf("VM %s does not exist: create it with `marina up`", name)
+		return &ExitError{Code: ExitNotRunning, Err: fmt.Errorf("VM %s does not exist: create it with `marina up`", name)}
 	}
-	return fmt.Errorf("VM %s is %s: start it with `marina up`", name, in.Status)
+	return &ExitError{Code: ExitNotRunning, Err: fmt.Errorf("VM %s is %s: start it with `marina up`", name, in.Status)}
 }

@@ -2,7 +2,6 @@ package app
 
 import (
 	"context"
-	"fmt"
 )
 
 // Shell opens a shell in the VM, or runs args there.
@@ -21,9 +20,3 @@ func Shell(ctx context.Context, e *Env, args []string) error {
 	}
 	return nil
 }
-
-// ExitError ends marina with Code and no message of its own (the command
-// it ran already said what went wrong).
-type ExitError struct{ Code int }
-
-func (e *ExitError) Error() string { return fmt.Sprintf("exit status %d", e.Code) }

@@ -1,9 +1,11 @@
 package app
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"net/netip"
+	"strings"
 
 	"github.com/docker/go-units"
 
@@ -12,6 +14,7 @@ import (
 	"github.com/bcollard/marina/internal/docker"
 	"github.com/bcollard/marina/internal/guest"
 	"github.com/bcollard/marina/internal/host"
+	"github.com/bcollard/marina/internal/vm"
 )
 
 // Status is what marina status reports; its JSON form is a stable contract.
@@ -23,7 +26,7 @@ type Status struct {
 	// Clusters are the VM's kind clusters, as Docker shows them: an empty
 	// list when it runs none, absent when the VM does not run or Docker
 	// could not list them (the VM's errors say why).
-	Clusters *[]ClusterStatus `json:"clusters,omitempty" yaml:"clusters,omitempty"`
+	Clusters *[]ClusterStatus `json:"clusters,omitempty"`
 	// ConfigError is why the config could not be read whole: the VM is
 	// still shown (vm.name is read alone), its networking is not.
 	ConfigError string `json:"configError,omitempty"`
@@ -89,18 +92,79 @@ type CheckStatus struct {
 
 // ClusterStatus is one cluster of the clusters section.
 type ClusterStatus struct {
-	Name string `json:"name" yaml:"name"`
+	Name string `json:"name"`
 	// Slot is N of its API port 700N; 0 when it publishes none (marina did
 	// not make it).
-	Slot  int `json:"slot" yaml:"slot"`
-	Nodes int `json:"nodes" yaml:"nodes"`
+	Slot  int `json:"slot"`
+	Nodes int `json:"nodes"`
 	// State is running, partial (the control plane runs, a worker does
 	// not) or stopped.
-	State string `json:"state" yaml:"state"`
+	State string `json:"state"`
 }
 
 // NotCreated is the status of a VM that does not exist.
 const NotCreated = "NotCreated"
+
+// Problems are what status shows as broken, each in a few words: a VM that
+// Lima reports Broken, the VM's errors (the guest or Docker did not
+// answer), an invalid config, a host route that is not present while the
+// VM runs, and any ✗ of the guest network and the local DNS. marina status
+// exits 1 when there is one. A VM that is stopped or not created is a
+// state, not a problem.
+func (s Status) Problems() []string {
+	var p []string
+	if s.VM.Status == vm.StatusBroken {
+		p = append(p, "VM "+s.VM.Name+" is Broken")
+	}
+	p = append(p, s.VM.Errors...)
+	if s.ConfigError != "" {
+		p = append(p, "the config is invalid")
+	}
+	if s.Route.Error != "" {
+		p = append(p, "host route: "+s.Route.Error)
+	}
+	if s.VM.Status == vm.StatusRunning && s.Route.State != "" && s.Route.State != string(host.Present) {
+		p = append(p, "host route: "+s.Route.Line)
+	}
+	if g := s.Guest; g != nil && !g.OK {
+		p = append(p, "guest network: "+strings.Join(g.failing(), ", "))
+	}
+	if d := s.DNS; d != nil && !d.OK {
+		p = append(p, "local DNS: "+strings.Join(d.failing(), ", "))
+	}
+	return p
+}
+
+// failing names what is ✗ in the guest network section.
+func (g *GuestStatus) failing() []string {
+	var out []string
+	if kn := g.KindNetwork; kn == nil || !kn.Present || len(kn.Problems) > 0 {
+		out = append(out, "kind network")
+	}
+	for _, c := range g.Checks {
+		if !c.OK {
+			out = append(out, c.What)
+		}
+	}
+	return out
+}
+
+// failing names what is ✗ in the local DNS section.
+func (d *DNSStatus) failing() []string {
+	var out []string
+	if d.Resolver != string(host.ResolverOK) {
+		out = append(out, "resolver file "+d.Resolver)
+	}
+	for _, c := range d.Containers {
+		if c.State != "running" {
+			out = append(out, c.Name+" "+c.State)
+		}
+	}
+	if d.Lookup.Rcode != "NXDOMAIN" {
+		out = append(out, "lookup "+cmp.Or(d.Lookup.Error, d.Lookup.Rcode))
+	}
+	return out
+}
 
 // GetStatus observes everything it can and never stops at the first
 // failure: each problem lands next to what was learned.

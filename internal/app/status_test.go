@@ -4,10 +4,16 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"maps"
+	"net/netip"
 	"reflect"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/bcollard/marina/internal/dns"
 	"github.com/bcollard/marina/internal/docker"
 	"github.com/bcollard/marina/internal/ui"
 	"github.com/bcollard/marina/internal/vm"
@@ -78,7 +84,7 @@ func TestStatusClustersField(t *testing.T) {
 		t.Errorf("running VM without clusters: clusters = %s (present %v), want []", v, ok)
 	}
 	var y bytes.Buffer
-	if err := ui.Render(&y, "yaml", st); err != nil || !strings.Contains(y.String(), "\nclusters: []\n") {
+	if err := ui.Render(&y, "yaml", st); err != nil || !regexp.MustCompile(`(?m)^clusters: \[\]$`).MatchString(y.String()) {
 		t.Errorf("-o yaml without clusters (%v):\n%s", err, y.String())
 	}
 	for _, state := range []string{vm.StatusStopped, ""} {
@@ -134,5 +140,62 @@ func TestStatusClustersDockerError(t *testing.T) {
 	}
 	if st.Clusters != nil || len(st.VM.Errors) != 1 || st.VM.Errors[0] != "boom" {
 		t.Errorf("Docker down: clusters %v, errors %q", st.Clusters, st.VM.Errors)
+	}
+}
+
+// What status shows as broken is what makes marina status exit 1: each
+// thing it marks ✗ or reports as a problem; a healthy lab, or a VM that is
+// stopped or not created, has none.
+func TestStatusProblems(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		breakIt func(*fixture)
+		want    []string // each a prefix of one problem, in order
+	}{
+		{"healthy", func(*fixture) {}, nil},
+		{"stopped", func(f *fixture) { f.instance.Status = vm.StatusStopped }, nil},
+		{"not created", func(f *fixture) { f.instance = nil }, nil},
+		{"broken", func(f *fixture) {
+			f.instance.Status, f.instance.Errors = vm.StatusBroken, []string{"the hostagent died"}
+		},
+			[]string{"VM marina is Broken", "the hostagent died"}},
+		{"guest unreachable", func(f *fixture) { f.fail["guest.observe"] = errors.New("ssh: connection refused") },
+			[]string{"ssh: connection refused"}},
+		{"Docker down", func(f *fixture) { f.fail["docker.version"] = errBoom; f.fail["docker.kind-nodes"] = errBoom },
+			[]string{"boom", "guest network: kind network"}},
+		{"kind network untrusted", func(f *fixture) {
+			delete(f.network.Options, "com.docker.network.bridge.trusted_host_interfaces")
+		}, []string{"guest network: kind network"}},
+		{"local DNS down", func(f *fixture) {
+			f.mirrors = slices.DeleteFunc(f.mirrors, func(c docker.Container) bool { return c.Name == dns.ServerName })
+		}, []string{"local DNS: marina-dns missing"}},
+		{"lima0 moved", func(f *fixture) {
+			// marina's own route, through lima0's old address.
+			old := netip.MustParseAddr("192.168.64.9")
+			if err := mustMade(t, f).Add(f.network.Subnet, old); err != nil {
+				t.Fatal(err)
+			}
+			f.route.Gateway = old
+		}, []string{"host route: 172.30.0.0/16 → wrong gateway (via 192.168.64.9; the VM's lima0 is 192.168.64.3)"}},
+		{"a VPN's route", func(f *fixture) { f.route.Gateway = netip.MustParseAddr("10.8.0.1") },
+			[]string{"host route: 172.30.0.0/16 → taken by"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := doctorFixture(t)
+			f.network.Options = maps.Clone(f.network.Options)
+			c.breakIt(f)
+			st, err := GetStatus(context.Background(), f.e)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := st.Problems()
+			ok := len(got) == len(c.want)
+			for i := 0; ok && i < len(got); i++ {
+				ok = strings.HasPrefix(got[i], c.want[i])
+			}
+			if !ok {
+				t.Errorf("problems = %q, want %q", got, c.want)
+			}
+		})
 	}
 }

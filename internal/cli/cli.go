@@ -85,11 +85,22 @@ func (r *root) run(ctx context.Context, args []string) int {
 		env.UI.End(err == nil)
 		env.UI.Debugf("guest round trips: %d", env.GuestCalls())
 	}
+	return r.exit(err)
+}
+
+// exit prints err and turns it into marina's exit status: app's Exit*
+// constants are the only codes (plus 128+N for a signal), so that scripts
+// can tell a usage error from a VM that is not running from a failure.
+func (r *root) exit(err error) int {
 	if err == nil {
-		return 0
+		return app.ExitOK
 	}
-	var exit *app.ExitError
-	if errors.As(err, &exit) {
+	if exit, ok := errors.AsType[*app.ExitError](err); ok {
+		// An ExitError without a message of its own follows output that
+		// said what went wrong (the shell's command, doctor's report).
+		if exit.Err != nil || error(exit) != err {
+			fmt.Fprintf(r.stderr, "ERROR: %v\n", err)
+		}
 		return exit.Code
 	}
 	if errors.Is(err, context.Canceled) {
@@ -101,7 +112,7 @@ func (r *root) run(ctx context.Context, args []string) int {
 		return 130
 	}
 	fmt.Fprintf(r.stderr, "ERROR: %v\n", err)
-	return 1
+	return app.ExitFailed
 }
 
 type root struct {
@@ -123,6 +134,9 @@ pods see your Mac's real address.`,
 		SilenceErrors: true,
 		Version:       version.String(),
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			if !cmd.HasParent() {
+				return nil // bare marina prints its help: no config read
+			}
 			if err := r.setup(); err != nil {
 				return err
 			}
@@ -140,6 +154,8 @@ pods see your Mac's real address.`,
 		r.clusterCmd(), r.fleetCmd(), r.kubeconfigCmd(), r.registryCmd(), r.dnsCmd(), r.configCmd(),
 		r.doctorCmd(), r.dockerEnvCmd(), r.dockerContextCmd(), r.skillCmd(), r.migrateCmd(), versionCmd(r),
 	)
+	c.Long += "\n\n" + outputHelp
+	usageErrors(group(c))
 	return c
 }
 
@@ -168,7 +184,7 @@ func group(c *cobra.Command) *cobra.Command {
 		if s := c.SuggestionsFor(args[0]); len(s) > 0 {
 			msg += "\n\nDid you mean this?\n\t" + strings.Join(s, "\n\t")
 		}
-		return fmt.Errorf("%s\nRun '%s --help' for usage", msg, c.CommandPath())
+		return errors.New(msg) // usageErrors adds where the help is
 	}
 	c.RunE = func(c *cobra.Command, _ []string) error { return c.Help() }
 	return c
@@ -236,34 +252,12 @@ so the next marina up starts from a warm cache. Asks first; -y does not.`,
 }
 
 func (r *root) statusCmd() *cobra.Command {
-	return withOutput(r, &cobra.Command{
+	return withVerdict(r, &cobra.Command{
 		Use:     "status",
 		Aliases: []string{"st"},
 		Short:   "Show the VM and what runs in it",
 		Args:    cobra.NoArgs,
-	}, app.GetStatus, printStatus)
-}
-
-// withOutput gives c an -o text|json|yaml flag and a RunE that gets the
-// result and prints it in that format.
-func withOutput[T any](r *root, c *cobra.Command, get func(context.Context, *app.Env) (T, error), text func(io.Writer, T)) *cobra.Command {
-	var output string
-	c.Flags().StringVarP(&output, "output", "o", "text", "output format: text, json or yaml")
-	c.RunE = func(c *cobra.Command, _ []string) error {
-		if output != "text" && output != "json" && output != "yaml" {
-			return fmt.Errorf("unknown output format %q: use text, json or yaml", output)
-		}
-		v, err := get(c.Context(), r.env.Load())
-		if err != nil {
-			return err
-		}
-		if output == "text" {
-			text(r.stdout, v)
-			return nil
-		}
-		return ui.Render(r.stdout, output, v)
-	}
-	return c
+	}, app.GetStatus, printStatus, statusVerdict)
 }
 
 func (r *root) shellCmd() *cobra.Command {
@@ -283,12 +277,14 @@ func (r *root) registryCmd() *cobra.Command {
 		Use:   "registry",
 		Short: "The pull-through registry mirrors every cluster shares",
 	})
-	list := withOutput(r, &cobra.Command{
+	list := withList(r, &cobra.Command{
 		Use:     "list",
 		Aliases: []string{"ls"},
 		Short:   "List the mirrors: upstream, port, state, cache size, hits and misses",
 		Args:    cobra.NoArgs,
-	}, app.ListMirrors, printMirrors)
+	}, app.ListMirrors, printMirrors, func() string {
+		return "No mirrors: registries.mirrors in the config is empty (`marina config edit` adds one)."
+	})
 	var o app.CleanCacheOptions
 	clean := &cobra.Command{
 		Use:   "clean-cache [NAME…]",
@@ -310,14 +306,19 @@ func (r *root) dnsCmd() *cobra.Command {
 		Short: "The local DNS: every LoadBalancer Service as <service>.<namespace>.<cluster>.<dns.domain>",
 	})
 	var selector string
-	list := withOutput(r, &cobra.Command{
+	list := withList(r, &cobra.Command{
 		Use:     "list",
 		Aliases: []string{"ls"},
 		Short:   "List the names the local DNS answers, with their address, cluster and owner",
 		Example: `  marina dns list
   marina dns list -l cluster=dev -o json`,
 		Args: cobra.NoArgs,
-	}, func(ctx context.Context, e *app.Env) ([]dns.Record, error) { return app.ListDNS(ctx, e, selector) }, printDNS)
+	}, func(ctx context.Context, e *app.Env) ([]dns.Record, error) { return app.ListDNS(ctx, e, selector) }, printDNS, func() string {
+		if selector != "" {
+			return fmt.Sprintf("No name matches -l %s (`marina dns list` shows them all).", selector)
+		}
+		return "No names: a LoadBalancer Service with an address gets one within seconds."
+	})
 	list.Flags().StringVarP(&selector, "selector", "l", "", "only names matching this selector on cluster and owner (cluster=dev)")
 	c.AddCommand(list)
 	return c

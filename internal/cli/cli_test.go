@@ -37,7 +37,7 @@ func TestVersion(t *testing.T) {
 func TestUnknownOutputFormat(t *testing.T) {
 	isolate(t)
 	_, errs, code := run(t, "status", "-o", "xml")
-	if code != 1 || !strings.Contains(errs, `unknown output format "xml": use text, json or yaml`) {
+	if code != 2 || !strings.Contains(errs, `unknown output format "xml": use text, json or yaml`) {
 		t.Errorf("status -o xml: %d %q", code, errs)
 	}
 }

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/spf13/cobra"
 
@@ -84,18 +85,19 @@ of these, in a terminal, pick from a list.`,
 
 func (r *root) clusterListCmd() *cobra.Command {
 	var selector string
-	c := withOutput(r, &cobra.Command{
+	c := withList(r, &cobra.Command{
 		Use:     "list",
 		Aliases: []string{"ls"},
 		Short:   "List the clusters: slot, API port, nodes, state and kubeconfig",
 		Args:    cobra.NoArgs,
 	}, func(ctx context.Context, e *app.Env) ([]app.ClusterRow, error) {
-		rows, err := app.ListClusters(ctx, e, selector)
-		if rows == nil {
-			rows = []app.ClusterRow{} // an empty JSON list, not null
+		return app.ListClusters(ctx, e, selector)
+	}, printClusters, func() string {
+		if selector != "" {
+			return fmt.Sprintf("No cluster's nodes match -l %s (`marina cluster list -o yaml` shows every cluster's labels).", selector)
 		}
-		return rows, err
-	}, printClusters)
+		return "No clusters: `marina cluster create NAME` makes one."
+	})
 	c.Flags().StringVarP(&selector, "selector", "l", "", "only the clusters whose nodes match this label selector")
 	return c
 }

@@ -29,7 +29,7 @@ func TestDockerEnvFlags(t *testing.T) {
 		t.Errorf("docker-env --shell powershell --unset: exit %d\n%s", code, out)
 	}
 	out, errs, code = run(t, "docker-env", "--shell", "csh")
-	if code != 1 || out != "" || !strings.Contains(errs, `ERROR: --shell "csh" is not a shell marina prints for: use bash, zsh, fish or powershell`) {
+	if code != 2 || out != "" || !strings.Contains(errs, `ERROR: --shell "csh" is not a shell marina prints for: use bash, zsh, fish or powershell`) {
 		t.Errorf("--shell csh: exit %d\n%s%s", code, out, errs)
 	}
 }
@@ -52,7 +52,7 @@ func TestDockerContextFlags(t *testing.T) {
 	if code != 0 || out != "Docker's current context is already default: nothing to change.\n" {
 		t.Errorf("docker-context --unset: exit %d\n%s", code, out)
 	}
-	if _, _, code := run(t, "docker-context", "extra"); code != 1 {
+	if _, _, code := run(t, "docker-context", "extra"); code != 2 {
 		t.Errorf("docker-context took an argument")
 	}
 }

@@ -38,11 +38,11 @@ those repairs and makes none.`,
   marina doctor --fix`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			if output != "text" && output != "json" && output != "yaml" {
-				return fmt.Errorf("unknown output format %q: use text, json or yaml", output)
+			if err := checkOutput(output); err != nil {
+				return err
 			}
 			if o.DryRun && !o.Fix {
-				return fmt.Errorf("--dry-run goes with --fix (doctor alone changes nothing): marina doctor --fix --dry-run")
+				return app.Usagef("--dry-run goes with --fix (doctor alone changes nothing): marina doctor --fix --dry-run")
 			}
 			text := output == "text"
 			if text {
@@ -73,12 +73,12 @@ those repairs and makes none.`,
 				}
 			}
 			if rep.Failed() {
-				return &app.ExitError{Code: 1}
+				return &app.ExitError{Code: app.ExitFailed}
 			}
 			return nil
 		},
 	}
-	c.Flags().StringVarP(&output, "output", "o", "text", "output format: text, json or yaml")
+	outputFlag(c, &output)
 	c.Flags().BoolVar(&o.Fix, "fix", false, "make the safe repairs the checks name, then check again")
 	c.Flags().BoolVar(&o.DryRun, "dry-run", false, "with --fix: list the repairs and make none")
 	return c

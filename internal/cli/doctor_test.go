@@ -58,7 +58,7 @@ func TestDoctorExitCodeAndJSON(t *testing.T) {
 			t.Errorf("text output lacks %q:\n%s", line, out)
 		}
 	}
-	if _, errs, code := run(t, "doctor", "--dry-run"); code != 1 || !strings.Contains(errs, "--dry-run goes with --fix") {
+	if _, errs, code := run(t, "doctor", "--dry-run"); code != 2 || !strings.Contains(errs, "--dry-run goes with --fix") {
 		t.Errorf("--dry-run alone: %d %q", code, errs)
 	}
 	if _, err := os.Stat(filepath.Join(home, ".marina")); !os.IsNotExist(err) {
@@ -68,7 +68,7 @@ func TestDoctorExitCodeAndJSON(t *testing.T) {
 
 func TestDoctorUnknownOutput(t *testing.T) {
 	isolate(t)
-	if _, errs, code := run(t, "doctor", "-o", "xml"); code != 1 || !strings.Contains(errs, `unknown output format "xml"`) {
+	if _, errs, code := run(t, "doctor", "-o", "xml"); code != 2 || !strings.Contains(errs, `unknown output format "xml"`) {
 		t.Errorf("-o xml: %d %q", code, errs)
 	}
 }

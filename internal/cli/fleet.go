@@ -94,14 +94,14 @@ status is 1 when a cluster failed.
 }
 
 func (r *root) fleetListCmd() *cobra.Command {
-	c := withOutput(r, &cobra.Command{
+	return withList(r, &cobra.Command{
 		Use:     "list",
 		Aliases: []string{"ls"},
 		Short:   "List the fleets and their clusters (from the nodes' marina.dev/fleet label)",
 		Args:    cobra.NoArgs,
-	}, app.ListFleets, printFleets)
-	_ = c.RegisterFlagCompletionFunc("output", outputValues)
-	return c
+	}, app.ListFleets, printFleets, func() string {
+		return "No fleets: `marina fleet apply -f FILE` makes one."
+	})
 }
 
 func (r *root) fleetDescribeCmd() *cobra.Command {
@@ -121,7 +121,6 @@ func (r *root) fleetDescribeCmd() *cobra.Command {
 	}, func(ctx context.Context, e *app.Env) ([]app.FleetMember, error) {
 		return app.DescribeFleet(ctx, e, name)
 	}, printFleetMembers)
-	_ = c.RegisterFlagCompletionFunc("output", outputValues)
 	return c
 }
 
@@ -188,17 +187,6 @@ kubeconfig files and entries. Asks first unless -y; a manifest read from stdin
 	c.Flags().BoolVarP(&yes, "yes", "y", false, "do not ask for confirmation")
 	dryRunFlag(c, &dryRun)
 	return c
-}
-
-func checkOutput(o string) error {
-	if o != "text" && o != "json" && o != "yaml" {
-		return fmt.Errorf("unknown output format %q: use text, json or yaml", o)
-	}
-	return nil
-}
-
-func outputValues(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
-	return []string{"text", "json", "yaml"}, cobra.ShellCompDirectiveNoFileComp
 }
 
 // completion bounds a completion's reads: a shell must not hang on a VM
@@ -278,10 +266,6 @@ func unused(names, args []string, word string) []string {
 }
 
 func printFleets(w io.Writer, rows []app.FleetRow) {
-	if len(rows) == 0 {
-		fmt.Fprintln(w, "No fleets: create one with `marina fleet apply -f FILE`.")
-		return
-	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "FLEET\tCLUSTERS")
 	for _, r := range rows {

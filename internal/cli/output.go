@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"strconv"
@@ -8,16 +9,104 @@ import (
 	"text/tabwriter"
 
 	"github.com/docker/go-units"
+	"github.com/spf13/cobra"
 
 	"github.com/bcollard/marina/internal/app"
 	"github.com/bcollard/marina/internal/cluster"
 	"github.com/bcollard/marina/internal/dns"
 	"github.com/bcollard/marina/internal/registry"
+	"github.com/bcollard/marina/internal/ui"
 	"github.com/bcollard/marina/internal/vm"
 )
 
-// The text forms of the commands' results; -o json and -o yaml render the
-// same values with ui.Render.
+// The commands' data views. -o json and -o yaml of every command render
+// one value with ui.Render (its json tags alone: see outputHelp); -o text
+// uses the printers below.
+
+// checkOutput refuses an -o value marina has no renderer for.
+func checkOutput(o string) error {
+	if o != "text" && o != "json" && o != "yaml" {
+		return app.Usagef("unknown output format %q: use text, json or yaml", o)
+	}
+	return nil
+}
+
+func outputValues(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+	return []string{"text", "json", "yaml"}, cobra.ShellCompDirectiveNoFileComp
+}
+
+// outputFlag gives c its -o flag.
+func outputFlag(c *cobra.Command, v *string) {
+	c.Flags().StringVarP(v, "output", "o", "text", "output format: text, json or yaml")
+	_ = c.RegisterFlagCompletionFunc("output", outputValues)
+}
+
+// withOutput gives c an -o text|json|yaml flag and a RunE that gets the
+// result and prints it in that format. When get fails nothing is printed
+// on stdout: a script reading the JSON gets none rather than half.
+func withOutput[T any](r *root, c *cobra.Command, get func(context.Context, *app.Env) (T, error), text func(io.Writer, T)) *cobra.Command {
+	return withVerdict(r, c, get, text, nil)
+}
+
+// withVerdict is withOutput whose command, once the whole result is
+// printed, ends with verdict's error (status: what it shows is broken).
+func withVerdict[T any](r *root, c *cobra.Command, get func(context.Context, *app.Env) (T, error), text func(io.Writer, T), verdict func(T) error) *cobra.Command {
+	var output string
+	outputFlag(c, &output)
+	c.RunE = func(c *cobra.Command, _ []string) error {
+		if err := checkOutput(output); err != nil {
+			return err
+		}
+		v, err := get(c.Context(), r.env.Load())
+		if err != nil {
+			return err
+		}
+		if output == "text" {
+			text(r.stdout, v)
+		} else if err := ui.Render(r.stdout, output, v); err != nil {
+			return err
+		}
+		if verdict != nil {
+			return verdict(v)
+		}
+		return nil
+	}
+	return c
+}
+
+// withList is withOutput for a command that lists things. Finding none is
+// no error: [] in json and yaml; in text nothing on stdout and none's
+// line on stderr, as kubectl does.
+func withList[T any](r *root, c *cobra.Command, get func(context.Context, *app.Env) ([]T, error), text func(io.Writer, []T), none func() string) *cobra.Command {
+	return withOutput(r, c, func(ctx context.Context, e *app.Env) ([]T, error) {
+		rows, err := get(ctx, e)
+		if err == nil && rows == nil {
+			rows = []T{} // [], not null
+		}
+		return rows, err
+	}, func(w io.Writer, rows []T) {
+		if len(rows) == 0 {
+			fmt.Fprintln(r.stderr, none())
+			return
+		}
+		text(w, rows)
+	})
+}
+
+// statusVerdict fails status, after its whole view, when it shows
+// something broken.
+func statusVerdict(s app.Status) error {
+	p := s.Problems()
+	if len(p) == 0 {
+		return nil
+	}
+	what := "1 problem"
+	if len(p) > 1 {
+		what = strconv.Itoa(len(p)) + " problems"
+	}
+	first, _, _ := strings.Cut(p[0], "\n")
+	return &app.ExitError{Code: app.ExitFailed, Err: fmt.Errorf("status shows %s (the first: %s): `marina doctor` says how to fix each", what, first)}
+}
 
 // printStatus writes the text form.
 func printStatus(w io.Writer, s app.Status) {
@@ -127,10 +216,6 @@ func mark(ok bool) string {
 
 // printClusters writes rows as a table.
 func printClusters(w io.Writer, rows []app.ClusterRow) {
-	if len(rows) == 0 {
-		fmt.Fprintln(w, "No clusters: create one with `marina cluster create NAME`.")
-		return
-	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "NAME\tSLOT\tAPI-PORT\tNODES\tSTATE\tREGION/ZONE\tKUBECONFIG")
 	for _, r := range rows {
@@ -162,10 +247,6 @@ func printMirrors(w io.Writer, rows []app.MirrorStatus) {
 }
 
 func printDNS(w io.Writer, rows []dns.Record) {
-	if len(rows) == 0 {
-		fmt.Fprintln(w, "No names: a LoadBalancer Service with an address gets one within seconds.")
-		return
-	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "NAME\tADDRESS\tCLUSTER\tOWNER")
 	for _, r := range rows {

@@ -138,7 +138,8 @@ func TestNoDefaultRouteChange(t *testing.T) {
 }
 
 // A typo elsewhere in the file never locks the user out of status, down,
-// destroy or shell.
+// destroy or shell: status shows the VM with the config's problem, and
+// exits 1 for it.
 func TestParseErrorsDoNotLockOut(t *testing.T) {
 	for name, body := range map[string]string{
 		"typo":       "vm:\n  name: lab\n  cpu: 4\n",
@@ -151,7 +152,7 @@ func TestParseErrorsDoNotLockOut(t *testing.T) {
 			fakeLima(t)
 			writeFile(t, filepath.Join(home, ".marina", "config.yaml"), body)
 			out, errs, code := run(t, "status")
-			if code != 0 || !strings.Contains(out, "lab: not created") {
+			if code != 1 || !strings.Contains(out, "lab: not created") || !strings.Contains(out, "=== Config ===") || !strings.Contains(errs, "the config is invalid") {
 				t.Errorf("status: exit %d\n%s%s", code, out, errs)
 			}
 			out, errs, code = run(t, "down", "--dry-run")

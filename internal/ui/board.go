@@ -40,9 +40,9 @@ type Row struct {
 
 // StepTime is one step a row went through and how long it took.
 type StepTime struct {
-	Step    string  `json:"step" yaml:"step"`
-	Seconds float64 `json:"seconds" yaml:"seconds"`
-	OK      bool    `json:"ok" yaml:"ok"`
+	Step    string  `json:"step"`
+	Seconds float64 `json:"seconds"`
+	OK      bool    `json:"ok"`
 }
 
 // NewBoard returns a board on w (stderr); smart redraws it in place.

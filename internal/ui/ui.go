@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"golang.org/x/term"
-	"gopkg.in/yaml.v3"
+	"sigs.k8s.io/yaml"
 )
 
 // UI writes progress and logs to one stream (stderr) and leaves stdout to
@@ -250,20 +250,24 @@ func Confirm(in io.Reader, out io.Writer, question string) bool {
 	return a == "y" || a == "yes"
 }
 
-// Render writes v to w as json or yaml.
+// Render writes v to w as json or yaml. Both come from v's json tags
+// alone: yaml is the json converted by sigs.k8s.io/yaml (as kubectl's), so
+// the two always have the same field names and leave out the same empty
+// fields; yaml tags on a rendered type would be ignored.
 func Render(w io.Writer, format string, v any) error {
 	switch format {
 	case "json":
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
+		enc.SetEscapeHTML(false) // `<` stays readable in hints and findings
 		return enc.Encode(v)
 	case "yaml":
-		enc := yaml.NewEncoder(w)
-		enc.SetIndent(2)
-		if err := enc.Encode(v); err != nil {
+		b, err := yaml.Marshal(v)
+		if err != nil {
 			return err
 		}
-		return enc.Close()
+		_, err = w.Write(b)
+		return err
 	}
 	return fmt.Errorf("unknown output format %q: use text, json or yaml", format)
 }

@@ -595,8 +595,11 @@ exec /usr/local/bin/kind.real "$@"
 		if rows := listClusters(t, "-l", "tier"); len(rows) != 0 {
 			t.Errorf("after removing tier: %+v", rows)
 		}
-		if r := marina(t, "cluster", "list", "-l", "tier in (gold"); r.code == 0 {
-			t.Error("a broken selector was accepted")
+		if r := marina(t, "cluster", "list", "-l", "tier in (gold"); r.code != 2 || r.stdout != "" {
+			t.Errorf("a broken selector: exit %d, want 2 (a usage error)\n%s%s", r.code, r.stdout, r.stderr)
+		}
+		if r := mustMarina(t, "cluster", "list", "-l", "tier=none"); r.stdout != "" || !strings.Contains(r.stderr, "No cluster's nodes match -l tier=none") {
+			t.Errorf("a selector that matches nothing:\n%s%s", r.stdout, r.stderr)
 		}
 	})
 

@@ -364,7 +364,7 @@ func TestDNS(t *testing.T) {
 		if a := lookup(t, dnsServer, "web.shop.a.demo.internal", false); len(a.Addrs) != 1 || a.Addrs[0].String() != "172.30.1.1" {
 			t.Errorf("after the move: %+v", a)
 		}
-		r := mustMarina(t, "status", "-o", "json")
+		r := shownStatus(t, "status", "-o", "json")
 		var st struct{ DNS map[string]any }
 		if err := json.Unmarshal([]byte(r.stdout), &st); err != nil {
 			t.Fatalf("status -o json: %v\n%s", err, r.stdout)

@@ -68,7 +68,7 @@ func tripCount(t testing.TB, stderr string) int {
 
 func statusJSON(t *testing.T) map[string]any {
 	t.Helper()
-	r := mustMarina(t, "status", "-o", "json")
+	r := shownStatus(t, "status", "-o", "json")
 	var s struct{ VM map[string]any }
 	if err := json.Unmarshal([]byte(r.stdout), &s); err != nil {
 		t.Fatalf("status -o json is not JSON: %v\n%s", err, r.stdout)
@@ -195,7 +195,7 @@ func TestLifecycle(t *testing.T) {
 		if v, _ := vm["docker"].(string); !strings.HasPrefix(v, "29.") {
 			t.Errorf("status docker = %v", vm["docker"])
 		}
-		r := mustMarina(t, "status")
+		r := shownStatus(t, "status")
 		for _, want := range []string{"=== VM ===", "status:   Running", "lima0:    192.168.64.2/24"} {
 			if !strings.Contains(r.stdout, want) {
 				t.Errorf("status text lacks %q:\n%s", want, r.stdout)

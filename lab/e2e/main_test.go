@@ -208,6 +208,18 @@ func mustMarina(t testing.TB, args ...string) result {
 	return succeeded(t, marina(t, args...), "marina "+strings.Join(args, " "))
 }
 
+// shownStatus runs marina status (args start with status or st): it exits 1
+// when it shows something broken, after its whole report, which a test
+// that looks at one part of it accepts; any other failure ends the test.
+func shownStatus(t testing.TB, args ...string) result {
+	t.Helper()
+	r := marina(t, args...)
+	if r.code != 0 && (r.code != 1 || !strings.Contains(r.stderr, "ERROR: status shows ")) {
+		t.Fatalf("marina %s: exit %d\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), r.code, r.stdout, r.stderr)
+	}
+	return r
+}
+
 // succeeded is r, or the end of the test with what the command said.
 func succeeded(t testing.TB, r result, what string) result {
 	t.Helper()

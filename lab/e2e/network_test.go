@@ -313,9 +313,9 @@ func TestNetwork(t *testing.T) {
 		if _, err := dialFromMac(srvIP + ":8080"); err == nil {
 			t.Error("reached the container with marina's rules flushed")
 		}
-		r := mustMarina(t, "status")
-		if !strings.Contains(r.stdout, "✗ Mac → kind network") {
-			t.Errorf("status does not show the missing rule:\n%s", r.stdout)
+		r := marina(t, "status")
+		if r.code != 1 || !strings.Contains(r.stdout, "✗ Mac → kind network") || !strings.Contains(r.stdout, "=== Host route ===") {
+			t.Errorf("status with the rules flushed: exit %d, want 1 and the missing rule:\n%s%s", r.code, r.stdout, r.stderr)
 		}
 		r = mustMarina(t, "up", "--dry-run")
 		if !strings.Contains(r.stdout, "install and apply the VM's routing rules") {
@@ -332,9 +332,9 @@ func TestNetwork(t *testing.T) {
 			t.Errorf("FORWARD policy after up: %s", p)
 		}
 		inGuest(t, "iptables -P FORWARD ACCEPT")
-		r := mustMarina(t, "status")
-		if !strings.Contains(r.stdout, "✗ the VM forwards nothing it is not told to") {
-			t.Errorf("status with FORWARD ACCEPT:\n%s", r.stdout)
+		r := marina(t, "status")
+		if r.code != 1 || !strings.Contains(r.stdout, "✗ the VM forwards nothing it is not told to") {
+			t.Errorf("status with FORWARD ACCEPT: exit %d, want 1\n%s%s", r.code, r.stdout, r.stderr)
 		}
 		mustMarina(t, "up")
 		if p := forwardPolicy(t); p != "DROP" {
@@ -474,9 +474,9 @@ func TestNetwork(t *testing.T) {
 		wantSudo(t, r, "a no-op up")
 		srvIP := containerIP(t, "kind-srv", "kind") // the reboot may have moved it
 		moveLima0(t)
-		r = mustUserMarina(t, "status")
-		if !strings.Contains(r.stdout, "172.30.0.0/16 → wrong gateway (via 192.168.64.2; the VM's lima0 is 192.168.70.2)") {
-			t.Errorf("status after the change:\n%s", r.stdout)
+		r = userMarina(t, "status")
+		if r.code != 1 || !strings.Contains(r.stdout, "172.30.0.0/16 → wrong gateway (via 192.168.64.2; the VM's lima0 is 192.168.70.2)") {
+			t.Errorf("status after the change: exit %d, want 1\n%s%s", r.code, r.stdout, r.stderr)
 		}
 		wantSudo(t, r, "status")
 		r = mustUserMarina(t, "up")

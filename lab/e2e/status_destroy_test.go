@@ -29,7 +29,7 @@ func TestClustersInStatusAndDestroy(t *testing.T) {
 	seedMetalLB(t)
 	ctl := startControllers(t)
 
-	if r := mustMarina(t, "status"); !strings.HasSuffix(r.stdout, "=== Clusters ===\n  (none): `marina cluster create NAME` makes one\n") {
+	if r := shownStatus(t, "status"); !strings.HasSuffix(r.stdout, "=== Clusters ===\n  (none): `marina cluster create NAME` makes one\n") {
 		t.Errorf("status without clusters:\n%s", r.stdout)
 	}
 	ctl.add("dev", 7001)
@@ -38,7 +38,7 @@ func TestClustersInStatusAndDestroy(t *testing.T) {
 	mine := userEntries(t, "prod")
 
 	t.Run("status lists the cluster in the same one round trip", func(t *testing.T) {
-		r := mustMarina(t, "st", "--debug")
+		r := shownStatus(t, "st", "--debug")
 		if !regexp.MustCompile(`=== Clusters ===\n  dev  slot 1  running  1 node\n`).MatchString(r.stdout) {
 			t.Errorf("status text:\n%s", r.stdout)
 		}
@@ -48,7 +48,7 @@ func TestClustersInStatusAndDestroy(t *testing.T) {
 		var st struct {
 			Clusters []map[string]any `json:"clusters"`
 		}
-		out := mustMarina(t, "status", "-o", "json").stdout
+		out := shownStatus(t, "status", "-o", "json").stdout
 		if err := json.Unmarshal([]byte(out), &st); err != nil {
 			t.Fatal(err)
 		}

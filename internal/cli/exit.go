@@ -1,0 +1,54 @@
+package cli
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/bcollard/marina/internal/app"
+)
+
+// outputHelp is the root help's section on what scripts may rely on; the
+// README's "Output and exit codes" says the same. The codes are app's.
+var outputHelp = fmt.Sprintf(`Output and exit codes:
+  -o json and -o yaml print the same fields under the same camelCase names
+  (the yaml is the json, converted), and leave out the same empty fields.
+  Those names are a stable interface: fields are added, never renamed or
+  reused. A list that finds nothing prints [] (text: a line on stderr) and
+  exits 0; a command that could not look prints nothing on stdout.
+  %d  done
+  %d  failed or could not look; status and doctor: something is broken
+  %d  usage error: unknown command or flag, wrong arguments, a flag value
+     that does not parse or is not one of its choices; nothing was done
+  %d  the command needs the VM running, and it is not; nothing was done
+  marina shell exits with its command's own status.`,
+	app.ExitOK, app.ExitFailed, app.ExitUsage, app.ExitNotRunning)
+
+// usageErrors makes every mistake cobra finds in a command line, in c and
+// all its subcommands, an app.Usage error (exit status 2) that says where
+// the help is: a wrong number of arguments, an unknown command, a flag that
+// does not exist or whose value does not parse.
+func usageErrors(c *cobra.Command) {
+	// cobra adds help and completion only when it runs: add them now, so
+	// that they are wrapped too.
+	c.InitDefaultHelpCmd()
+	c.InitDefaultCompletionCmd()
+	c.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usageError(c, err) })
+	var walk func(*cobra.Command)
+	walk = func(c *cobra.Command) {
+		if args := c.Args; args != nil {
+			c.Args = func(c *cobra.Command, a []string) error { return usageError(c, args(c, a)) }
+		}
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(c)
+}
+
+func usageError(c *cobra.Command, err error) error {
+	if err == nil {
+		return nil
+	}
+	return app.Usagef("%w\nRun '%s --help' for usage.", err, c.CommandPath())
+}
