@@ -123,6 +123,9 @@ pods see your Mac's real address.`,
 		SilenceErrors: true,
 		Version:       version.String(),
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			if completing(cmd) {
+				return nil // a completion sets up its own, silent Env
+			}
 			if err := r.setup(); err != nil {
 				return err
 			}
@@ -140,6 +143,7 @@ pods see your Mac's real address.`,
 		r.clusterCmd(), r.fleetCmd(), r.kubeconfigCmd(), r.registryCmd(), r.dnsCmd(), r.configCmd(),
 		r.doctorCmd(), r.dockerEnvCmd(), r.dockerContextCmd(), r.skillCmd(), r.migrateCmd(), versionCmd(r),
 	)
+	r.registerCompletions(c)
 	return c
 }
 
