@@ -161,12 +161,14 @@ func CompleteKubeconfigFiles(_ context.Context, e *Env) []string {
 }
 
 // CompleteContexts are the contexts marina wrote into the user's
-// kubeconfig: what kubeconfig use and remove act on (never the user's
+// kubeconfig, sorted: what kubeconfig use and remove act on (never the user's
 // own).
 func CompleteContexts(_ context.Context, e *Env) []string {
 	names, err := kubeconfig.Contexts(e.kubeconfigTarget())
 	if err != nil {
 		return nil
 	}
-	return slices.DeleteFunc(names, func(n string) bool { return cluster.CheckName(n) != nil })
+	names = slices.DeleteFunc(names, func(n string) bool { return cluster.CheckName(n) != nil })
+	slices.Sort(names)
+	return names
 }
