@@ -161,8 +161,8 @@ func CompleteKubeconfigFiles(_ context.Context, e *Env) []string {
 }
 
 // CompleteContexts are the contexts marina wrote into the user's
-// kubeconfig, sorted: what kubeconfig use and remove act on (never the user's
-// own).
+// kubeconfig, sorted: what kubeconfig use and remove act on (never the
+// user's own).
 func CompleteContexts(_ context.Context, e *Env) []string {
 	names, err := kubeconfig.Contexts(e.kubeconfigTarget())
 	if err != nil {

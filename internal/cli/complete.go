@@ -1,13 +1,12 @@
 package cli
 
-// Shell completion: what a tab offers for each argument and flag value.
-// It is wired here, by command path, once every command is built
+// Shell completion: what a tab offers for each argument and flag value,
+// wired here by command path once every command is built
 // (registerCompletions); an argument completion set here replaces the one
-// a command's literal names.
-// The names come from package app's Complete functions; with the VM down
-// they are empty, never file names: the root's default directive is
-// NoFileComp, and only what is a file (a Fleet manifest, the config,
-// migrate's FLEET-FILEs) completes files, YAML ones.
+// a command's literal names. The names come from package app's Complete
+// functions; with the VM down they are empty, never file names: the root's
+// default directive is NoFileComp, and only what is a file (a Fleet
+// manifest, the config, migrate's FLEET-FILEs) completes files, YAML ones.
 
 import (
 	"context"
