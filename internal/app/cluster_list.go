@@ -9,7 +9,6 @@ import (
 
 	"k8s.io/apimachinery/pkg/labels"
 
-	"github.com/bcollard/marina/internal/cluster"
 	"github.com/bcollard/marina/internal/slot"
 )
 
@@ -106,15 +105,4 @@ func nodeLabels(ctx context.Context, s *Session, name string) (map[string]string
 		return nil, err
 	}
 	return k.NodeLabels(ctx, name+"-control-plane")
-}
-
-// ClusterNames are the clusters' names, from Docker alone (shell
-// completion: no guest round trip, no API server).
-func ClusterNames(ctx context.Context, e *Env) ([]string, error) {
-	s, err := Open(ctx, e, Needs{Config: vmOnly, Running: true, Clusters: true})
-	if err != nil {
-		return nil, err
-	}
-	defer s.Close()
-	return cluster.Names(s.Clusters), nil
 }

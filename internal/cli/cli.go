@@ -137,6 +137,9 @@ pods see your Mac's real address.`,
 			if !cmd.HasParent() {
 				return nil // bare marina prints its help: no config read
 			}
+			if completing(cmd) {
+				return nil // a completion sets up its own, silent Env
+			}
 			if err := r.setup(); err != nil {
 				return err
 			}
@@ -155,7 +158,12 @@ pods see your Mac's real address.`,
 		r.doctorCmd(), r.dockerEnvCmd(), r.dockerContextCmd(), r.skillCmd(), r.migrateCmd(), versionCmd(r),
 	)
 	c.Long += "\n\n" + outputHelp
+	// Before usageErrors adds cobra's completion command, which takes its
+	// output stream when it is made.
+	c.SetOut(r.stdout)
+	c.SetErr(r.stderr)
 	usageErrors(group(c))
+	r.registerCompletions(c)
 	return c
 }
 

@@ -6,12 +6,10 @@ import (
 	"io"
 	"strings"
 	"text/tabwriter"
-	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/bcollard/marina/internal/app"
-	"github.com/bcollard/marina/internal/ui"
 )
 
 const fleetLong = `A Fleet declares clusters and the order they need in one manifest:
@@ -187,82 +185,6 @@ kubeconfig files and entries. Asks first unless -y; a manifest read from stdin
 	c.Flags().BoolVarP(&yes, "yes", "y", false, "do not ask for confirmation")
 	dryRunFlag(c, &dryRun)
 	return c
-}
-
-// completion bounds a completion's reads: a shell must not hang on a VM
-// that does not answer.
-const completion = 3 * time.Second
-
-// completeEnv is the Env of a completion: cobra's __complete runs no
-// PersistentPreRunE.
-func (r *root) completeEnv() *app.Env {
-	if r.env.Load() == nil {
-		if err := r.setup(); err != nil {
-			return nil
-		}
-	}
-	e := r.env.Load()
-	e.UI = ui.New(io.Discard, false, false) // nothing may reach the shell
-	return e
-}
-
-// completeClusters offers the clusters' names, read from Docker alone;
-// nothing when the VM is down.
-func (r *root) completeClusters(c *cobra.Command, args []string, word string) ([]string, cobra.ShellCompDirective) {
-	e := r.completeEnv()
-	if e == nil {
-		return nil, cobra.ShellCompDirectiveNoFileComp
-	}
-	ctx, cancel := context.WithTimeout(c.Context(), completion)
-	defer cancel()
-	names, _ := app.ClusterNames(ctx, e)
-	return unused(names, args, word), cobra.ShellCompDirectiveNoFileComp
-}
-
-// completeOneCluster offers the clusters' names for a command that takes
-// one.
-func (r *root) completeOneCluster(c *cobra.Command, args []string, word string) ([]string, cobra.ShellCompDirective) {
-	if len(args) > 0 {
-		return nil, cobra.ShellCompDirectiveNoFileComp
-	}
-	return r.completeClusters(c, args, word)
-}
-
-// completeFleets offers the fleets' names; nothing when the VM is down.
-func (r *root) completeFleets(c *cobra.Command, args []string, word string) ([]string, cobra.ShellCompDirective) {
-	if len(args) > 0 {
-		return nil, cobra.ShellCompDirectiveNoFileComp
-	}
-	e := r.completeEnv()
-	if e == nil {
-		return nil, cobra.ShellCompDirectiveNoFileComp
-	}
-	ctx, cancel := context.WithTimeout(c.Context(), completion)
-	defer cancel()
-	rows, _ := app.ListFleets(ctx, e)
-	var names []string
-	for _, f := range rows {
-		names = append(names, f.Name)
-	}
-	return unused(names, nil, word), cobra.ShellCompDirectiveNoFileComp
-}
-
-// unused are the names starting with word that args do not name yet.
-func unused(names, args []string, word string) []string {
-	var out []string
-	for _, n := range names {
-		if !strings.HasPrefix(n, word) {
-			continue
-		}
-		taken := false
-		for _, a := range args {
-			taken = taken || a == n
-		}
-		if !taken {
-			out = append(out, n)
-		}
-	}
-	return out
 }
 
 func printFleets(w io.Writer, rows []app.FleetRow) {

@@ -276,6 +276,22 @@ func Has(target, name string) (bool, error) {
 	return false, nil
 }
 
+// Contexts are the names of the contexts in target that marina wrote,
+// in the file's order; none when the file is missing.
+func Contexts(target string) ([]string, error) {
+	root, err := readTarget(target)
+	if err != nil || root == nil {
+		return nil, err
+	}
+	var out []string
+	for _, item := range seqItems(mapValue(root, "contexts")) {
+		if owned("contexts", item) {
+			out = append(out, itemName(item))
+		}
+	}
+	return out, nil
+}
+
 // Current is target's current context ("" when none).
 func Current(target string) (string, error) {
 	root, err := readTarget(target)

@@ -603,6 +603,8 @@ exec /usr/local/bin/kind.real "$@"
 		}
 	})
 
+	t.Run("completion offers the clusters, their regions, the contexts and the mirrors", testCompletion)
+
 	t.Run("a failure after kind leaves nothing behind", func(t *testing.T) {
 		// Nothing marks MetalLB ready in "broken": its wait fails.
 		r := marina(t, "cluster", "create", "broken", "--wait", "15s")

@@ -238,6 +238,7 @@ func TestLifecycle(t *testing.T) {
 
 	t.Run("changed resources apply when a stopped VM starts", func(t *testing.T) {
 		mustMarina(t, "down")
+		t.Run("completion offers nothing live and no files", testCompletionVMDown)
 		cfg := filepath.Join(marinaHome(), "config.yaml")
 		b, err := os.ReadFile(cfg)
 		if err != nil {

@@ -1,0 +1,174 @@
+package app
+
+// What a shell's tab offers. A completion must answer at once and print
+// nothing but names, so each function here reads only what answers it —
+// the config file, the user's kubeconfig, marina's kubeconfig folder, one
+// list of Docker's containers on the VM's forwarded socket, and for node
+// labels one GET per running cluster — and never limactl or the guest. It
+// gives no names instead of an error: with the VM down, Docker unreachable
+// or the config broken there is simply nothing to offer.
+
+import (
+	"context"
+	"maps"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/bcollard/marina/internal/cluster"
+	"github.com/bcollard/marina/internal/config"
+	"github.com/bcollard/marina/internal/docker"
+	"github.com/bcollard/marina/internal/kubeconfig"
+)
+
+// CompletionWait bounds a completion's reads: a shell must not hang on a
+// VM that does not answer.
+const CompletionWait = 2 * time.Second
+
+// CompleteClusters are the clusters' names, from one list of the kind
+// node containers (no inspect, no API server).
+func CompleteClusters(ctx context.Context, e *Env) []string {
+	ctx, cancel := context.WithTimeout(ctx, CompletionWait)
+	defer cancel()
+	s := completionSession(ctx, e)
+	if s == nil {
+		return nil
+	}
+	defer s.Close()
+	return cluster.Names(s.Clusters)
+}
+
+// CompleteFleets are the fleets the running clusters belong to.
+func CompleteFleets(ctx context.Context, e *Env) []string {
+	return completeLabel(ctx, e, cluster.FleetLabel)
+}
+
+// CompleteRegions are the regions the running clusters' nodes are in.
+func CompleteRegions(ctx context.Context, e *Env) []string {
+	return completeLabel(ctx, e, cluster.RegionLabel)
+}
+
+// CompleteZones are the zones the running clusters' nodes are in.
+func CompleteZones(ctx context.Context, e *Env) []string {
+	return completeLabel(ctx, e, cluster.ZoneLabel)
+}
+
+// completeLabel are the values of node label key on the running clusters'
+// control planes, sorted. Docker's containers carry only kind's own labels,
+// so the values come from the API servers: one GET each, all at once.
+func completeLabel(ctx context.Context, e *Env, key string) []string {
+	ctx, cancel := context.WithTimeout(ctx, CompletionWait)
+	defer cancel()
+	s := completionSession(ctx, e)
+	if s == nil {
+		return nil
+	}
+	defer s.Close()
+	var mu sync.Mutex
+	seen := map[string]bool{}
+	var wg sync.WaitGroup
+	for _, c := range s.Clusters {
+		if !c.Running() {
+			continue
+		}
+		wg.Go(func() {
+			l, err := nodeLabels(ctx, s, c.Name)
+			if err != nil || l[key] == "" {
+				return
+			}
+			mu.Lock()
+			seen[l[key]] = true
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	return slices.Sorted(maps.Keys(seen))
+}
+
+// completionSession is a Session holding the clusters Docker lists, or
+// nil when it cannot tell. It reads vm.name from the config and lists
+// kind's containers on the VM's forwarded socket: with the VM stopped that
+// socket is gone or refuses at once, so limactl is not asked whether the
+// VM runs.
+func completionSession(ctx context.Context, e *Env) *Session {
+	v, err := config.LoadVMName(e.Paths)
+	if err != nil {
+		return nil
+	}
+	s := &Session{Env: e, Name: v.Name, File: v}
+	if v.Err == nil {
+		s.Config = v.Config
+	}
+	if s.Docker, err = e.deps.Docker(s.socket()); err != nil {
+		return nil
+	}
+	cs, err := s.Docker.ListLabeled(ctx, cluster.KindLabel)
+	if err != nil {
+		s.Close()
+		return nil
+	}
+	nodes := make([]docker.Node, len(cs))
+	for i, c := range cs {
+		nodes[i] = docker.Node{Container: c, Cluster: c.Labels[cluster.KindLabel], Role: c.Labels[cluster.RoleLabel]}
+	}
+	s.Clusters = cluster.Group(nodes) // drops labels that are no cluster name
+	return s
+}
+
+// CompleteMirrors are the configured mirrors' names (registry
+// clean-cache reads the same config).
+func CompleteMirrors(_ context.Context, e *Env) []string {
+	l, err := config.Read(e.Paths)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, m := range l.Config.Registries.Mirrors {
+		out = append(out, m.Name)
+	}
+	return out
+}
+
+// CompleteNodeVersions are the node versions that have an image, newest
+// first: kind's published ones and those kind.nodeImages pins (the
+// published ones alone when the config cannot be read).
+func CompleteNodeVersions(_ context.Context, e *Env) []string {
+	var k config.Kind
+	if l, err := config.Read(e.Paths); err == nil {
+		k = l.Config.Kind
+	}
+	return k.NodeVersions()
+}
+
+// CompleteKubeconfigFiles are the clusters that have their own kubeconfig
+// file (~/.kube/marina/NAME.kubeconfig): what kubeconfig path and env
+// print, VM or not.
+func CompleteKubeconfigFiles(_ context.Context, e *Env) []string {
+	ents, err := os.ReadDir(e.Paths.KubeconfigDir())
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, ent := range ents {
+		name, ok := strings.CutSuffix(ent.Name(), ".kubeconfig")
+		if ok && ent.Type().IsRegular() && cluster.CheckName(name) == nil {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// CompleteContexts are the contexts marina wrote into the user's
+// kubeconfig, sorted: what kubeconfig use and remove act on (never the
+// user's own).
+func CompleteContexts(_ context.Context, e *Env) []string {
+	names, err := kubeconfig.Contexts(e.kubeconfigTarget())
+	if err != nil {
+		return nil
+	}
+	names = slices.DeleteFunc(names, func(n string) bool { return cluster.CheckName(n) != nil })
+	slices.Sort(names)
+	return names
+}
