@@ -129,7 +129,14 @@ func (r *root) command() *cobra.Command {
 		Short: "A multi-cluster Kubernetes lab on your Mac",
 		Long: `marina runs one Lima VM with Docker, many kind clusters inside it, and routes
 the kind network to your Mac at layer 3: LoadBalancer IPs answer directly and
-pods see your Mac's real address.`,
+pods see your Mac's real address.
+
+` + envHelp,
+		Example: `  # Create the VM (the first run asks for your sudo password: see marina up --help)
+  marina up
+  marina cluster create dev
+  kubectl --context dev get nodes
+  marina status`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Version:       version.String(),
@@ -158,10 +165,11 @@ pods see your Mac's real address.`,
 		r.doctorCmd(), r.dockerEnvCmd(), r.dockerContextCmd(), r.skillCmd(), r.migrateCmd(), versionCmd(r),
 	)
 	c.Long += "\n\n" + outputHelp
-	// Before usageErrors adds cobra's completion command, which takes its
-	// output stream when it is made.
+	// Before cobra's completion command is made (completionHelp,
+	// usageErrors): it takes its output stream when it is made.
 	c.SetOut(r.stdout)
 	c.SetErr(r.stderr)
+	completionHelp(c)
 	usageErrors(group(c))
 	r.registerCompletions(c)
 	return c
@@ -208,13 +216,34 @@ func (r *root) upCmd() *cobra.Command {
 		Use:   "up",
 		Short: "Create or start the VM and bring everything in it to the config",
 		Long: `Create the VM on first use (writing a commented default config), start it when
-it is stopped, and check that the guest and its Docker answer. Every run is
-safe to repeat: what already matches the config is left alone.
+it is stopped, and check that the guest and its Docker answer; then bring the
+kind network, the VM's routing rules, the registry mirrors and the local DNS
+to the config. Every run is safe to repeat: what already matches the config is
+left alone.
+
+The first run asks for your sudo password: it changes two things on your Mac,
+as root. First a route that sends the kind network (network.cidr) to the VM,
+then, once the local DNS runs, the resolver file /etc/resolver/demo.internal
+(named after dns.domain) that sends those names to it. marina prints each
+command before sudo runs it, and runs sudo only when something must change;
+without a terminal sudo cannot ask, and marina prints the command to run
+yourself.
 
 When network.disablePortMirroring differs from the VM's, up offers to restart
 the VM to apply it (-y accepts; without a terminal it only warns). Every
 cluster keeps the API address it was created with; a switch that would leave
 one unreachable is refused, with how to recreate it.`,
+		Example: `  # First run: write ~/.marina/config.yaml and create the VM
+  marina up
+
+  # What up would change, changing nothing
+  marina up --dry-run
+
+  # Apply a network.disablePortMirroring change, restarting the VM without asking
+  marina up -y
+
+  # Another config file
+  marina up -c ~/labs/mesh.yaml`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error { return app.Up(c.Context(), r.env.Load(), o) },
 	}
@@ -231,6 +260,13 @@ func (r *root) downCmd() *cobra.Command {
 		Long: `Stop the VM. Clusters, images and caches are kept; marina up starts it again.
 The host route to the kind network stays unless --remove-route is given (on a
 Mac it goes anyway with the VM's network; marina up puts it back).`,
+		Example: `  marina down
+
+  # Also remove the host's route to the kind network (asks for sudo)
+  marina down --remove-route
+
+  # Stop, then start again with new vm.cpus or vm.memory
+  marina down && marina up`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error { return app.Down(c.Context(), r.env.Load(), o) },
 	}
@@ -251,6 +287,13 @@ entries in your kubeconfig, only what marina wrote; with the VM stopped or
 gone marina cannot tell which kubeconfigs were its clusters', so it keeps
 them and names them. The config and the registry cache on the Mac are kept,
 so the next marina up starts from a warm cache. Asks first; -y does not.`,
+		Example: `  # What destroy would remove, removing nothing
+  marina destroy --dry-run
+
+  marina destroy
+
+  # In a script, with no terminal to answer on
+  marina destroy -y`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error { return app.Destroy(c.Context(), r.env.Load(), o) },
 	}
@@ -265,6 +308,17 @@ func (r *root) statusCmd() *cobra.Command {
 		Aliases: []string{"st"},
 		Short:   "Show the VM and what runs in it",
 		Args:    cobra.NoArgs,
+		Long: `Show the VM (state, machine, lima0 address, Docker version), the host's route
+to the kind network, the guest's networking (the kind Docker network and each
+rule marina installs, checked one by one), the local DNS (the resolver file,
+its two containers and one real lookup) and the clusters Docker runs.
+
+status changes nothing, and a problem does not stop it: each is shown beside
+what was found. When the config does not load, the VM is still shown (vm.name
+is read alone).`,
+		Example: `  marina status
+  marina st
+  marina status -o json`,
 	}, app.GetStatus, printStatus, statusVerdict)
 }
 
@@ -273,6 +327,9 @@ func (r *root) shellCmd() *cobra.Command {
 		Use:     "shell [-- COMMAND [ARG…]]",
 		Aliases: []string{"ssh"},
 		Short:   "Open a shell in the VM, or run a command there",
+		Long: `Open a login shell in the VM (limactl shell, with marina's LIMA_HOME), or run
+the command given after -- there; marina then exits with that command's exit
+status. The VM must be running.`,
 		Example: `  marina shell
   marina shell -- docker ps
   marina shell -- sudo iptables -S DOCKER-USER`,
@@ -284,12 +341,25 @@ func (r *root) registryCmd() *cobra.Command {
 	c := group(&cobra.Command{
 		Use:   "registry",
 		Short: "The pull-through registry mirrors every cluster shares",
+		Long: `Each entry of registries.mirrors is a pull-through cache (distribution) on the
+kind network in the VM, started by marina up. Every cluster's nodes pull
+through them first, with the upstream registry as the fallback, so an image
+is downloaded once for all clusters. Its cache is kept on the Mac
+(~/.marina/registry-cache) unless registries.cacheStorage is guest.`,
+		Example: `  marina registry list
+  marina registry clean-cache registry-dockerio`,
 	})
 	list := withList(r, &cobra.Command{
 		Use:     "list",
 		Aliases: []string{"ls"},
 		Short:   "List the mirrors: upstream, port, state, cache size, hits and misses",
 		Args:    cobra.NoArgs,
+		Long: `List each mirror of the config, and any mirror container no longer in it: its
+upstream, its port on the kind network, its container's state, the size of
+its cache, and the blob and manifest hits and misses it has counted since its
+container started.`,
+		Example: `  marina registry list
+  marina registry ls -o json`,
 	}, app.ListMirrors, printMirrors, func() string {
 		return "No mirrors: registries.mirrors in the config is empty (`marina config edit` adds one)."
 	})
@@ -300,6 +370,12 @@ func (r *root) registryCmd() *cobra.Command {
 		Long: `Empty mirror caches. A running mirror is removed first and started again,
 empty; the next pulls go to the upstream again. Emptying more than one cache
 asks first; -y does not.`,
+		Example: `  marina registry clean-cache registry-quayio
+
+  # Every mirror's cache, without asking
+  marina registry clean-cache -y
+
+  marina registry clean-cache --dry-run`,
 		RunE: func(c *cobra.Command, args []string) error { return app.CleanCache(c.Context(), r.env.Load(), args, o) },
 	}
 	clean.Flags().BoolVarP(&o.Yes, "yes", "y", false, "do not ask for confirmation")
@@ -311,13 +387,27 @@ asks first; -y does not.`,
 func (r *root) dnsCmd() *cobra.Command {
 	c := group(&cobra.Command{
 		Use:   "dns",
-		Short: "The local DNS: every LoadBalancer Service as <service>.<namespace>.<cluster>.<dns.domain>",
+		Short: "The local DNS: a name under dns.domain for every LoadBalancer Service",
+		Long: `marina up runs a DNS server on the kind network (CoreDNS, reading an etcd that
+each cluster's ExternalDNS writes into) and writes the resolver file
+/etc/resolver/demo.internal (named after dns.domain) on the Mac. Every
+LoadBalancer Service with an address then answers as
+SERVICE.NAMESPACE.CLUSTER.demo.internal, from the Mac and from every pod.
+dig and nslookup do not read /etc/resolver: test a name with dscacheutil, or
+ask the server itself.`,
+		Example: `  marina dns list
+  dscacheutil -q host -a name web.shop.dev.demo.internal
+  dig @172.30.255.53 web.shop.dev.demo.internal`,
 	})
 	var selector string
 	list := withList(r, &cobra.Command{
 		Use:     "list",
 		Aliases: []string{"ls"},
 		Short:   "List the names the local DNS answers, with their address, cluster and owner",
+		Long: `List every name the local DNS answers, read from its etcd: the name, the
+address it answers with, its cluster, and its owner (the cluster whose
+ExternalDNS wrote it, as its ownership record says; - when there is none).
+-l keeps the names whose cluster or owner match.`,
 		Example: `  marina dns list
   marina dns list -l cluster=dev -o json`,
 		Args: cobra.NoArgs,
@@ -336,6 +426,14 @@ func (r *root) configCmd() *cobra.Command {
 	c := group(&cobra.Command{
 		Use:   "config",
 		Short: "Show, locate or edit the config file",
+		Long: `marina reads one config file: the one --config names, else
+$MARINA_HOME/config.yaml (MARINA_HOME defaults to ~/.marina). marina up writes
+a commented default one when there is none. Every key is optional, and
+loading is strict: an unknown or duplicate key is an error that names its
+line.`,
+		Example: `  marina config path
+  marina config show
+  marina config edit`,
 	})
 	c.AddCommand(
 		&cobra.Command{
@@ -343,18 +441,34 @@ func (r *root) configCmd() *cobra.Command {
 			Short: "Print the config file's path",
 			Args:  cobra.NoArgs,
 			RunE:  func(*cobra.Command, []string) error { return app.ConfigPath(r.env.Load()) },
+			Long: `Print the path of the config file marina reads: --config's, else
+$MARINA_HOME/config.yaml (MARINA_HOME defaults to ~/.marina). When there is no
+file there yet, stderr says which commands create it.`,
+			Example: `  marina config path
+  MARINA_HOME=~/labs/mesh marina config path`,
 		},
 		&cobra.Command{
 			Use:   "show",
 			Short: "Print the effective config, defaults included (passwords masked)",
 			Args:  cobra.NoArgs,
 			RunE:  func(*cobra.Command, []string) error { return app.ShowConfig(r.env.Load()) },
+			Long: `Print, as YAML, the config marina runs with: the file's values with every
+default filled in, registry passwords masked. Without a file, the defaults
+(stderr says so).`,
+			Example: `  marina config show
+  marina config show -c ~/labs/mesh.yaml`,
 		},
 		&cobra.Command{
 			Use:   "edit",
 			Short: "Edit the config in $VISUAL or $EDITOR, then check it",
 			Args:  cobra.NoArgs,
 			RunE:  func(c *cobra.Command, _ []string) error { return app.EditConfig(c.Context(), r.env.Load()) },
+			Long: `Open the config file in $VISUAL, else $EDITOR, else vi (through the shell, so
+that "code -w" works), writing the commented default file first when there is
+none; then load it and report what is wrong. The file stays saved either way;
+marina up applies it.`,
+			Example: `  marina config edit
+  EDITOR="code -w" marina config edit`,
 		},
 	)
 	return c
@@ -370,5 +484,8 @@ func versionCmd(r *root) *cobra.Command {
 		Run: func(*cobra.Command, []string) {
 			fmt.Fprintf(r.stdout, "marina %s\n", version.String())
 		},
+		Long: `Print the version of this marina binary. It reads no config and needs no VM.`,
+		Example: `  marina version
+  marina --version`,
 	}
 }

@@ -14,9 +14,20 @@ func (r *root) clusterCmd() *cobra.Command {
 		Use:     "cluster",
 		Aliases: []string{"clusters", "cl"},
 		Short:   "Create, list, label, verify and delete kind clusters",
+		Long: `Every cluster is a kind cluster in the VM, on the shared kind Docker network,
+in a slot N from 1 to 99 that gives it its API port (700N), its subnets and
+its slice of LoadBalancer addresses. Its nodes pull through the registry
+mirrors, MetalLB serves its LoadBalancer Services, and its kubeconfig is
+merged into yours as the context NAME.`,
+		Example: `  marina cluster create dev
+  kubectl --context dev get nodes
+  marina cluster list
+  marina cluster delete dev`,
 	})
 	apply := r.fleetApplyCmd("apply")
 	apply.Short = "Apply a Fleet manifest (the same as marina fleet apply)"
+	apply.Example = `  marina cluster apply -f fleet.yaml --dry-run
+  marina cluster apply -f fleet.yaml`
 	c.AddCommand(r.clusterCreateCmd(), apply, r.clusterDeleteCmd(), r.clusterListCmd(), r.clusterLabelCmd(), r.clusterVerifyCmd())
 	return c
 }
@@ -90,6 +101,13 @@ func (r *root) clusterListCmd() *cobra.Command {
 		Aliases: []string{"ls"},
 		Short:   "List the clusters: slot, API port, nodes, state and kubeconfig",
 		Args:    cobra.NoArgs,
+		Long: `List the kind clusters the VM's Docker runs: name, slot, API port, number of
+nodes, state (running or stopped), the region and zone labels of the running
+ones, and the kubeconfig file marina wrote for each. -l keeps the clusters
+whose control-plane node matches the label selector.`,
+		Example: `  marina cluster list
+  marina cluster ls -l env=test
+  marina cluster list -o json`,
 	}, func(ctx context.Context, e *app.Env) ([]app.ClusterRow, error) {
 		return app.ListClusters(ctx, e, selector)
 	}, printClusters, func() string {
@@ -119,6 +137,9 @@ func (r *root) clusterLabelCmd() *cobra.Command {
 		RunE: func(c *cobra.Command, args []string) error {
 			return app.LabelCluster(c.Context(), r.env.Load(), args[0], labels, dryRun)
 		},
+		Long: `Set (-l key=value) or remove (-l key-) labels on every node of the cluster,
+through its API server. A cluster's labels are its nodes': cluster list -l
+and cluster delete -l select on them.`,
 	}
 	c.Flags().StringArrayVarP(&labels, "label", "l", nil, "key=value to set, key- to remove (repeatable)")
 	dryRunFlag(c, &dryRun)
@@ -135,6 +156,8 @@ externalTrafficPolicy: Local, wait for its address, connect to it from this
 machine and report whether the server saw this machine's own address (the
 layer-3 route at work), then clean up. Without NAME, the current context's
 cluster.`,
+		Example: `  marina cluster verify dev
+  marina cluster verify --wait 5m`,
 		Args:              cobra.MaximumNArgs(1),
 		ValidArgsFunction: r.completeOneCluster,
 		RunE: func(c *cobra.Command, args []string) error {
@@ -154,6 +177,13 @@ func (r *root) kubeconfigCmd() *cobra.Command {
 		Use:     "kubeconfig",
 		Aliases: []string{"kc"},
 		Short:   "The clusters' kubeconfigs: path, env, merge, remove, use",
+		Long: `Each cluster's own kubeconfig is ~/.kube/marina/NAME.kubeconfig (0600);
+cluster create merges it (kind.autoMergeKubeconfig, on by default) into
+~/.kube/config (or the first file of $KUBECONFIG) as the context, cluster and
+user NAME. marina only ever changes the entries it wrote.`,
+		Example: `  marina kubeconfig use dev
+  kubectl --context dev get pods -A
+  eval "$(marina kubeconfig env dev)"`,
 	})
 	var dryRun bool
 	merge := &cobra.Command{
@@ -164,6 +194,8 @@ func (r *root) kubeconfigCmd() *cobra.Command {
 the VM has now (after a lima0 address change, too), write
 ~/.kube/marina/NAME.kubeconfig and merge it into ~/.kube/config (or the first
 file of $KUBECONFIG), keeping every other entry and field as it is.`,
+		Example: `  marina kubeconfig merge
+  marina kubeconfig merge dev staging --dry-run`,
 		RunE: func(c *cobra.Command, args []string) error {
 			return app.MergeKubeconfigs(c.Context(), r.env.Load(), args, dryRun)
 		},
@@ -176,6 +208,10 @@ file of $KUBECONFIG), keeping every other entry and field as it is.`,
 			Short:             "Print the path of a cluster's own kubeconfig",
 			Args:              cobra.ExactArgs(1),
 			RunE:              func(c *cobra.Command, args []string) error { return app.KubeconfigPath(r.env.Load(), args[0], false) },
+			Long: `Print the path of the cluster's own kubeconfig, ~/.kube/marina/NAME.kubeconfig;
+an error when marina has not written it (marina kubeconfig merge NAME does).`,
+			Example: `  marina kubeconfig path dev
+  kubectl --kubeconfig "$(marina kubeconfig path dev)" get nodes`,
 		},
 		&cobra.Command{
 			Use:               "env NAME",
@@ -184,6 +220,8 @@ file of $KUBECONFIG), keeping every other entry and field as it is.`,
 			Example:           `  eval "$(marina kubeconfig env dev)"`,
 			Args:              cobra.ExactArgs(1),
 			RunE:              func(c *cobra.Command, args []string) error { return app.KubeconfigPath(r.env.Load(), args[0], true) },
+			Long: `Print the shell line that points KUBECONFIG at the cluster's own kubeconfig
+alone, for eval: kubectl in that shell then reaches that cluster and no other.`,
 		},
 		merge,
 		&cobra.Command{
@@ -193,6 +231,12 @@ file of $KUBECONFIG), keeping every other entry and field as it is.`,
 			Short:             "Remove clusters' entries from ~/.kube/config (their own files stay)",
 			Args:              cobra.MinimumNArgs(1),
 			RunE:              func(c *cobra.Command, args []string) error { return app.RemoveKubeconfigs(r.env.Load(), args) },
+			Long: `Remove the context, cluster and user entries named NAME that marina wrote from
+~/.kube/config (or the first file of $KUBECONFIG). The cluster and its own
+kubeconfig file stay; entries of that name that marina did not write are left
+as they are, and reported.`,
+			Example: `  marina kubeconfig remove dev
+  marina kc rm dev staging`,
 		},
 		&cobra.Command{
 			Use:               "use NAME",
@@ -200,6 +244,11 @@ file of $KUBECONFIG), keeping every other entry and field as it is.`,
 			Short:             "Make a cluster the current context of ~/.kube/config",
 			Args:              cobra.ExactArgs(1),
 			RunE:              func(c *cobra.Command, args []string) error { return app.UseKubeconfig(r.env.Load(), args[0]) },
+			Long: `Make NAME the current context of ~/.kube/config (or the first file of
+$KUBECONFIG), as kubectl config use-context does, for a context marina
+wrote.`,
+			Example: `  marina kubeconfig use dev
+  kubectl get nodes`,
 		},
 	)
 	return c

@@ -12,26 +12,28 @@ import (
 	"github.com/bcollard/marina/internal/app"
 )
 
+// fleetLong's manifest is indented four spaces, so that the generated
+// Markdown reference keeps it a block.
 const fleetLong = `A Fleet declares clusters and the order they need in one manifest:
 
-  apiVersion: marina.dev/v1alpha1
-  kind: Fleet
-  metadata:
-    name: demo            # the marina.dev/fleet label of its nodes
-  spec:
-    maxParallel: 2        # clusters created at once (0 or 1: one at a time)
-    strategy: FailFast    # or ContinueOnError
-    defaults:             # for every cluster that does not set its own
-      workers: 1
-      labels: {env: demo}
-    clusters:
-      - east                              # a name alone takes the defaults
-      - name: west
-        num: 5                            # pin the slot
-        registries: {mirrors: [registry-quayio]}
-      - name: mesh
-        dependsOn: [east, west]           # created once both are ready
-        addons: {metricsServer: {enabled: true}}
+    apiVersion: marina.dev/v1alpha1
+    kind: Fleet
+    metadata:
+      name: demo            # the marina.dev/fleet label of its nodes
+    spec:
+      maxParallel: 2        # clusters created at once (0 or 1: one at a time)
+      strategy: FailFast    # or ContinueOnError
+      defaults:             # for every cluster that does not set its own
+        workers: 1
+        labels: {env: demo}
+      clusters:
+        - east                              # a name alone takes the defaults
+        - name: west
+          num: 5                            # pin the slot
+          registries: {mirrors: [registry-quayio]}
+        - name: mesh
+          dependsOn: [east, west]           # created once both are ready
+          addons: {metricsServer: {enabled: true}}
 
 klimax's apiVersion klimax.dev/v1alpha1 is read too.`
 
@@ -40,6 +42,10 @@ func (r *root) fleetCmd() *cobra.Command {
 		Use:   "fleet",
 		Short: "Create, list, label and delete sets of clusters declared in one manifest",
 		Long:  fleetLong,
+		Example: `  marina fleet apply -f fleet.yaml
+  marina fleet list
+  marina fleet describe demo
+  marina fleet delete demo`,
 	})
 	c.AddCommand(r.fleetApplyCmd("apply"), r.fleetListCmd(), r.fleetDescribeCmd(), r.fleetLabelCmd(), r.fleetAdoptCmd(), r.fleetDeleteCmd())
 	return c
@@ -97,6 +103,11 @@ func (r *root) fleetListCmd() *cobra.Command {
 		Aliases: []string{"ls"},
 		Short:   "List the fleets and their clusters (from the nodes' marina.dev/fleet label)",
 		Args:    cobra.NoArgs,
+		Long: `List every fleet the VM's clusters belong to, with its clusters: a cluster is in
+the fleet its control-plane node's marina.dev/fleet label names. Clusters of
+no fleet are left out (marina cluster list shows them).`,
+		Example: `  marina fleet list
+  marina fleet ls -o yaml`,
 	}, app.ListFleets, printFleets, func() string {
 		return "No fleets: `marina fleet apply -f FILE` makes one."
 	})
@@ -116,6 +127,10 @@ func (r *root) fleetDescribeCmd() *cobra.Command {
 			return nil
 		},
 		ValidArgsFunction: r.completeFleets,
+		Long: `Show each cluster of the fleet: its slot, API port, kubeconfig file, number of
+nodes, Kubernetes version, whether every node is Ready, and its labels.`,
+		Example: `  marina fleet describe demo
+  marina fleet desc demo -o json`,
 	}, func(ctx context.Context, e *app.Env) ([]app.FleetMember, error) {
 		return app.DescribeFleet(ctx, e, name)
 	}, printFleetMembers)
@@ -134,6 +149,10 @@ func (r *root) fleetLabelCmd() *cobra.Command {
 		RunE: func(c *cobra.Command, args []string) error {
 			return app.LabelFleet(c.Context(), r.env.Load(), args[0], labels, dryRun)
 		},
+		Long: `Set (-l key=value) or remove (-l key-) labels on every node of every cluster
+in the fleet, as marina cluster label does for one. marina.dev/fleet and
+managed-by are marina's own and refused: marina fleet adopt moves a cluster
+to another fleet.`,
 	}
 	c.Flags().StringArrayVarP(&labels, "label", "l", nil, "key=value to set, key- to remove (repeatable)")
 	dryRunFlag(c, &dryRun)
@@ -155,6 +174,10 @@ func (r *root) fleetAdoptCmd() *cobra.Command {
 		RunE: func(c *cobra.Command, args []string) error {
 			return app.AdoptClusters(c.Context(), r.env.Load(), args[0], args[1:])
 		},
+		Long: `Set the marina.dev/fleet=FLEET label on every node of the named clusters, and
+nothing else: they then show in marina fleet list and go with marina fleet
+delete FLEET. A cluster that was in another fleet leaves it, with a warning.
+To also give them a manifest's labels, marina fleet apply --adopt.`,
 	}
 }
 

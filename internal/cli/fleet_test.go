@@ -18,7 +18,7 @@ func TestFleetHelpExampleLoads(t *testing.T) {
 	}
 	var lines []string
 	for _, l := range strings.Split(body, "\n") {
-		lines = append(lines, strings.TrimPrefix(l, "  "))
+		lines = append(lines, strings.TrimPrefix(l, "    "))
 	}
 	cfg := config.Default()
 	known := fleet.Known{MetricsServer: []string{"v0.8.0"}, NodeImage: func(v string) error { _, err := cfg.Kind.NodeImage(v); return err }}

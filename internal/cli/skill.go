@@ -34,6 +34,8 @@ func (r *root) skillCmd() *cobra.Command {
 and every command and flag this marina has: it is generated from marina's own
 commands, so it matches the binary that wrote it. It reads no config and needs
 no VM.`,
+		Example: `  marina skill install
+  marina skill path`,
 		// Needs no config, no VM.
 		PersistentPreRunE: func(*cobra.Command, []string) error { return nil },
 	})
@@ -42,6 +44,11 @@ no VM.`,
 	install := &cobra.Command{
 		Use:   "install",
 		Short: "Write the skill to ~/.claude/skills/marina/SKILL.md (a file that is there is kept unless -f)",
+		Long: `Write the skill to ~/.claude/skills/marina/SKILL.md, where Claude Code finds
+it. A file already there with other content (another marina's skill, or one
+you changed) is kept and reported unless -f; --print writes the skill to
+stdout instead of installing it. After an upgrade, marina skill install -f
+writes this marina's.`,
 		Example: `  marina skill install
   marina skill install --print
   marina skill install -f`,
@@ -87,6 +94,10 @@ no VM.`,
 			}
 			return nil
 		},
+		Long: `Print the path the skill is installed at, ~/.claude/skills/marina/SKILL.md;
+stderr says when it is not installed yet.`,
+		Example: `  marina skill path
+  cat "$(marina skill path)"`,
 	}
 	c.AddCommand(install, path)
 	return c
