@@ -148,6 +148,11 @@ func (r *root) setup() error {
 	if err != nil {
 		return err
 	}
+	// Before any command reads or writes anything: a mistyped --config is
+	// not a new config of defaults.
+	if err := paths.CheckNamed(); err != nil {
+		return err
+	}
 	u := ui.New(r.stderr, ui.IsSmartTerminal(os.Stderr, os.Getenv) && r.stderr == io.Writer(os.Stderr), r.debug)
 	env := app.NewEnv(paths, u, term.IsTerminal(int(os.Stdin.Fd())))
 	env.Stdout, env.Stderr = r.stdout, r.stderr
