@@ -355,16 +355,3 @@ func (r *root) configCmd() *cobra.Command {
 	)
 	return c
 }
-
-func versionCmd(r *root) *cobra.Command {
-	return &cobra.Command{
-		Use:   "version",
-		Short: "Print marina's version",
-		Args:  cobra.NoArgs,
-		// Needs no config, no VM.
-		PersistentPreRunE: func(*cobra.Command, []string) error { return nil },
-		Run: func(*cobra.Command, []string) {
-			fmt.Fprintf(r.stdout, "marina %s\n", version.String())
-		},
-	}
-}

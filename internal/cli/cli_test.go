@@ -27,13 +27,6 @@ func isolate(t *testing.T) string {
 	return home
 }
 
-func TestVersion(t *testing.T) {
-	out, _, code := run(t, "version")
-	if code != 0 || !strings.HasPrefix(out, "marina ") {
-		t.Errorf("version = %q, %d", out, code)
-	}
-}
-
 func TestUnknownOutputFormat(t *testing.T) {
 	isolate(t)
 	_, errs, code := run(t, "status", "-o", "xml")
