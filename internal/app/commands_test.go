@@ -462,6 +462,30 @@ func TestUpCreatesTheVM(t *testing.T) {
 	}
 }
 
+// Only marina's own config file is written with the defaults: up with a
+// --config that names no file stops before it looks at anything, and
+// writes neither that file nor marina's own.
+func TestUpRefusesAMissingNamedConfig(t *testing.T) {
+	for _, dry := range []bool{true, false} {
+		f := newFixture(t)
+		f.instance = nil
+		own := f.e.Paths.Config
+		f.e.Paths.Config, f.e.Paths.Named = filepath.Join(t.TempDir(), "typo.yaml"), true
+		err := Up(context.Background(), f.e, UpOptions{DryRun: dry})
+		if err == nil || !strings.Contains(err.Error(), "--config names "+f.e.Paths.Config+", which does not exist") {
+			t.Errorf("up (dry run %v) with a missing --config: %v", dry, err)
+		}
+		for _, p := range []string{f.e.Paths.Config, own} {
+			if _, err := os.Stat(p); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("up (dry run %v) wrote %s: %v", dry, p, err)
+			}
+		}
+		if log := f.log(); log != "" || strings.Contains(f.out.String(), "write the default config") {
+			t.Errorf("up (dry run %v) went on:\n%s\n%s", dry, log, f.out.String())
+		}
+	}
+}
+
 // destroy without a terminal and without -y changes nothing.
 func TestDestroyNeedsAConfirmation(t *testing.T) {
 	f := newFixture(t)

@@ -239,7 +239,9 @@ func (s *Session) readConfig(need configNeed) error {
 	case noConfig:
 		return nil
 	case strict, strictOrDefault:
-		if _, serr := os.Stat(s.Paths.Config); need == strictOrDefault && errors.Is(serr, os.ErrNotExist) {
+		// Only marina's own config file may be missing (up writes it); a
+		// file --config names must be there, and config.Read says so.
+		if _, serr := os.Stat(s.Paths.Config); need == strictOrDefault && !s.Paths.Named && errors.Is(serr, os.ErrNotExist) {
 			cfg := config.Default()
 			if probs := config.Validate(cfg, s.Paths); len(probs) > 0 {
 				return &config.Error{File: s.Paths.Config + " (defaults)", Problems: probs}

@@ -115,6 +115,7 @@ func views(t *testing.T) (*fixture, []view) {
 		{name: "fleet-list", v: must(ListFleets(ctx, f.e))},
 		{name: "fleet-describe", v: must(DescribeFleet(ctx, f.e, "demo"))},
 		{name: "doctor", v: doctor},
+		{name: "version", v: fixedVersion()},
 		{name: "fleet-apply", v: FleetReport{}, rendered: func(format string) []byte {
 			f.out.Reset()
 			if err := ApplyFleet(ctx, f.e, FleetOptions{File: fleet, DryRun: true, Output: format}); err != nil {
@@ -123,6 +124,16 @@ func views(t *testing.T) (*fixture, []view) {
 			return bytes.Clone(f.out.Bytes())
 		}},
 	}
+}
+
+// fixedVersion is version's view with what differs between machines and
+// builds (marina's own version, Go's, the platform, the limactl found)
+// set to fixed values: its pins are what the code says.
+func fixedVersion() VersionInfo {
+	v := GetVersion(context.Background(), func(string) string { return "/nonexistent/limactl" })
+	v.Version, v.Commit, v.Modified, v.GoVersion, v.Platform = "v0.4.0", "0123456789abcdef0123456789abcdef01234567", true, "go1.26.8", "darwin/arm64"
+	v.Limactl = LimactlVersion{Path: "/opt/homebrew/bin/limactl", Version: "2.0.3"}
+	return v
 }
 
 // sparseViews are the views of a lab with little in it, where most

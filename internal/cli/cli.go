@@ -180,6 +180,11 @@ func (r *root) setup() error {
 	if err != nil {
 		return err
 	}
+	// Before any command reads or writes anything: a mistyped --config is
+	// not a new config of defaults.
+	if err := paths.CheckNamed(); err != nil {
+		return err
+	}
 	u := ui.New(r.stderr, ui.IsSmartTerminal(os.Stderr, os.Getenv) && r.stderr == io.Writer(os.Stderr), r.debug)
 	env := app.NewEnv(paths, u, term.IsTerminal(int(os.Stdin.Fd())))
 	env.Stdout, env.Stderr = r.stdout, r.stderr
@@ -472,20 +477,4 @@ marina up applies it.`,
 		},
 	)
 	return c
-}
-
-func versionCmd(r *root) *cobra.Command {
-	return &cobra.Command{
-		Use:   "version",
-		Short: "Print marina's version",
-		Args:  cobra.NoArgs,
-		// Needs no config, no VM.
-		PersistentPreRunE: func(*cobra.Command, []string) error { return nil },
-		Run: func(*cobra.Command, []string) {
-			fmt.Fprintf(r.stdout, "marina %s\n", version.String())
-		},
-		Long: `Print the version of this marina binary. It reads no config and needs no VM.`,
-		Example: `  marina version
-  marina --version`,
-	}
 }

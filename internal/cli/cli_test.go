@@ -27,13 +27,6 @@ func isolate(t *testing.T) string {
 	return home
 }
 
-func TestVersion(t *testing.T) {
-	out, _, code := run(t, "version")
-	if code != 0 || !strings.HasPrefix(out, "marina ") {
-		t.Errorf("version = %q, %d", out, code)
-	}
-}
-
 func TestUnknownOutputFormat(t *testing.T) {
 	isolate(t)
 	_, errs, code := run(t, "status", "-o", "xml")
@@ -131,5 +124,49 @@ esac
 	calls, _ := os.ReadFile(log)
 	if strings.TrimSpace(string(calls)) != "list --json --tty=false" {
 		t.Errorf("limactl was asked for:\n%s", calls)
+	}
+}
+
+// A --config that names no file is an error for every command that reads
+// or writes the config, before anything is looked at or written: only
+// marina's own $MARINA_HOME/config.yaml is ever written with the defaults.
+// The commands that need no config still run.
+func TestMissingNamedConfig(t *testing.T) {
+	home := isolate(t)
+	typo := filepath.Join(home, "confg.yaml")
+	for _, args := range [][]string{
+		{"up", "--dry-run"}, {"up"}, {"status"}, {"status", "-o", "json"}, {"down", "--dry-run"}, {"doctor"},
+		{"config", "show"}, {"config", "edit"}, {"config", "path"},
+		{"cluster", "create", "dev", "--dry-run"}, {"cluster", "list"}, {"registry", "list"}, {"migrate", "--dry-run"},
+	} {
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			out, errs, code := run(t, append([]string{"--config", typo}, args...)...)
+			if code == 0 || out != "" || !strings.Contains(errs, "ERROR: --config names "+typo+", which does not exist: check the path") ||
+				!strings.Contains(errs, filepath.Join(home, ".marina", "config.yaml")+", which marina up writes") {
+				t.Errorf("exit %d\nstdout %q\nstderr %q", code, out, errs)
+			}
+			for _, p := range []string{typo, filepath.Join(home, ".marina")} {
+				if _, err := os.Stat(p); !os.IsNotExist(err) {
+					t.Errorf("wrote %s (%v)", p, err)
+				}
+			}
+		})
+	}
+	for _, args := range [][]string{{"version"}, {"--version"}, {"skill", "install", "--print"}} {
+		if _, errs, code := run(t, append([]string{"--config", typo}, args...)...); code != 0 {
+			t.Errorf("%v with a missing --config: exit %d, %q", args, code, errs)
+		}
+	}
+	// A completion offers nothing, no file names either, and no error.
+	out, errs, code := run(t, "--config", typo, "__complete", "cluster", "delete", "")
+	if code != 0 || strings.Contains(errs, "ERROR") || strings.TrimSpace(out) != ":4" {
+		t.Errorf("completion with a missing --config: %d %q %q", code, out, errs)
+	}
+	// The file once created (empty: the defaults) is read.
+	if err := os.WriteFile(typo, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if out, errs, code := run(t, "--config", typo, "config", "show"); code != 0 || !strings.Contains(out, "cidr: 172.30.0.0/16") {
+		t.Errorf("config show of an empty --config: %d %q %q", code, out, errs)
 	}
 }

@@ -31,6 +31,7 @@ var viewOf = map[string]string{
 	"fleet apply":    "fleet-apply",
 	"cluster apply":  "fleet-apply",
 	"doctor":         "doctor",
+	"version":        "version",
 }
 
 func TestEveryOutputFlagHasAView(t *testing.T) {

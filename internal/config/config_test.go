@@ -206,8 +206,34 @@ func TestStrictLoading(t *testing.T) {
 			[]string{"config.yaml:6: registries.mirrors[0].pasword: unknown key \"pasword\" (did you mean \"password\"?)"}},
 		{"several unknown keys at once", "vm:\n  foo: 1\nbar: 2\n",
 			[]string{":2: vm.foo", ":3: bar"}},
-		{"wrong type", "vm:\n  cpus: four\n",
-			[]string{"config.yaml:2: cannot unmarshal text `four` into int"}},
+		{"text for a number", "vm:\n  name: lab\n  cpus: four\n",
+			[]string{`config.yaml:3: vm.cpus: "four" is not a whole number (int)`}},
+		{"a fraction for a number", "vm:\n  cpus: 4.5\n",
+			[]string{`config.yaml:2: vm.cpus: 4.5 is not a whole number (int)`}},
+		{"a number too large", "vm:\n  cpus: 99999999999999999999\n",
+			[]string{`config.yaml:2: vm.cpus: 99999999999999999999 is out of range for a whole number (int)`}},
+		{"a quoted port", "registries:\n  mirrors:\n    - name: a\n      port: \"5000\"\n",
+			[]string{`config.yaml:4: registries.mirrors[0].port: "5000" is in quotes, which makes it text, not a whole number (int): remove the quotes`}},
+		{"words for a bool", "network:\n  disablePortMirroring: sometimes\n",
+			[]string{`config.yaml:2: network.disablePortMirroring: "sometimes" is not true or false (bool)`}},
+		{"a list for text", "dns:\n  domain: [a, b]\n",
+			[]string{`config.yaml:2: dns.domain: expected text (string), got a list`}},
+		{"text for a list", "kind:\n  customDnsResolvers:\n    - domain: corp.example.com\n      resolvers: 10.0.0.53\n",
+			[]string{`config.yaml:4: kind.customDnsResolvers[0].resolvers: expected a list, got "10.0.0.53": write [10.0.0.53]`}},
+		{"a list for a mapping", "kind:\n  nodeImages: [kindest/node:v1.36.4]\n",
+			[]string{`config.yaml:2: kind.nodeImages: expected a mapping of keys to text (string), got a list`}},
+		{"a list in a mapping", "kind:\n  nodeImages:\n    v1.36.4: [a]\n",
+			[]string{`config.yaml:3: kind.nodeImages.v1.36.4: expected text (string), got a list`}},
+		{"type mistakes and unknown keys at once", "vm:\n  cpus: four\n  rosetta: 2\n  disc: 40GiB\n",
+			[]string{`:2: vm.cpus: "four" is not a whole number`, `:3: vm.rosetta: "2" is not true or false`, `:4: vm.disc: unknown key "disc" (did you mean "disk"?)`}},
+		{"tab before a key", "vm:\n  name: lab\n\tcpus: 4\n",
+			[]string{"config.yaml:3: indented with a tab: YAML allows spaces only; replace the tab with spaces"}},
+		{"tab as the only indentation", "vm:\n\tname: lab\n",
+			[]string{"config.yaml:2: indented with a tab: YAML allows spaces only; replace the tab with spaces"}},
+		{"a character that cannot start a token, a tab after it", "vm:\n  name: `lab`\n\tcpus: 4\n",
+			[]string{"config.yaml:2: found character that cannot start any token"}},
+		{"tab after spaces, further down", "vm:\n  name: lab\n  cpus: 4\nnetwork:\n  \tcidr: 172.30.0.0/16\n",
+			[]string{"config.yaml:5: indented with a tab: YAML allows spaces only"}},
 		{"section is a scalar", "vm: big\n",
 			[]string{"config.yaml:1: vm: expected a mapping of keys"}},
 		{"duplicate key", "vm:\n  cpus: 2\n  cpus: 3\n",
@@ -248,6 +274,57 @@ func TestMissingFile(t *testing.T) {
 	}
 	if !strings.Contains(err.Error(), "marina up") {
 		t.Errorf("error does not say how to create the file: %v", err)
+	}
+}
+
+// A file --config names must exist: missing, it is an error that names
+// it and the way out, and never ErrNotFound, which commands read as "use
+// the defaults" (up writes them, doctor and config show use them).
+func TestMissingNamedFile(t *testing.T) {
+	env := map[string]string{"HOME": "/Users/me"}
+	named := filepath.Join(t.TempDir(), "typo.yaml")
+	p, err := ResolvePaths(func(k string) string { return env[k] }, named)
+	if err != nil || !p.Named || p.Config != named {
+		t.Fatalf("ResolvePaths(--config %s) = %+v, %v", named, p, err)
+	}
+	check := func(what string, err error) {
+		t.Helper()
+		if err == nil || errors.Is(err, ErrNotFound) {
+			t.Fatalf("%s: %v, want an error that is not ErrNotFound", what, err)
+		}
+		for _, w := range []string{"--config names " + named + ", which does not exist", "check the path", "/Users/me/.marina/config.yaml, which marina up writes"} {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("%s: %q does not say %q", what, err, w)
+			}
+		}
+	}
+	check("CheckNamed", p.CheckNamed())
+	_, err = Load(p)
+	check("Load", err)
+	_, err = LoadVMName(p)
+	check("LoadVMName", err)
+	// Relative: the error says where marina looked.
+	rel, _ := ResolvePaths(func(k string) string { return env[k] }, "typo.yaml")
+	if err := rel.CheckNamed(); err == nil || !strings.Contains(err.Error(), "typo.yaml (/") {
+		t.Errorf("relative --config: %v", err)
+	}
+	// Once the file is there (empty: the defaults), all is well.
+	if err := os.WriteFile(named, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.CheckNamed(); err != nil {
+		t.Errorf("CheckNamed of an existing file: %v", err)
+	}
+	if cfg, err := Load(p); err != nil || cfg.VM.Name != DefaultVMName {
+		t.Errorf("Load of an empty named file = %+v, %v", cfg.VM, err)
+	}
+	// Without --config, a missing file is still ErrNotFound.
+	d, _ := ResolvePaths(func(k string) string { return map[string]string{"HOME": t.TempDir()}[k] }, "")
+	if err := d.CheckNamed(); err != nil || d.Named {
+		t.Errorf("the default path: Named %v, CheckNamed %v", d.Named, err)
+	}
+	if _, err := Load(d); !errors.Is(err, ErrNotFound) {
+		t.Errorf("Load of the missing default file = %v, want ErrNotFound", err)
 	}
 }
 

@@ -74,11 +74,16 @@ func (p Problem) format(file string) string {
 // few kilobytes; --config /dev/zero must not exhaust memory.
 const MaxFileSize = 1 << 20
 
-// read reads the config file; a missing one is ErrNotFound (wrapped).
-func read(path string) ([]byte, error) {
-	data, err := fileutil.ReadRegular(path, MaxFileSize)
+// read reads the config file; a missing one is ErrNotFound (wrapped),
+// unless --config named it: then it is an error no caller reads as "use
+// the defaults".
+func read(paths Paths) ([]byte, error) {
+	data, err := fileutil.ReadRegular(paths.Config, MaxFileSize)
+	if errors.Is(err, os.ErrNotExist) && paths.Named {
+		return nil, paths.namedMissing()
+	}
 	if errors.Is(err, os.ErrNotExist) {
-		return nil, fmt.Errorf("%w: %s (run `marina up` to create it, or `marina config edit`)", ErrNotFound, path)
+		return nil, fmt.Errorf("%w: %s (run `marina up` to create it, or `marina config edit`)", ErrNotFound, paths.Config)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("read config: %w", err)
@@ -97,7 +102,7 @@ func Load(paths Paths) (Config, error) {
 // point at a setting, HostWarnings): an invalid file is an error, as for
 // Load, never a Lenient with Err set.
 func Read(paths Paths) (Lenient, error) {
-	data, err := read(paths.Config)
+	data, err := read(paths)
 	if err != nil {
 		return Lenient{}, err
 	}
@@ -159,7 +164,7 @@ func (l Lenient) Warnings() []string {
 // VM name or an error, never anything else; the strict reading of the same
 // file comes with it, so that nothing reads it twice.
 func LoadVMName(paths Paths) (Lenient, error) {
-	data, err := read(paths.Config)
+	data, err := read(paths)
 	if err != nil {
 		return Lenient{}, err
 	}
@@ -209,7 +214,7 @@ func Parse(file string, data []byte) (Config, Lines, error) {
 	lines := Lines{}
 	doc, err := oneDocument(data)
 	if err != nil {
-		return Config{}, nil, &Error{File: file, Problems: []Problem{{Line: yamlErrLine(err.Error()), Msg: cleanYAMLErr(err.Error())}}}
+		return Config{}, nil, &Error{File: file, Problems: []Problem{syntaxProblem(data, err)}}
 	}
 	if len(doc.Content) == 0 { // empty file or comments only
 		return cfg, lines, nil
@@ -219,10 +224,12 @@ func Parse(file string, data []byte) (Config, Lines, error) {
 		return cfg, lines, nil
 	}
 	var probs []Problem
-	checkKeys(root, reflect.TypeOf(cfg), "", lines, &probs)
+	check(root, reflect.TypeOf(cfg), "", lines, &probs)
 	if len(probs) > 0 {
 		return Config{}, nil, &Error{File: file, Problems: probs}
 	}
+	// check found every mistake it knows; yaml.v3's own errors (a key set
+	// twice) still come with their line.
 	if err := root.Decode(&cfg); err != nil {
 		return Config{}, nil, &Error{File: file, Problems: typeProblems(err)}
 	}
@@ -255,9 +262,10 @@ func oneDocument(data []byte) (yaml.Node, error) {
 	return yaml.Node{}, fmt.Errorf("line %d: a second YAML document starts here (after ---): keep the whole config in one", max(next.Line-1, 1))
 }
 
-// checkKeys walks node against the Go type t and reports every key the type
-// does not have, recording the line of every key it does.
-func checkKeys(node *yaml.Node, t reflect.Type, path string, lines Lines, probs *[]Problem) {
+// check walks node against the Go type t and reports every key the type
+// does not have and every value of the wrong type, each with its dotted key
+// and line, recording the line of every key it does have.
+func check(node *yaml.Node, t reflect.Type, path string, lines Lines, probs *[]Problem) {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
@@ -297,16 +305,42 @@ func checkKeys(node *yaml.Node, t reflect.Type, path string, lines Lines, probs 
 				continue
 			}
 			lines[child] = k.Line
-			checkKeys(v, f.Type, child, lines, probs)
+			check(v, f.Type, child, lines, probs)
 		}
 	case reflect.Slice:
 		if node.Kind != yaml.SequenceNode {
-			return // Decode reports the type error with its line
+			if !isNull(node) {
+				*probs = append(*probs, Problem{Path: path, Line: node.Line, Msg: notAList(t, node)})
+			}
+			return
 		}
 		for i, item := range node.Content {
 			child := fmt.Sprintf("%s[%d]", path, i)
 			lines[child] = item.Line
-			checkKeys(item, t.Elem(), child, lines, probs)
+			check(item, t.Elem(), child, lines, probs)
+		}
+	case reflect.Map:
+		if node.Kind != yaml.MappingNode {
+			if !isNull(node) {
+				*probs = append(*probs, Problem{Path: path, Line: node.Line, Msg: fmt.Sprintf("expected %s, got %s", expected(t), describe(node))})
+			}
+			return
+		}
+		for i := 0; i+1 < len(node.Content); i += 2 {
+			k, v := node.Content[i], node.Content[i+1]
+			if k.Kind == yaml.ScalarNode && k.Value == "<<" {
+				*probs = append(*probs, Problem{Path: path, Line: k.Line, Msg: "merge keys (<<) are not supported; write the keys out"})
+				continue
+			}
+			check(k, t.Key(), path, lines, probs)
+			child := join(path, k.Value)
+			lines[child] = k.Line
+			check(v, t.Elem(), child, lines, probs)
+		}
+	default:
+		if p, bad := checkScalar(node, t); bad {
+			p.Path = path
+			*probs = append(*probs, p)
 		}
 	}
 }
@@ -351,6 +385,8 @@ func describe(n *yaml.Node) string {
 	switch n.Kind {
 	case yaml.SequenceNode:
 		return "a list"
+	case yaml.MappingNode:
+		return "a mapping"
 	case yaml.ScalarNode:
 		return fmt.Sprintf("%q", n.Value)
 	}

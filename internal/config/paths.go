@@ -15,6 +15,9 @@ type Paths struct {
 	Home   string // the user's home folder
 	Dir    string // marina's folder: $MARINA_HOME, else ~/.marina
 	Config string // the config file: --config, else <Dir>/config.yaml
+	// Named is set when --config named Config: such a file must exist, as
+	// only marina's own <Dir>/config.yaml is written with the defaults.
+	Named bool
 }
 
 // ResolvePaths applies MARINA_HOME and the --config flag (empty when unset).
@@ -31,11 +34,34 @@ func ResolvePaths(getenv func(string) string, configFlag string) (Paths, error) 
 	if p.Dir == "" {
 		p.Dir = filepath.Join(home, ".marina")
 	}
-	p.Config = configFlag
+	p.Config, p.Named = configFlag, configFlag != ""
 	if p.Config == "" {
 		p.Config = filepath.Join(p.Dir, "config.yaml")
 	}
 	return p, nil
+}
+
+// CheckNamed fails when --config names a file that does not exist: a typo
+// must not leave marina planning from the defaults, nor writing a default
+// config at the mistyped path.
+func (p Paths) CheckNamed() error {
+	if !p.Named {
+		return nil
+	}
+	if _, err := os.Stat(p.Config); errors.Is(err, os.ErrNotExist) {
+		return p.namedMissing()
+	}
+	return nil
+}
+
+// namedMissing is the error for a --config that names no file.
+func (p Paths) namedMissing() error {
+	shown := p.Config
+	if abs, err := filepath.Abs(p.Config); err == nil && abs != p.Config {
+		shown += " (" + abs + ")"
+	}
+	return fmt.Errorf("--config names %s, which does not exist: check the path, or create the file (an empty file means the defaults); without --config marina uses %s, which marina up writes with the defaults",
+		shown, filepath.Join(p.Dir, "config.yaml"))
 }
 
 // LimaHome is the LIMA_HOME marina runs limactl with, so its VM stays apart

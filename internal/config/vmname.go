@@ -24,7 +24,11 @@ func VMName(data []byte) (string, error) {
 	// by line, as a person would.
 	name, lerr := vmNameFromLines(string(data))
 	if lerr != nil {
-		return "", fmt.Errorf("%v, and the file does not parse: %s", lerr, cleanYAMLErr(err.Error()))
+		p := syntaxProblem(data, err)
+		if p.Line > 0 {
+			p.Msg = fmt.Sprintf("line %d: %s", p.Line, p.Msg)
+		}
+		return "", fmt.Errorf("%v, and the file does not parse: %s", lerr, p.Msg)
 	}
 	return name, nil
 }

@@ -239,7 +239,7 @@ func TestConfigErrors(t *testing.T) {
 		{"several", "vm:\n  cpus: -1\n  memory: 1GiB\nregistries:\n  cacheStorage: ssd\n",
 			[]string{"line 2: vm.cpus: must be at least 1", "line 3: vm.memory: 1GiB is too small", "line 5: registries.cacheStorage: \"ssd\" is not a cache storage"}},
 		{"a type klimax refused too", "vm:\n  cpus: four\n",
-			[]string{"line 2: vm.cpus: cannot unmarshal"}},
+			[]string{`line 2: vm.cpus: "four" is not a whole number (int)`}},
 		{"bad VM name", "vm:\n  name: My_VM\n", []string{"line 2: vm.name: \"My_VM\" is not a valid VM name"}},
 		{"bad mirror name", "registries:\n  mirrors:\n    - name: Quay\n      port: 5010\n      remoteURL: https://quay.io\n",
 			[]string{"line 3: registries.mirrors[0].name: \"Quay\" is not a valid mirror name"}},

@@ -96,19 +96,41 @@ func (l *Limactl) cmd(args ...string) run.Cmd {
 
 // Version returns limactl's version and checks it is new enough.
 func (l *Limactl) Version(ctx context.Context) (string, error) {
-	out, err := l.Run.Output(ctx, l.cmd("--version"))
-	if err != nil {
-		return "", fmt.Errorf("cannot run limactl: %w; %s", err, installHint)
-	}
-	v, err := parseVersion(string(out))
+	v, err := l.version(ctx)
 	if err != nil {
 		return "", err
 	}
-	if less(v, MinLima) {
-		return "", fmt.Errorf("Lima %d.%d.%d is too old: marina needs Lima %d.%d or later; upgrade it: `brew upgrade lima`",
-			v[0], v[1], v[2], MinLima[0], MinLima[1])
+	if err := checkVersion(v); err != nil {
+		return "", err
 	}
 	return fmt.Sprintf("%d.%d.%d", v[0], v[1], v[2]), nil
+}
+
+// FoundVersion returns limactl's version however old it is, and, apart,
+// why marina cannot use it (marina version reports both).
+func (l *Limactl) FoundVersion(ctx context.Context) (version string, tooOld, err error) {
+	v, err := l.version(ctx)
+	if err != nil {
+		return "", nil, err
+	}
+	return fmt.Sprintf("%d.%d.%d", v[0], v[1], v[2]), checkVersion(v), nil
+}
+
+func (l *Limactl) version(ctx context.Context) ([3]int, error) {
+	out, err := l.Run.Output(ctx, l.cmd("--version"))
+	if err != nil {
+		return [3]int{}, fmt.Errorf("cannot run limactl: %w; %s", err, installHint)
+	}
+	return parseVersion(string(out))
+}
+
+// checkVersion says why Lima v is too old for marina, if it is.
+func checkVersion(v [3]int) error {
+	if less(v, MinLima) {
+		return fmt.Errorf("Lima %d.%d.%d is too old: marina needs Lima %d.%d or later; upgrade it: `brew upgrade lima`",
+			v[0], v[1], v[2], MinLima[0], MinLima[1])
+	}
+	return nil
 }
 
 var versionRe = regexp.MustCompile(`(\d+)\.(\d+)\.(\d+)`)

@@ -1,0 +1,112 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/bcollard/marina/internal/addons"
+	"github.com/bcollard/marina/internal/config"
+	"github.com/bcollard/marina/internal/dns"
+	"github.com/bcollard/marina/internal/run"
+	"github.com/bcollard/marina/internal/version"
+	"github.com/bcollard/marina/internal/vm"
+)
+
+// VersionInfo is what `marina version` reports: this marina, the versions
+// it pins for what it runs (built in; a config can pin other node images),
+// and the limactl it finds.
+type VersionInfo struct {
+	Version   string         `json:"version"`
+	Commit    string         `json:"commit,omitempty"`
+	Modified  bool           `json:"modified,omitempty"`
+	GoVersion string         `json:"goVersion"`
+	Platform  string         `json:"platform"`
+	Pins      VersionPins    `json:"pins"`
+	Limactl   LimactlVersion `json:"limactl"`
+}
+
+// VersionPins are the versions marina runs, each read from where marina
+// uses it.
+type VersionPins struct {
+	Kind string `json:"kind"` // the kind CLI in the VM
+	// NodeVersion is the default Kubernetes version; NodeVersions every
+	// one with a digest-pinned node image, newest first.
+	NodeVersion  string   `json:"nodeVersion"`
+	NodeVersions []string `json:"nodeVersions"`
+	// MetalLB is the default, MetalLBVersions those with a pinned manifest.
+	MetalLB         string   `json:"metalLB"`
+	MetalLBVersions []string `json:"metalLBVersions"`
+	ExternalDNS     string   `json:"externalDNS"`
+	// MetricsServer is the version a Fleet gets unless it says one;
+	// MetricsServerVersions those with a pinned manifest, oldest first.
+	MetricsServer         string   `json:"metricsServer"`
+	MetricsServerVersions []string `json:"metricsServerVersions"`
+	DockerMajor           int      `json:"dockerMajor"` // the Docker Engine major the VM runs
+	LimaMinimum           string   `json:"limaMinimum"` // the oldest Lima marina works with
+}
+
+// LimactlVersion is the limactl marina would run: its path and version,
+// or a note saying why there is none.
+type LimactlVersion struct {
+	Path    string `json:"path,omitempty"`
+	Version string `json:"version,omitempty"`
+	Note    string `json:"note,omitempty"`
+}
+
+// limactlWait bounds `limactl --version`: version must answer at once
+// even when limactl hangs.
+var limactlWait = 2 * time.Second
+
+// GetVersion reports this marina's version and pins, and asks the limactl
+// found as marina finds it ($LIMACTL, else the PATH) for its version. It
+// reads no config and never reaches the VM.
+func GetVersion(ctx context.Context, getenv func(string) string) VersionInfo {
+	b := version.Get()
+	ms := addons.MetricsServerVersions()
+	info := VersionInfo{
+		Version: b.Version, Commit: b.Commit, Modified: b.Modified, GoVersion: b.Go, Platform: b.Platform,
+		Pins: VersionPins{
+			Kind:                  vm.KindVersion,
+			NodeVersion:           config.DefaultNodeVersion,
+			NodeVersions:          config.Kind{}.NodeVersions(),
+			MetalLB:               config.DefaultMetalLBVersion,
+			MetalLBVersions:       addons.MetalLBVersions(),
+			ExternalDNS:           dns.ExternalDNSVersion,
+			MetricsServer:         ms[len(ms)-1], // the last is the default
+			MetricsServerVersions: ms,
+			DockerMajor:           vm.DockerMajor,
+			LimaMinimum:           fmt.Sprintf("%d.%d.%d", vm.MinLima[0], vm.MinLima[1], vm.MinLima[2]),
+		},
+	}
+	info.Limactl = findLimactl(ctx, getenv)
+	return info
+}
+
+func findLimactl(ctx context.Context, getenv func(string) string) LimactlVersion {
+	bin, err := vm.FindLimactl(getenv)
+	if err != nil {
+		return LimactlVersion{Note: err.Error()}
+	}
+	found := LimactlVersion{Path: bin}
+	limaHome := ""
+	if p, err := config.ResolvePaths(getenv, ""); err == nil {
+		limaHome = p.LimaHome()
+	}
+	ctx, cancel := context.WithTimeout(ctx, limactlWait)
+	defer cancel()
+	l := &vm.Limactl{Bin: bin, LimaHome: limaHome, Run: run.Runner{}}
+	v, tooOld, err := l.FoundVersion(ctx)
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		found.Note = fmt.Sprintf("`%s --version` did not answer within %s", bin, limactlWait)
+	case err != nil:
+		found.Note = err.Error()
+	case tooOld != nil:
+		found.Version, found.Note = v, tooOld.Error()
+	default:
+		found.Version = v
+	}
+	return found
+}

@@ -1,0 +1,78 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/bcollard/marina/internal/app"
+)
+
+func versionCmd(r *root) *cobra.Command {
+	return withOutput(r, &cobra.Command{
+		Use:   "version",
+		Short: "Print marina's version, the versions it pins, and the limactl it finds",
+		Long: `Print marina's version and commit, the Go release and platform it was built
+for, the versions of what it runs (kind, the Kubernetes node images, MetalLB,
+ExternalDNS, metrics-server, the Docker Engine major in the VM, the oldest
+Lima it works with) and the version of the limactl it would run ($LIMACTL,
+else the PATH). It reads no config and does not reach the VM.`,
+		Example: `  marina version
+  marina version -o json`,
+		Args: cobra.NoArgs,
+		// Needs no config, no VM.
+		PersistentPreRunE: func(*cobra.Command, []string) error { return nil },
+	}, func(ctx context.Context, _ *app.Env) (app.VersionInfo, error) {
+		return app.GetVersion(ctx, os.Getenv), nil
+	}, printVersion)
+}
+
+// printVersion writes the text form of marina version.
+func printVersion(w io.Writer, v app.VersionInfo) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	row := func(k, format string, args ...any) { fmt.Fprintf(tw, "%s\t"+format+"\n", append([]any{k}, args...)...) }
+	row("marina", "%s", v.Version)
+	if v.Commit != "" {
+		c := v.Commit
+		if v.Modified {
+			c += " (with uncommitted changes)"
+		}
+		row("commit", "%s", c)
+	}
+	row("go", "%s %s", v.GoVersion, v.Platform)
+	p := v.Pins
+	row("kind", "%s (in the VM)", p.Kind)
+	row("kubernetes", "%s", withDefault(p.NodeVersion, p.NodeVersions))
+	row("metallb", "%s", withDefault(p.MetalLB, p.MetalLBVersions))
+	row("externaldns", "%s", p.ExternalDNS)
+	row("metrics-server", "%s", withDefault(p.MetricsServer, p.MetricsServerVersions))
+	row("docker engine", "%d.x (in the VM)", p.DockerMajor)
+	row("lima", "%s or later", p.LimaMinimum)
+	l := v.Limactl
+	l.Note = strings.Join(strings.Fields(l.Note), " ") // one line, as every row
+	switch {
+	case l.Version != "" && l.Note != "":
+		row("limactl", "%s at %s: %s", l.Version, l.Path, l.Note)
+	case l.Version != "":
+		row("limactl", "%s at %s", l.Version, l.Path)
+	default:
+		row("limactl", "%s", l.Note)
+	}
+	tw.Flush()
+}
+
+// withDefault lists versions with the default marked and first.
+func withDefault(def string, all []string) string {
+	out := []string{def + " (default)"}
+	for _, v := range all {
+		if v != def {
+			out = append(out, v)
+		}
+	}
+	return strings.Join(out, ", ")
+}
