@@ -17,6 +17,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/bcollard/marina/internal/config"
 	"github.com/bcollard/marina/internal/dns"
@@ -411,6 +412,23 @@ func TestDoctorConfig(t *testing.T) {
 	}
 	if c := check(t, r, "vm"); c.Status != DoctorOK {
 		t.Errorf("the VM is still checked: %+v", c)
+	}
+}
+
+// A guest that does not answer is not Docker's failure: Docker, asked
+// once and answering a moment after the guest failed, is reported as it
+// answered (observe stops only a wait for Docker, not its one question).
+func TestDoctorDockerAnswersWhileTheGuestFails(t *testing.T) {
+	f := doctorFixture(t)
+	f.fail["guest.observe"] = &vm.SSHError{Name: "observe the VM", Stderr: "Permission denied (publickey)."}
+	f.before = func(call string) {
+		if call == "docker.version" {
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	r := f.doctorRun(DoctorOptions{})
+	if c := check(t, r, "docker"); c.Status == DoctorFail || strings.Contains(c.Finding, "context canceled") {
+		t.Errorf("docker, which answered: %+v", c)
 	}
 }
 

@@ -434,8 +434,11 @@ func (g fakeGuest) Run(_ context.Context, s vm.Script) (vm.Result, error) {
 
 type fakeDocker struct{ *world }
 
-func (d fakeDocker) Version(context.Context) (string, error) {
-	return "29.1.0", d.call("docker.version")
+func (d fakeDocker) Version(ctx context.Context) (string, error) {
+	if err := d.call("docker.version"); err != nil {
+		return "", err
+	}
+	return "29.1.0", ctx.Err() // a cancelled request fails, as a real one does
 }
 func (d fakeDocker) WaitReady(ctx context.Context, timeout time.Duration) (string, error) {
 	if err := d.call("docker.wait-ready"); err != nil {

@@ -69,7 +69,7 @@ func observe(ctx context.Context, s *Session, cidr netip.Prefix, dockerWait time
 func observeWith(ctx context.Context, s *Session, cidr netip.Prefix, opts observeOpts) *observed {
 	o := &observed{}
 	dockerWait := opts.wait
-	// A guest that cannot be reached fails the observation whatever Docker
+	// A guest that cannot be reached fails up's observation whatever Docker
 	// says, and Lima forwards Docker's socket over the same ssh: waiting
 	// for Docker then only hides the guest's error for the whole wait.
 	dctx, stopDocker := context.WithCancel(ctx)
@@ -80,7 +80,11 @@ func observeWith(ctx context.Context, s *Session, cidr netip.Prefix, opts observ
 		defer wg.Done()
 		o.guest, o.guestErr = observeGuest(ctx, s, opts)
 		if o.guestErr != nil {
-			stopDocker()
+			// Only a wait is worth stopping: asked once (status, doctor),
+			// Docker's own answer is part of the report.
+			if dockerWait > 0 {
+				stopDocker()
+			}
 			return
 		}
 		o.mac, o.guestErr = s.Host.SourceFor(o.guest.Lima0.Addr())

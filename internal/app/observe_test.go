@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 
@@ -41,5 +42,16 @@ func TestUpRetriesARefusedSSHConnection(t *testing.T) {
 	}
 	if got := f.called("guest.observe"); len(got) != 2 {
 		t.Errorf("the guest was observed %d times, want 2 (one refused, one answered)", len(got))
+	}
+}
+
+// With no config file yet there is no VM yet: a command that needs it
+// running exits 3, as for a VM not created, and says how to make one.
+func TestNoConfigIsNoVM(t *testing.T) {
+	f := newFixture(t)
+	_, err := ListClusters(context.Background(), f.e, "")
+	exit, ok := errors.AsType[*ExitError](err)
+	if !ok || exit.Code != ExitNotRunning || !strings.Contains(err.Error(), "marina up") {
+		t.Fatalf("ListClusters without a config = %v", err)
 	}
 }

@@ -190,6 +190,11 @@ type Session struct {
 func Open(ctx context.Context, e *Env, need Needs) (*Session, error) {
 	s := &Session{Env: e, Host: e.deps.Host()}
 	if err := s.readConfig(need.Config); err != nil {
+		// No config yet is no VM yet: for a command that needs one, that
+		// is the VM not running (exit 3), as the README's codes say.
+		if need.Running && errors.Is(err, config.ErrNotFound) && !e.Paths.Named {
+			return nil, &ExitError{Code: ExitNotRunning, Err: err}
+		}
 		return nil, err
 	}
 	if need.Config == noConfig {

@@ -147,6 +147,9 @@ pods see your Mac's real address.
 			if completing(cmd) {
 				return nil // a completion sets up its own, silent Env
 			}
+			if cmd.Name() == "help" && cmd.Parent() == cmd.Root() {
+				return nil // help reads no config: `marina help up` is `marina up --help`
+			}
 			if err := r.setup(); err != nil {
 				return err
 			}
@@ -469,8 +472,9 @@ default filled in, registry passwords masked. Without a file, the defaults
 			Args:  cobra.NoArgs,
 			RunE:  func(c *cobra.Command, _ []string) error { return app.EditConfig(c.Context(), r.env.Load()) },
 			Long: `Open the config file in $VISUAL, else $EDITOR, else vi (through the shell, so
-that "code -w" works), writing the commented default file first when there is
-none; then load it and report what is wrong. The file stays saved either way;
+that "code -w" works), writing the commented default file first when
+$MARINA_HOME/config.yaml is not there yet (a file --config names must exist);
+then load it and report what is wrong. The file stays saved either way;
 marina up applies it.`,
 			Example: `  marina config edit
   EDITOR="code -w" marina config edit`,

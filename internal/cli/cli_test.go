@@ -152,7 +152,7 @@ func TestMissingNamedConfig(t *testing.T) {
 			}
 		})
 	}
-	for _, args := range [][]string{{"version"}, {"--version"}, {"skill", "install", "--print"}} {
+	for _, args := range [][]string{{"version"}, {"--version"}, {"skill", "install", "--print"}, {"help", "up"}, {"up", "--help"}} {
 		if _, errs, code := run(t, append([]string{"--config", typo}, args...)...); code != 0 {
 			t.Errorf("%v with a missing --config: exit %d, %q", args, code, errs)
 		}

@@ -18,9 +18,11 @@ var outputHelp = fmt.Sprintf(`Output and exit codes:
   exits 0; a command that could not look prints nothing on stdout.
   %d  done
   %d  failed or could not look; status and doctor: something is broken
-  %d  usage error: unknown command or flag, wrong arguments, a flag value
-     that does not parse or is not one of its choices; nothing was done
-  %d  the command needs the VM running, and it is not; nothing was done
+  %d  usage error: unknown command or flag, a wrong number of arguments, a
+     flag value that does not parse or is not one of its listed choices;
+     nothing was done (a value marina refuses, such as a cluster name, is 1)
+  %d  the command needs the VM running, and it is not (no config yet: no
+     VM yet); nothing was done
   marina shell exits with its command's own status.`,
 	app.ExitOK, app.ExitFailed, app.ExitUsage, app.ExitNotRunning)
 
