@@ -17,6 +17,8 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/validation"
+
 	"github.com/bcollard/marina/internal/cluster"
 	"github.com/bcollard/marina/internal/config"
 	"github.com/bcollard/marina/internal/docker"
@@ -75,7 +77,9 @@ func completeLabel(ctx context.Context, e *Env, key string) []string {
 		}
 		wg.Go(func() {
 			l, err := nodeLabels(ctx, s, c.Name)
-			if err != nil || l[key] == "" {
+			// The value goes to the shell as a line of candidates: only a
+			// real label value (no line break, no spaces) may.
+			if err != nil || l[key] == "" || len(validation.IsValidLabelValue(l[key])) > 0 {
 				return
 			}
 			mu.Lock()

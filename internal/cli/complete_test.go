@@ -468,6 +468,20 @@ func TestCompleteLabelValues(t *testing.T) {
 	}
 }
 
+// A label value read from an API server reaches the shell only when it is
+// a label value: one with a line break would add candidates of its own.
+func TestCompleteLabelValuesRefusesWhatIsNoLabelValue(t *testing.T) {
+	paths := completeHome(t, defaults)
+	serveDocker(t, socket(t, paths), kindNode("dev", "control-plane", "running"), kindNode("east", "control-plane", "running"))
+	api := serveAPI(t, map[string]map[string]string{
+		"dev":  {cluster.RegionLabel: "lab-1\n:0\nrm -rf ~"},
+		"east": {cluster.RegionLabel: "europe-west2"},
+	})
+	api.writeKubeconfig(t, paths, "dev")
+	api.writeKubeconfig(t, paths, "east")
+	wantNames(t, []string{"europe-west2"}, "cluster", "create", "x", "--region", "")
+}
+
 func TestCompleteFromTheConfig(t *testing.T) {
 	const pinned = "kindest/node:v1.33.9@sha256:0000000000000000000000000000000000000000000000000000000000000000"
 	completeHome(t, func(c *config.Config) {
