@@ -81,7 +81,6 @@ of these, in a terminal, pick from a list.`,
 		Example: `  marina cluster delete dev
   marina cluster delete -l env=test -y
   marina cluster delete -f fleet.yaml`,
-		ValidArgsFunction: r.completeClusters,
 		RunE: func(c *cobra.Command, args []string) error {
 			o.Names = args
 			return app.DeleteClusters(c.Context(), r.env.Load(), o)
@@ -128,12 +127,6 @@ func (r *root) clusterLabelCmd() *cobra.Command {
 		Short:   "Set or remove labels on every node of a cluster",
 		Example: `  marina cluster label dev -l team=net -l env-`,
 		Args:    cobra.ExactArgs(1),
-		ValidArgsFunction: func(c *cobra.Command, args []string, word string) ([]string, cobra.ShellCompDirective) {
-			if len(args) > 0 {
-				return nil, cobra.ShellCompDirectiveNoFileComp
-			}
-			return r.completeClusters(c, args, word)
-		},
 		RunE: func(c *cobra.Command, args []string) error {
 			return app.LabelCluster(c.Context(), r.env.Load(), args[0], labels, dryRun)
 		},
@@ -158,8 +151,7 @@ layer-3 route at work), then clean up. Without NAME, the current context's
 cluster.`,
 		Example: `  marina cluster verify dev
   marina cluster verify --wait 5m`,
-		Args:              cobra.MaximumNArgs(1),
-		ValidArgsFunction: r.completeOneCluster,
+		Args: cobra.MaximumNArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
 			if len(args) == 1 {
 				o.Name = args[0]
@@ -187,9 +179,8 @@ user NAME. marina only ever changes the entries it wrote.`,
 	})
 	var dryRun bool
 	merge := &cobra.Command{
-		Use:               "merge [NAME…]",
-		ValidArgsFunction: r.completeClusters,
-		Short:             "Export kubeconfigs again from the live clusters and merge them (every cluster when none is named)",
+		Use:   "merge [NAME…]",
+		Short: "Export kubeconfigs again from the live clusters and merge them (every cluster when none is named)",
 		Long: `Export each cluster's kubeconfig again from kind, with the API server address
 the VM has now (after a lima0 address change, too), write
 ~/.kube/marina/NAME.kubeconfig and merge it into ~/.kube/config (or the first
@@ -203,34 +194,31 @@ file of $KUBECONFIG), keeping every other entry and field as it is.`,
 	dryRunFlag(merge, &dryRun)
 	c.AddCommand(
 		&cobra.Command{
-			Use:               "path NAME",
-			ValidArgsFunction: r.completeOneCluster,
-			Short:             "Print the path of a cluster's own kubeconfig",
-			Args:              cobra.ExactArgs(1),
-			RunE:              func(c *cobra.Command, args []string) error { return app.KubeconfigPath(r.env.Load(), args[0], false) },
+			Use:   "path NAME",
+			Short: "Print the path of a cluster's own kubeconfig",
+			Args:  cobra.ExactArgs(1),
+			RunE:  func(c *cobra.Command, args []string) error { return app.KubeconfigPath(r.env.Load(), args[0], false) },
 			Long: `Print the path of the cluster's own kubeconfig, ~/.kube/marina/NAME.kubeconfig;
 an error when marina has not written it (marina kubeconfig merge NAME does).`,
 			Example: `  marina kubeconfig path dev
   kubectl --kubeconfig "$(marina kubeconfig path dev)" get nodes`,
 		},
 		&cobra.Command{
-			Use:               "env NAME",
-			ValidArgsFunction: r.completeOneCluster,
-			Short:             "Print an export KUBECONFIG=… line for a cluster",
-			Example:           `  eval "$(marina kubeconfig env dev)"`,
-			Args:              cobra.ExactArgs(1),
-			RunE:              func(c *cobra.Command, args []string) error { return app.KubeconfigPath(r.env.Load(), args[0], true) },
+			Use:     "env NAME",
+			Short:   "Print an export KUBECONFIG=… line for a cluster",
+			Example: `  eval "$(marina kubeconfig env dev)"`,
+			Args:    cobra.ExactArgs(1),
+			RunE:    func(c *cobra.Command, args []string) error { return app.KubeconfigPath(r.env.Load(), args[0], true) },
 			Long: `Print the shell line that points KUBECONFIG at the cluster's own kubeconfig
 alone, for eval: kubectl in that shell then reaches that cluster and no other.`,
 		},
 		merge,
 		&cobra.Command{
-			Use:               "remove NAME…",
-			Aliases:           []string{"rm"},
-			ValidArgsFunction: r.completeClusters,
-			Short:             "Remove clusters' entries from ~/.kube/config (their own files stay)",
-			Args:              cobra.MinimumNArgs(1),
-			RunE:              func(c *cobra.Command, args []string) error { return app.RemoveKubeconfigs(r.env.Load(), args) },
+			Use:     "remove NAME…",
+			Aliases: []string{"rm"},
+			Short:   "Remove clusters' entries from ~/.kube/config (their own files stay)",
+			Args:    cobra.MinimumNArgs(1),
+			RunE:    func(c *cobra.Command, args []string) error { return app.RemoveKubeconfigs(r.env.Load(), args) },
 			Long: `Remove the context, cluster and user entries named NAME that marina wrote from
 ~/.kube/config (or the first file of $KUBECONFIG). The cluster and its own
 kubeconfig file stay; entries of that name that marina did not write are left
@@ -239,11 +227,10 @@ as they are, and reported.`,
   marina kc rm dev staging`,
 		},
 		&cobra.Command{
-			Use:               "use NAME",
-			ValidArgsFunction: r.completeOneCluster,
-			Short:             "Make a cluster the current context of ~/.kube/config",
-			Args:              cobra.ExactArgs(1),
-			RunE:              func(c *cobra.Command, args []string) error { return app.UseKubeconfig(r.env.Load(), args[0]) },
+			Use:   "use NAME",
+			Short: "Make a cluster the current context of ~/.kube/config",
+			Args:  cobra.ExactArgs(1),
+			RunE:  func(c *cobra.Command, args []string) error { return app.UseKubeconfig(r.env.Load(), args[0]) },
 			Long: `Make NAME the current context of ~/.kube/config (or the first file of
 $KUBECONFIG), as kubectl config use-context does, for a context marina
 wrote.`,

@@ -167,21 +167,6 @@ func (r *root) list(c *cobra.Command, list lister) []string {
 	return list(ctx, e)
 }
 
-// The command literals of cluster.go and fleet.go name these; the tables
-// above replace them.
-
-func (r *root) completeClusters(c *cobra.Command, args []string, word string) ([]cobra.Completion, cobra.ShellCompDirective) {
-	return r.names(app.CompleteClusters, 0)(c, args, word)
-}
-
-func (r *root) completeOneCluster(c *cobra.Command, args []string, word string) ([]cobra.Completion, cobra.ShellCompDirective) {
-	return r.names(app.CompleteClusters, 1)(c, args, word)
-}
-
-func (r *root) completeFleets(c *cobra.Command, args []string, word string) ([]cobra.Completion, cobra.ShellCompDirective) {
-	return r.names(app.CompleteFleets, 1)(c, args, word)
-}
-
 // unused are the names starting with word that args do not name yet.
 func unused(names, args []string, word string) []string {
 	var out []string

@@ -126,7 +126,6 @@ func (r *root) fleetDescribeCmd() *cobra.Command {
 			name = args[0]
 			return nil
 		},
-		ValidArgsFunction: r.completeFleets,
 		Long: `Show each cluster of the fleet: its slot, API port, kubeconfig file, number of
 nodes, Kubernetes version, whether every node is Ready, and its labels.`,
 		Example: `  marina fleet describe demo
@@ -141,11 +140,10 @@ func (r *root) fleetLabelCmd() *cobra.Command {
 	var labels []string
 	var dryRun bool
 	c := &cobra.Command{
-		Use:               "label NAME -l key=value|-l key-…",
-		Short:             "Set or remove labels on every node of every cluster of a fleet",
-		Example:           `  marina fleet label demo -l team=net -l env-`,
-		Args:              cobra.ExactArgs(1),
-		ValidArgsFunction: r.completeFleets,
+		Use:     "label NAME -l key=value|-l key-…",
+		Short:   "Set or remove labels on every node of every cluster of a fleet",
+		Example: `  marina fleet label demo -l team=net -l env-`,
+		Args:    cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
 			return app.LabelFleet(c.Context(), r.env.Load(), args[0], labels, dryRun)
 		},
@@ -165,12 +163,6 @@ func (r *root) fleetAdoptCmd() *cobra.Command {
 		Short:   "Make existing clusters members of a fleet (sets only the marina.dev/fleet label)",
 		Example: `  marina fleet adopt demo dev staging`,
 		Args:    cobra.MinimumNArgs(2),
-		ValidArgsFunction: func(c *cobra.Command, args []string, word string) ([]string, cobra.ShellCompDirective) {
-			if len(args) == 0 {
-				return r.completeFleets(c, args, word)
-			}
-			return r.completeClusters(c, args, word)
-		},
 		RunE: func(c *cobra.Command, args []string) error {
 			return app.AdoptClusters(c.Context(), r.env.Load(), args[0], args[1:])
 		},
@@ -194,8 +186,7 @@ kubeconfig files and entries. Asks first unless -y; a manifest read from stdin
 (-f -) needs -y, as stdin is not a terminal to answer on.`,
 		Example: `  marina fleet delete demo
   marina fleet delete -f fleet.yaml -y`,
-		Args:              cobra.MaximumNArgs(1),
-		ValidArgsFunction: r.completeFleets,
+		Args: cobra.MaximumNArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
 			name := ""
 			if len(args) == 1 {
