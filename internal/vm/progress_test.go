@@ -56,3 +56,13 @@ func TestStageWriterSplitsLines(t *testing.T) {
 		t.Errorf("stages %q, want %q", got, want)
 	}
 }
+
+// A requirement's description comes from the VM's template and ends on
+// the user's terminal: control characters (an escape sequence) are
+// dropped.
+func TestBootStageDropsControlCharacters(t *testing.T) {
+	line := `level=info msg="[hostagent] Waiting for the optional requirement 1 of 1: \"docker\\x1b[2J\\r ready\""`
+	if got, ok := BootStage(line); !ok || got != "waiting for docker[2J ready (optional requirement 1 of 1)" {
+		t.Errorf("BootStage = %q, %v", got, ok)
+	}
+}
