@@ -42,7 +42,7 @@ func metalLBManifest(ctx context.Context, s *Session, version string) ([]byte, e
 // CoreDNS forwarding of marina's zone and customDnsResolvers, into a new
 // cluster. A failure is an
 // *addonError naming the step.
-func installAddons(ctx context.Context, s *Session, k Kube, manifest, externalDNS []byte, pool []string, wait time.Duration) error {
+func installAddons(ctx context.Context, s *Session, k Kube, manifest []byte, externalDNS manifests, pool []string, wait time.Duration) error {
 	if wait <= 0 {
 		wait = DefaultWait
 	}
@@ -69,7 +69,7 @@ func installAddons(ctx context.Context, s *Session, k Kube, manifest, externalDN
 		defer cancel()
 		return k.Pool(ctx, PoolName, pool)
 	}})
-	steps = append(steps, dnsSteps(s, k, manifests{externalDNS: externalDNS}, wait)...)
+	steps = append(steps, dnsSteps(s, k, externalDNS, wait)...)
 	for _, st := range steps {
 		if err := s.step(st.label, st.done, func() error { return st.fn(ctx) }); err != nil {
 			return &addonError{step: st.name, err: err}
@@ -78,8 +78,12 @@ func installAddons(ctx context.Context, s *Session, k Kube, manifest, externalDN
 	return nil
 }
 
-// manifests are the addon manifests a step list applies.
-type manifests struct{ externalDNS []byte }
+// manifests are the addon manifests a step list applies, and the etcd
+// user of the cluster's ExternalDNS.
+type manifests struct {
+	externalDNS []byte
+	etcd        dns.Creds
+}
 
 // dnsSteps put a cluster on the local DNS: ExternalDNS publishing its
 // LoadBalancer Services, available, and CoreDNS forwarding marina's zone
@@ -90,7 +94,7 @@ func dnsSteps(s *Session, k Kube, m manifests, wait time.Duration) []addonStep {
 		{"Installing ExternalDNS " + dns.ExternalDNSVersion, "", "installing ExternalDNS", func(ctx context.Context) error {
 			ctx, cancel := context.WithTimeout(ctx, wait)
 			defer cancel()
-			return k.ApplyExternalDNS(ctx, m.externalDNS)
+			return k.ApplyExternalDNS(ctx, m.externalDNS, m.etcd)
 		}},
 		{"Waiting for ExternalDNS to be available", "", "installing ExternalDNS", func(ctx context.Context) error {
 			ctx, cancel := context.WithTimeout(ctx, wait)

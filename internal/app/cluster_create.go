@@ -54,8 +54,8 @@ type createPlan struct {
 	target     string // the kubeconfig it is merged into ("" when not)
 	create     string // the guest scripts: kind create, and delete
 	remove     string
-	// externalDNS is the cluster's ExternalDNS manifest.
-	externalDNS []byte
+	// externalDNS is the cluster's ExternalDNS manifest and etcd user.
+	externalDNS manifests
 	// metricsServer is set when the cluster gets metrics-server.
 	metricsServer *fleet.MetricsServer
 }
@@ -210,13 +210,29 @@ func (p *createPlan) forSlot(s *Session, opts CreateOptions, userLabels cluster.
 	if p.pool, err = slot.MetalLBRanges(netip.MustParsePrefix(cfg.Network.CIDR), n); err != nil {
 		return err
 	}
-	if p.create, err = guest.KindCreate(opts.Name, p.image, p.kindConfig, p.certsD, guest.DNSRecord(cfg.DNS.Domain), opts.Retain); err != nil {
+	etcd, pw, ok, err := dnsEtcd(cfg, s.Paths)
+	if err != nil {
 		return err
 	}
-	if p.externalDNS, err = dns.ExternalDNS(opts.Name, cfg); err != nil {
+	if !ok {
+		return fmt.Errorf("%s is missing, so the local DNS was not set up by marina up on this Mac: run `marina up`", s.Paths.LabelKey())
+	}
+	user, err := clusterEtcdUser(pw, opts.Name, cfg.DNS.Domain)
+	if err != nil {
 		return err
 	}
-	p.remove, err = deleteScript(cfg, []string{opts.Name})
+	auth, err := guest.EtcdAuth(etcd, pw.Reader(), []guest.EtcdUser{user})
+	if err != nil {
+		return err
+	}
+	if p.create, err = guest.KindCreate(opts.Name, p.image, p.kindConfig, p.certsD, guest.DNSRecord(cfg.DNS.Domain), auth, opts.Retain); err != nil {
+		return err
+	}
+	p.externalDNS.etcd = user.Creds
+	if p.externalDNS.externalDNS, err = dns.ExternalDNS(opts.Name, cfg); err != nil {
+		return err
+	}
+	p.remove, err = deleteScript(cfg, s.Paths, []string{opts.Name})
 	return err
 }
 

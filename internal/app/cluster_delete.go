@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/netip"
 	"os"
 	"sort"
 	"strings"
@@ -125,7 +124,7 @@ func chooseDeletions(ctx context.Context, s *Session, opts DeleteOptions, sel la
 // planDeletes is the guest script, the kubeconfig files and the printed
 // steps of deleting names, in that order; sep goes before the names.
 func planDeletes(s *Session, names []string, sep string) (string, []string, []Step, error) {
-	script, err := deleteScript(s.Config, names)
+	script, err := deleteScript(s.Config, s.Paths, names)
 	if err != nil {
 		return "", nil, nil, err
 	}
@@ -182,17 +181,22 @@ func deleteClusters(ctx context.Context, s *Session, names, files []string, scri
 
 // deleteScript deletes clusters names in the VM, then their names from
 // the local DNS: their ExternalDNS dies with them and cannot clean up.
-func deleteScript(cfg config.Config, names []string) (string, error) {
+// Their etcd users go too. Without a label key marina never set up the
+// local DNS here, and nothing is asked of it.
+func deleteScript(cfg config.Config, paths config.Paths, names []string) (string, error) {
 	script, err := guest.KindDelete(names)
 	if err != nil {
 		return "", err
 	}
-	etcd, _ := dns.Addrs(netip.MustParsePrefix(cfg.Network.CIDR)) // validated
+	etcd, _, ok, err := dnsEtcd(cfg, paths)
+	if err != nil || !ok {
+		return script, err
+	}
 	zones := make([]string, len(names))
 	for i, n := range names {
 		zones[i] = dns.ClusterZone(n, cfg.DNS.Domain)
 	}
-	forget, err := guest.DNSForget(etcd, zones)
+	forget, err := guest.DNSForget(etcd, zones, names)
 	return script + forget, err
 }
 

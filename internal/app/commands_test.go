@@ -569,7 +569,8 @@ func (f *fixture) dnsWarm() {
 	for _, s := range specs {
 		f.mirrors = append(f.mirrors, docker.Container{ID: s.Name + "-id", Name: s.Name, State: "running", Labels: map[string]string{dns.LabelRole: s.Role, dns.LabelConfig: s.Digest}})
 	}
-	f.dnsSum = defaultCorefileSum()
+	f.dnsSum = defaultCorefileSum(f.t, key.key)
+	f.etcdAuth = dns.EtcdName + "-id"
 	_, server := dns.Addrs(netip.MustParsePrefix(config.DefaultCIDR))
 	path := filepath.Join(f.resolverDir, config.DefaultDNSDomain)
 	if err := os.MkdirAll(f.resolverDir, 0o755); err != nil {

@@ -3,7 +3,7 @@ package app
 import (
 	"context"
 	"fmt"
-	"net/netip"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/labels"
 
@@ -26,7 +26,13 @@ func ListDNS(ctx context.Context, e *Env, selector string) ([]dns.Record, error)
 	}
 	defer s.Close()
 	cfg := s.Config
-	etcd, _ := dns.Addrs(netip.MustParsePrefix(cfg.Network.CIDR)) // validated
+	etcd, _, ok, err := dnsEtcd(cfg, s.Paths)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, fmt.Errorf("%s is missing, so marina up never set up the local DNS on this Mac: run `marina up`", s.Paths.LabelKey())
+	}
 	script, err := guest.DNSRecords(etcd, cfg.DNS.Domain)
 	if err != nil {
 		return nil, err
@@ -35,7 +41,12 @@ func ListDNS(ctx context.Context, e *Env, selector string) ([]dns.Record, error)
 	if err != nil {
 		return nil, fmt.Errorf("%w\nthe local DNS's etcd (%s) did not answer: `marina up` starts it", err, dns.EtcdName)
 	}
-	recs, err := dns.ParseRange(out.Stdout, cfg.DNS.Domain)
+	recs, malformed, err := dns.ParseRange(out.Stdout, cfg.DNS.Domain)
+	if n := len(malformed); n > 0 {
+		// Only a cluster's own ExternalDNS user may write under its zone,
+		// and each reads its zone alone: such a value stops that one.
+		e.UI.Warnf("the local DNS holds %s that no DNS record can be read from, skipped: %s\n  each is in the zone of the cluster whose ExternalDNS user wrote it, and stops that cluster's ExternalDNS only; `marina cluster delete` of that cluster removes it", plural(n, "value"), strings.Join(malformed, ", "))
+	}
 	if err != nil || sel == nil {
 		return recs, err
 	}

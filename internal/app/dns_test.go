@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/bcollard/marina/internal/config"
+	"github.com/bcollard/marina/internal/dns"
 	"github.com/bcollard/marina/internal/guest"
 	"github.com/bcollard/marina/internal/vm"
 )
@@ -159,14 +160,19 @@ func TestUpPutsOlderClustersOnTheDNSOnce(t *testing.T) {
 func TestDeleteForgetsTheNames(t *testing.T) {
 	f := newFixture(t)
 	f.config(nil)
+	f.dnsWarm()
 	f.cluster("dev", 1, "https://127.0.0.1:7001")
 	f.scripts["kind delete cluster"] = vm.Result{Stdout: []byte("@@ dns-forget dev.demo.internal failed\n")}
 	if err := DeleteClusters(context.Background(), f.e, DeleteOptions{Names: []string{"dev"}}); err != nil {
 		t.Fatalf("%v\n%s", err, f.err.String())
 	}
 	body := f.bodies["kind delete cluster"]
-	if !strings.Contains(body, "/v3/kv/deleterange") || strings.Index(body, "kind_delete dev") > strings.Index(body, "deleterange") {
+	if !strings.Contains(body, "etcd_call kv/deleterange") || strings.Index(body, "kind_delete dev") > strings.Index(body, "deleterange") {
 		t.Errorf("the delete script does not remove the names after the cluster:\n%s", body)
+	}
+	// Its etcd user and role go with it, after its names.
+	if i := strings.Index(body, `{"name":"externaldns-dev"}`); i < strings.Index(body, "deleterange") || !strings.Contains(body, "auth/user/delete") || !strings.Contains(body, "auth/role/delete") {
+		t.Errorf("the delete script does not remove dev's etcd user after its names:\n%s", body)
 	}
 	if got := f.called("guest."); len(got) != 1 {
 		t.Errorf("%d guest round trips: %v", len(got), got)
@@ -176,7 +182,7 @@ func TestDeleteForgetsTheNames(t *testing.T) {
 	}
 }
 
-func guestAddons(domain string) guest.Addons { return guest.Addons{DNS: domain} }
+func guestAddons(domain string) guest.Addons { return guest.Addons{DNS: domain, Auth: true} }
 
 // A create before up ran the local DNS fails before kind runs: its
 // ExternalDNS would never become available, and the cluster be rolled back.
@@ -207,5 +213,96 @@ func TestOldZone(t *testing.T) {
 		if got := oldZone(c.name, c.was, c.now); got != c.want {
 			t.Errorf("oldZone(%q, %q, %q) = %q, want %q", c.name, c.was, c.now, got, c.want)
 		}
+	}
+}
+
+// The local DNS's etcd users: a first up sets them up once the DNS
+// containers run, with a user for every cluster the VM has and none for a
+// cluster kind made without marina; the next up finds the container it set
+// up and does nothing; a recreated etcd is set up again.
+func TestUpSetsUpTheEtcdUsers(t *testing.T) {
+	f := newFixture(t)
+	f.config(nil)
+	f.cluster("dev", 1, "https://192.168.64.3:7001")
+	f.addons["dev"] = guestAddons("demo.internal")
+	f.registrySums = f.mirrorSums()
+	if err := Up(context.Background(), f.e, UpOptions{}); err != nil {
+		t.Fatalf("%v\n%s", err, f.err.String())
+	}
+	calls := strings.Join(f.calls, "\n")
+	run, users := strings.Index(calls, "docker.run "+dns.EtcdName), strings.Index(calls, "guest.run set up the local DNS's etcd users")
+	if run < 0 || users < run {
+		t.Fatalf("the users were not set up after etcd ran:\n%s", calls)
+	}
+	body := f.bodies["set up the local DNS's etcd users"]
+	for _, want := range []string{`{"name":"externaldns-dev"}`, `"name":"marina-dns-read"`, "auth/enable"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("the set-up lacks %s", want)
+		}
+	}
+	f.calls = nil
+	if err := Up(context.Background(), f.e, UpOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.called("guest."); len(got) != 1 {
+		t.Errorf("the warm up made %d guest round trips: %v", len(got), got)
+	}
+	// etcd recreated behind marina's back: its users are set up again.
+	f.etcdAuth = "another-container"
+	f.calls = nil
+	if err := Up(context.Background(), f.e, UpOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.called("guest.run set up the local DNS's etcd users"); len(got) != 1 {
+		t.Errorf("an etcd marina did not set up: %v", f.calls)
+	}
+}
+
+// A cluster whose ExternalDNS predates the etcd users gets its user first,
+// then its ExternalDNS again (with the user's Secret: the fake Kube checks
+// the user and its password), then the record that says so.
+func TestUpGivesOlderClustersTheirEtcdUser(t *testing.T) {
+	f := newFixture(t)
+	f.config(nil)
+	f.cluster("old", 1, "https://192.168.64.3:7001")
+	f.addons["old"] = guest.Addons{DNS: "demo.internal"}
+	f.dnsWarm()
+	f.registrySums = f.mirrorSums()
+	if err := Up(context.Background(), f.e, UpOptions{}); err != nil {
+		t.Fatalf("%v\n%s", err, f.err.String())
+	}
+	calls := strings.Join(f.calls, "\n")
+	user, apply, record := strings.Index(calls, "guest.run add the clusters' etcd users"), strings.Index(calls, "kube old apply-external-dns"), strings.Index(calls, "guest.run record the clusters' addons")
+	if user < 0 || apply < user || record < apply {
+		t.Fatalf("user %d, apply %d, record %d:\n%s", user, apply, record, calls)
+	}
+	if !strings.Contains(f.bodies["add the clusters' etcd users"], `{"name":"externaldns-old"}`) {
+		t.Errorf("no user for old:\n%s", f.bodies["add the clusters' etcd users"])
+	}
+	if !f.addons["old"].Auth {
+		t.Errorf("old's record: %+v", f.addons["old"])
+	}
+}
+
+// A create gives the cluster its etcd user in kind's round trip, before
+// kind runs (its ExternalDNS could not start without), and applies
+// ExternalDNS with it.
+func TestCreateGivesTheClusterItsEtcdUser(t *testing.T) {
+	f := createFixture(t, nil)
+	if err := f.create(CreateOptions{}); err != nil {
+		t.Fatalf("%v\n%s", err, f.err.String())
+	}
+	var body string
+	for name, b := range f.bodies {
+		if strings.HasPrefix(name, "kind create cluster") {
+			body = b
+		}
+	}
+	user, kind := strings.Index(body, `{"name":"externaldns-c1"}`), strings.Index(body, "kind create cluster --name c1")
+	if user < 0 || kind < user {
+		t.Errorf("c1's etcd user at %d, kind at %d in:\n%s", user, kind, body)
+	}
+	if got := f.called("kube c1 apply-external-dns"); len(got) != 1 {
+		t.Errorf("ExternalDNS applied %d times", len(got))
 	}
 }

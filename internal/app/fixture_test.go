@@ -76,6 +76,7 @@ type world struct {
 	// The local DNS: its Corefile's sum in the VM, the clusters' addons
 	// records, and the host's resolver folder.
 	dnsSum      string
+	etcdAuth    string // the etcd container whose users were set up
 	addons      map[string]guest.Addons
 	resolverDir string
 	// labels are the clusters' node labels, set by label-nodes (a cluster
@@ -397,7 +398,7 @@ func (g fakeGuest) state() guest.State {
 	if sums == nil {
 		sums = map[string]string{}
 	}
-	return guest.State{Lima0: g.lima0, Lima0All: []netip.Prefix{g.lima0}, Net: st, RegistrySums: sums, DNSSum: g.dnsSum, Addons: maps.Clone(g.addons)}
+	return guest.State{Lima0: g.lima0, Lima0All: []netip.Prefix{g.lima0}, Net: st, RegistrySums: sums, DNSSum: g.dnsSum, EtcdAuth: g.etcdAuth, Addons: maps.Clone(g.addons)}
 }
 
 func (g fakeGuest) Run(_ context.Context, s vm.Script) (vm.Result, error) {
@@ -414,8 +415,16 @@ func (g fakeGuest) Run(_ context.Context, s vm.Script) (vm.Result, error) {
 		g.dnsSum = dns.Spec{File: m[1]}.FileSum()
 	}
 	for _, n := range g.nodes {
-		if d := addonsWrite(s.Body, n.Cluster); d != "" {
-			g.addons[n.Cluster] = guest.Addons{DNS: d}
+		if a, ok := addonsWrite(s.Body, n.Cluster); ok {
+			g.addons[n.Cluster] = a
+		}
+	}
+	// The etcd users' set-up records the etcd container it set up.
+	if strings.Contains(s.Body, ">/etc/marina/dns/etcd-auth\n") {
+		for _, c := range g.mirrors {
+			if c.Name == dns.EtcdName {
+				g.etcdAuth = c.ID
+			}
 		}
 	}
 	for k, r := range g.scripts {
@@ -643,7 +652,10 @@ type fakeKube struct {
 func (k fakeKube) ApplyMetalLB(context.Context, []byte) error {
 	return k.call("kube " + k.name + " apply-metallb")
 }
-func (k fakeKube) ApplyExternalDNS(context.Context, []byte) error {
+func (k fakeKube) ApplyExternalDNS(_ context.Context, _ []byte, etcd dns.Creds) error {
+	if etcd.User != dns.ClusterUser(k.name) || len(etcd.Password) < 40 {
+		return fmt.Errorf("ExternalDNS of %s got etcd user %q with a %d-character password", k.name, etcd.User, len(etcd.Password))
+	}
 	return k.call("kube " + k.name + " apply-external-dns")
 }
 func (k fakeKube) Wait(ctx context.Context, w addons.Wait) error {
@@ -726,28 +738,37 @@ func mustMade(t *testing.T, f *fixture) *host.Made {
 }
 
 // defaultCorefileSum is the sum of marina-dns's Corefile for the default
-// config, as the VM has it once marina wrote it.
-func defaultCorefileSum() string {
-	cfg := config.Default()
-	etcd, _ := dns.Addrs(netip.MustParsePrefix(cfg.Network.CIDR))
-	return dns.Spec{File: dns.Corefile(cfg.DNS.Domain, etcd)}.FileSum()
+// config and label key, as the VM has it once marina wrote it.
+func defaultCorefileSum(t *testing.T, key []byte) string {
+	specs, err := dns.Specs(config.Default(), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return specs[1].FileSum()
 }
 
 // corefileWrite finds the Corefile a script installs in the VM.
-var corefileWrite = regexp.MustCompile(`put ` + regexp.QuoteMeta(dns.CorefilePath) + ` 0644 <<'EOF' \|\| true\n((?s:.*?\n))EOF\n`)
+var corefileWrite = regexp.MustCompile(`put ` + regexp.QuoteMeta(dns.CorefilePath) + ` 0600 <<'EOF' \|\| true\n((?s:.*?\n))EOF\n`)
 
-// addonsWrite is the domain of the addons record a script writes for
-// cluster (what up writes for an older cluster, or kind create's file),
-// "" when it writes none.
-func addonsWrite(body, cluster string) string {
+// addonsWrite is the addons record a script writes for cluster (what up
+// writes for an older cluster, or kind create's file), and whether it
+// writes one.
+func addonsWrite(body, cluster string) (guest.Addons, bool) {
 	q := regexp.QuoteMeta(cluster)
 	for _, re := range []string{
-		`printf '%s\\n' dns=(\S+) >/etc/marina/clusters/` + q + `/addons`,
-		`put /etc/marina/clusters/` + q + `/addons 0644 <<'EOF'[^\n]*\ndns=(\S+)\n`,
+		`printf '%s\\n' '?(dns=[^'\n]+)'? >/etc/marina/clusters/` + q + `/addons`,
+		`put /etc/marina/clusters/` + q + `/addons 0644 <<'EOF'[^\n]*\n(dns=[^\n]+)\n`,
 	} {
 		if m := regexp.MustCompile(re).FindStringSubmatch(body); m != nil {
-			return m[1]
+			var a guest.Addons
+			for _, f := range strings.Fields(m[1]) {
+				if v, ok := strings.CutPrefix(f, "dns="); ok {
+					a.DNS = v
+				}
+				a.Auth = a.Auth || f == "dnsauth=1"
+			}
+			return a, true
 		}
 	}
-	return ""
+	return guest.Addons{}, false
 }

@@ -96,7 +96,8 @@ type Host interface {
 // Kube is one cluster's API.
 type Kube interface {
 	ApplyMetalLB(ctx context.Context, manifest []byte) error
-	ApplyExternalDNS(ctx context.Context, manifest []byte) error
+	// ApplyExternalDNS applies its manifest with its etcd user in a Secret.
+	ApplyExternalDNS(ctx context.Context, manifest []byte, etcd dns.Creds) error
 	Wait(ctx context.Context, w addons.Wait) error
 	Pool(ctx context.Context, name string, ranges []string) error
 	CoreDNS(ctx context.Context, resolvers []config.DNSResolver) error

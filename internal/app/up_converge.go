@@ -200,7 +200,7 @@ func planConverge(cfg config.Config, o *observed, key labelKey, made *host.Made,
 	if err != nil {
 		return p, err
 	}
-	p.dns = planDNS(dnsSpecs, o.dns, o.guest.DNSSum)
+	p.dns = planDNS(dnsSpecs, o.dns, o.guest.DNSSum, o.guest.EtcdAuth)
 	p.made = made
 	p.route = host.Classify(cidr, lima0.Addr(), o.route, made.Gateways(cidr)...)
 	if p.routeFix = h.RouteFix(p.route); p.routeFix != nil {
@@ -254,6 +254,11 @@ func applyConverge(ctx context.Context, s *Session, p convergePlan) error {
 			return applyDNS(ctx, s.Docker, p.dns)
 		})
 		if err != nil {
+			return err
+		}
+	}
+	if p.dns.auth {
+		if err := etcdUsers(ctx, s, p.key); err != nil {
 			return err
 		}
 	}
@@ -335,4 +340,44 @@ func networkMismatch(vmName string, spec docker.NetworkSpec, have *docker.Networ
 	fmt.Fprintf(&b, "  marina shell -- sh -c 'docker rm -f $(docker ps -aq --filter network=%[1]s) 2>/dev/null; docker network rm %[1]s'\n", spec.Name)
 	fmt.Fprintf(&b, "  marina up   (it recreates the network and the registry mirrors)")
 	return fmt.Errorf("%s", b.String())
+}
+
+// etcdUsers sets up the local DNS's etcd users, for every cluster the VM
+// has (one Docker call and one guest round trip), and turns its
+// authentication on.
+func etcdUsers(ctx context.Context, s *Session, key labelKey) error {
+	return s.step("Setting up the local DNS's etcd users", "", func() error {
+		if err := key.save(s.Paths); err != nil {
+			return err
+		}
+		etcd, pw, ok, err := dnsEtcd(s.Config, s.Paths)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return fmt.Errorf("%s could not be read back (a marina bug)", s.Paths.LabelKey())
+		}
+		if s.Clusters == nil {
+			if s.Clusters, err = s.listClusters(ctx); err != nil {
+				return err
+			}
+		}
+		var users []guest.EtcdUser
+		for _, c := range s.Clusters {
+			if c.Slot == 0 {
+				continue // not marina's
+			}
+			u, err := clusterEtcdUser(pw, c.Name, s.Config.DNS.Domain)
+			if err != nil {
+				return err
+			}
+			users = append(users, u)
+		}
+		auth, err := guest.EtcdAuth(etcd, pw.Reader(), users)
+		if err != nil {
+			return err
+		}
+		_, err = s.Guest.Run(ctx, vm.Script{Name: "set up the local DNS's etcd users", Body: "set -eu -o pipefail\n" + auth, Root: true})
+		return err
+	})
 }

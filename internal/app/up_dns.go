@@ -13,6 +13,7 @@ import (
 	"github.com/bcollard/marina/internal/dns"
 	"github.com/bcollard/marina/internal/docker"
 	"github.com/bcollard/marina/internal/fileutil"
+	"github.com/bcollard/marina/internal/guest"
 	"github.com/bcollard/marina/internal/host"
 	"github.com/bcollard/marina/internal/run"
 )
@@ -25,6 +26,9 @@ type dnsPlan struct {
 	create  []dns.Spec
 	remove  []docker.Container
 	reasons map[string]string
+	// auth: etcd's users are to be set up (a new etcd container, or one
+	// marina has not set them up in).
+	auth bool
 
 	resolver host.Resolver
 	fix      [][]string     // write the resolver file
@@ -34,7 +38,7 @@ type dnsPlan struct {
 
 // planDNS compares the wanted DNS containers with those found, the
 // Corefile's sum in the VM and the resolver file.
-func planDNS(specs []dns.Spec, have []docker.Container, sum string) dnsPlan {
+func planDNS(specs []dns.Spec, have []docker.Container, sum, authed string) dnsPlan {
 	p := dnsPlan{specs: specs, reasons: map[string]string{}}
 	byRole := map[string]docker.Container{}
 	for _, c := range have {
@@ -69,6 +73,8 @@ func planDNS(specs []dns.Spec, have []docker.Container, sum string) dnsPlan {
 			p.reasons[c.Name] = "not one of marina's DNS containers"
 		}
 	}
+	etcd, ok := byRole[dns.RoleEtcd]
+	p.auth = !ok || p.recreates(dns.EtcdName) || etcd.ID != authed
 	return p
 }
 
@@ -88,6 +94,9 @@ func (p dnsPlan) steps() []Step {
 			verb = "recreate"
 		}
 		out = append(out, Step{Do: fmt.Sprintf("%s the local DNS's %s at %s (%s)", verb, s.Name, s.IP, s.Image), Reason: p.reasons[s.Name]})
+	}
+	if p.auth {
+		out = append(out, Step{Do: "set up the users of the local DNS's etcd and turn its authentication on: marina's root, marina-dns reading every name, and one per cluster for its ExternalDNS, which may use its own zone only"})
 	}
 	if p.fix != nil {
 		out = append(out, Step{Do: "send names under " + filepath.Base(p.resolver.Path) + " to the local DNS: " + host.Quoted(p.fix, run.Quote), Reason: "now " + string(p.resolver.State)})
@@ -128,7 +137,7 @@ func applyDNS(ctx context.Context, dc Docker, p dnsPlan) error {
 			return err
 		}
 		err := dc.Run(ctx, docker.RunSpec{
-			Name: s.Name, Image: s.Image, Cmd: s.Cmd, IP: s.IP, Binds: s.Binds,
+			Name: s.Name, Image: s.Image, Cmd: s.Cmd, IP: s.IP, Binds: s.Binds, User: s.User,
 			Labels: map[string]string{dns.LabelRole: s.Role, dns.LabelConfig: s.Digest},
 		})
 		if err != nil && strings.Contains(err.Error(), "Address already in use") {
@@ -198,4 +207,26 @@ func readResolver(cfg config.Config, made *host.Made) (host.Resolver, error) {
 	}
 	_, server := dns.Addrs(cidr)
 	return host.ReadResolver(host.ResolverDir(), cfg.DNS.Domain, dns.ResolverFile(server), made)
+}
+
+// dnsEtcd is the local DNS's etcd as the VM's scripts reach it, with the
+// passwords marina derives from its label key. ok is false when the key
+// was never saved: marina up never ran the local DNS on this Mac, so its
+// etcd, if any, is not one marina set up.
+func dnsEtcd(cfg config.Config, p config.Paths) (e guest.Etcd, pw dns.Passwords, ok bool, err error) {
+	key, err := loadLabelKey(p)
+	if err != nil || key.fresh {
+		return e, pw, false, err
+	}
+	if pw, err = dns.NewPasswords(key.key); err != nil {
+		return e, pw, false, err
+	}
+	addr, _ := dns.Addrs(netip.MustParsePrefix(cfg.Network.CIDR)) // validated
+	return guest.Etcd{Addr: addr, Root: pw.Root()}, pw, true, nil
+}
+
+// clusterEtcdUser is cluster name's etcd user with its role.
+func clusterEtcdUser(pw dns.Passwords, name, domain string) (guest.EtcdUser, error) {
+	c, err := pw.Cluster(name)
+	return guest.EtcdUser{Creds: c, Grant: dns.ClusterGrant(name, domain)}, err
 }

@@ -10,7 +10,7 @@ import (
 )
 
 func TestPlanDNS(t *testing.T) {
-	specs, err := dns.Specs(config.Default(), []byte("k"))
+	specs, err := dns.Specs(config.Default(), []byte("a key of at least 16 bytes"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,9 +48,21 @@ func TestPlanDNS(t *testing.T) {
 		{"unknown role", []docker.Container{etcd, server, ct("x", "marina-dns-x", "cache", "", "running")}, sum, nil, []string{"x"}, false},
 		{"two for one role", []docker.Container{etcd, server, ct("e2", dns.EtcdName+"-2", dns.RoleEtcd, specs[0].Digest, "running")}, sum, nil, []string{"e2"}, false},
 	} {
-		p := planDNS(specs, c.have, c.sum)
+		p := planDNS(specs, c.have, c.sum, "e")
 		if !slices.Equal(names(p.create), c.create) || !slices.Equal(ids(p.remove), c.gone) || p.writes != c.writes {
 			t.Errorf("%s: create %v remove %v writes %v; want %v %v %v", c.what, names(p.create), ids(p.remove), p.writes, c.create, c.gone, c.writes)
+		}
+		// etcd's users are set up again whenever its container is new.
+		if want := slices.Contains(c.create, dns.EtcdName); p.auth != want {
+			t.Errorf("%s: auth %v, want %v", c.what, p.auth, want)
+		}
+	}
+	// The container the users were set up in is kept: none to set up;
+	// another one, or none recorded: set up.
+	have := []docker.Container{etcd, server}
+	for authed, want := range map[string]bool{"e": false, "other": true, "": true} {
+		if p := planDNS(specs, have, sum, authed); p.auth != want {
+			t.Errorf("set up in %q: auth %v, want %v", authed, p.auth, want)
 		}
 	}
 }

@@ -48,7 +48,7 @@ func TestUpEndsWithNextSteps(t *testing.T) {
 		f.cluster("dev", 1, "https://192.168.64.3:7001")
 		f.cluster("east", 2, "https://192.168.64.3:7002")
 		for _, n := range []string{"dev", "east"} {
-			f.addons[n] = guest.Addons{DNS: config.DefaultDNSDomain} // on the local DNS already
+			f.addons[n] = guest.Addons{DNS: config.DefaultDNSDomain, Auth: true} // on the local DNS already
 		}
 		f.env["DOCKER_HOST"] = "unix://" + sock(f)
 		if err := Up(context.Background(), f.e, UpOptions{}); err != nil {

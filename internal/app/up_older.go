@@ -3,7 +3,6 @@ package app
 import (
 	"context"
 	"fmt"
-	"net/netip"
 	"path/filepath"
 	"strings"
 	"time"
@@ -16,7 +15,8 @@ import (
 
 // olderClusters are the running clusters whose addons record in the VM
 // lacks the local DNS for dns.domain: made before marina had it, or for
-// another domain. The kubeconfig files on this host say which clusters
+// another domain, or before their ExternalDNS had an etcd user of its
+// own. The kubeconfig files on this host say which clusters
 // there are; Docker is asked only when one of them has no such record, so
 // a warm up makes no extra call.
 func olderClusters(ctx context.Context, s *Session, o *observed) ([]cluster.Info, error) {
@@ -28,7 +28,7 @@ func olderClusters(ctx context.Context, s *Session, o *observed) ([]cluster.Info
 	behind := false
 	for _, f := range files {
 		n := strings.TrimSuffix(filepath.Base(f), ".kubeconfig")
-		if a, ok := o.guest.Addons[n]; !ok || a.DNS != want {
+		if a, ok := o.guest.Addons[n]; !ok || a.DNS != want || !a.Auth {
 			behind = true
 		}
 	}
@@ -43,7 +43,7 @@ func olderClusters(ctx context.Context, s *Session, o *observed) ([]cluster.Info
 	}
 	var out []cluster.Info
 	for _, c := range s.Clusters {
-		if a, ok := o.guest.Addons[c.Name]; c.Slot != 0 && c.Running() && (!ok || a.DNS != want) {
+		if a, ok := o.guest.Addons[c.Name]; c.Slot != 0 && c.Running() && (!ok || a.DNS != want || !a.Auth) {
 			out = append(out, c)
 		}
 	}
@@ -56,18 +56,43 @@ func olderStep(s *Session, older []cluster.Info) Step {
 		Reason: "made before marina served " + s.Config.DNS.Domain}
 }
 
-// upgradeClusters installs ExternalDNS and the CoreDNS block in each older
-// cluster, then records it in the VM (one round trip for all), so that it
-// is done once. A cluster that fails is reported and left for the next up.
+// upgradeClusters gives each older cluster its etcd user (one round trip
+// for all), installs ExternalDNS and the CoreDNS block in it, then records
+// it in the VM (one round trip for all), so that it is done once. A
+// cluster that fails is reported and left for the next up.
 func upgradeClusters(ctx context.Context, s *Session, older []cluster.Info, had map[string]guest.Addons) error {
 	if len(older) == 0 {
 		return nil
 	}
 	domain := s.Config.DNS.Domain
+	etcd, pw, ok, err := dnsEtcd(s.Config, s.Paths)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return fmt.Errorf("%s is missing after marina up ran the local DNS (a marina bug)", s.Paths.LabelKey())
+	}
+	users := make([]guest.EtcdUser, len(older))
+	for i, c := range older {
+		if users[i], err = clusterEtcdUser(pw, c.Name, domain); err != nil {
+			return err
+		}
+	}
+	auth, err := guest.EtcdAuth(etcd, pw.Reader(), users)
+	if err != nil {
+		return err
+	}
+	err = s.step(fmt.Sprintf("Giving %s an etcd user of its own on the local DNS", plural(len(older), "cluster")), "", func() error {
+		_, err := s.Guest.Run(ctx, vm.Script{Name: "add the clusters' etcd users", Body: "set -eu -o pipefail\n" + auth, Root: true})
+		return err
+	})
+	if err != nil {
+		return err
+	}
 	records := map[string]string{}
 	var oldZones []string // names published under an earlier dns.domain
-	for _, c := range older {
-		if err := upgradeCluster(ctx, s, c.Name); err != nil {
+	for i, c := range older {
+		if err := upgradeCluster(ctx, s, c.Name, users[i].Creds); err != nil {
 			// The VM is fine: the cluster stays as it was, for the next up.
 			s.UI.Warnf("cluster %s is not on the local DNS yet: %v\n  the next `marina up` tries again", c.Name, err)
 			continue
@@ -84,8 +109,7 @@ func upgradeClusters(ctx context.Context, s *Session, older []cluster.Info, had 
 	if err := guest.AddonsRecordApply(b, records); err != nil {
 		return err
 	}
-	etcd, _ := dns.Addrs(netip.MustParsePrefix(s.Config.Network.CIDR)) // validated
-	forget, err := guest.DNSForget(etcd, oldZones)
+	forget, err := guest.DNSForget(etcd, oldZones, nil)
 	if err != nil {
 		return err
 	}
@@ -114,7 +138,7 @@ func oldZone(name, was, domain string) string {
 	return z
 }
 
-func upgradeCluster(ctx context.Context, s *Session, name string) error {
+func upgradeCluster(ctx context.Context, s *Session, name string, etcd dns.Creds) error {
 	k, err := s.kube(name, 0)
 	if err != nil {
 		return fmt.Errorf("%w (`marina kubeconfig merge %s` writes its kubeconfig again)", err, name)
@@ -126,7 +150,7 @@ func upgradeCluster(ctx context.Context, s *Session, name string) error {
 	if err := apiReady(ctx, s, name, k); err != nil {
 		return err
 	}
-	for _, st := range dnsSteps(s, k, manifests{externalDNS: m}, DefaultWait) {
+	for _, st := range dnsSteps(s, k, manifests{externalDNS: m, etcd: etcd}, DefaultWait) {
 		if err := s.step(name+": "+st.label, "", func() error { return st.fn(ctx) }); err != nil {
 			return err
 		}

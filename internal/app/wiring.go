@@ -115,8 +115,8 @@ func (k kubeCluster) ApplyMetalLB(ctx context.Context, manifest []byte) error {
 	return addons.ApplyMetalLB(ctx, k.Cluster, manifest)
 }
 
-func (k kubeCluster) ApplyExternalDNS(ctx context.Context, manifest []byte) error {
-	return addons.Apply(ctx, k.Cluster, manifest)
+func (k kubeCluster) ApplyExternalDNS(ctx context.Context, manifest []byte, etcd dns.Creds) error {
+	return addons.ApplyExternalDNS(ctx, k.Cluster, manifest, dns.ExternalDNSCreds(etcd))
 }
 
 func (k kubeCluster) Wait(ctx context.Context, w addons.Wait) error { return w.Do(ctx, k.Cluster) }

@@ -41,6 +41,12 @@ const (
 	CorefilePath = ConfigDir + "/Corefile"
 	// corefileIn is where the container reads it.
 	corefileIn = "/etc/coredns/Corefile"
+	// ServerUser is the user marina-dns runs as: the official image's
+	// nonroot user, named here so that the lab's image (which has no USER)
+	// runs as it too, and the Corefile, which holds marina-dns's etcd
+	// password, can be readable by it alone (Docker lets a container's
+	// unprivileged user bind port 53).
+	ServerUser = "65532:65532"
 
 	// TTL is the TTL of every answer: short, so that a Service deleted or
 	// given another address is not answered from the Mac's cache for
@@ -73,8 +79,10 @@ type Spec struct {
 	IP    netip.Addr
 	Cmd   []string
 	Binds []string
+	// User is the user:group it runs as, "" for the image's.
+	User string
 	// File is the config file the container reads (the Corefile), "" for
-	// none; FilePath is where it lives in the VM.
+	// none; FilePath is where it lives in the VM, owned by User, mode 0600.
 	File, FilePath string
 	// Digest is keyed by the label key: the container's label.
 	Digest string
@@ -95,6 +103,10 @@ func Specs(cfg config.Config, key []byte) ([]Spec, error) {
 	if !config.IsDomain(cfg.DNS.Domain) {
 		return nil, fmt.Errorf("dns.domain %q is not a domain name", cfg.DNS.Domain)
 	}
+	pw, err := NewPasswords(key)
+	if err != nil {
+		return nil, err
+	}
 	etcd, server := Addrs(cidr)
 	specs := []Spec{
 		{
@@ -111,31 +123,34 @@ func Specs(cfg config.Config, key []byte) ([]Spec, error) {
 			Role: RoleServer, Name: ServerName, Image: cfg.DNS.CoreDNS(), IP: server,
 			Cmd:   []string{"-conf", corefileIn},
 			Binds: []string{CorefilePath + ":" + corefileIn + ":ro"},
-			File:  Corefile(cfg.DNS.Domain, etcd), FilePath: CorefilePath,
+			User:  ServerUser,
+			File:  Corefile(cfg.DNS.Domain, etcd, pw.Reader()), FilePath: CorefilePath,
 		},
 	}
 	for i := range specs {
 		s := &specs[i]
 		mac := hmac.New(sha256.New, key)
-		fmt.Fprintf(mac, "image=%s\nip=%s\ncmd=%q\nbinds=%q\nfile=%s\n", s.Image, s.IP, s.Cmd, s.Binds, s.File)
+		fmt.Fprintf(mac, "image=%s\nip=%s\ncmd=%q\nbinds=%q\nuser=%s\nfile=%s\n", s.Image, s.IP, s.Cmd, s.Binds, s.User, s.File)
 		s.Digest = hex.EncodeToString(mac.Sum(nil))
 	}
 	return specs, nil
 }
 
-// Corefile is marina-dns's configuration: domain from etcd, and nothing
-// else. A query for any other name matches no server block, and CoreDNS
-// answers it REFUSED: no recursion, not an open resolver.
-func Corefile(domain string, etcd netip.Addr) string {
+// Corefile is marina-dns's configuration: domain from etcd, read as
+// reader, and nothing else. A query for any other name matches no server
+// block, and CoreDNS answers it REFUSED: no recursion, not an open
+// resolver.
+func Corefile(domain string, etcd netip.Addr, reader Creds) string {
 	return fmt.Sprintf(`%s:53 {
     errors
     etcd {
         path %s
         endpoint %s
+        credentials %s %s
     }
     rewrite stop ttl suffix %s. 0-%d
 }
-`, domain, strings.TrimSuffix(Prefix, "/"), EtcdURL(etcd), domain, TTL)
+`, domain, strings.TrimSuffix(Prefix, "/"), EtcdURL(etcd), reader.User, reader.Password, domain, TTL)
 }
 
 // ResolverFile is the content of the Mac's /etc/resolver/<domain>.

@@ -15,7 +15,7 @@ import (
 
 func TestGolden(t *testing.T) {
 	cfg := config.Default()
-	specs, err := Specs(cfg, []byte("golden key"))
+	specs, err := Specs(cfg, []byte("golden key, 32 bytes long ......"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,14 +38,14 @@ func TestAddrsFollowTheNetwork(t *testing.T) {
 // into, and the key changes every digest: a label cannot be made current
 // without the key.
 func TestSpecDigests(t *testing.T) {
-	base, _ := Specs(config.Default(), []byte("k1"))
-	other, _ := Specs(config.Default(), []byte("k2"))
+	base, _ := Specs(config.Default(), []byte("key one, at least 16 bytes"))
+	other, _ := Specs(config.Default(), []byte("key two, at least 16 bytes"))
 	cfg := config.Default()
 	cfg.DNS.Domain = "lab.internal"
-	domain, _ := Specs(cfg, []byte("k1"))
+	domain, _ := Specs(cfg, []byte("key one, at least 16 bytes"))
 	cfg = config.Default()
 	cfg.DNS.Images.Etcd = "etcd:x@sha256:" + strings.Repeat("a", 64)
-	image, _ := Specs(cfg, []byte("k1"))
+	image, _ := Specs(cfg, []byte("key one, at least 16 bytes"))
 	for i := range base {
 		if base[i].Digest == other[i].Digest {
 			t.Errorf("%s: the key does not change the digest", base[i].Name)
@@ -88,9 +88,15 @@ func TestParseRange(t *testing.T) {
 		kv("/other/key", `{"host":"1.2.3.4"}`),
 		kv("/skydns/internal/demo/dev/bad/0", `not json`),
 	}, ",") + `]}`
-	recs, err := ParseRange([]byte(js), "demo.internal")
+	recs, malformed, err := ParseRange([]byte(js), "demo.internal")
 	if err != nil {
 		t.Fatal(err)
+	}
+	// The value that is no JSON is reported; the CNAME, the names outside
+	// the domain and the other prefix are not marina's records, and no
+	// harm: skipped quietly.
+	if want := []string{`"/skydns/internal/demo/dev/bad/0"`}; fmt.Sprint(malformed) != fmt.Sprint(want) {
+		t.Errorf("malformed = %v, want %v", malformed, want)
 	}
 	want := []Record{
 		{Name: "web.shop.dev.demo.internal", Address: "172.30.1.1", Cluster: "dev", Owner: "dev"},
@@ -99,7 +105,7 @@ func TestParseRange(t *testing.T) {
 	if fmt.Sprint(recs) != fmt.Sprint(want) {
 		t.Errorf("records:\n%v\nwant\n%v", recs, want)
 	}
-	if _, err := ParseRange([]byte("<html>"), "demo.internal"); err == nil {
+	if _, _, err := ParseRange([]byte("<html>"), "demo.internal"); err == nil {
 		t.Error("junk accepted")
 	}
 }
@@ -129,14 +135,82 @@ func TestExternalDNSManifest(t *testing.T) {
 			}
 		}
 	}
-	for _, want := range []string{"--policy=sync", "--txt-owner-id=dev", "--domain-filter=dev.demo.internal", "--fqdn-template={{.Name}}.{{.Namespace}}.dev.demo.internal\n", "value: http://172.30.255.52:2379"} {
+	// Its own zone's prefix alone, names relative to it, no names from
+	// annotations, and its etcd user from the Secret, not the manifest.
+	for _, want := range []string{"--policy=sync", "--txt-owner-id=dev", "--coredns-prefix=/skydns/internal/demo/dev/\n",
+		"--fqdn-template={{.Name}}.{{.Namespace}}\n", "--ignore-hostname-annotation\n", "value: http://172.30.255.52:2379",
+		"name: ETCD_PASSWORD\n          valueFrom:\n            secretKeyRef:\n              key: ETCD_PASSWORD\n              name: external-dns-etcd\n"} {
 		if !strings.Contains(string(m), want) {
 			t.Errorf("manifest lacks %s", want)
 		}
+	}
+	if strings.Contains(string(m), "kind: Secret") {
+		t.Error("the manifest carries a Secret: dry runs print it")
 	}
 	for _, bad := range []string{"dev\n--policy=upsert-only", "Dev", "a.b", "x y"} {
 		if _, err := ExternalDNS(bad, config.Default()); err == nil {
 			t.Errorf("cluster name %q accepted", bad)
 		}
+	}
+}
+
+// Passwords come from the key alone: the same key gives the same ones (up
+// and create agree without storing any), each user its own, another key
+// others; and a short key is refused.
+func TestPasswords(t *testing.T) {
+	k1, _ := NewPasswords([]byte("key one, at least 16 bytes"))
+	again, _ := NewPasswords([]byte("key one, at least 16 bytes"))
+	k2, _ := NewPasswords([]byte("key two, at least 16 bytes"))
+	dev, _ := k1.Cluster("dev")
+	east, _ := k1.Cluster("east")
+	devAgain, _ := again.Cluster("dev")
+	dev2, _ := k2.Cluster("dev")
+	seen := map[string]string{}
+	for who, c := range map[string]Creds{"root": k1.Root(), "reader": k1.Reader(), "dev": dev, "east": east} {
+		if len(c.Password) < 40 || strings.ContainsAny(c.Password, "'\"\\\n$`") {
+			t.Errorf("%s's password %q is short or holds quoting characters", who, c.Password)
+		}
+		if other, dup := seen[c.Password]; dup {
+			t.Errorf("%s and %s share a password", who, other)
+		}
+		seen[c.Password] = who
+	}
+	if dev != devAgain || dev.Password == dev2.Password {
+		t.Errorf("passwords do not follow the key: %v %v %v", dev, devAgain, dev2)
+	}
+	if dev.User != "externaldns-dev" || k1.Root().User != "root" || k1.Reader().User != "marina-dns-read" {
+		t.Errorf("users: %s %s %s", dev.User, k1.Root().User, k1.Reader().User)
+	}
+	if _, err := NewPasswords([]byte("short")); err == nil {
+		t.Error("a 5-byte key made passwords")
+	}
+	if _, err := k1.Cluster("../x"); err == nil {
+		t.Error("a hostile cluster name got a user")
+	}
+	// The grant of a cluster is its own zone; a cluster whose name starts
+	// the same is outside it.
+	g := ClusterGrant("dev", "demo.internal")
+	if g.Prefix != "/skydns/internal/demo/dev/" || !g.Write || g.Role != "externaldns-dev" {
+		t.Errorf("grant %+v", g)
+	}
+	if r := ReaderGrant(); r.Write || r.Prefix != Prefix {
+		t.Errorf("reader grant %+v", r)
+	}
+}
+
+// The Corefile holds marina-dns's etcd user; the container runs as the
+// user the Corefile is given to.
+func TestServerReadsAsItsUser(t *testing.T) {
+	pw, _ := NewPasswords([]byte("golden key, 32 bytes long ......"))
+	specs, err := Specs(config.Default(), []byte("golden key, 32 bytes long ......"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := specs[1]
+	if !strings.Contains(s.File, "credentials marina-dns-read "+pw.Reader().Password+"\n") || s.User != ServerUser {
+		t.Errorf("server spec: user %q, Corefile:\n%s", s.User, s.File)
+	}
+	if specs[0].File != "" || strings.Contains(strings.Join(specs[0].Cmd, " "), pw.Root().Password) {
+		t.Error("etcd's spec carries a password")
 	}
 }

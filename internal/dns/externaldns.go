@@ -28,19 +28,29 @@ const (
 
 // ExternalDNSArgs are ExternalDNS's flags in cluster name: the cluster's
 // LoadBalancer Services as <service>.<namespace>.<name>.<domain>, owned
-// (TXT registry) by this cluster alone, and only names under its own zone,
-// so that no cluster's ExternalDNS writes or deletes another's names.
+// (TXT registry) by this cluster alone.
+//
+// Its provider reads and writes under its own zone's etcd prefix and no
+// other (--coredns-prefix), with names relative to the zone
+// (<service>.<namespace>): the provider makes an etcd key from the prefix
+// and the name's labels reversed, so these are the keys CoreDNS reads
+// for the full names. Its etcd user may use that prefix alone (ClusterGrant),
+// and it reads nothing else, so a value another cluster's workload wrote
+// anywhere else can neither stop its sync nor be taken for its own. The
+// hostname annotations are ignored: every name comes from the template,
+// inside the zone.
 func ExternalDNSArgs(name, domain string) []string {
 	zone := ClusterZone(name, domain)
 	return []string{
 		"--provider=coredns",
+		"--coredns-prefix=" + KeyPrefix(zone),
 		"--source=service",
 		"--service-type-filter=LoadBalancer",
 		"--policy=sync",
 		"--registry=txt",
 		"--txt-owner-id=" + name,
-		"--fqdn-template={{.Name}}.{{.Namespace}}." + zone,
-		"--domain-filter=" + zone,
+		"--fqdn-template={{.Name}}.{{.Namespace}}",
+		"--ignore-hostname-annotation",
 		// v0.23.0 schedules an event's sync at the latest of the last sync
 		// plus --min-event-sync-interval (5 s by default) and the earliest
 		// of now+5 s and the next periodic sync (Controller.
@@ -51,6 +61,22 @@ func ExternalDNSArgs(name, domain string) []string {
 		"--min-event-sync-interval=1s",
 		"--interval=3s",
 		fmt.Sprintf("--metrics-address=:%d", metricsPort),
+	}
+}
+
+// ExternalDNSSecret holds the etcd user of cluster name's ExternalDNS
+// (etcd's own variable names): applied apart from the manifest, which
+// dry runs and goldens print.
+const ExternalDNSSecret = "external-dns-etcd"
+
+// ExternalDNSCreds is the Secret with c, as a Kubernetes object.
+func ExternalDNSCreds(c Creds) *corev1.Secret {
+	return &corev1.Secret{
+		TypeMeta: tm("v1", "Secret"),
+		ObjectMeta: metav1.ObjectMeta{Name: ExternalDNSSecret, Namespace: ExternalDNSNamespace, Labels: map[string]string{
+			"app.kubernetes.io/name": ExternalDNSName, "app.kubernetes.io/managed-by": "marina"}},
+		Type: corev1.SecretTypeOpaque,
+		Data: map[string][]byte{"ETCD_USERNAME": []byte(c.User), "ETCD_PASSWORD": []byte(c.Password)},
 	}
 }
 
@@ -134,7 +160,8 @@ func deployment(m metav1.ObjectMeta, image string, args []string, etcdURL string
 					SecurityContext:    &corev1.PodSecurityContext{RunAsNonRoot: &yes, RunAsUser: &uid, RunAsGroup: &uid},
 					Containers: []corev1.Container{{
 						Name: ExternalDNSName, Image: image, Args: args,
-						Env:   []corev1.EnvVar{{Name: "ETCD_URLS", Value: etcdURL}},
+						Env: []corev1.EnvVar{{Name: "ETCD_URLS", Value: etcdURL},
+							secretEnv("ETCD_USERNAME"), secretEnv("ETCD_PASSWORD")},
 						Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: metricsPort}},
 						ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{
 							HTTPGet: &corev1.HTTPGetAction{Path: "/healthz", Port: intstr.FromInt32(metricsPort)}}},
@@ -147,4 +174,11 @@ func deployment(m metav1.ObjectMeta, image string, args []string, etcdURL string
 			},
 		},
 	}
+}
+
+// secretEnv is the variable name read from ExternalDNSSecret's key of
+// the same name: the password reaches the process, never the manifest.
+func secretEnv(name string) corev1.EnvVar {
+	return corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
+		LocalObjectReference: corev1.LocalObjectReference{Name: ExternalDNSSecret}, Key: name}}}
 }

@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/bcollard/marina/internal/cluster"
@@ -31,9 +32,11 @@ type etcdValue struct {
 
 // ParseRange reads etcd's answer to a range request over Prefix (its JSON
 // gateway, keys and values base64) into the address records under domain,
-// sorted by name. The values were written by every cluster's ExternalDNS:
-// anything that is not a record of marina's form is skipped.
-func ParseRange(js []byte, domain string) ([]Record, error) {
+// sorted by name. The values were written by every cluster's ExternalDNS,
+// and anything that is not a record of marina's form is skipped: malformed
+// are the keys (quoted, as they may hold anything) of the values that are
+// not records at all, for the caller to report.
+func ParseRange(js []byte, domain string) (recs []Record, malformed []string, err error) {
 	var res struct {
 		Kvs []struct {
 			Key   string `json:"key"`
@@ -41,7 +44,7 @@ func ParseRange(js []byte, domain string) ([]Record, error) {
 		} `json:"kvs"`
 	}
 	if err := json.Unmarshal(js, &res); err != nil {
-		return nil, fmt.Errorf("read the local DNS records from etcd: %w", err)
+		return nil, nil, fmt.Errorf("read the local DNS records from etcd: %w", err)
 	}
 	var addrs []Record
 	owners := map[string]string{}
@@ -49,14 +52,19 @@ func ParseRange(js []byte, domain string) ([]Record, error) {
 		k, err1 := base64.StdEncoding.DecodeString(kv.Key)
 		v, err2 := base64.StdEncoding.DecodeString(kv.Value)
 		if err1 != nil || err2 != nil {
+			malformed = append(malformed, strconv.Quote(kv.Key))
 			continue
 		}
 		name, ok := keyName(string(k), domain)
 		if !ok {
+			if strings.HasPrefix(string(k), KeyPrefix(domain)) {
+				malformed = append(malformed, strconv.Quote(string(k)))
+			}
 			continue
 		}
 		var val etcdValue
 		if json.Unmarshal(v, &val) != nil {
+			malformed = append(malformed, strconv.Quote(string(k)))
 			continue
 		}
 		if val.Text != "" {
@@ -89,7 +97,7 @@ func ParseRange(js []byte, domain string) ([]Record, error) {
 		}
 		return addrs[i].Address < addrs[j].Address
 	})
-	return addrs, nil
+	return addrs, malformed, nil
 }
 
 // keyName is the DNS name of an etcd key /skydns/<labels reversed>/<leaf>:

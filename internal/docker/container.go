@@ -56,6 +56,8 @@ type RunSpec struct {
 	Binds  []string
 	// Cmd replaces the image's command when set.
 	Cmd []string
+	// User is the user:group the container runs as; "" is the image's.
+	User string
 	// IP is a fixed address on the kind network (outside Docker's dynamic
 	// range), when set.
 	IP netip.Addr
@@ -72,7 +74,7 @@ func (c *Client) Run(ctx context.Context, spec RunSpec) error {
 	}
 	res, err := c.api.ContainerCreate(ctx, client.ContainerCreateOptions{
 		Name:             spec.Name,
-		Config:           &container.Config{Image: spec.Image, Labels: spec.Labels, Cmd: spec.Cmd},
+		Config:           &container.Config{Image: spec.Image, Labels: spec.Labels, Cmd: spec.Cmd, User: spec.User},
 		NetworkingConfig: nc,
 		HostConfig: &container.HostConfig{
 			Binds:         spec.Binds,

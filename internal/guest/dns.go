@@ -1,10 +1,9 @@
 package guest
 
 import (
-	"encoding/base64"
 	"fmt"
-	"net/netip"
 	"path"
+	"regexp"
 	"sort"
 	"strings"
 
@@ -19,10 +18,13 @@ import (
 // by an older marina lacks, once.
 const addonsFile = "addons"
 
-// dnsObserve prints the sha256 of marina-dns's Corefile, and every
+// dnsObserve prints the sha256 of marina-dns's Corefile, the etcd
+// container whose authentication marina set up (EtcdAuth), and every
 // cluster's addons record as "<cluster> <record>".
 const dnsObserve = `echo "@@ dns"
 if [ -f ` + dns.CorefilePath + ` ]; then sha256sum ` + dns.CorefilePath + `; fi
+echo "@@ etcd-auth"
+if [ -f ` + etcdAuthFile + ` ]; then head -c 100 ` + etcdAuthFile + `; echo; fi
 echo "@@ addons"
 for f in ` + ClustersDir + `/*/` + addonsFile + `; do
 	[ -f "$f" ] || continue
@@ -35,10 +37,14 @@ type Addons struct {
 	// DNS is the zone its ExternalDNS and CoreDNS block were set up for,
 	// "" when it has neither (made before marina had local DNS).
 	DNS string
+	// Auth is whether its ExternalDNS logs in to etcd as its own user
+	// (made before the local DNS's etcd had users when false).
+	Auth bool
 }
 
-// DNSRecord is the addons record of a cluster with local DNS for domain.
-func DNSRecord(domain string) string { return "dns=" + domain }
+// DNSRecord is the addons record of a cluster with local DNS for domain,
+// its ExternalDNS logging in as its own etcd user.
+func DNSRecord(domain string) string { return "dns=" + domain + " dnsauth=1" }
 
 // parseAddons reads the "@@ addons" section: clusters whose folder holds a
 // record, with what it says. A name that is no cluster name is skipped
@@ -55,26 +61,36 @@ func parseAddons(sec string) map[string]Addons {
 			if v, ok := strings.CutPrefix(f, "dns="); ok && config.IsDomain(v) {
 				a.DNS = v
 			}
+			if f == "dnsauth=1" {
+				a.Auth = true
+			}
 		}
 		out[name] = a
 	}
 	return out
 }
 
-// DNSApply adds to b what writes marina-dns's Corefile into the VM (world
-// readable: the container reads it; it holds no secret).
+// DNSApply adds to b what writes marina-dns's Corefile into the VM,
+// readable by the user the container runs as alone: it holds marina-dns's
+// etcd password.
 func DNSApply(b *Batch, specs []dns.Spec) error {
 	for _, s := range specs {
 		if s.FilePath == "" {
 			continue
 		}
+		if !userRe.MatchString(s.User) {
+			return fmt.Errorf("refusing to give %s to %q: not a numeric user:group (a marina bug)", s.FilePath, s.User)
+		}
 		b.Sh("install -d -m 0755 " + run.ShellQuote(path.Dir(s.FilePath)))
-		if err := b.Put(File{Path: s.FilePath, Mode: "0644", Content: s.File}, ""); err != nil {
+		if err := b.Put(File{Path: s.FilePath, Mode: "0600", Content: s.File}, ""); err != nil {
 			return err
 		}
+		b.Sh("chown " + run.ShellQuote(s.User) + " " + run.ShellQuote(s.FilePath))
 	}
 	return nil
 }
+
+var userRe = regexp.MustCompile(`^[0-9]{1,10}:[0-9]{1,10}$`)
 
 // AddonsRecordApply adds to b what writes each cluster's addons record.
 func AddonsRecordApply(b *Batch, records map[string]string) error {
@@ -93,52 +109,4 @@ func AddonsRecordApply(b *Batch, records map[string]string) error {
 		b.Sh(fmt.Sprintf("if [ -d %[1]s ]; then printf '%%s\\n' %[2]s >%[1]s/%[3]s; fi", run.ShellQuote(dir), run.ShellQuote(records[n]), addonsFile))
 	}
 	return nil
-}
-
-// etcdRequest is the shell that sends one JSON request to etcd's gateway
-// at etcd from the VM (the one place besides the kind network that reaches
-// it); keys travel base64-encoded, as the gateway wants them.
-func etcdRequest(etcd netip.Addr, op, prefix string) string {
-	body := fmt.Sprintf(`{"key":"%s","range_end":"%s"}`,
-		base64.StdEncoding.EncodeToString([]byte(prefix)), base64.StdEncoding.EncodeToString([]byte(dns.RangeEnd(prefix))))
-	return fmt.Sprintf("curl -fsS --max-time 10 -X POST -H 'Content-Type: application/json' --data-binary %s %s",
-		run.ShellQuote(body), run.ShellQuote(dns.EtcdURL(etcd)+"/v3/kv/"+op))
-}
-
-// DNSForget is the script part that removes every record under each zone
-// from etcd, printing "@@ dns-forget <zone> ok|failed" per zone: a
-// cluster's ExternalDNS dies with it and cannot clean up. It never fails
-// the script (a VM whose local DNS is not running has nothing to forget).
-// A zone that is no domain name is refused.
-func DNSForget(etcd netip.Addr, zones []string) (string, error) {
-	var b strings.Builder
-	for _, z := range zones {
-		if !config.IsDomain(z) {
-			return "", fmt.Errorf("%q is not a DNS zone", z)
-		}
-		q := run.ShellQuote("@@ dns-forget " + z)
-		fmt.Fprintf(&b, "if %s >/dev/null 2>&1; then echo %s ok; else echo %s failed; fi\n", etcdRequest(etcd, "deleterange", dns.KeyPrefix(z)), q, q)
-	}
-	return b.String(), nil
-}
-
-// ParseForget reads DNSForget's output: the zones it could not clean.
-func ParseForget(out string) []string {
-	var failed []string
-	for _, line := range strings.Split(out, "\n") {
-		rest, ok := strings.CutPrefix(line, "@@ dns-forget ")
-		if z, st, _ := strings.Cut(rest, " "); ok && st == "failed" {
-			failed = append(failed, z)
-		}
-	}
-	return failed
-}
-
-// DNSRecords is the script that prints etcd's JSON answer for every record
-// under domain.
-func DNSRecords(etcd netip.Addr, domain string) (string, error) {
-	if !config.IsDomain(domain) {
-		return "", fmt.Errorf("%q is not a DNS zone", domain)
-	}
-	return "set -eu -o pipefail\n" + etcdRequest(etcd, "range", dns.KeyPrefix(domain)) + "\n", nil
 }

@@ -59,7 +59,7 @@ func TestGolden(t *testing.T) {
 	// What up sends when the rules and every default mirror's config are
 	// to be written: one batch.
 	cfg := config.Default()
-	specs, err := registry.Specs(cfg.Registries, vm.GuestCacheDir, []byte("golden key"))
+	specs, err := registry.Specs(cfg.Registries, vm.GuestCacheDir, goldenKey)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +70,7 @@ func TestGolden(t *testing.T) {
 	if err := RegistryApply(b, specs); err != nil {
 		t.Fatal(err)
 	}
-	dnsSpecs, err := dns.Specs(cfg, []byte("golden key"))
+	dnsSpecs, err := dns.Specs(cfg, goldenKey)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,9 +81,16 @@ func TestGolden(t *testing.T) {
 
 	// The local DNS: what cluster delete adds, dns list, and the addons
 	// records up writes for older clusters.
-	etcd, _ := dns.Addrs(netip.MustParsePrefix(cfg.Network.CIDR))
-	golden.Check(t, "dns-forget.sh.golden", append([]byte("set -eu -o pipefail\n"), must(DNSForget(etcd, []string{"dev.demo.internal", "east.demo.internal"}))...))
+	etcd, pw := goldenEtcd(t)
+	golden.Check(t, "dns-forget.sh.golden", append([]byte("set -eu -o pipefail\n"), must(DNSForget(etcd, []string{"dev.demo.internal", "east.demo.internal"}, []string{"dev", "east"}))...))
 	golden.Check(t, "dns-records.sh.golden", must(DNSRecords(etcd, cfg.DNS.Domain)))
+	dev, err := pw.Cluster("dev")
+	if err != nil {
+		t.Fatal(err)
+	}
+	devUser := EtcdUser{Creds: dev, Grant: dns.ClusterGrant("dev", cfg.DNS.Domain)}
+	auth := must(EtcdAuth(etcd, pw.Reader(), []EtcdUser{devUser}))
+	golden.Check(t, "etcd-auth.sh.golden", append([]byte("set -eu -o pipefail\n"), auth...))
 	rb := NewBatch()
 	if err := AddonsRecordApply(rb, map[string]string{"dev": DNSRecord(cfg.DNS.Domain), "east": DNSRecord(cfg.DNS.Domain)}); err != nil {
 		t.Fatal(err)
@@ -111,7 +118,7 @@ func TestGolden(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	golden.Check(t, "kind-create.sh.golden", must(KindCreate("dev", image, kindConfig, certsD, DNSRecord(cfg.DNS.Domain), false)))
+	golden.Check(t, "kind-create.sh.golden", must(KindCreate("dev", image, kindConfig, certsD, DNSRecord(cfg.DNS.Domain), string(auth), false)))
 	golden.Check(t, "kind-export.sh.golden", must(KindExport([]string{"dev", "east"})))
 	golden.Check(t, "kind-delete.sh.golden", must(KindDelete([]string{"dev", "east"})))
 
@@ -124,4 +131,18 @@ func TestGolden(t *testing.T) {
 	}
 	golden.Check(t, "measure-dirs.sh.golden", must(MeasureDirs(dirs)))
 	golden.Check(t, "empty-dirs.sh.golden", must(EmptyDirs(dirs[:2])))
+}
+
+// goldenKey is the label key the goldens are rendered with.
+var goldenKey = []byte("golden key, 32 bytes long ......")
+
+// goldenEtcd is the default config's etcd with the golden key's users.
+func goldenEtcd(t *testing.T) (Etcd, dns.Passwords) {
+	t.Helper()
+	pw, err := dns.NewPasswords(goldenKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr, _ := dns.Addrs(netip.MustParsePrefix(config.Default().Network.CIDR))
+	return Etcd{Addr: addr, Root: pw.Root()}, pw
 }

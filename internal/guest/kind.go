@@ -44,8 +44,9 @@ const apiServerCert = "/etc/kubernetes/pki/apiserver.crt"
 // quoted here-documents (see put) and the kind config base64-encoded, so
 // none of their text is shell.
 //
-// addons is the cluster's addons record (see DNSRecord), written with it.
-func KindCreate(name, image string, kindConfig []byte, certsD map[string]string, addons string, retain bool) (string, error) {
+// addons is the cluster's addons record (see DNSRecord), written with it;
+// etcdAuth (EtcdAuth with the cluster's user) runs before kind.
+func KindCreate(name, image string, kindConfig []byte, certsD map[string]string, addons, etcdAuth string, retain bool) (string, error) {
 	dir, err := ClusterDir(name)
 	if err != nil {
 		return "", err
@@ -72,6 +73,10 @@ func KindCreate(name, image string, kindConfig []byte, certsD map[string]string,
 		if err := b.Put(File{Path: path.Join(dir, addonsFile), Mode: "0644", Content: addons + "\n"}, ""); err != nil {
 			return "", err
 		}
+	}
+	// The cluster's etcd user first: its ExternalDNS cannot start without.
+	if etcdAuth != "" {
+		b.Sh(etcdAuth)
 	}
 	// Each cluster has its own kind kubeconfig in its folder: creates and
 	// deletes that run at once (a fleet) would otherwise queue on the lock

@@ -18,7 +18,7 @@ func TestKindScriptsParse(t *testing.T) {
 		return s
 	}
 	scripts := map[string]string{
-		"create": must(KindCreate("dev", "kindest/node:v1.36.4@sha256:"+strings.Repeat("a", 64), []byte("kind: Cluster\n'quote' $(x) `y`\n"), map[string]string{"docker.io/hosts.toml": "server = \"x\"\n"}, "dns=demo.internal", true)),
+		"create": must(KindCreate("dev", "kindest/node:v1.36.4@sha256:"+strings.Repeat("a", 64), []byte("kind: Cluster\n'quote' $(x) `y`\n"), map[string]string{"docker.io/hosts.toml": "server = \"x\"\n"}, "dns=demo.internal", "", true)),
 		"export": must(KindExport([]string{"dev", "east"})),
 		"delete": must(KindDelete([]string{"dev"})),
 	}
@@ -38,7 +38,7 @@ func TestKindScriptsParse(t *testing.T) {
 			t.Errorf("create script lacks %q", want)
 		}
 	}
-	if strings.Contains(must(KindCreate("dev", "img@sha256:x", nil, nil, "", false)), "--retain") {
+	if strings.Contains(must(KindCreate("dev", "img@sha256:x", nil, nil, "", "", false)), "--retain") {
 		t.Error("--retain without asking")
 	}
 }
@@ -47,7 +47,7 @@ func TestKindScriptsParse(t *testing.T) {
 // clusters' folder, and a certs.d key cannot leave certs.d.
 func TestKindScriptsRefuseBadNames(t *testing.T) {
 	for _, n := range []string{"..", "../etc", "a b", "", "dev\n@@ cert x", "-rf"} {
-		if _, err := KindCreate(n, "img@sha256:x", nil, nil, "", false); err == nil {
+		if _, err := KindCreate(n, "img@sha256:x", nil, nil, "", "", false); err == nil {
 			t.Errorf("KindCreate(%q) accepted", n)
 		}
 		if _, err := KindDelete([]string{"dev", n}); err == nil {
@@ -57,7 +57,7 @@ func TestKindScriptsRefuseBadNames(t *testing.T) {
 			t.Errorf("KindExport(%q) accepted", n)
 		}
 	}
-	if _, err := KindCreate("dev", "img@sha256:x", nil, map[string]string{"../../../root/.ssh/authorized_keys": "x"}, "", false); err == nil {
+	if _, err := KindCreate("dev", "img@sha256:x", nil, map[string]string{"../../../root/.ssh/authorized_keys": "x"}, "", "", false); err == nil {
 		t.Error("a certs.d key left certs.d")
 	}
 }

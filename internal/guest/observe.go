@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"regexp"
 	"strings"
 
 	"github.com/bcollard/marina/internal/dns"
@@ -26,6 +27,9 @@ type State struct {
 	RegistrySums map[string]string
 	// DNSSum is the sha256 of marina-dns's Corefile, "" when there is none.
 	DNSSum string
+	// EtcdAuth is the id of the etcd container whose users marina set up
+	// (EtcdAuth), "" when none was.
+	EtcdAuth string
 	// Addons maps each cluster with an addons record to what it says.
 	Addons map[string]Addons
 	// Health is Docker's unit, the inotify limits, the disk, Rosetta's
@@ -40,6 +44,10 @@ const observeScript = `set -u
 echo "@@ lima0"
 ip -4 -j addr show dev lima0 2>/dev/null || echo '[]'
 ` + networkObserve + registryObserve + dnsObserve + healthObserve
+
+// containerID is what a Docker container id looks like: the file it is
+// read from is in the VM.
+var containerID = regexp.MustCompile(`^[0-9a-f]{64}$`)
 
 // ErrNoLima0 is the observation's error when the guest answered but lima0
 // has no IPv4 address (the rest of State is read all the same).
@@ -81,6 +89,9 @@ func parseObserve(out string) (State, error) {
 	sec := sections(out)
 	st := State{Net: parseNetState(sec), RegistrySums: parseSums(sec["registry"]), Addons: parseAddons(sec["addons"]), Health: parseHealth(sec)}
 	st.DNSSum = parseSums(sec["dns"])[dns.CorefilePath]
+	if id := strings.TrimSpace(sec["etcd-auth"]); containerID.MatchString(id) {
+		st.EtcdAuth = id
+	}
 	addrs, err := ParseAddrs(sec["lima0"])
 	if err != nil {
 		return st, err

@@ -12,11 +12,13 @@ package e2e
 import (
 	"context"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net"
 	"net/netip"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -139,17 +141,30 @@ func runExternalDNS(t *testing.T, cluster, etcdImage string) {
 	c := pod.Containers[0]
 	dir, env := inCluster(t, cs, cluster, dns.ExternalDNSNamespace, pod.ServiceAccountName)
 	for _, e := range c.Env {
-		env = append(env, e.Name+"="+e.Value)
+		v := e.Value
+		// A variable from a Secret is read from it, as the kubelet does.
+		if ref := e.ValueFrom; ref != nil && ref.SecretKeyRef != nil {
+			sec, err := cs.CoreV1().Secrets(dns.ExternalDNSNamespace).Get(context.Background(), ref.SecretKeyRef.Name, metav1.GetOptions{})
+			if err != nil {
+				t.Fatalf("ExternalDNS of %s reads %s from Secret %s: %v", cluster, e.Name, ref.SecretKeyRef.Name, err)
+			}
+			v = string(sec.Data[ref.SecretKeyRef.Key])
+		}
+		env = append(env, e.Name+"="+v)
+	}
+	// The environment travels in a file next to the token, not in docker's
+	// arguments: it holds the etcd password.
+	envFile := filepath.Join(labRoot(), "vm", "tmp", strings.TrimPrefix(dir, "/tmp/"), "env")
+	if err := os.WriteFile(envFile, []byte(strings.Join(env, "\n")+"\n"), 0o600); err != nil {
+		t.Fatal(err)
 	}
 	name := "edns-" + cluster
 	args := []string{"run", "-d", "--name", name, "--network", "kind", "--read-only",
 		"--user", fmt.Sprintf("%d:%d", *pod.SecurityContext.RunAsUser, *pod.SecurityContext.RunAsGroup),
 		"-v", labCacheBin("external-dns") + ":/external-dns:ro",
 		"-v", dir + ":/var/run/secrets/kubernetes.io/serviceaccount:ro",
+		"--env-file", dir + "/env",
 		"--entrypoint", "/external-dns"}
-	for _, e := range env {
-		args = append(args, "-e", e)
-	}
 	// etcd's image is only a root file system here: the binary is ExternalDNS's.
 	args = append(append(args, etcdImage), c.Args...)
 	_, _ = labCmd(t, "docker", "rm", "-f", name)
@@ -182,13 +197,16 @@ func lbService(t *testing.T, cs *kubernetes.Clientset, ns, name, ip string) {
 	}
 }
 
-// etcdKeys are the keys under prefix in marina-dns-etcd, read in the VM.
+// etcdKeys are the keys under prefix in marina-dns-etcd, read as
+// marina's root user by a workload on the kind network.
 func etcdKeys(t *testing.T, prefix string) []string {
 	t.Helper()
-	body := fmt.Sprintf(`{"key":"%s","range_end":"%s","keys_only":true}`, b64(prefix), b64(dns.RangeEnd(prefix)))
-	out := inGuest(t, "curl -fsS -X POST --data-binary '"+body+"' http://172.30.255.52:2379/v3/kv/range")
+	out, err := etcdPoke(t, "", etcdCreds(t, "root"), "range", prefix)
+	if err != nil {
+		t.Fatalf("etcd: %v\n%s", err, out)
+	}
 	var res struct{ Kvs []struct{ Key string } }
-	if err := json.Unmarshal([]byte(out), &res); err != nil {
+	if err := json.Unmarshal([]byte(strings.TrimPrefix(out, "HTTP 200 ")), &res); err != nil {
 		t.Fatalf("etcd: %v\n%s", err, out)
 	}
 	var keys []string
@@ -196,6 +214,62 @@ func etcdKeys(t *testing.T, prefix string) []string {
 		keys = append(keys, unb64(t, kv.Key))
 	}
 	return keys
+}
+
+// etcdCreds are the etcd user who's ("root", or a cluster's ExternalDNS
+// as "externaldns-<cluster>"), derived from the Mac's label key as marina
+// derives them.
+func etcdCreds(t *testing.T, who string) dns.Creds {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(marinaHome(), "label.key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, err := hex.DecodeString(strings.TrimSpace(string(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pw, err := dns.NewPasswords(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if who == "root" {
+		return pw.Root()
+	}
+	c, err := pw.Cluster(strings.TrimPrefix(who, "externaldns-"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// etcdPoke runs lab/etcdpoke as a workload in the network namespace of
+// node ("" for one of its own on the kind network), as c (anonymous when
+// c.User is ""), and returns what it printed ("HTTP <status> <answer>").
+func etcdPoke(t *testing.T, node string, c dns.Creds, args ...string) (string, error) {
+	t.Helper()
+	bin := filepath.Join(labRoot(), "vm", "tmp", "etcdpoke")
+	if _, err := os.Stat(bin); err != nil {
+		build := exec.Command("go", "build", "-o", bin, "./lab/etcdpoke")
+		build.Dir = filepath.Dir(filepath.Dir(labScript)) // the repository
+		build.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := build.CombinedOutput(); err != nil {
+			t.Fatalf("build lab/etcdpoke: %v\n%s", err, out)
+		}
+	}
+	// Credentials travel in a file, as a pod's would in a mounted Secret.
+	env := filepath.Join(labRoot(), "vm", "tmp", "etcdpoke.env")
+	if err := os.WriteFile(env, []byte("ETCD_USERNAME="+c.User+"\nETCD_PASSWORD="+c.Password+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	network := "kind"
+	if node != "" {
+		network = "container:" + node
+	}
+	run := []string{"docker", "run", "--rm", "--network", network, "--env-file", "/tmp/etcdpoke.env",
+		"-v", "/tmp/etcdpoke:/etcdpoke:ro", "--entrypoint", "/etcdpoke", dnsImageRefs(t)["etcd"], "http://172.30.255.52:2379"}
+	out, err := labCmd(t, append(run, args...)...)
+	return strings.TrimSpace(out), err
 }
 
 func TestDNS(t *testing.T) {
@@ -358,6 +432,45 @@ func TestDNS(t *testing.T) {
 		t.Logf("MEASURE dns-nxdomain-after-delete %s", waitAnswer(t, "svc0.shop.a.demo.internal", "", 5*time.Second).Round(time.Millisecond))
 	})
 
+	t.Run("no cluster's workload can make another cluster's names go", func(t *testing.T) {
+		node := "b-control-plane"
+		zoneA, zoneB := dns.KeyPrefix("a.demo.internal"), dns.KeyPrefix("b.demo.internal")
+		// A workload of b with no password: etcd refuses every write.
+		for _, kv := range [][2]string{{zoneB + "junk/00000000", "not json"}, {zoneA + "shop/web/ffffffff", `{"host":"172.30.9.9"}`}} {
+			if out, err := etcdPoke(t, node, dns.Creds{}, "put", kv[0], kv[1]); err == nil || !strings.Contains(out, "user name is empty") {
+				t.Errorf("an anonymous write of %s: %v, %s", kv[0], err, out)
+			}
+		}
+		// A privileged workload of b that took b's ExternalDNS credentials
+		// from its Secret: its own zone only.
+		sec, err := csB.CoreV1().Secrets(dns.ExternalDNSNamespace).Get(context.Background(), dns.ExternalDNSSecret, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		stolen := dns.Creds{User: string(sec.Data["ETCD_USERNAME"]), Password: string(sec.Data["ETCD_PASSWORD"])}
+		if out, err := etcdPoke(t, node, stolen, "put", zoneA+"shop/web/ffffffff", `{"host":"172.30.9.9"}`); err == nil || !strings.Contains(out, "permission denied") {
+			t.Errorf("b's user writing into a's zone: %v, %s", err, out)
+		}
+		if out, err := etcdPoke(t, node, stolen, "put", zoneB+"junk/00000000", "not json"); err != nil {
+			t.Fatalf("b's user writing a malformed value into its own zone: %v, %s", err, out)
+		}
+		t.Cleanup(func() {
+			_, _ = etcdPoke(t, "", etcdCreds(t, "root"), "put", zoneB+"junk/00000000", `{"host":"172.30.2.250"}`)
+		})
+		// a's names answer, and a's ExternalDNS, which reads its own zone
+		// alone, goes on publishing while b's value is there.
+		if got := lookup(t, dnsServer, "web.shop.a.demo.internal", false); len(got.Addrs) != 1 || got.Addrs[0].String() != "172.30.1.1" {
+			t.Errorf("a's web: %+v", got)
+		}
+		lbService(t, csA, "shop", "fresh", "172.30.1.20")
+		waitAnswer(t, "fresh.shop.a.demo.internal", "172.30.1.20", 30*time.Second)
+		// marina's own view reports the value and goes on.
+		r := mustMarina(t, "dns", "list")
+		if !strings.Contains(r.stdout, "fresh.shop.a.demo.internal") || !strings.Contains(r.stderr, zoneB+"junk/00000000") {
+			t.Errorf("dns list with a malformed value:\n%s\n%s", r.stdout, r.stderr)
+		}
+	})
+
 	t.Run("the names still answer after lima0 moves", func(t *testing.T) {
 		moveLima0(t)
 		mustMarina(t, "up")
@@ -392,7 +505,7 @@ func TestDNS(t *testing.T) {
 		if _, err := csB.AppsV1().Deployments(dns.ExternalDNSNamespace).Get(context.Background(), dns.ExternalDNSName, metav1.GetOptions{}); err != nil {
 			t.Errorf("up did not install ExternalDNS in b: %v", err)
 		}
-		if got := strings.TrimSpace(inGuest(t, "cat /etc/marina/clusters/b/addons")); got != "dns=demo.internal" {
+		if got := strings.TrimSpace(inGuest(t, "cat /etc/marina/clusters/b/addons")); got != "dns=demo.internal dnsauth=1" {
 			t.Errorf("b's record: %q", got)
 		}
 		r = mustMarina(t, "up", "--debug")
