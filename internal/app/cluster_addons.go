@@ -32,7 +32,10 @@ type addonStep struct {
 func metalLBManifest(ctx context.Context, s *Session, version string) ([]byte, error) {
 	var m []byte
 	err := s.step("Fetching the MetalLB "+version+" manifest", "", func() (err error) {
-		m, err = s.deps.MetalLB(ctx, version)
+		if m, err = s.deps.MetalLB(ctx, version); err != nil {
+			return err
+		}
+		m, err = addons.PinImages(m, s.Config.Kind.AddonImages)
 		return err
 	})
 	return m, err

@@ -295,7 +295,10 @@ func applyCreate(ctx context.Context, s *Session, p *createPlan, opts CreateOpti
 	var metrics []byte
 	if ms := p.metricsServer; ms != nil {
 		if err := s.step("Fetching the metrics-server "+ms.Version+" manifest", "", func() (err error) {
-			metrics, err = s.deps.MetricsServer(ctx, ms.Version)
+			if metrics, err = s.deps.MetricsServer(ctx, ms.Version); err != nil {
+				return err
+			}
+			metrics, err = addons.PinImages(metrics, s.Config.Kind.AddonImages)
 			return err
 		}); err != nil {
 			return err

@@ -185,7 +185,7 @@ func newFixture(t *testing.T) *fixture {
 			return []byte(fakeMetalLB), f.call("net.metallb-manifest")
 		},
 		MetricsServer: func(_ context.Context, v string) ([]byte, error) {
-			return []byte("metrics-server " + v), f.call("net.metrics-server-manifest " + v)
+			return []byte(fakeMetricsServer(v)), f.call("net.metrics-server-manifest " + v)
 		},
 		Calls: func() int64 { return int64(len(f.called("guest."))) },
 	}
@@ -289,7 +289,35 @@ apiVersion: apiextensions.k8s.io/v1
 kind: CustomResourceDefinition
 metadata:
   name: l2advertisements.metallb.io
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: controller
+  namespace: metallb-system
+spec:
+  template:
+    spec:
+      containers:
+      - name: controller
+        image: quay.io/metallb/controller:v0.16.2
 `
+
+// fakeMetricsServer stands in for metrics-server's components.yaml: its
+// one Deployment, with the release's image.
+func fakeMetricsServer(v string) string {
+	return `apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: metrics-server
+  namespace: kube-system
+spec:
+  template:
+    spec:
+      containers:
+      - name: metrics-server
+        image: registry.k8s.io/metrics-server/metrics-server:` + v + "\n"
+}
 
 type fakeVM struct{ *world }
 
@@ -710,7 +738,11 @@ func (k fakeKube) Nodes(context.Context) ([]kube.NodeInfo, error) {
 	l["node-role.kubernetes.io/control-plane"] = ""
 	return []kube.NodeInfo{{Name: k.name + "-control-plane", Version: "v1.36.1", Ready: true, Labels: l}}, err
 }
-func (k fakeKube) ApplyMetricsServer(_ context.Context, _ []byte, insecure bool) error {
+func (k fakeKube) ApplyMetricsServer(_ context.Context, manifest []byte, insecure bool) error {
+	// What reaches a cluster runs its images by digest.
+	if !regexp.MustCompile(`image: registry.k8s.io/metrics-server/metrics-server:v[0-9.]+@sha256:[0-9a-f]{64}\n`).Match(manifest) {
+		return fmt.Errorf("metrics-server's manifest does not pin its image:\n%s", manifest)
+	}
 	return k.call(fmt.Sprintf("kube %s apply-metrics-server insecure=%v", k.name, insecure))
 }
 func (k fakeKube) DeployEcho(_ context.Context, e kube.Echo) error {

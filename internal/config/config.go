@@ -34,8 +34,13 @@ type Kind struct {
 	NodeVersion string `yaml:"nodeVersion" json:"nodeVersion"`
 	// NodeImages adds or replaces node images by version; each must be
 	// pinned by digest (name:tag@sha256:…).
-	NodeImages           map[string]string `yaml:"nodeImages,omitempty" json:"nodeImages,omitempty"`
-	MetalLBVersion       string            `yaml:"metalLBVersion" json:"metalLBVersion"`
+	NodeImages     map[string]string `yaml:"nodeImages,omitempty" json:"nodeImages,omitempty"`
+	MetalLBVersion string            `yaml:"metalLBVersion" json:"metalLBVersion"`
+	// AddonImages replaces an image an add-on manifest runs (as the
+	// manifest names it, quay.io/metallb/controller:v0.16.2) with another,
+	// pinned by digest: a copy in your own registry, or a digest marina
+	// does not pin.
+	AddonImages          map[string]string `yaml:"addonImages,omitempty" json:"addonImages,omitempty"`
 	CustomDNSResolvers   []DNSResolver     `yaml:"customDnsResolvers" json:"customDnsResolvers"`
 	AutoMergeKubeconfig  bool              `yaml:"autoMergeKubeconfig" json:"autoMergeKubeconfig"`
 	AutoRemoveKubeconfig bool              `yaml:"autoRemoveKubeconfig" json:"autoRemoveKubeconfig"`
@@ -85,13 +90,18 @@ type DNSImages struct {
 
 // The images of the local DNS marina runs unless dns.images says otherwise.
 const (
-	// DefaultEtcdImage is etcd v3.6.8's official image.
-	DefaultEtcdImage = "gcr.io/etcd-development/etcd:v3.6.8@sha256:397189418d1a00e500c0605ad18d1baf3b541a1004d768448c367e48071622e5"
+	// DefaultEtcdImage is etcd v3.6.14's official image, the multi-platform
+	// index whose digest etcd's maintainers recorded when they promoted it
+	// to registry.k8s.io (kubernetes/k8s.io pull request 9771, `crane
+	// digest gcr.io/etcd-development/etcd:v3.6.14`).
+	DefaultEtcdImage = "gcr.io/etcd-development/etcd:v3.6.14@sha256:a491baeaa0cb0c9cd89c0062ac44ece53886e3e5bddad18d2daf36678ce665b6"
 	// DefaultCoreDNSImage is CoreDNS 1.14.7's official image.
 	DefaultCoreDNSImage = "coredns/coredns:1.14.7@sha256:7efd3c635b03efd68c4e8398fc45f0d993d0e9ab016f72c1cefb0fd6d01aa286"
-	// DefaultExternalDNSImage is ExternalDNS v0.23.0. Its digest could not
-	// be read where this was written (no registry reachable): it is pinned
-	// by tag, and dns.images.externalDNS pins a digest.
+	// DefaultExternalDNSImage is ExternalDNS v0.23.0. Its promotion
+	// (kubernetes/k8s.io pull request 9961) records no digest where it
+	// could be read here, and no registry is reachable from where this was
+	// written: it is pinned by tag, and dns.images.externalDNS pins a
+	// digest (README, "Pinned images").
 	DefaultExternalDNSImage = "registry.k8s.io/external-dns/external-dns:v0.23.0"
 )
 
@@ -128,9 +138,17 @@ const (
 	DefaultNodeVersion    = "v1.36.4"
 	DefaultMetalLBVersion = "v0.16.2"
 	DefaultDNSDomain      = "demo.internal"
-	// DefaultRegistryImage is distribution v3.0.0's official image (the
-	// multi-platform index), the one the lab's stand-in is built from.
-	DefaultRegistryImage = "registry:3.0.0@sha256:6c5666b861f3505b116bb9aa9b25175e71210414bd010d92035ff64018f9457e"
+	// DefaultRegistryImage is distribution v3.1.2's official image (the
+	// multi-platform index), the version the lab's stand-in is built from.
+	// 3.1.0 stopped a pull-through proxy sending its upstream credentials
+	// to a token realm outside the upstream's domain (CVE-2026-33540),
+	// 3.1.1 fixed CVE-2026-35172 and CVE-2026-41888, and 3.1.2 checks what
+	// an upstream serves against the digest asked for (CVE-2026-85747):
+	// all in exactly marina's use. The digest is the one Renovate recorded
+	// for the tag on 2026-09-29 in the public repositories that pin it
+	// (docker-library/repo-info had no 3.1.2 record yet where it could be
+	// read).
+	DefaultRegistryImage = "registry:3.1.2@sha256:ddf754342cfc8acc51a56d5d0ab6af06826461864460636d8bd5c546dab2a7b8"
 )
 
 // DefaultMirrors are the five upstreams every cluster pulls through.

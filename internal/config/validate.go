@@ -147,6 +147,18 @@ func (v *validator) kind(k Kind, zone string) {
 	if _, err := k.NodeImage(k.NodeVersion); err != nil {
 		v.add("kind.nodeVersion", "%v", err)
 	}
+	images := make([]string, 0, len(k.AddonImages))
+	for from := range k.AddonImages {
+		images = append(images, from)
+	}
+	sort.Strings(images)
+	for _, from := range images {
+		// Which images a manifest runs is the add-on package's to say
+		// (cluster create checks it); the replacement is checked here.
+		if err := checkPinned(k.AddonImages[from]); err != nil {
+			v.add("kind.addonImages."+from, "%v", err)
+		}
+	}
 	if !versionRe.MatchString(k.MetalLBVersion) {
 		v.add("kind.metalLBVersion", "%q is not a MetalLB version: write it like %s", k.MetalLBVersion, DefaultMetalLBVersion)
 	}
