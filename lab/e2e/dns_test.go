@@ -163,7 +163,7 @@ func runExternalDNS(t *testing.T, cluster, etcdImage string) {
 		"--user", fmt.Sprintf("%d:%d", *pod.SecurityContext.RunAsUser, *pod.SecurityContext.RunAsGroup),
 		"-v", labCacheBin("external-dns") + ":/external-dns:ro",
 		"-v", dir + ":/var/run/secrets/kubernetes.io/serviceaccount:ro",
-		"--env-file", dir + "/env",
+		"--env-file", envFile, // read by docker's client, on this side
 		"--entrypoint", "/external-dns"}
 	// etcd's image is only a root file system here: the binary is ExternalDNS's.
 	args = append(append(args, etcdImage), c.Args...)
@@ -266,7 +266,7 @@ func etcdPoke(t *testing.T, node string, c dns.Creds, args ...string) (string, e
 	if node != "" {
 		network = "container:" + node
 	}
-	run := []string{"docker", "run", "--rm", "--network", network, "--env-file", "/tmp/etcdpoke.env",
+	run := []string{"docker", "run", "--rm", "--network", network, "--env-file", env,
 		"-v", "/tmp/etcdpoke:/etcdpoke:ro", "--entrypoint", "/etcdpoke", dnsImageRefs(t)["etcd"], "http://172.30.255.52:2379"}
 	out, err := labCmd(t, append(run, args...)...)
 	return strings.TrimSpace(out), err

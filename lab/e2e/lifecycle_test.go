@@ -137,7 +137,7 @@ func TestLifecycle(t *testing.T) {
 		if s := limaStatus(t); s != "Running" {
 			t.Errorf("the instance was not created through limactl: %q", s)
 		}
-		// The lab's own registry:3.0.0, pinned by its digest, in the
+		// The lab's own registry:3.1.2, pinned by its digest, in the
 		// default file marina wrote.
 		cfg := filepath.Join(marinaHome(), "config.yaml")
 		b, err := os.ReadFile(cfg)

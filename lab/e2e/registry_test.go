@@ -67,7 +67,7 @@ func dnsImagesYAML() string {
 	return "  images:\n    etcd: " + ref("etcd") + "\n    coredns: " + ref("coredns") + "\n"
 }
 
-// registryImage is the lab's registry:3.0.0 pinned by its digest (see
+// registryImage is the lab's registry:3.1.2 pinned by its digest (see
 // lab/lab registry-image): what registries.image names in the lab, where
 // the official image cannot be pulled.
 func registryImage() string {
@@ -142,7 +142,7 @@ auth:
 	}
 	_, _ = labCmd(t, "docker", "rm", "-f", "lab-upstream")
 	labDocker(t, "run", "-d", "--name", "lab-upstream", "--network", "kind", "-v", "/tmp/lab-upstream:/up:ro",
-		"registry:3.0.0", "serve", "/up/config.yml")
+		"registry:3.1.2", "serve", "/up/config.yml")
 	ip := containerIP(t, "lab-upstream", "kind")
 	waitFor(t, 20*time.Second, "lab-upstream to answer", func() bool {
 		c, err := net.DialTimeout("tcp", ip+":5443", time.Second)
