@@ -1,6 +1,6 @@
 module github.com/bcollard/marina
 
-go 1.26.8
+go 1.27.3
 
 require (
 	github.com/containerd/containerd/v2 v2.3.7
