@@ -299,6 +299,10 @@ func (d *doctor) run(ctx context.Context) DoctorReport {
 			}
 			probes.Upstreams = append(probes.Upstreams, u)
 		}
+		// The local DNS's records, read as root, for values that are none.
+		if etcd, _, ok, err := dnsEtcd(s.Config, s.Paths); err == nil && ok {
+			probes.Records, _ = guest.DNSRecordsProbe(etcd, s.Config.DNS.Domain)
+		}
 	}
 	o := observeWith(ctx, s, d.cidr, observeOpts{probes: probes, routes: true, clusters: true})
 	d.o = o
@@ -410,7 +414,7 @@ func (d *doctor) run(ctx context.Context) DoctorReport {
 		wg.Go(func() {
 			st := &Status{}
 			st.dnsSection(ctx, s, o, d.cidr, d.made)
-			dnsCheck = judgeDNS(*st.DNS)
+			dnsCheck = judgeRecords(judgeDNS(*st.DNS), o.guest.Health, s.Config.DNS.Domain)
 		})
 	}
 	switch {
@@ -741,6 +745,22 @@ func judgeDNS(st DNSStatus) DoctorCheck {
 		return fail(checkDNS, strings.Join(bad, "; "), fix)
 	}
 	return ok(checkDNS, fmt.Sprintf("%s present; %s running; %s", st.ResolverPath, strings.Join(running, " and "), st.Lookup.Line()))
+}
+
+// judgeRecords turns a passing DNS check into a warning when etcd holds
+// values that are no DNS record: each stops the ExternalDNS of the
+// cluster whose zone holds it (the only user that can write there), and
+// marina's own view skips it.
+func judgeRecords(c DoctorCheck, h guest.Health, domain string) DoctorCheck {
+	if c.Status != DoctorOK || !h.RecordsRead {
+		return c
+	}
+	_, malformed, err := dns.ParseRange(h.Records, domain)
+	if err != nil || len(malformed) == 0 {
+		return c
+	}
+	return warn(checkDNS, fmt.Sprintf("%s; etcd holds %s that no DNS record can be read from: %s (each stops the ExternalDNS of the cluster whose zone holds it)", c.Finding, plural(len(malformed), "value"), strings.Join(malformed, ", ")),
+		"find which workload of that cluster holds its ExternalDNS's credentials (Secret external-dns/"+dns.ExternalDNSSecret+"); `marina cluster delete` of the cluster removes the values with its names")
 }
 
 // judgeMirrors is one check per configured mirror, and one per mirror

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -55,6 +56,9 @@ type doctorWorld struct {
 	kubeErr map[string]error
 	noPool  map[string]bool
 	pools   map[string][]string
+	// records is what etcd answers root for the local DNS's records, when
+	// doctor asks (nil: it does not answer).
+	records []byte
 }
 
 func (g fakeGuest) ObserveWith(_ context.Context, p guest.Probes) (guest.State, error) {
@@ -84,6 +88,9 @@ func (g fakeGuest) ObserveWith(_ context.Context, p guest.Probes) (guest.State, 
 	}
 	if dw.net != nil {
 		dw.net(&st.Net)
+	}
+	if p.Records != "" && dw.records != nil {
+		st.Health.Records, st.Health.RecordsRead = dw.records, true
 	}
 	return st, nil
 }
@@ -1032,5 +1039,34 @@ func TestDoctorLoopbackClusterWithoutForwarding(t *testing.T) {
 	notOK(t, r, "forwarding=fail", "dns=skip", "cluster dev=skip")
 	if c := check(t, r, "cluster lo"); c.Status != DoctorOK || !strings.Contains(c.Finding, "answers at https://127.0.0.1:7002") {
 		t.Errorf("loopback cluster: %+v", c)
+	}
+}
+
+// A value in etcd that is no DNS record turns the local DNS's check into a
+// warning naming it; records that read fine leave it passing, and so does
+// an etcd that did not answer root (the lookup judges the server).
+func TestDoctorReportsMalformedDNSValues(t *testing.T) {
+	kv := func(k, v string) string {
+		return fmt.Sprintf(`{"key":%q,"value":%q}`, base64.StdEncoding.EncodeToString([]byte(k)), base64.StdEncoding.EncodeToString([]byte(v)))
+	}
+	good := `{"kvs":[` + kv("/skydns/internal/demo/dev/shop/web/1a2b3c4d", `{"host":"172.30.1.1"}`) + `]}`
+	bad := `{"kvs":[` + kv("/skydns/internal/demo/dev/shop/web/1a2b3c4d", `{"host":"172.30.1.1"}`) + "," + kv("/skydns/internal/demo/dev/junk/0", "not json") + `]}`
+	for what, c := range map[string]struct {
+		records []byte
+		want    DoctorStatus
+	}{
+		"no answer":   {nil, DoctorOK},
+		"records":     {[]byte(good), DoctorOK},
+		"a bad value": {[]byte(bad), DoctorWarn},
+	} {
+		f := doctorFixture(t)
+		f.doctor.records = c.records
+		chk := check(t, f.doctorRun(DoctorOptions{}), checkDNS)
+		if chk.Status != c.want {
+			t.Errorf("%s: %s %s", what, chk.Status, chk.Finding)
+		}
+		if c.want == DoctorWarn && (!strings.Contains(chk.Finding, `"/skydns/internal/demo/dev/junk/0"`) || !strings.Contains(chk.Fix, "external-dns-etcd")) {
+			t.Errorf("%s: %+v", what, chk)
+		}
 	}
 }

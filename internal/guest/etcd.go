@@ -244,3 +244,15 @@ func DNSRecords(e Etcd, domain string) (string, error) {
 		e.login(`echo "the local DNS's etcd refuses marina's root user, or does not answer: marina up sets it up again" >&2; exit 1`) +
 		call("etcd_call", "kv/range", tokenFile, rangeBody(dns.KeyPrefix(domain)), "") + cleanup, nil
 }
+
+// DNSRecordsProbe is the part of doctor's observation that prints, as
+// root, every record under domain in a "@@ dns-records" section: in a
+// subshell, so that an etcd that does not answer (or refuses root) ends
+// the part alone, leaving the section out.
+func DNSRecordsProbe(e Etcd, domain string) (string, error) {
+	script, err := DNSRecords(e, domain)
+	if err != nil {
+		return "", err
+	}
+	return "dnsrec=$(mktemp)\nif ( " + script + ") >\"$dnsrec\" 2>/dev/null; then\n\techo \"@@ dns-records\"\n\tcat \"$dnsrec\"\n\techo\nfi\nrm -f \"$dnsrec\"\n", nil
+}

@@ -121,6 +121,26 @@ func TestEtcdScriptsAgainstRealEtcd(t *testing.T) {
 		t.Errorf("dns list read %v (%v) from %s", recs, err, out)
 	}
 
+	// doctor's probe reads the same, in a section of its own, and leaves
+	// the section out when etcd refuses.
+	probe, err := DNSRecordsProbe(etcd, domain)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err = run("set -u\n" + probe)
+	if err != nil || !strings.HasPrefix(out, "@@ dns-records\n") {
+		t.Fatalf("the probe: %v\n%s", err, out)
+	}
+	if h := parseHealth(sections(out)); !h.RecordsRead || !bytes.Contains(h.Records, []byte(`"kvs"`)) {
+		t.Errorf("the probe's section: %+v", h)
+	}
+	wrong := etcd
+	wrong.Root.Password = "not-the-password"
+	bad, _ := DNSRecordsProbe(wrong, domain)
+	if out, err := run("set -u\n" + bad + "echo after\n"); err != nil || out != "after\n" {
+		t.Errorf("a refused probe: %v, %q", err, out)
+	}
+
 	// Deleting dev forgets its names and its user; east keeps both.
 	forget, err := DNSForget(etcd, []string{"dev." + domain}, []string{"dev"})
 	if err != nil {

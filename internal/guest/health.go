@@ -54,6 +54,10 @@ type Health struct {
 	// Upstreams are the doctor's probes of each mirror's upstream, by
 	// mirror name (only when asked for: ObserveWith).
 	Upstreams map[string]UpstreamResult
+	// Records is etcd's answer for every record of the local DNS, when
+	// RecordsRead (only when asked for, and only when etcd answered root).
+	Records     []byte
+	RecordsRead bool
 }
 
 // Disk is one file system's size, as df reports it in KiB.
@@ -89,6 +93,9 @@ func parseHealth(sec map[string]string) Health {
 	if s, ok := sec["upstream"]; ok {
 		h.Upstreams = parseUpstreams(s)
 	}
+	if s, ok := sec["dns-records"]; ok {
+		h.Records, h.RecordsRead = []byte(s), true
+	}
 	return h
 }
 
@@ -118,6 +125,9 @@ type Probes struct {
 	// namespace, with the container's own resolver: where the mirror
 	// itself reaches its upstream from.
 	Upstreams []Upstream
+	// Records is DNSRecordsProbe's part: every record of the local DNS,
+	// read as root, "" for none.
+	Records string
 }
 
 // Upstream is one mirror's upstream: its container and the address its
@@ -274,10 +284,13 @@ func printable(s string, n int) string {
 // rest of it does.
 func observeBody(p Probes) (string, error) {
 	launch, collect, err := probeScript(p)
-	if err != nil || launch == "" {
-		return observeScript, err
+	if err != nil {
+		return "", err
 	}
-	return "set -u\n" + launch + observeScript + collect, nil
+	if launch == "" && p.Records == "" {
+		return observeScript, nil
+	}
+	return "set -u\n" + launch + observeScript + collect + p.Records, nil
 }
 
 // ObserveWith is Observe with p's probes in the same round trip.
