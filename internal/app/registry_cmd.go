@@ -82,9 +82,17 @@ func ListMirrors(ctx context.Context, e *Env) ([]MirrorStatus, error) {
 // for host storage, with one guest round trip for guest storage.
 func cacheSizes(ctx context.Context, s *Session, rows []MirrorStatus) error {
 	if s.Config.Registries.CacheStorage == config.CacheHost {
+		cache := registry.HostCache{Root: s.Paths.RegistryCache()}
 		for i := range rows {
-			if dir, err := s.Paths.MirrorCache(rows[i].Name); err == nil {
-				rows[i].CacheDir, rows[i].CacheBytes = dir, registry.DirSize(dir)
+			dir, err := s.Paths.MirrorCache(rows[i].Name)
+			if err != nil {
+				continue
+			}
+			rows[i].CacheDir = dir
+			if rows[i].CacheBytes, err = cache.Size(rows[i].Name); err != nil {
+				// Shown unmeasured; the row stays, and the reason is said.
+				rows[i].CacheBytes = -1
+				s.UI.Warnf("%v", err)
 			}
 		}
 		return nil
@@ -244,8 +252,9 @@ func emptyCaches(ctx context.Context, s *Session, selected []config.Mirror, dirs
 	}
 	emptied := e.step(fmt.Sprintf("Emptying %s", plural(len(selected), "mirror cache")), "", func() error {
 		if s.Config.Registries.CacheStorage == config.CacheHost {
-			for _, d := range dirs {
-				if err := registry.Empty(d); err != nil {
+			cache := registry.HostCache{Root: s.Paths.RegistryCache()}
+			for _, m := range selected {
+				if err := cache.Empty(m.Name); err != nil {
 					return err
 				}
 			}

@@ -547,6 +547,43 @@ func TestRegistryMirrors(t *testing.T) {
 		}
 	})
 
+	t.Run("root in the VM cannot make clean-cache or list act behind a link (S1)", func(t *testing.T) {
+		// The user's files, beside marina's home on the Mac.
+		docs := filepath.Join(filepath.Dir(marinaHome()), "Documents")
+		if err := os.MkdirAll(docs, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		thesis := filepath.Join(docs, "thesis.txt")
+		if err := os.WriteFile(thesis, []byte("years of work\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		// Root in the guest replaces the mirror's folder with a link out of
+		// the cache, writing through the mount that stands for virtiofs (a
+		// privileged pod gets there by mounting the share itself).
+		inGuest(t, "cd /var/lib/marina/registry-cache && rm -rf registry-lab && ln -s ../../Documents registry-lab")
+		link := filepath.Join(macCache, "registry-lab")
+		if fi, err := os.Lstat(link); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+			t.Fatalf("the guest's link is not on the Mac (the test proves nothing): %v", err)
+		}
+		r := marina(t, "registry", "clean-cache", "registry-lab")
+		if r.code == 0 || !strings.Contains(r.stderr, link+" is a symbolic link") {
+			t.Errorf("clean-cache through a link: exit %d\n%s", r.code, r.stderr)
+		}
+		r = marina(t, "registry", "list", "-o", "json")
+		if r.code != 0 || !strings.Contains(r.stderr, link+" is a symbolic link") {
+			t.Errorf("registry list through a link: exit %d\n%s", r.code, r.stderr)
+		}
+		if b, err := os.ReadFile(thesis); err != nil || string(b) != "years of work\n" {
+			t.Fatalf("the user's file behind the link: %v", err)
+		}
+		// Back as up would leave it, for the tests after this one.
+		if err := os.Remove(link); err != nil {
+			t.Fatal(err)
+		}
+		mustMarina(t, "up")
+		mustMarina(t, "registry", "clean-cache", "registry-lab")
+	})
+
 	t.Run("a removed or renamed mirror's container goes", func(t *testing.T) {
 		cfg := strings.Replace(mirrorsConfig("host", password, "https://quay.io"), "name: registry-lab", "name: registry-lab2", 1)
 		cfg = cfg[:strings.Index(cfg, "    - name: registry-quayio")]

@@ -1,0 +1,120 @@
+package app
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/bcollard/marina/internal/config"
+)
+
+// hostileCache lays out the host registry cache as root in the VM can
+// leave it (the folder is mounted writable there): mirrors' folders
+// replaced by links out of the cache, and a link deep inside one. It
+// returns the user's folder the links point at, holding a file that must
+// survive, and that file's bytes.
+func hostileCache(t *testing.T, f *fixture) (docs string, secret []byte) {
+	t.Helper()
+	cache := f.e.Paths.RegistryCache()
+	home := filepath.Dir(filepath.Dir(cache)) // the cache is <home>/.marina/registry-cache
+	docs = filepath.Join(home, "Documents")
+	secret = []byte("the user's thesis\n")
+	for _, d := range []string{docs, filepath.Join(cache, "registry-gcrio", "docker", "registry")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(docs, "thesis.txt"), secret, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	rel, err := filepath.Rel(cache, docs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	links := map[string]string{
+		filepath.Join(cache, "registry-quayio"):                            rel,     // ../../Documents
+		filepath.Join(cache, "registry-dockerio"):                          "../..", // the home itself
+		filepath.Join(cache, "registry-gcrio", "docker", "registry", "v2"): docs,    // deep inside a real folder
+	}
+	for at, to := range links {
+		if err := os.Symlink(to, at); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A real blob beside the deep link: emptying goes on around the link.
+	if err := os.WriteFile(filepath.Join(cache, "registry-gcrio", "docker", "blob"), bytes.Repeat([]byte("x"), 1000), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return docs, secret
+}
+
+func intact(t *testing.T, docs string, secret []byte) {
+	t.Helper()
+	if b, err := os.ReadFile(filepath.Join(docs, "thesis.txt")); err != nil || !bytes.Equal(b, secret) {
+		t.Fatalf("the user's file behind the link is gone or changed: %v", err)
+	}
+}
+
+// S1: a mirror's folder the VM replaced with a link out of the cache is
+// refused, naming it, and nothing behind it is touched; a link deep in a
+// real mirror folder is removed as a link, its target untouched.
+func TestCleanCacheFollowsNoLink(t *testing.T) {
+	for _, mirror := range []string{"registry-quayio", "registry-dockerio"} {
+		t.Run(mirror, func(t *testing.T) {
+			f := newFixture(t)
+			f.config(nil)
+			docs, secret := hostileCache(t, f)
+			err := CleanCache(context.Background(), f.e, []string{mirror}, CleanCacheOptions{Yes: true})
+			path := filepath.Join(f.e.Paths.RegistryCache(), mirror)
+			if err == nil || !strings.Contains(err.Error(), path+" is a symbolic link") {
+				t.Errorf("clean-cache %s: %v", mirror, err)
+			}
+			intact(t, docs, secret)
+			if _, err := os.Lstat(filepath.Join(filepath.Dir(filepath.Dir(f.e.Paths.RegistryCache())), ".marina", "config.yaml")); err != nil {
+				t.Errorf("marina's own config went: %v", err)
+			}
+			if fi, err := os.Lstat(path); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+				t.Errorf("the link itself was changed: %v", err)
+			}
+		})
+	}
+	t.Run("a link inside a mirror's folder", func(t *testing.T) {
+		f := newFixture(t)
+		f.config(nil)
+		docs, secret := hostileCache(t, f)
+		if err := CleanCache(context.Background(), f.e, []string{"registry-gcrio"}, CleanCacheOptions{Yes: true}); err != nil {
+			t.Fatalf("%v\n%s", err, f.err.String())
+		}
+		intact(t, docs, secret)
+		ents, err := os.ReadDir(filepath.Join(f.e.Paths.RegistryCache(), "registry-gcrio"))
+		if err != nil || len(ents) != 0 {
+			t.Errorf("registry-gcrio after emptying: %v %v", ents, err)
+		}
+	})
+}
+
+// S1, measuring: registry list counts the real blob and nothing behind
+// either link, and shows a replaced folder as unmeasured.
+func TestRegistryListFollowsNoLink(t *testing.T) {
+	f := newFixture(t)
+	f.config(nil)
+	docs, _ := hostileCache(t, f)
+	if err := os.WriteFile(filepath.Join(docs, "big.iso"), bytes.Repeat([]byte("y"), 1<<20), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := ListMirrors(context.Background(), f.e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sizes := map[string]int64{}
+	for _, r := range rows {
+		sizes[r.Name] = r.CacheBytes
+	}
+	if sizes["registry-gcrio"] != 1000 || sizes["registry-quayio"] != -1 || sizes["registry-dockerio"] != -1 {
+		t.Errorf("sizes %v, want registry-gcrio 1000 and the links unmeasured", sizes)
+	}
+	_ = config.CacheHost
+}
