@@ -9,7 +9,6 @@ import (
 	"io"
 	"io/fs"
 	"net/http"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -99,7 +98,7 @@ func (s manifestSource) manifest(ctx context.Context, cacheDir, version string) 
 	}
 	path := filepath.Join(cacheDir, s.dir, version, s.file)
 
-	cached, err := os.ReadFile(path)
+	cached, err := fileutil.ReadRegular(path, maxManifestBytes)
 	switch {
 	case err == nil && digest(cached) == want:
 		return cached, nil

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
-	"os"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -19,6 +18,7 @@ import (
 	"github.com/bcollard/marina/internal/config"
 	"github.com/bcollard/marina/internal/dns"
 	"github.com/bcollard/marina/internal/docker"
+	"github.com/bcollard/marina/internal/fileutil"
 	"github.com/bcollard/marina/internal/guest"
 	"github.com/bcollard/marina/internal/host"
 	"github.com/bcollard/marina/internal/kubeconfig"
@@ -1029,7 +1029,7 @@ func (d *doctor) rosettaAtCreation(in *vm.Instance) bool {
 	if in == nil || !d.cfgOK {
 		return false
 	}
-	created, err := os.ReadFile(filepath.Join(in.Dir, "lima.yaml"))
+	created, err := fileutil.ReadRegular(filepath.Join(in.Dir, "lima.yaml"), maxLimaYAML)
 	if err != nil {
 		return false
 	}

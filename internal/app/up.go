@@ -12,6 +12,7 @@ import (
 	"github.com/bcollard/marina/internal/cluster"
 	"github.com/bcollard/marina/internal/config"
 	"github.com/bcollard/marina/internal/docker"
+	"github.com/bcollard/marina/internal/fileutil"
 	"github.com/bcollard/marina/internal/guest"
 	"github.com/bcollard/marina/internal/vm"
 )
@@ -226,7 +227,7 @@ func creationDrift(e *Env, cfg config.Config, in *vm.Instance) []string {
 	if err != nil {
 		return nil
 	}
-	created, err := os.ReadFile(filepath.Join(files.InstanceDir, "lima.yaml"))
+	created, err := fileutil.ReadRegular(filepath.Join(files.InstanceDir, "lima.yaml"), maxLimaYAML)
 	if err != nil {
 		return nil
 	}

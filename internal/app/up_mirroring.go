@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io/fs"
 	"maps"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -16,6 +15,7 @@ import (
 	"github.com/bcollard/marina/internal/cluster"
 	"github.com/bcollard/marina/internal/config"
 	"github.com/bcollard/marina/internal/docker"
+	"github.com/bcollard/marina/internal/fileutil"
 	"github.com/bcollard/marina/internal/kube"
 	"github.com/bcollard/marina/internal/run"
 	"github.com/bcollard/marina/internal/slot"
@@ -49,7 +49,7 @@ func vmMirrors(p config.Paths, name string) (bool, error) {
 		return false, err
 	}
 	path := filepath.Join(files.InstanceDir, "lima.yaml")
-	b, err := os.ReadFile(path)
+	b, err := fileutil.ReadRegular(path, maxLimaYAML)
 	if err != nil {
 		return false, fmt.Errorf("read VM %s's settings: %w", name, err)
 	}
@@ -335,3 +335,7 @@ func checkMirroring(s *Session) error {
 	}
 	return fmt.Errorf("network.disablePortMirroring is false in %s, but VM %s does not mirror ports yet: a cluster made now would have its API server on the Mac's 127.0.0.1, where nothing would answer. Run `marina up` (it restarts the VM to apply the setting) first, or set it back to true", s.Paths.Config, s.Name)
 }
+
+// maxLimaYAML bounds reading an instance's lima.yaml (a few KiB are
+// written there).
+const maxLimaYAML = 1 << 20

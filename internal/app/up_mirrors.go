@@ -26,7 +26,7 @@ type labelKey struct {
 // loadLabelKey reads the key, or makes a fresh one (kept only by save):
 // planning never writes.
 func loadLabelKey(p config.Paths) (labelKey, error) {
-	b, err := os.ReadFile(p.LabelKey())
+	b, err := fileutil.ReadRegular(p.LabelKey(), 1<<10)
 	if err == nil {
 		if k, err := hex.DecodeString(strings.TrimSpace(string(b))); err == nil && len(k) == 32 {
 			return labelKey{key: k}, nil

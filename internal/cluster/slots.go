@@ -149,7 +149,7 @@ func (r Reservations) List() ([]Reservation, error) {
 			continue
 		}
 		p := filepath.Join(r.Dir, e.Name())
-		b, err := os.ReadFile(p)
+		b, err := fileutil.ReadRegular(p, 1<<10)
 		if err != nil {
 			continue
 		}

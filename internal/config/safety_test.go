@@ -3,8 +3,11 @@ package config
 import (
 	"fmt"
 	"net/netip"
+	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/bcollard/marina/internal/slot"
 )
@@ -66,5 +69,25 @@ func TestCIDRClearOfEverySlotRange(t *testing.T) {
 				t.Errorf("slot %d: network.cidr %s (over %s) accepted", n, c.Network.CIDR, p)
 			}
 		}
+	}
+}
+
+// S9: a FIFO in place of config.yaml is refused at once, naming it (it
+// used to hang marina in open(2)).
+func TestConfigFIFORefused(t *testing.T) {
+	dir := t.TempDir()
+	p := Paths{Dir: dir, Config: filepath.Join(dir, "config.yaml")}
+	if err := syscall.Mkfifo(p.Config, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { _, err := Load(p); done <- err }()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), p.Config+" is not a regular file") {
+			t.Errorf("Load: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Load still waits on the FIFO after 5 s")
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 )
 
 // WriteAtomic replaces path with data in one rename, so a reader sees the old
@@ -48,10 +49,13 @@ func WriteAtomic(path string, data []byte, perm os.FileMode) error {
 
 // ReadRegular reads path, which must be a regular file of at most max
 // bytes (following symlinks): a device, a FIFO or a huge file is refused
-// instead of exhausting memory. A missing file is an error that wraps
-// fs.ErrNotExist.
+// instead of exhausting memory or waiting forever. A missing file is an
+// error that wraps fs.ErrNotExist.
 func ReadRegular(path string, max int64) ([]byte, error) {
-	f, err := os.Open(path)
+	// O_NONBLOCK: opening a FIFO for reading otherwise waits in open(2)
+	// for a writer, where no signal ends the wait. On a regular file it
+	// changes nothing; what is not one is refused below, unread.
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, err
 	}

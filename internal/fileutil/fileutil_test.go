@@ -5,7 +5,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 func TestChild(t *testing.T) {
@@ -41,5 +43,46 @@ func TestReadRegular(t *testing.T) {
 	}
 	if _, err := ReadRegular(filepath.Join(dir, "missing"), 1); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("missing file: %v", err)
+	}
+}
+
+// S9: a FIFO where a file is expected is refused at once (it used to hang
+// in open(2), where the first Ctrl-C could not end it), as are a device
+// and a link to either; a regular file behind a link reads.
+func TestReadRegularRefusesAtOnce(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "config.yaml")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "link")
+	if err := os.Symlink(fifo, link); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(dir, "file")
+	if err := os.WriteFile(file, []byte("ok"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	fileLink := filepath.Join(dir, "file-link")
+	if err := os.Symlink(file, fileLink); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{fifo, link, "/dev/zero", "/dev/null"} {
+		done := make(chan error, 1)
+		go func() {
+			_, err := ReadRegular(p, 1<<20)
+			done <- err
+		}()
+		select {
+		case err := <-done:
+			if err == nil || !strings.Contains(err.Error(), "is not a regular file") {
+				t.Errorf("ReadRegular(%s): %v", p, err)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("ReadRegular(%s) still waits after 5 s", p)
+		}
+	}
+	if b, err := ReadRegular(fileLink, 10); err != nil || string(b) != "ok" {
+		t.Errorf("a file behind a link: %q, %v", b, err)
 	}
 }
