@@ -45,14 +45,22 @@ const skillMax = 4 << 20
 // folder it creates 0755 (~/.claude itself, when missing, 0700: it holds
 // Claude Code's own credentials and history), whatever the umask. A file
 // that is there is kept byte for byte unless o.Force; with it, the file is
-// replaced in one rename (a symlink there is replaced, its target left
-// alone). Nothing is read or written outside ~/.claude/skills/marina.
+// replaced in one rename. The skill's own folder and file must be a real
+// folder and a regular file: a link at either (or a FIFO, a device) is
+// refused, naming it, so nothing is written through it (S12). Nothing is
+// read or written outside ~/.claude/skills/marina.
 func InstallSkill(home string, content []byte, o SkillOptions) (SkillOutcome, error) {
 	if home == "" {
 		return 0, errors.New("cannot find your home folder: set HOME")
 	}
 	path := SkillPath(home)
+	if st, err := os.Lstat(filepath.Dir(path)); err == nil && !st.IsDir() {
+		return 0, fmt.Errorf("%s is %s, not a folder: marina writes its skill into a folder of its own only, and changed nothing; remove it (rm %s) and run it again", filepath.Dir(path), kindOf(st.Mode()), filepath.Dir(path))
+	}
 	st, err := os.Lstat(path)
+	if err == nil && !st.IsDir() && !st.Mode().IsRegular() {
+		return 0, fmt.Errorf("%s is %s, not a skill file: marina changed nothing; remove it (rm %s) and run it again", path, kindOf(st.Mode()), path)
+	}
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		if o.DryRun {
@@ -118,4 +126,20 @@ func skillDirs(home string) error {
 		}
 	}
 	return nil
+}
+
+// kindOf names a file's type for messages: "a symbolic link to …" is said
+// by the caller's path; here, what it is.
+func kindOf(m fs.FileMode) string {
+	switch {
+	case m&fs.ModeSymlink != 0:
+		return "a symbolic link"
+	case m&fs.ModeNamedPipe != 0:
+		return "a named pipe"
+	case m&fs.ModeDevice != 0:
+		return "a device"
+	case m.IsRegular():
+		return "a file"
+	}
+	return "a " + m.Type().String()
 }

@@ -747,7 +747,9 @@ func TestSkillInstall(t *testing.T) {
 		}
 	})
 
-	t.Run("a symlink there is replaced, its target left alone", func(t *testing.T) {
+	// S12: a link at the skill's file or at its folder is refused, with
+	// or without -f: nothing is written through it.
+	t.Run("a link at SKILL.md or at its folder is refused", func(t *testing.T) {
 		home := skillHomeWithBadConfig(t)
 		path := app.SkillPath(home)
 		target := filepath.Join(home, "dotfiles", "SKILL.md")
@@ -758,17 +760,32 @@ func TestSkillInstall(t *testing.T) {
 		if err := os.Symlink(target, path); err != nil {
 			t.Fatal(err)
 		}
-		if _, _, code := run(t, "skill", "install"); code != 0 || mode(t, path)&os.ModeSymlink == 0 {
-			t.Errorf("without -f the link must stay (exit %d)", code)
+		for _, args := range [][]string{{"skill", "install"}, {"skill", "install", "-f"}} {
+			if _, errs, code := run(t, args...); code != 1 || !strings.Contains(errs, path+" is a symbolic link") {
+				t.Errorf("%v over a link: exit %d %q", args, code, errs)
+			}
 		}
-		if _, _, code := run(t, "skill", "install", "-f"); code != 0 {
-			t.Fatalf("install -f over a link: exit %d", code)
+		if b, _ := os.ReadFile(target); string(b) != "dotfiles\n" || mode(t, path)&os.ModeSymlink == 0 {
+			t.Errorf("the link or its target changed: %q", b)
 		}
-		if b, _ := os.ReadFile(target); string(b) != "dotfiles\n" {
-			t.Errorf("the link's target was written: %q", b)
+
+		home = skillHomeWithBadConfig(t)
+		path = app.SkillPath(home)
+		elsewhere := filepath.Join(home, "Documents")
+		if err := os.MkdirAll(elsewhere, 0o755); err != nil {
+			t.Fatal(err)
 		}
-		if m := mode(t, path); m != 0o644 {
-			t.Errorf("SKILL.md mode %v, want a 0644 file", m)
+		if err := os.MkdirAll(filepath.Dir(filepath.Dir(path)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(elsewhere, filepath.Dir(path)); err != nil {
+			t.Fatal(err)
+		}
+		if _, errs, code := run(t, "skill", "install", "-f"); code != 1 || !strings.Contains(errs, filepath.Dir(path)+" is a symbolic link, not a folder") {
+			t.Errorf("install -f into a linked folder: exit %d %q", code, errs)
+		}
+		if ents, _ := os.ReadDir(elsewhere); len(ents) != 0 {
+			t.Errorf("written through the linked folder: %v", ents)
 		}
 	})
 

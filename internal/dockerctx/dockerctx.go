@@ -91,6 +91,11 @@ func Read(dir, name string) (*State, error) {
 	raw, err := fileutil.ReadRegular(s.ConfigFile, 16<<20)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
+		// A link to nothing reads as missing, but writing the config would
+		// create a file wherever the link points (S10).
+		if to, lerr := os.Readlink(s.ConfigFile); lerr == nil {
+			return nil, fmt.Errorf("Docker's config %s is a link to %s, which does not exist: marina would create a file there, so it changed nothing; remove the link (rm %s) or restore what it points at, then run it again", s.ConfigFile, to, s.ConfigFile)
+		}
 	case err != nil:
 		return nil, fmt.Errorf("read Docker's config %s: %w", s.ConfigFile, err)
 	default:

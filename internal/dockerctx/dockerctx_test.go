@@ -334,3 +334,21 @@ func TestDir(t *testing.T) {
 		t.Errorf("Dir with DOCKER_CONFIG = %s", got)
 	}
 }
+
+// S10: a config.json that is a link to nothing is refused, naming both,
+// and nothing is created where it points (docker-context used to create a
+// regular file at the first missing part of the link's target).
+func TestDanglingConfigLinkRefused(t *testing.T) {
+	dir := t.TempDir()
+	target := filepath.Join(t.TempDir(), "dotfiles", "docker", "config.json")
+	if err := os.Symlink(target, filepath.Join(dir, "config.json")); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Read(dir, "marina")
+	if err == nil || !strings.Contains(err.Error(), "is a link to "+target+", which does not exist") {
+		t.Fatalf("Read: %v", err)
+	}
+	if _, err := os.Lstat(filepath.Dir(target)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("something was created where the link points: %v", err)
+	}
+}
