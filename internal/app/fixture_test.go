@@ -67,7 +67,15 @@ type world struct {
 	mirrors  []docker.Container
 	nodes    []docker.Node
 	route    *host.Route
-	seen     string // what the echo server of verify saw ("": the Mac)
+	// lima0Route is the host's route to lima0's address (nil: directly
+	// on bridge100).
+	lima0Route *host.Route
+	// detached are the containers not on the kind network (a conversion
+	// stopped halfway); readdress: a VM start gives containers other
+	// addresses (a dynamic range).
+	detached  map[string]bool
+	readdress bool
+	seen      string // what the echo server of verify saw ("": the Mac)
 	// registrySums are the mirror config files in the VM (path → sha256).
 	registrySums map[string]string
 	scripts      map[string]vm.Result // guest.Run output by script name prefix
@@ -369,6 +377,13 @@ func (v fakeVM) Start(ctx context.Context, name string, edits vm.Edits) error {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	v.instance.Status = vm.StatusRunning
+	// Docker gives a restarted container whatever address its IPAM has
+	// free: not always the one it had.
+	if v.readdress {
+		for i := range v.nodes {
+			v.nodes[i].IP = "172.30.0.99"
+		}
+	}
 	return nil
 }
 func (v fakeVM) Stop(_ context.Context, name string) error {
@@ -573,17 +588,45 @@ func (d fakeDocker) Endpoints(_ context.Context, network string) ([]docker.Endpo
 	defer d.mu.Unlock()
 	var out []docker.Endpoint
 	for _, n := range d.nodes {
-		out = append(out, docker.Endpoint{ID: n.ID, Name: n.Name, IP: netip.MustParseAddr(n.IP), Running: n.State == "running"})
+		if !d.detached[n.Name] {
+			out = append(out, docker.Endpoint{ID: n.ID, Name: n.Name, IP: netip.MustParseAddr(n.IP), Running: n.State == "running"})
+		}
 	}
 	return out, err
 }
+
+// Reattach does what Docker's does: every container named leaves the old
+// network, the network is made again, and each comes back with the
+// address it is given. "docker.reattach-half" fails it after the first
+// two, as an interrupted conversion leaves it: a network of marina's with
+// nothing on it.
 func (d fakeDocker) Reattach(_ context.Context, spec docker.NetworkSpec, eps []docker.Endpoint, _ func(string)) error {
 	if err := d.call(fmt.Sprintf("docker.reattach %s %d", spec.Name, len(eps))); err != nil {
 		return err
 	}
 	d.mu.Lock()
+	if d.detached == nil {
+		d.detached = map[string]bool{}
+	}
+	for _, ep := range eps {
+		d.detached[ep.Name] = true
+	}
+	d.network = &docker.NetworkState{Driver: "bridge", Subnet: spec.Subnet, Gateway: spec.Gateway, IPRange: spec.IPRange, Options: spec.Options, Managed: true}
+	d.mu.Unlock()
+	if err := d.call("docker.reattach-half"); err != nil {
+		return err
+	}
+	d.mu.Lock()
 	defer d.mu.Unlock()
-	d.network = &docker.NetworkState{Driver: "bridge", Subnet: spec.Subnet, Gateway: spec.Gateway, IPRange: spec.IPRange, Options: spec.Options, Managed: true, Containers: len(eps)}
+	for _, ep := range eps {
+		for i := range d.nodes {
+			if d.nodes[i].Name == ep.Name {
+				d.nodes[i].IP = ep.IP.String()
+				delete(d.detached, ep.Name)
+			}
+		}
+	}
+	d.network.Containers = len(eps)
 	return nil
 }
 
@@ -599,6 +642,14 @@ func (h fakeHost) Lookup(_ context.Context, p netip.Prefix) (*host.Route, error)
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	// lima0 itself: on the vzNAT bridge, directly, unless told otherwise.
+	if p.Bits() == 32 && p.Addr() == h.lima0.Addr() {
+		if h.lima0Route != nil {
+			r := *h.lima0Route
+			return &r, nil
+		}
+		return &host.Route{Dest: h.lima0.Masked(), Interface: "bridge100"}, nil
+	}
 	if h.route == nil {
 		return &host.Route{Dest: netip.MustParsePrefix("0.0.0.0/0"), Gateway: netip.MustParseAddr("192.168.1.1"), Interface: "en0"}, nil
 	}

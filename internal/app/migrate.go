@@ -9,9 +9,11 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net/netip"
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -144,6 +146,9 @@ func Migrate(ctx context.Context, e *Env, o MigrateOptions) error {
 	}
 	m := &migration{e: e, k: k, j: j}
 	if migrate.Found(e.Paths.Home) {
+		if err := k.Check(); err != nil {
+			return err
+		}
 		if err := m.observe(ctx, o); err != nil {
 			return err
 		}
@@ -155,6 +160,12 @@ func Migrate(ctx context.Context, e *Env, o MigrateOptions) error {
 		m.planCleanup(o)
 	}
 	if len(m.steps) == 0 {
+		// A VM moved into marina's Lima by a migrate whose record is gone
+		// (or was not this VM's): what of the adoption is left cannot be
+		// told, and "nothing to migrate" would not be true.
+		if migrate.Found(e.Paths.Home) && !m.adopt && m.name != "" && m.moved() {
+			return fmt.Errorf("klimax's VM %s is in marina's Lima (an earlier marina migrate moved it), but %s, migrate's record of what it did, is missing or not this migration's, so migrate cannot tell what of the adoption is left; nothing was changed. `marina up` starts the VM as marina's and puts its networking in order; check it with `marina doctor`", m.name, journalPath(e.Paths))
+		}
 		switch {
 		case !migrate.Found(e.Paths.Home) && len(o.Fleets) == 0:
 			fmt.Fprintf(e.Stdout, "Nothing to migrate: there is no klimax installation at %s.\n", k.Dir)
@@ -226,8 +237,18 @@ func (m *migration) observe(ctx context.Context, o MigrateOptions) error {
 	cfgThere := fileExists(e.Paths.Config)
 	ours := cfgThere && m.j.Config != "" && m.j.Config == fileSum(e.Paths.Config)
 	adopt, why := m.canAdopt(ctx, cfgThere, ours)
-	if m.j.Adopt != nil {
-		adopt = *m.j.Adopt
+	// The journal resumes an adoption, and overrides no refusal: only an
+	// adoption it recorded, of this VM, under the config it wrote, whose
+	// instance it already moved (which is what canAdopt now sees as
+	// "marina already has that VM") carries on. A journal that says no is
+	// always heeded.
+	if j := m.j; j.Adopt != nil {
+		switch {
+		case !*j.Adopt:
+			adopt = false
+		case !adopt && ours && j.VM == m.name && m.moved():
+			adopt, why = true, ""
+		}
 	}
 	m.adopt = adopt
 	m.conv, err = migrate.Config(raw, migrate.ConfigOptions{KeepVM: adopt})
@@ -249,6 +270,17 @@ func (m *migration) observe(ctx context.Context, o MigrateOptions) error {
 	m.planContext()
 	m.planSkill(o.Skill)
 	return nil
+}
+
+// moved reports whether klimax's VM's instance is in marina's Lima and no
+// longer in klimax's: the state an adoption leaves once it moved it.
+func (m *migration) moved() bool {
+	files, err := m.e.Paths.VM(m.name)
+	if err != nil {
+		return false
+	}
+	kdir, err := m.k.Instance(m.name)
+	return err == nil && !fileExists(kdir) && fileExists(filepath.Join(files.InstanceDir, "lima.yaml"))
 }
 
 // canAdopt decides whether klimax's VM can become marina's, and why not.
@@ -421,7 +453,8 @@ func (m *migration) planConfig(there bool) {
 // klimax's VM running and kept by klimax, its mirrors use them: they stay.
 func (m *migration) planCaches(vmStopped bool) {
 	e, k := m.e, m.k
-	dirs, err := k.CacheDirs()
+	dirs, notes, err := k.CacheDirs(m.conv.Mirrors)
+	m.notes = append(m.notes, notes...)
 	if err != nil {
 		m.notes = append(m.notes, err.Error())
 		return
@@ -913,6 +946,11 @@ const klimaxFleetLabel = "klimax.dev/fleet"
 // made when it is exactly the route klimax makes: that network, through
 // the adopted VM's lima0. Any other route stays unrecorded, so that
 // nothing marina did not make, or take over from klimax, is ever removed.
+//
+// lima0's address is the VM's word: a VPN's route of exactly the kind
+// network through a gateway the VM named would match it. So the host's
+// own table must agree (S3): the route goes out on a vzNAT bridge
+// (bridgeN, never a tunnel), and lima0 is directly on that bridge.
 func (m *migration) adoptRoute(ctx context.Context) error {
 	s, err := m.session(ctx, Needs{Running: true, Lima0: true})
 	if err != nil {
@@ -930,10 +968,18 @@ func (m *migration) adoptRoute(ctx context.Context) error {
 			return err
 		}
 		if r != nil && !r.Cloned && r.Dest == cidr && r.Gateway.IsValid() && r.Gateway == s.Lima0 {
-			if err := made.Add(cidr, r.Gateway); err != nil {
+			on, err := s.Host.Lookup(ctx, netip.PrefixFrom(s.Lima0, 32))
+			if err != nil {
 				return err
 			}
-			m.e.UI.Debugf("the route to %s via %s is recorded as marina's", cidr, r.Gateway)
+			if vzNATBridge.MatchString(r.Interface) && on != nil && on.Interface == r.Interface && !on.Gateway.IsValid() {
+				if err := made.Add(cidr, r.Gateway); err != nil {
+					return err
+				}
+				m.e.UI.Debugf("the route to %s via %s on %s is recorded as marina's", cidr, r.Gateway, r.Interface)
+			} else {
+				m.e.UI.Warnf("the route to %s via %s goes out on %s, not on the VM's own network: it is left alone and not recorded as marina's (a VPN's?)", cidr, r.Gateway, r.Interface)
+			}
 		}
 	}
 	return m.mark(doneRouteRec)
@@ -1060,13 +1106,17 @@ func fileExists(p string) bool {
 	return err == nil
 }
 
+// readOr is the file at p (a Lima template: at most 1 MiB, a regular
+// file), or nil.
 func readOr(p string) []byte {
-	b, _ := os.ReadFile(p)
+	b, _ := fileutil.ReadRegular(p, 1<<20)
 	return b
 }
 
+// fileSum is the sha256 of the config file at p, "" when it cannot be
+// read as one (a device, a FIFO or a huge file is not read).
 func fileSum(p string) string {
-	b, err := os.ReadFile(p)
+	b, err := fileutil.ReadRegular(p, config.MaxFileSize)
 	if err != nil {
 		return ""
 	}
@@ -1108,3 +1158,6 @@ func (e *Env) KlimaxNotice() {
 	}
 	e.UI.Warnf("found klimax's %s and no %s: `marina migrate --dry-run` shows how it comes over to marina (config, caches, VM and clusters), `marina migrate` does it", migrate.Locate(e.Paths.Home).Dir, e.Paths.Config)
 }
+
+// vzNATBridge is the interface the Mac reaches a vzNAT VM on.
+var vzNATBridge = regexp.MustCompile(`^bridge[0-9]+$`)

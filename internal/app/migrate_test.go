@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/bcollard/marina/internal/cluster"
 	"github.com/bcollard/marina/internal/config"
@@ -241,6 +242,12 @@ func migrated(t *testing.T, f *fixture) {
 	if f.network == nil || !f.network.Managed || len(spec.Differences(f.network)) > 0 {
 		t.Errorf("the kind network is not marina's: %+v", f.network)
 	}
+	// Every container is back on it with the address it had under klimax.
+	for _, n := range f.nodes {
+		if f.detached[n.Name] || n.IP != "172.30.0.2" {
+			t.Errorf("%s is on the kind network %v, at %s; want 172.30.0.2", n.Name, !f.detached[n.Name], n.IP)
+		}
+	}
 	for _, c := range f.mirrors {
 		if c.ID == "k-mirror" {
 			t.Error("klimax's mirror container is still there")
@@ -292,11 +299,16 @@ func TestMigrateWithoutATerminalAsksForYes(t *testing.T) {
 }
 
 // A run stopped by a failure at each step completes when run again, with
-// the same end state.
+// the same end state. The VM's start gives the containers other
+// addresses, and a conversion stopped halfway (docker.reattach-half)
+// leaves a network of marina's with nothing on it: only what the journal
+// recorded (the addresses, before the stop) brings them back, so each
+// case also proves the second run resumes from the journal.
 func TestMigrateResumesAfterEachStep(t *testing.T) {
-	for _, at := range []string{"klimax.stop", "vm.start", "guest.run remove klimax", "docker.named", "docker.endpoints", "docker.reattach", "kube dev nodes", "kube dev label-nodes"} {
+	for _, at := range []string{"klimax.stop", "vm.start", "guest.run remove klimax", "docker.named", "docker.endpoints", "docker.reattach", "docker.reattach-half", "kube dev nodes", "kube dev label-nodes"} {
 		t.Run(at, func(t *testing.T) {
 			f := klimaxFixture(t)
+			f.readdress = true
 			f.fail[at] = errors.New("injected")
 			ctx := context.Background()
 			if err := Migrate(ctx, f.e, MigrateOptions{Yes: true, Skill: []byte("skill")}); err == nil || !strings.Contains(err.Error(), "injected") {
@@ -435,4 +447,214 @@ func TestMigrateEveryKlimaxConfig(t *testing.T) {
 			}
 		})
 	}
+}
+
+// S2: ~/.klimax/registry-cache a link to the user's Documents: nothing
+// of Documents moves into marina's cache, and the plan says so.
+func TestMigrateLeavesALinkedCacheAlone(t *testing.T) {
+	f := klimaxFixture(t)
+	home := f.env["HOME"]
+	kcache := filepath.Join(home, ".klimax", "registry-cache")
+	docs := filepath.Join(home, "Documents")
+	for _, d := range []string{filepath.Join(docs, "Photos"), filepath.Join(docs, "registry-dockerio")} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.RemoveAll(kcache); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(docs, kcache); err != nil {
+		t.Fatal(err)
+	}
+	before := homeTree(t, docs)
+	if err := Migrate(context.Background(), f.e, MigrateOptions{Yes: true, Skill: []byte("skill")}); err != nil {
+		t.Fatalf("%v\n%s", err, f.err.String())
+	}
+	if after := homeTree(t, docs); !maps.Equal(before, after) {
+		t.Errorf("Documents changed:\nbefore %v\nafter  %v", before, after)
+	}
+	if ents, _ := os.ReadDir(f.e.Paths.RegistryCache()); len(ents) != 0 {
+		t.Errorf("marina's cache got %v", ents)
+	}
+	if !strings.Contains(f.out.String(), kcache+" is a link to "+docs) {
+		t.Errorf("the plan does not say why:\n%s", f.out.String())
+	}
+}
+
+// S2: the link leads to marina's own cache: the cache is not deleted.
+func TestMigrateKeepsMarinasCacheBehindALink(t *testing.T) {
+	f := klimaxFixture(t)
+	home := f.env["HOME"]
+	kcache := filepath.Join(home, ".klimax", "registry-cache")
+	ours := filepath.Join(f.e.Paths.RegistryCache(), "registry-dockerio", "blob")
+	if err := os.MkdirAll(filepath.Dir(ours), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(ours, []byte("cached"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(kcache); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(f.e.Paths.RegistryCache(), kcache); err != nil {
+		t.Fatal(err)
+	}
+	_ = Migrate(context.Background(), f.e, MigrateOptions{Yes: true, Skill: []byte("skill")})
+	if b, err := os.ReadFile(ours); err != nil || string(b) != "cached" {
+		t.Fatalf("marina's cache: %q, %v", b, err)
+	}
+}
+
+// S2: ~/.klimax itself a link: refused, nothing changed anywhere.
+func TestMigrateRefusesALinkedKlimaxFolder(t *testing.T) {
+	f := klimaxFixture(t)
+	home := f.env["HOME"]
+	real := filepath.Join(home, "klimax-real")
+	if err := os.Rename(filepath.Join(home, ".klimax"), real); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(real, filepath.Join(home, ".klimax")); err != nil {
+		t.Fatal(err)
+	}
+	before := homeTree(t, home)
+	err := Migrate(context.Background(), f.e, MigrateOptions{Yes: true, Skill: []byte("skill")})
+	if err == nil || !strings.Contains(err.Error(), "is a link to "+real) {
+		t.Fatalf("Migrate = %v", err)
+	}
+	if after := homeTree(t, home); !maps.Equal(before, after) {
+		t.Error("a refused migration changed the home folder")
+	}
+}
+
+// S5: "adopt": true in migrate.json does not override a refusal: with a
+// marina config of the user's own, klimax's VM stays klimax's.
+func TestMigrateJournalOverridesNoRefusal(t *testing.T) {
+	f := klimaxFixture(t)
+	p := f.e.Paths
+	if err := os.MkdirAll(p.Dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p.Config, []byte("vm:\n  name: klimax\n  cpus: 2\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(journalPath(p), []byte(`{"adopt": true, "vm": "klimax", "done": {}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	kdir := filepath.Join(f.env["HOME"], ".klimax", "klimax")
+	if err := Migrate(context.Background(), f.e, MigrateOptions{Yes: true, Skill: []byte("skill")}); err != nil {
+		t.Fatalf("%v\n%s", err, f.err.String())
+	}
+	if !fileExists(filepath.Join(kdir, "diffdisk")) || len(f.called("klimax.stop")) != 0 {
+		t.Errorf("klimax's VM was taken over on the journal's word:\n%s", f.out.String())
+	}
+}
+
+// S5: the VM was moved by an earlier run whose journal is gone: migrate
+// says what it cannot know instead of "Nothing to migrate", and changes
+// nothing.
+func TestMigrateWithoutItsJournalAfterTheMove(t *testing.T) {
+	f := klimaxFixture(t)
+	f.fail["vm.start"] = errors.New("injected")
+	ctx := context.Background()
+	if err := Migrate(ctx, f.e, MigrateOptions{Yes: true, Skill: []byte("skill")}); err == nil {
+		t.Fatal("the injected failure did not stop migrate")
+	}
+	if err := os.Remove(journalPath(f.e.Paths)); err != nil {
+		t.Fatal(err)
+	}
+	f.out.Reset()
+	before := homeTree(t, f.env["HOME"])
+	err := Migrate(ctx, f.e, MigrateOptions{Yes: true, Skill: []byte("skill")})
+	if err == nil || !strings.Contains(err.Error(), "cannot tell what of the adoption is left") || strings.Contains(f.out.String(), "Nothing to migrate") {
+		t.Fatalf("Migrate = %v\n%s", err, f.out.String())
+	}
+	if after := homeTree(t, f.env["HOME"]); !maps.Equal(before, after) {
+		t.Error("it changed the home folder")
+	}
+}
+
+// S8: klimax's Lima key a link to /dev/zero, and marina's own key there
+// (so the two are compared): the dry run ends, bounded, and says why the
+// VM is not adopted.
+func TestMigrateReadsNothingUnbounded(t *testing.T) {
+	f := klimaxFixture(t)
+	key := filepath.Join(f.env["HOME"], ".klimax", "_config", "user")
+	if err := os.Remove(key); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("/dev/zero", key); err != nil {
+		t.Fatal(err)
+	}
+	ours := filepath.Join(f.e.Paths.LimaHome(), "_config", "user")
+	if err := os.MkdirAll(filepath.Dir(ours), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(ours, []byte("MY KEY"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		done <- Migrate(context.Background(), f.e, MigrateOptions{DryRun: true, Skill: []byte("skill")})
+	}()
+	select {
+	case err := <-done:
+		if err != nil || !strings.Contains(f.out.String(), "SSH key of its own") {
+			t.Errorf("Migrate = %v\n%s", err, f.out.String())
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the dry run still reads after 20 s")
+	}
+}
+
+// S3, item 11: a VPN's route of exactly the kind network, through the
+// address the VM says lima0 has, is not recorded as marina's (destroy
+// would delete it): the host's own table shows it on a tunnel, and lima0
+// is not directly on it.
+func TestMigrateLeavesAVPNRouteUnrecorded(t *testing.T) {
+	f := klimaxFixture(t)
+	f.route.Interface = "utun3"
+	f.lima0Route = &host.Route{Dest: netip.MustParsePrefix("192.168.64.0/24"), Gateway: netip.MustParseAddr("10.8.0.1"), Interface: "utun3"}
+	if err := Migrate(context.Background(), f.e, MigrateOptions{Yes: true, Skill: []byte("skill")}); err != nil {
+		t.Fatalf("%v\n%s", err, f.err.String())
+	}
+	made, err := host.LoadMade(f.e.Paths.Routes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if gws := made.Gateways(f.route.Dest); len(gws) != 0 {
+		t.Errorf("the VPN's route was recorded as marina's: %v", gws)
+	}
+	if !strings.Contains(f.err.String(), "goes out on utun3") {
+		t.Errorf("no word of it:\n%s", f.err.String())
+	}
+	// The same route on the vzNAT bridge, with lima0 on it: recorded
+	// (migrated checks that for the plain fixture).
+}
+
+// Item 11: with klimax's VM stopped to begin with, the addresses are
+// recorded when the network is converted; a conversion stopped halfway
+// leaves the containers off the network, and only that record brings them
+// back on the next run.
+func TestMigrateResumesAHalfConvertedNetwork(t *testing.T) {
+	f := klimaxFixture(t)
+	kl, err := f.e.deps.VMAt(filepath.Join(f.env["HOME"], ".klimax"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := kl.Stop(context.Background(), "klimax"); err != nil {
+		t.Fatal(err)
+	}
+	f.fail["docker.reattach-half"] = errors.New("injected")
+	ctx := context.Background()
+	if err := Migrate(ctx, f.e, MigrateOptions{Yes: true, Skill: []byte("skill")}); err == nil || !strings.Contains(err.Error(), "injected") {
+		t.Fatalf("Migrate = %v; want the injected failure", err)
+	}
+	if len(f.detached) == 0 {
+		t.Fatal("the failure left every container on the network (the test proves nothing)")
+	}
+	if err := Migrate(ctx, f.e, MigrateOptions{Yes: true, Skill: []byte("skill")}); err != nil {
+		t.Fatalf("the second run: %v\n%s", err, f.err.String())
+	}
+	migrated(t, f)
 }

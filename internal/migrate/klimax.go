@@ -68,11 +68,38 @@ func checkLimaDir(name string) error {
 	return nil
 }
 
-// Found reports whether home holds a klimax installation: its config or
-// its folder.
+// Found reports whether home holds a klimax installation: its folder,
+// or a link where it would be (which Check refuses).
 func Found(home string) bool {
-	st, err := os.Stat(Locate(home).Dir)
-	return err == nil && st.IsDir()
+	st, err := os.Lstat(Locate(home).Dir)
+	return err == nil && (st.IsDir() || st.Mode()&fs.ModeSymlink != 0)
+}
+
+// LinkError is a link where migrate expected one of klimax's own folders:
+// migrate follows no link, so it and what it points at are left alone.
+type LinkError struct {
+	Path, Target string
+}
+
+func (e *LinkError) Error() string {
+	return fmt.Sprintf("%s is a link to %s, not klimax's own folder: migrate follows no link, so it leaves both alone", e.Path, e.Target)
+}
+
+// linked is a LinkError when path is a link, nil otherwise.
+func linked(path string) error {
+	if to, err := os.Readlink(path); err == nil {
+		return &LinkError{Path: path, Target: to}
+	}
+	return nil
+}
+
+// Check refuses a klimax folder that is a link: everything migrate moves
+// and renames is under it.
+func (k Klimax) Check() error {
+	if err := linked(k.Dir); err != nil {
+		return fmt.Errorf("%w; nothing was changed: if it is your klimax installation, put the folder itself at %s and run marina migrate again", err, k.Dir)
+	}
+	return nil
 }
 
 // ReadConfig reads klimax's config file; a missing one is nil data (klimax
@@ -110,21 +137,37 @@ func (k Klimax) Kubeconfigs() ([]string, error) {
 	return out, nil
 }
 
-// CacheDirs lists the mirror folders in klimax's host cache, sorted.
-func (k Klimax) CacheDirs() ([]string, error) {
+// CacheDirs lists the folders in klimax's host cache that migrate moves,
+// sorted: real folders named after one of mirrors (klimax's mirrors in
+// effect). Everything else there is left alone, and said in notes: a link
+// (the cache folder itself, or an entry), something that is not a folder,
+// a folder of no mirror of klimax's.
+func (k Klimax) CacheDirs(mirrors map[string]string) (dirs, notes []string, err error) {
+	if err := linked(k.Cache()); err != nil {
+		return nil, []string{err.Error()}, nil
+	}
 	ents, err := os.ReadDir(k.Cache())
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
+		return nil, nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", k.Cache(), err)
+		return nil, nil, fmt.Errorf("read %s: %w", k.Cache(), err)
 	}
-	var out []string
 	for _, e := range ents {
-		if e.IsDir() && !strings.HasPrefix(e.Name(), ".") {
-			out = append(out, e.Name())
+		p := filepath.Join(k.Cache(), e.Name())
+		_, mirror := mirrors[e.Name()]
+		switch {
+		case strings.HasPrefix(e.Name(), "."):
+		case e.Type()&fs.ModeSymlink != 0:
+			notes = append(notes, linked(p).Error())
+		case !e.IsDir():
+			notes = append(notes, p+" is not a folder: left alone")
+		case !mirror:
+			notes = append(notes, p+" is no mirror of klimax's config: left alone")
+		default:
+			dirs = append(dirs, e.Name())
 		}
 	}
-	sort.Strings(out)
-	return out, nil
+	sort.Strings(dirs)
+	return dirs, notes, nil
 }

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -64,7 +65,61 @@ func TestKlimaxListings(t *testing.T) {
 	if n, err := k.Kubeconfigs(); err != nil || !slices.Equal(n, []string{"b", "dev"}) {
 		t.Errorf("Kubeconfigs = %v, %v; want [b dev]", n, err)
 	}
-	if n, err := k.CacheDirs(); err != nil || !slices.Equal(n, []string{"registry-dockerio", "registry-quayio"}) {
-		t.Errorf("CacheDirs = %v, %v", n, err)
+	mirrors := map[string]string{"registry-dockerio": "registry-dockerio", "registry-quayio": "registry-quayio", "registry-gcrio": "registry-gcrio"}
+	if n, notes, err := k.CacheDirs(mirrors); err != nil || !slices.Equal(n, []string{"registry-dockerio", "registry-quayio"}) || len(notes) != 0 {
+		t.Errorf("CacheDirs = %v, %v, %v", n, notes, err)
+	}
+}
+
+// S2: in klimax's cache only real folders of klimax's mirrors move; a link
+// (to the user's files, or to marina's own cache), a file or a folder of
+// no mirror is left alone and said; a linked cache folder or ~/.klimax
+// itself leaves everything alone.
+func TestKlimaxCacheFollowsNoLink(t *testing.T) {
+	home := t.TempDir()
+	k := Locate(home)
+	docs := filepath.Join(home, "Documents")
+	for _, d := range []string{filepath.Join(k.Cache(), "registry-quayio"), filepath.Join(k.Cache(), "photos"), filepath.Join(docs, "Work")} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink(docs, filepath.Join(k.Cache(), "registry-dockerio")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(k.Cache(), "registry-gcrio"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	mirrors := map[string]string{"registry-dockerio": "registry-dockerio", "registry-quayio": "registry-quayio", "registry-gcrio": "registry-gcrio"}
+	dirs, notes, err := k.CacheDirs(mirrors)
+	if err != nil || !slices.Equal(dirs, []string{"registry-quayio"}) {
+		t.Fatalf("CacheDirs = %v, %v", dirs, err)
+	}
+	said := strings.Join(notes, "\n")
+	for _, want := range []string{"registry-dockerio is a link to " + docs, "registry-gcrio is not a folder", "photos is no mirror"} {
+		if !strings.Contains(said, want) {
+			t.Errorf("notes lack %q:\n%s", want, said)
+		}
+	}
+	// The cache folder itself a link: nothing in it is listed.
+	if err := os.Rename(k.Cache(), filepath.Join(home, "elsewhere")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(docs, k.Cache()); err != nil {
+		t.Fatal(err)
+	}
+	if dirs, notes, err := k.CacheDirs(map[string]string{"Work": "Work"}); err != nil || len(dirs) != 0 || len(notes) != 1 || !strings.Contains(notes[0], "is a link to") {
+		t.Errorf("a linked cache: %v %v %v", dirs, notes, err)
+	}
+	// ~/.klimax itself a link: found, and refused.
+	other := t.TempDir()
+	if err := os.Symlink(home, filepath.Join(other, ".klimax")); err != nil {
+		t.Fatal(err)
+	}
+	if !Found(other) {
+		t.Error("a linked ~/.klimax is not found (it must be, to be refused)")
+	}
+	if err := Locate(other).Check(); err == nil || !strings.Contains(err.Error(), "is a link to") {
+		t.Errorf("Check of a linked ~/.klimax: %v", err)
 	}
 }

@@ -10,6 +10,8 @@ import (
 	"os"
 	"path/filepath"
 	"syscall"
+
+	"github.com/bcollard/marina/internal/fileutil"
 )
 
 // How a folder came over.
@@ -19,10 +21,19 @@ const (
 	Finished = "finished the move" // an earlier run had copied it: compared, then the source removed
 )
 
-// Mover moves folders. Its rename is os.Rename; tests replace it to stand
-// for another file system.
+// Mover moves folders. Its rename is os.Rename and its copy copyTree;
+// tests replace them to stand for another file system and for a copy that
+// came out wrong.
 type Mover struct {
 	Rename func(from, to string) error
+	Copy   func(from, to string) error
+}
+
+func (m Mover) copy(from, to string) error {
+	if m.Copy != nil {
+		return m.Copy(from, to)
+	}
+	return copyTree(from, to)
 }
 
 func (m Mover) rename(from, to string) error {
@@ -39,13 +50,25 @@ func (m Mover) rename(from, to string) error {
 // interrupted at any point can run again: a partial copy is started over,
 // a complete one (dst there, src still there) is compared again before the
 // source goes. Only folders, regular files and symlinks are copied; any
-// other kind of file stops the move with the source untouched.
+// other kind of file stops the move with the source untouched. src must be
+// a folder, not a link to one, and never the folder dst is (through a link
+// above either): then nothing is moved or deleted.
 func (m Mover) Move(src, dst string) (string, error) {
-	if _, err := os.Lstat(src); errors.Is(err, fs.ErrNotExist) {
+	sst, err := os.Lstat(src)
+	if errors.Is(err, fs.ErrNotExist) {
 		if _, err := os.Lstat(dst); err == nil {
 			return Finished, nil // an earlier run moved it
 		}
 		return "", fmt.Errorf("%s is not there: nothing to move", src)
+	}
+	if err != nil {
+		return "", err
+	}
+	if !sst.IsDir() {
+		return "", fmt.Errorf("%s is not a folder (%s): migrate moves folders and follows no link; nothing was moved", src, sst.Mode().Type())
+	}
+	if dstInfo, err := os.Stat(dst); err == nil && os.SameFile(sst, dstInfo) {
+		return "", fmt.Errorf("%s is the folder %s is (a link leads from one to the other): nothing was moved or deleted; remove the link and run marina migrate again", src, dst)
 	}
 	// An empty folder at dst holds nothing to lose (a mount point Lima
 	// made, a folder marina made before the migration): it is taken
@@ -66,7 +89,7 @@ func (m Mover) Move(src, dst string) (string, error) {
 	if err := os.MkdirAll(filepath.Dir(dst), 0o700); err != nil {
 		return "", err
 	}
-	err := m.rename(src, dst)
+	err = m.rename(src, dst)
 	if err == nil {
 		return Renamed, nil
 	}
@@ -77,7 +100,7 @@ func (m Mover) Move(src, dst string) (string, error) {
 	if err := os.RemoveAll(tmp); err != nil { // an interrupted copy
 		return "", err
 	}
-	if err := copyTree(src, tmp); err != nil {
+	if err := m.copy(src, tmp); err != nil {
 		_ = os.RemoveAll(tmp)
 		return "", fmt.Errorf("copy %s to %s: %w (the source is untouched)", src, dst, err)
 	}
@@ -245,12 +268,13 @@ func sum(p string) ([sha256.Size]byte, error) {
 	return s, nil
 }
 
-// SameFile reports whether the regular files a and b hold the same bytes.
+// SameFile reports whether the regular files a and b hold the same bytes
+// (of at most 1 MiB each: they are keys; a device or a FIFO is not read).
 func SameFile(a, b string) bool {
-	x, err := os.ReadFile(a)
+	x, err := fileutil.ReadRegular(a, 1<<20)
 	if err != nil {
 		return false
 	}
-	y, err := os.ReadFile(b)
+	y, err := fileutil.ReadRegular(b, 1<<20)
 	return err == nil && bytes.Equal(x, y)
 }

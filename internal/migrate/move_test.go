@@ -242,3 +242,74 @@ func TestSameSeesEveryDifference(t *testing.T) {
 		})
 	}
 }
+
+// S2: a source that is the destination (through a link above it) is
+// refused with both intact; it used to be compared with itself, found
+// equal, and deleted — the cache.
+func TestMoveRefusesTheSameFolder(t *testing.T) {
+	root := t.TempDir()
+	marina := filepath.Join(root, "marina", "registry-cache")
+	cache(t, filepath.Join(marina, "registry-dockerio"))
+	klimax := filepath.Join(root, "klimax")
+	if err := os.MkdirAll(klimax, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(marina, filepath.Join(klimax, "registry-cache")); err != nil {
+		t.Fatal(err)
+	}
+	src, dst := filepath.Join(klimax, "registry-cache", "registry-dockerio"), filepath.Join(marina, "registry-dockerio")
+	before := snapshot(t, dst)
+	for _, m := range []Mover{{}, {Rename: exdev}} {
+		if _, err := m.Move(src, dst); err == nil || !strings.Contains(err.Error(), "nothing was moved or deleted") {
+			t.Errorf("Move onto itself: %v", err)
+		}
+		if after := snapshot(t, dst); len(after) != len(before) {
+			t.Fatalf("the cache lost files: %d → %d", len(before), len(after))
+		}
+	}
+}
+
+// S2: a source that is a link is not a folder to move.
+func TestMoveRefusesALinkedSource(t *testing.T) {
+	root := t.TempDir()
+	docs := filepath.Join(root, "Documents")
+	cache(t, docs)
+	src := filepath.Join(root, "registry-dockerio")
+	if err := os.Symlink(docs, src); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := (Mover{}).Move(src, filepath.Join(root, "dst")); err == nil || !strings.Contains(err.Error(), "follows no link") {
+		t.Errorf("Move of a link: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(docs, "docker")); err != nil {
+		t.Errorf("the link's target changed: %v", err)
+	}
+}
+
+// Item 11: the comparison of a cross-file-system copy with its source
+// stands between the copy and the source's removal: a copy that came out
+// different (one byte) is removed, and the source stays whole.
+func TestMoveKeepsTheSourceWhenTheCopyDiffers(t *testing.T) {
+	root := t.TempDir()
+	src, dst := filepath.Join(root, "a"), filepath.Join(root, "b")
+	cache(t, src)
+	before := snapshot(t, src)
+	corrupt := func(from, to string) error {
+		if err := copyTree(from, to); err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(to, "docker/registry/v2/blobs/sha256/ab/abcd/data"), []byte("layer bytez"), 0o600)
+	}
+	_, err := Mover{Rename: exdev, Copy: corrupt}.Move(src, dst)
+	if err == nil || !strings.Contains(err.Error(), "the source is untouched") {
+		t.Fatalf("Move with a bad copy: %v", err)
+	}
+	if after := snapshot(t, src); len(after) != len(before) {
+		t.Fatal("the source lost files")
+	}
+	for _, p := range []string{dst, filepath.Join(root, ".b.migrating")} {
+		if _, err := os.Lstat(p); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s is left: %v", p, err)
+		}
+	}
+}
