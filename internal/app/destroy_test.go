@@ -2,12 +2,14 @@ package app
 
 import (
 	"context"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/bcollard/marina/internal/config"
+	"github.com/bcollard/marina/internal/host"
 	"github.com/bcollard/marina/internal/kubeconfig"
 	"github.com/bcollard/marina/internal/vm"
 	"sigs.k8s.io/yaml"
@@ -488,5 +490,38 @@ func TestDestroyKeepsKubeconfigsWhenTheVMStays(t *testing.T) {
 		if !f.kubeconfigExists(n) || !f.hasContext(n) {
 			t.Errorf("%s's kubeconfig went with the VM still there", n)
 		}
+	}
+}
+
+// S4: routes.json recording a VPN's 10.0.0.0/8 through its gateway, and
+// the VPN's resolver file with exactly what it holds, makes destroy delete
+// neither: only network.cidr's route and dns.domain's file are marina's.
+func TestDestroyLeavesWhatTheRecordCannotMakeMarinas(t *testing.T) {
+	f := newFixture(t)
+	f.config(nil)
+	vpn := netip.MustParsePrefix("10.0.0.0/8")
+	f.route = &host.Route{Dest: vpn, Gateway: netip.MustParseAddr("10.8.0.1"), Interface: "utun3"}
+	corp := filepath.Join(f.resolverDir, "corp.example.com")
+	if err := os.MkdirAll(f.resolverDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(corp, []byte("nameserver 10.8.0.53\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	record := `{"routes":[{"cidr":"10.0.0.0/8","gateway":"10.8.0.1"}],"resolvers":[{"path":"` + corp + `","content":"nameserver 10.8.0.53\n"}]}`
+	if err := os.WriteFile(f.e.Paths.Routes(), []byte(record), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := Destroy(context.Background(), f.e, DestroyOptions{Yes: true}); err != nil {
+		t.Fatalf("%v\n%s", err, f.err.String())
+	}
+	if got := f.called("host.privileged"); len(got) != 0 {
+		t.Errorf("destroy ran as root: %v", got)
+	}
+	if _, err := os.Stat(corp); err != nil {
+		t.Errorf("the VPN's resolver file went: %v", err)
+	}
+	if !strings.Contains(f.err.String(), "a route to 10.0.0.0/8 via 10.8.0.1") {
+		t.Errorf("what was left is not said:\n%s", f.err.String())
 	}
 }

@@ -260,7 +260,7 @@ func (d *doctor) run(ctx context.Context) DoctorReport {
 	s, e := d.s, d.s.Env
 	d.o, d.fixes, d.stale, d.throughVM, d.shadows = nil, nil, nil, nil, nil
 	d.route = host.RouteStatus{}
-	d.made = loadMade(e.Paths)
+	d.made = loadMade(e.Paths, hostOwn(s.File.Config, s.File.Err == nil))
 	checks := []DoctorCheck{d.config}
 	add := func(c ...DoctorCheck) { checks = append(checks, c...) }
 	hostOS := s.Host.OS()
@@ -1152,7 +1152,7 @@ func (d *doctor) repair(ctx context.Context, todo []repairStep) []string {
 		case repairRoute:
 			fix := s.Host.RouteFix(d.route)
 			err = s.step(fmt.Sprintf("Routing %s from this host via %s", d.route.Want, d.route.Via), "", func() error {
-				made, err := host.LoadMade(s.Paths.Routes())
+				made, err := host.LoadMade(s.Paths.Routes(), hostOwn(s.Config, true))
 				if err != nil {
 					return err
 				}

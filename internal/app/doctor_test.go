@@ -899,6 +899,10 @@ func brokenForFix(t *testing.T) *fixture {
 	f := doctorFixture(t)
 	f.doctor.net = func(st *guest.NetState) { st.Forwarding = false }
 	f.route = nil
+	// No route, so no record of one: what --fix adds, it records itself.
+	if err := os.Remove(f.e.Paths.Routes()); err != nil {
+		t.Fatal(err)
+	}
 	f.nodes = nil
 	f.cluster("dev", 1, "https://192.168.64.9:7001")
 	f.scripts["export kubeconfigs"] = vm.Result{Stdout: []byte(f.export("dev"))}

@@ -78,7 +78,7 @@ func (r routeRemoval) step() Step {
 // alone; the default route never qualifies.
 func routeRemovals(ctx context.Context, s *Session) ([]routeRemoval, error) {
 	e, v := s.Env, s.File
-	made, err := host.LoadMade(e.Paths.Routes())
+	made, err := loadOwnMade(s, v.Config, v.Err == nil)
 	if err != nil {
 		return nil, err
 	}
@@ -89,7 +89,7 @@ func routeRemovals(ctx context.Context, s *Session) ([]routeRemoval, error) {
 			nets = append(nets, p)
 		}
 	} else {
-		e.UI.Warnf("network.cidr is not read from an invalid config: only the routes marina recorded in %s are looked at", e.Paths.Routes())
+		e.UI.Warnf("network.cidr and dns.domain are not read from an invalid config, so no route or resolver file is marina's to remove: fix the config (marina config edit) and run it again")
 	}
 	var out []routeRemoval
 	for _, p := range nets {

@@ -813,7 +813,7 @@ func mustPrefix(s string) netip.Prefix { return netip.MustParsePrefix(s) }
 // mustMade is marina's record of the routes it made, in the fixture's home.
 func mustMade(t *testing.T, f *fixture) *host.Made {
 	t.Helper()
-	m, err := host.LoadMade(f.e.Paths.Routes())
+	m, err := host.LoadMade(f.e.Paths.Routes(), hostOwn(config.Default(), true))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -957,7 +957,7 @@ func (m *migration) adoptRoute(ctx context.Context) error {
 		return err
 	}
 	defer s.Close()
-	made, err := host.LoadMade(m.e.Paths.Routes())
+	made, err := host.LoadMade(m.e.Paths.Routes(), hostOwn(m.conv.Config, true))
 	if err != nil {
 		return err
 	}

@@ -256,7 +256,7 @@ func migrated(t *testing.T, f *fixture) {
 	if !fileExists(filepath.Join(home, ".klimax")) {
 		t.Error("~/.klimax went without --cleanup")
 	}
-	made, err := host.LoadMade(p.Routes())
+	made, err := host.LoadMade(p.Routes(), hostOwn(config.Default(), true))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -618,7 +618,7 @@ func TestMigrateLeavesAVPNRouteUnrecorded(t *testing.T) {
 	if err := Migrate(context.Background(), f.e, MigrateOptions{Yes: true, Skill: []byte("skill")}); err != nil {
 		t.Fatalf("%v\n%s", err, f.err.String())
 	}
-	made, err := host.LoadMade(f.e.Paths.Routes())
+	made, err := host.LoadMade(f.e.Paths.Routes(), hostOwn(config.Default(), true))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -189,7 +189,7 @@ func GetStatus(ctx context.Context, e *Env) (Status, error) {
 	}
 	// What marina made on the host, read once for the route and the
 	// resolver file.
-	made := loadMade(ses.Paths)
+	made := loadMade(ses.Paths, hostOwn(file.Config, file.Err == nil))
 	if in == nil {
 		s.route(ctx, ses, cidr, nil, made)
 		return s, nil
@@ -347,8 +347,8 @@ type madeRecord struct {
 	err error
 }
 
-func loadMade(p config.Paths) madeRecord {
-	m, err := host.LoadMade(p.Routes())
+func loadMade(p config.Paths, own host.Own) madeRecord {
+	m, err := host.LoadMade(p.Routes(), own)
 	if err != nil {
 		return madeRecord{&host.Made{}, err}
 	}

@@ -81,7 +81,7 @@ func planFor(s *Session, o *observed) (convergePlan, error) {
 	if err != nil {
 		return convergePlan{}, err
 	}
-	made, err := host.LoadMade(e.Paths.Routes())
+	made, err := loadOwnMade(s, cfg, true)
 	if err != nil {
 		return convergePlan{}, err
 	}

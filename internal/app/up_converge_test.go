@@ -51,7 +51,7 @@ func TestPlanConverge(t *testing.T) {
 	cfg.Registries.Mirrors = []config.Mirror{}
 	e := &Env{Paths: config.Paths{Home: t.TempDir(), Dir: filepath.Join(t.TempDir(), ".marina")}}
 	// marina made the route through lima0's first address.
-	made, err := host.LoadMade(e.Paths.Routes())
+	made, err := host.LoadMade(e.Paths.Routes(), hostOwn(cfg, true))
 	if err != nil {
 		t.Fatal(err)
 	}

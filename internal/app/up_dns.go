@@ -230,3 +230,39 @@ func clusterEtcdUser(pw dns.Passwords, name, domain string) (guest.EtcdUser, err
 	c, err := pw.Cluster(name)
 	return guest.EtcdUser{Creds: c, Grant: dns.ClusterGrant(name, domain)}, err
 }
+
+// hostOwn is what on the host marina's records may make marina's to
+// change or delete, for cfg: its network.cidr's route and its resolver
+// file (host.Own). With no valid config, nothing.
+func hostOwn(cfg config.Config, valid bool) host.Own {
+	cidr, err := netip.ParsePrefix(cfg.Network.CIDR)
+	if !valid || err != nil || !config.IsDomain(cfg.DNS.Domain) {
+		return host.Own{}
+	}
+	_, server := dns.Addrs(cidr)
+	return host.Own{
+		Networks:        []netip.Prefix{cidr.Masked()},
+		Resolver:        filepath.Join(host.ResolverDir(), cfg.DNS.Domain),
+		ResolverContent: dns.ResolverFile(server),
+	}
+}
+
+// loadOwnMade reads marina's record of what it made on the host, for
+// cfg, and says what in it is not marina's now (left alone).
+func loadOwnMade(s *Session, cfg config.Config, valid bool) (*host.Made, error) {
+	made, err := host.LoadMade(s.Paths.Routes(), hostOwn(cfg, valid))
+	if err != nil {
+		return nil, err
+	}
+	if len(made.Ignored) > 0 && s.UI != nil {
+		s.UI.Warnf("%s records %s, which %s not marina's now (only network.cidr's route and dns.domain's resolver file are): left alone; if it is a leftover of marina's, remove it by hand", s.Paths.Routes(), strings.Join(made.Ignored, " and "), pluralVerb(len(made.Ignored)))
+	}
+	return made, nil
+}
+
+func pluralVerb(n int) string {
+	if n == 1 {
+		return "is"
+	}
+	return "are"
+}

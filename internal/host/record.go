@@ -22,6 +22,27 @@ type Made struct {
 	// a file is marina's to rewrite or remove only while it still holds
 	// exactly that.
 	Resolvers []MadeResolver `json:"resolvers,omitempty"`
+	// Ignored are the records of what is not marina's own now (Own), as
+	// read: kept in the file, never acted on, and reported.
+	Ignored []string `json:"-"`
+	// kept are those records, written back as they were.
+	keptRoutes    []MadeRoute
+	keptResolvers []MadeResolver
+}
+
+// Own is what on the host a record can make marina's to change or
+// delete: the networks marina routes (network.cidr; ranges marina routes
+// itself would join it), its resolver file for dns.domain, and, for files
+// of an earlier dns.domain, what marina writes in a resolver file (their
+// recorded content must be that). A record of anything else — a VPN's
+// 10.0.0.0/8, its resolver file — is never acted on, whatever the file
+// says.
+type Own struct {
+	Networks []netip.Prefix
+	Resolver string
+	// ResolverContent is the file marina writes for dns.domain now; an
+	// earlier domain's counts when its recorded content is the same.
+	ResolverContent string
 }
 
 // MadeResolver is one resolver file marina wrote.
@@ -37,9 +58,10 @@ type MadeRoute struct {
 }
 
 // LoadMade reads the record at path; a missing file is an empty record.
-// Entries that are not a network marina may route are dropped: the file
-// is only a hint, never a reason to touch another route.
-func LoadMade(path string) (*Made, error) {
+// Only entries for what own says is marina's count: the file is only a
+// hint, never a reason to touch another route or file. The others are
+// kept in the file as they were and listed in Ignored.
+func LoadMade(path string, own Own) (*Made, error) {
 	m := &Made{path: path}
 	b, err := fileutil.ReadRegular(path, 1<<20)
 	if errors.Is(err, os.ErrNotExist) {
@@ -53,14 +75,20 @@ func LoadMade(path string) (*Made, error) {
 		return nil, fmt.Errorf("read %s: %w (remove it: marina then leaves every existing route alone, and records the next one it adds)", path, err)
 	}
 	for _, r := range in.Routes {
-		if CheckPrefix(r.CIDR) == nil && r.Gateway.Is4() {
+		if CheckPrefix(r.CIDR) == nil && r.Gateway.Is4() && slices.Contains(own.Networks, r.CIDR) {
 			m.Routes = append(m.Routes, r)
+			continue
 		}
+		m.keptRoutes = append(m.keptRoutes, r)
+		m.Ignored = append(m.Ignored, fmt.Sprintf("a route to %s via %s", r.CIDR, r.Gateway))
 	}
 	for _, r := range in.Resolvers {
-		if resolverPath(r.Path) {
+		if resolverPath(r.Path) && (r.Path == own.Resolver || (own.ResolverContent != "" && r.Content == own.ResolverContent)) {
 			m.Resolvers = append(m.Resolvers, r)
+			continue
 		}
+		m.keptResolvers = append(m.keptResolvers, r)
+		m.Ignored = append(m.Ignored, fmt.Sprintf("the resolver file %q", r.Path))
 	}
 	return m, nil
 }
@@ -138,13 +166,14 @@ func (m *Made) wrote(path string) (string, bool) {
 }
 
 func (m *Made) save() error {
-	if len(m.Routes) == 0 && len(m.Resolvers) == 0 {
+	out := Made{Routes: append(slices.Clone(m.Routes), m.keptRoutes...), Resolvers: append(slices.Clone(m.Resolvers), m.keptResolvers...)}
+	if len(out.Routes) == 0 && len(out.Resolvers) == 0 {
 		if err := os.Remove(m.path); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return err
 		}
 		return nil
 	}
-	b, err := json.MarshalIndent(m, "", "  ")
+	b, err := json.MarshalIndent(out, "", "  ")
 	if err != nil {
 		return err
 	}

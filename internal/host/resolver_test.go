@@ -13,7 +13,7 @@ func resolverSetup(t *testing.T) (dir string, made *Made) {
 	t.Helper()
 	root := t.TempDir()
 	t.Setenv(ResolverDirEnv, filepath.Join(root, "resolver"))
-	made, err := LoadMade(filepath.Join(root, "routes.json"))
+	made, err := LoadMade(filepath.Join(root, "routes.json"), Own{Resolver: filepath.Join(root, "resolver", "demo.internal"), ResolverContent: want})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,7 +98,7 @@ func TestMadeDropsBadResolverPaths(t *testing.T) {
 	if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	m, err := LoadMade(p)
+	m, err := LoadMade(p, Own{Resolver: "/etc/resolver/demo.internal"})
 	if err != nil {
 		t.Fatal(err)
 	}

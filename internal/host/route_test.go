@@ -175,7 +175,7 @@ func TestCheckPrefix(t *testing.T) {
 
 func TestMadeRecord(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "routes.json")
-	m, err := LoadMade(path)
+	m, err := LoadMade(path, Own{Networks: []netip.Prefix{kindNet}})
 	if err != nil || len(m.Routes) != 0 {
 		t.Fatalf("empty record: %+v, %v", m, err)
 	}
@@ -186,7 +186,7 @@ func TestMadeRecord(t *testing.T) {
 	if err := m.Add(kindNet, lima0); err != nil {
 		t.Fatal(err)
 	}
-	m2, err := LoadMade(path)
+	m2, err := LoadMade(path, Own{Networks: []netip.Prefix{kindNet}})
 	if err != nil || len(m2.Gateways(kindNet)) != 1 || m2.Gateways(kindNet)[0] != lima0 {
 		t.Errorf("reloaded: %+v, %v", m2, err)
 	}
@@ -197,14 +197,64 @@ func TestMadeRecord(t *testing.T) {
 	if err := os.WriteFile(path, []byte(`{"routes":[{"cidr":"0.0.0.0/0","gateway":"192.168.64.3"},{"cidr":"172.30.0.0/16","gateway":"192.168.64.3"}]}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	m3, err := LoadMade(path)
+	m3, err := LoadMade(path, Own{Networks: []netip.Prefix{kindNet}})
 	if err != nil || len(m3.Routes) != 1 || m3.Routes[0].CIDR != kindNet {
 		t.Errorf("hostile record: %+v, %v", m3, err)
 	}
+	if len(m3.Ignored) != 1 || !strings.Contains(m3.Ignored[0], "0.0.0.0/0") {
+		t.Errorf("the ignored entry is not said: %v", m3.Ignored)
+	}
+	// Forgetting marina's route keeps the ignored entry as it was: the
+	// file is the user's to clean.
 	if err := m3.Forget(kindNet); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := os.Stat(path); !os.IsNotExist(err) {
+	if b, err := os.ReadFile(path); err != nil || !strings.Contains(string(b), `"0.0.0.0/0"`) || strings.Contains(string(b), kindNet.String()) {
+		t.Errorf("after Forget: %s, %v", b, err)
+	}
+	// With nothing of its own and nothing ignored left, no file.
+	m4, err := LoadMade(filepath.Join(t.TempDir(), "routes.json"), Own{Networks: []netip.Prefix{kindNet}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m4.Add(kindNet, lima0); err != nil {
+		t.Fatal(err)
+	}
+	if err := m4.Forget(kindNet); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(m4.path); !os.IsNotExist(err) {
 		t.Error("an empty record stays on disk")
+	}
+}
+
+// S4: a record of any network but marina's own (a VPN's 10.0.0.0/8, which
+// every older check accepted: private, /8 to /24) gives marina nothing to
+// act on; nor does a record of a resolver file that is not marina's for
+// dns.domain and does not hold what marina writes.
+func TestMadeCountsOnlyWhatIsMarinas(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "routes.json")
+	body := `{"routes":[{"cidr":"10.0.0.0/8","gateway":"10.8.0.1"},{"cidr":"192.168.0.0/24","gateway":"192.168.64.3"},{"cidr":"172.30.0.0/16","gateway":"192.168.64.3"}],
+"resolvers":[{"path":"/etc/resolver/corp.example.com","content":"nameserver 10.8.0.53\n"},{"path":"/etc/resolver/old.internal","content":"marina's\n"},{"path":"/etc/resolver/demo.internal","content":"marina's\n"}]}`
+	if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	m, err := LoadMade(path, Own{Networks: []netip.Prefix{kindNet}, Resolver: "/etc/resolver/demo.internal", ResolverContent: "marina's\n"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if nets := m.Networks(); len(nets) != 1 || nets[0] != kindNet {
+		t.Errorf("networks counted: %v", nets)
+	}
+	var paths []string
+	for _, r := range m.Resolvers {
+		paths = append(paths, r.Path)
+	}
+	// demo.internal's, and an earlier domain's holding what marina writes.
+	if strings.Join(paths, " ") != "/etc/resolver/old.internal /etc/resolver/demo.internal" {
+		t.Errorf("resolvers counted: %v", paths)
+	}
+	if len(m.Ignored) != 3 {
+		t.Errorf("ignored: %v", m.Ignored)
 	}
 }

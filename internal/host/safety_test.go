@@ -54,18 +54,52 @@ func TestNoRemovalWithoutAGateway(t *testing.T) {
 	}
 }
 
-// The default route is never touched, whatever prefix is asked for.
+// The default route, a split-tunnel VPN's 0.0.0.0/1 and a VPN's route of
+// part of the kind network are never changed or deleted by any operation
+// marina has (RouteFix, RouteRemove), in either style, whatever the record
+// says: even a record naming their own gateway. A command marina would
+// run names the network it wants and nothing else, and where the route
+// found is not of that network, it only adds.
 func TestDefaultRouteNeverTouched(t *testing.T) {
-	def := &Route{Dest: netip.MustParsePrefix("0.0.0.0/0"), Gateway: lima0, Interface: "bridge100"}
-	for _, want := range []string{"0.0.0.0/0", "0.0.0.0/1", "8.0.0.0/8", "172.30.0.0/16"} {
-		p := netip.MustParsePrefix(want)
-		s := Classify(p, lima0, def)
-		if fix := (&Host{}).RouteFix(s); fix != nil && p.Bits() < 8 {
-			t.Errorf("%s: fix %v", want, fix)
+	vpnGW := netip.MustParseAddr("10.8.0.1")
+	others := []*Route{
+		{Dest: netip.MustParsePrefix("0.0.0.0/0"), Gateway: lima0, Interface: "bridge100"},
+		{Dest: netip.MustParsePrefix("0.0.0.0/0"), Gateway: netip.MustParseAddr("192.168.1.1"), Interface: "en0"},
+		{Dest: netip.MustParsePrefix("0.0.0.0/1"), Gateway: vpnGW, Interface: "utun3"},
+		{Dest: netip.MustParsePrefix("172.30.4.0/24"), Gateway: vpnGW, Interface: "utun3"},
+		{Dest: netip.MustParsePrefix("172.16.0.0/12"), Gateway: vpnGW, Interface: "utun3"},
+	}
+	wants := []string{"0.0.0.0/0", "0.0.0.0/1", "8.0.0.0/8", "172.30.0.0/16", "10.0.0.0/8"}
+	n := 0
+	for _, style := range []Style{BSD, Linux} {
+		h := &Host{Style: style}
+		for _, found := range others {
+			for _, want := range wants {
+				p := netip.MustParsePrefix(want)
+				// Every record: none, marina's lima0, and the found route's
+				// own gateway (a hostile routes.json).
+				for _, recorded := range [][]netip.Addr{nil, {lima0}, {found.Gateway}} {
+					s := Classify(p, lima0, found, recorded...)
+					for what, argv := range map[string][]string{"fix": h.RouteFix(s), "remove": h.RouteRemove(s)} {
+						if argv == nil {
+							continue
+						}
+						n++
+						line := strings.Join(argv, " ")
+						if p.Bits() < 8 || !strings.Contains(line, " "+p.String()) {
+							t.Errorf("%s %s of %s with %s found (recorded %v): %s", style, what, want, found, recorded, line)
+						}
+						if found.Dest != p && (what == "remove" || strings.Contains(line, " change ") || strings.Contains(line, " del")) {
+							t.Errorf("%s %s of %s touches %s: %s", style, what, want, found, line)
+						}
+					}
+				}
+			}
 		}
-		if rm := (&Host{}).RouteRemove(s); rm != nil {
-			t.Errorf("%s: remove %v", want, rm)
-		}
+	}
+	// The check looked at commands: a fix of the kind network is one.
+	if n == 0 {
+		t.Fatal("no operation produced a command (the test proves nothing)")
 	}
 }
 
