@@ -166,11 +166,16 @@ func prepareCreate(ctx context.Context, s *Session, opts CreateOptions) (*create
 	if p.kubeconfig, err = s.Paths.Kubeconfig(opts.Name); err != nil {
 		return nil, err
 	}
+	// ~/.kube/marina is shared by every marina home: another's file of
+	// this name is not this create's to replace.
+	if err := kubeconfig.CheckFile(p.kubeconfig, opts.Name, s.kubeOwner(true)); err != nil {
+		return nil, err
+	}
 	if cfg.Kind.AutoMergeKubeconfig {
 		p.target = s.kubeconfigTarget()
 		// A name the user's kubeconfig already has for something of its
 		// own fails now, before kind made anything.
-		if err := kubeconfig.CheckMerge(s.kubeconfigFiles(), opts.Name); err != nil {
+		if err := kubeconfig.CheckMerge(s.kubeconfigFiles(), s.kubeOwner(true), opts.Name); err != nil {
 			return nil, err
 		}
 	}
@@ -317,7 +322,7 @@ func applyCreate(ctx context.Context, s *Session, p *createPlan, opts CreateOpti
 	if !ok || len(ex.Kubeconfig) == 0 {
 		return rb.fail("reading its kubeconfig", errors.New("kind printed no kubeconfig"))
 	}
-	kc, err := kubeconfig.FromKind(ex.Kubeconfig, ex.Cert, name, p.server)
+	kc, err := kubeconfig.FromKind(ex.Kubeconfig, ex.Cert, name, p.server, s.kubeOwner(true).Home)
 	if err != nil {
 		return rb.fail("reading its kubeconfig", err)
 	}
@@ -337,13 +342,13 @@ func applyCreate(ctx context.Context, s *Session, p *createPlan, opts CreateOpti
 		}
 	}
 	if err := e.step("Writing its kubeconfig", "Wrote "+p.kubeconfig, func() error {
-		if err := kubeconfig.WriteFile(p.kubeconfig, kc); err != nil {
+		if err := kubeconfig.WriteFile(p.kubeconfig, name, kc, s.kubeOwner(true)); err != nil {
 			return err
 		}
 		if p.target == "" {
 			return nil
 		}
-		if err := kubeconfig.Merge(p.target, name, kc); err != nil {
+		if err := kubeconfig.Merge(p.target, name, kc, s.kubeOwner(true)); err != nil {
 			return err
 		}
 		rb.merged = true
@@ -423,7 +428,7 @@ func (r *rollback) fail(what string, cause error) error {
 			errs = append(errs, err)
 		}
 		if r.merged {
-			if _, err := kubeconfig.Remove(r.p.target, name); err != nil {
+			if _, err := kubeconfig.Remove(r.p.target, name, r.s.kubeOwner(false)); err != nil {
 				errs = append(errs, err)
 			}
 		}

@@ -13,6 +13,7 @@ import (
 	"github.com/bcollard/marina/internal/dns"
 	"github.com/bcollard/marina/internal/guest"
 	"github.com/bcollard/marina/internal/kubeconfig"
+	"github.com/bcollard/marina/internal/run"
 	"github.com/bcollard/marina/internal/ui"
 	"github.com/bcollard/marina/internal/vm"
 	"k8s.io/apimachinery/pkg/labels"
@@ -157,14 +158,24 @@ func deleteClusters(ctx context.Context, s *Session, names, files []string, scri
 		unclean = guest.ParseForget(string(out.Stdout))
 		var errs []error
 		for i, n := range names {
-			if err := os.Remove(files[i]); err != nil && !errors.Is(err, os.ErrNotExist) {
-				errs = append(errs, err)
+			// Only this home's own file and entries: the name came from
+			// this home's VM, and ~/.kube is shared by every home (S11).
+			switch ok, err := marinaKubeconfig(files[i], n, s.kubeOwner(false)); {
+			case err != nil:
+				s.UI.Warnf("%s is left as it is: %v; if it is a leftover, `rm %s` removes it", files[i], err, run.ShellQuote(files[i]))
+			case ok:
+				if err := os.Remove(files[i]); err != nil && !errors.Is(err, os.ErrNotExist) {
+					errs = append(errs, err)
+				}
 			}
 			if s.Config.Kind.AutoRemoveKubeconfig {
-				r, err := kubeconfig.Remove(target, n)
+				r, err := kubeconfig.Remove(target, n, s.kubeOwner(false))
 				errs = append(errs, err)
 				if len(r.Foreign) > 0 {
 					foreign = append(foreign, n)
+				}
+				if r.Others != "" {
+					s.UI.Warnf("the entries named %s in %s are %s: they were left as they are; `marina kubeconfig remove %s` removes them", n, target, r.Others, n)
 				}
 			}
 		}

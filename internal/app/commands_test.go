@@ -53,7 +53,18 @@ func (f *fixture) create(opts CreateOptions) error {
 // entries is the contexts of ~/.kube/config named name.
 func (f *fixture) hasContext(name string) bool {
 	f.t.Helper()
-	ok, err := kubeconfig.Has(f.kubeconfigFile(), name)
+	ok, err := kubeconfig.Has(f.kubeconfigFile(), name, f.e.kubeOwner(true))
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		f.t.Fatal(err)
+	}
+	return ok
+}
+
+// hasOldContext reports whether ~/.kube/config holds a context name an
+// older marina marked, naming no home.
+func (f *fixture) hasOldContext(name string) bool {
+	f.t.Helper()
+	ok, err := kubeconfig.Has(f.kubeconfigFile(), name, kubeconfig.Owner{Home: "/no/such/home", Legacy: true})
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		f.t.Fatal(err)
 	}
@@ -114,7 +125,7 @@ func TestCreateRollsBackAtEachStep(t *testing.T) {
 			// The user's kubeconfig, with an entry of marina's from an
 			// earlier c1 that this run did not write.
 			old := mustKubeconfig(t, f, "c1", "https://127.0.0.1:7009")
-			if err := kubeconfig.Merge(f.kubeconfigFile(), "c1", old); err != nil {
+			if err := kubeconfig.Merge(f.kubeconfigFile(), "c1", old, f.e.kubeOwner(true)); err != nil {
 				t.Fatal(err)
 			}
 			if c.fail == "merge" {
@@ -207,7 +218,7 @@ func deleteFixture(t *testing.T) *fixture {
 	f.cluster("a", 1, "https://127.0.0.1:7001")
 	f.cluster("b", 2, "https://127.0.0.1:7002")
 	for _, n := range []string{"a", "b"} {
-		if err := kubeconfig.Merge(f.kubeconfigFile(), n, mustKubeconfig(t, f, n, "https://127.0.0.1:700"+map[string]string{"a": "1", "b": "2"}[n])); err != nil {
+		if err := kubeconfig.Merge(f.kubeconfigFile(), n, mustKubeconfig(t, f, n, "https://127.0.0.1:700"+map[string]string{"a": "1", "b": "2"}[n]), f.e.kubeOwner(true)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -336,7 +347,7 @@ func TestUpFollowsALima0Move(t *testing.T) {
 	f.config(func(c *config.Config) { c.Network.DisablePortMirroring = true })
 	f.cluster("old", 1, "https://192.168.64.3:7001")
 	f.cluster("cur", 2, "https://192.168.64.7:7002")
-	if err := kubeconfig.Merge(f.kubeconfigFile(), "old", mustKubeconfig(t, f, "old", "https://192.168.64.3:7001")); err != nil {
+	if err := kubeconfig.Merge(f.kubeconfigFile(), "old", mustKubeconfig(t, f, "old", "https://192.168.64.3:7001"), f.e.kubeOwner(true)); err != nil {
 		t.Fatal(err)
 	}
 	cidr := f.network.Subnet

@@ -214,7 +214,7 @@ func kubeconfigCleanup(ctx context.Context, s *Session) kubeconfigs {
 		if err != nil {
 			continue
 		}
-		switch ok, err := marinaKubeconfig(path, n); {
+		switch ok, err := marinaKubeconfig(path, n, s.kubeOwner(false)); {
 		case err != nil:
 			e.UI.Warnf("%s is left as it is: %v; if it is a leftover, `rm %s` removes it", path, err, run.ShellQuote(path))
 		case ok:
@@ -223,11 +223,16 @@ func kubeconfigCleanup(ctx context.Context, s *Session) kubeconfigs {
 	}
 	var have []string
 	for _, n := range kc.names {
-		switch ok, err := kubeconfig.Has(target, n); {
+		switch ok, err := kubeconfig.Has(target, n, s.kubeOwner(false)); {
 		case err != nil:
 			e.UI.Warnf("%s cannot be read (%v): the entries of %s stay; `marina kubeconfig remove %s` removes them once it can be read", target, err, n, n)
 		case ok:
 			have = append(have, n)
+		default:
+			// An older marina's entries of the name: whose, it did not say.
+			if old, _ := kubeconfig.Has(target, n, s.kubeOwner(true)); old {
+				e.UI.Warnf("the entries of %s in %s are an older marina's, which did not record its home: they stay; `marina kubeconfig remove %s` removes them if they were this VM's", n, target, n)
+			}
 		}
 	}
 	switch {
@@ -265,7 +270,7 @@ func kubeconfigFileNames(dir string) []string {
 // as marina writes it: a regular file (not a link to elsewhere) whose
 // context name carries marina's mark. Missing is false; anything else that
 // is not marina's is an error that says what it is.
-func marinaKubeconfig(path, name string) (bool, error) {
+func marinaKubeconfig(path, name string, o kubeconfig.Owner) (bool, error) {
 	st, err := os.Lstat(path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
@@ -275,12 +280,12 @@ func marinaKubeconfig(path, name string) (bool, error) {
 	case !st.Mode().IsRegular():
 		return false, fmt.Errorf("it is not a file marina wrote (%s)", st.Mode().Type())
 	}
-	ok, err := kubeconfig.Has(path, name)
-	switch {
+	var no *kubeconfig.NotOwnedError
+	switch err := kubeconfig.CheckFile(path, name, o); {
+	case errors.As(err, &no):
+		return false, errors.New("it " + no.What)
 	case err != nil:
 		return false, err
-	case !ok:
-		return false, fmt.Errorf("it has no context %s that marina wrote", name)
 	}
 	return true, nil
 }
@@ -317,7 +322,7 @@ func (kc kubeconfigs) apply(s *Session) error {
 			}
 		}
 		for _, n := range kc.entries {
-			r, err := kubeconfig.Remove(kc.target, n)
+			r, err := kubeconfig.Remove(kc.target, n, s.kubeOwner(false))
 			if err != nil {
 				errs = append(errs, fmt.Errorf("the entries of %s stay in %s: %w; `marina kubeconfig remove %s` removes them once that is fixed", n, kc.target, err, n))
 			}

@@ -26,7 +26,7 @@ func destroyFixture(t *testing.T, change func(*config.Config)) *fixture {
 	for i, n := range []string{"dev", "east"} {
 		server := "https://192.168.64.3:700" + string(rune('1'+i))
 		f.cluster(n, i+1, server)
-		if err := kubeconfig.Merge(f.kubeconfigFile(), n, mustKubeconfig(t, f, n, server)); err != nil {
+		if err := kubeconfig.Merge(f.kubeconfigFile(), n, mustKubeconfig(t, f, n, server), f.e.kubeOwner(true)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -186,7 +186,7 @@ func TestDestroyRemovesOnlyWhatMarinaWrote(t *testing.T) {
 		t.Errorf("the link's target: %v", err)
 	}
 	for _, want := range []string{
-		filepath.Join(dir, "mine.kubeconfig") + " is left as it is: it has no context mine that marina wrote; if it is a leftover, `rm " + filepath.Join(dir, "mine.kubeconfig") + "` removes it",
+		filepath.Join(dir, "mine.kubeconfig") + " is left as it is: it is not marina's (yours); if it is a leftover, `rm " + filepath.Join(dir, "mine.kubeconfig") + "` removes it",
 		filepath.Join(dir, "link.kubeconfig") + " is left as it is: it is not a file marina wrote (L---------)",
 	} {
 		if !strings.Contains(f.err.String(), want) {
@@ -523,5 +523,85 @@ func TestDestroyLeavesWhatTheRecordCannotMakeMarinas(t *testing.T) {
 	}
 	if !strings.Contains(f.err.String(), "a route to 10.0.0.0/8 via 10.8.0.1") {
 		t.Errorf("what was left is not said:\n%s", f.err.String())
+	}
+}
+
+// S11: home B's VM runs and its Docker lists a cluster dev, as home A's
+// does (or as B's VM says it does): B's destroy, B's kubeconfig merge of
+// every cluster and B's cluster delete of dev leave A's dev file and
+// entries byte for byte; B's explicit merge and remove of dev refuse,
+// naming A's home. A's own destroy still removes them.
+func TestHomesDoNotTrustEachOthersVMs(t *testing.T) {
+	ctx := context.Background()
+	a := destroyFixture(t, nil)
+	before := a.snapshot()
+	b := sharingHome(t, a)
+	b.cluster("dev", 1, "")
+	b.scripts["export kubeconfigs"] = vm.Result{Stdout: []byte(b.export("dev"))}
+
+	if err := MergeKubeconfigs(ctx, b.e, nil, false); err == nil || !strings.Contains(err.Error(), "another marina home's ("+a.e.kubeOwner(false).Home+")") {
+		t.Errorf("B's merge of every cluster: %v", err)
+	}
+	a.kept(before)
+	if err := MergeKubeconfigs(ctx, b.e, []string{"dev"}, false); err == nil || !strings.Contains(err.Error(), "another marina home's") {
+		t.Errorf("B's merge of dev: %v", err)
+	}
+	if err := RemoveKubeconfigs(b.e, []string{"dev"}); err == nil || !strings.Contains(err.Error(), "another marina home's") {
+		t.Errorf("B's remove of dev: %v", err)
+	}
+	a.kept(before)
+	if err := DeleteClusters(ctx, b.e, DeleteOptions{Names: []string{"dev"}, Yes: true}); err != nil {
+		t.Fatalf("B's delete of dev: %v\n%s", err, b.err.String())
+	}
+	a.kept(before)
+	b.cluster("dev", 1, "")
+	if err := Destroy(ctx, b.e, DestroyOptions{Yes: true}); err != nil {
+		t.Fatalf("%v\n%s", err, b.err.String())
+	}
+	a.kept(before)
+	if err := Destroy(ctx, a.e, DestroyOptions{Yes: true}); err != nil {
+		t.Fatalf("%v\n%s", err, a.err.String())
+	}
+	for _, n := range []string{"dev", "east"} {
+		if a.kubeconfigExists(n) || a.hasContext(n) {
+			t.Errorf("A's destroy left %s's kubeconfig", n)
+		}
+	}
+}
+
+// S11: entries and files an older marina marked without a home are left
+// by destroy and said; an explicit kubeconfig remove of the name takes
+// them (the user named the cluster).
+func TestOlderMarksAreLeftAndSaid(t *testing.T) {
+	f := destroyFixture(t, nil)
+	for _, p := range []string{f.kubeconfigFile(), filepath.Join(f.e.Paths.KubeconfigDir(), "dev.kubeconfig")} {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		old := strings.ReplaceAll(string(b), "      home: "+f.e.kubeOwner(false).Home+"\n", "")
+		if old == string(b) {
+			t.Fatalf("no home in the marks of %s (the test proves nothing):\n%s", p, b)
+		}
+		if err := os.WriteFile(p, []byte(old), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := Destroy(context.Background(), f.e, DestroyOptions{Yes: true}); err != nil {
+		t.Fatalf("%v\n%s", err, f.err.String())
+	}
+	// Every entry in ~/.kube/config is an older marina's now, and dev's
+	// file; east's file is this home's.
+	if !f.kubeconfigExists("dev") || !f.hasOldContext("dev") || !f.hasOldContext("east") {
+		t.Errorf("an older marina's kubeconfig went with destroy")
+	}
+	if f.kubeconfigExists("east") {
+		t.Error("east's file, this home's, stayed")
+	}
+	if !strings.Contains(f.err.String(), "older marina") || !strings.Contains(f.err.String(), "marina kubeconfig remove dev") {
+		t.Errorf("what stays is not said:\n%s", f.err.String())
+	}
+	if err := RemoveKubeconfigs(f.e, []string{"dev"}); err != nil || f.hasOldContext("dev") {
+		t.Errorf("an explicit remove of dev: %v", err)
 	}
 }

@@ -892,6 +892,9 @@ func (d *doctor) judgeCluster(ctx context.Context, c cluster.Info) (DoctorCheck,
 		cc.repair = repairKubeconfig
 		return cc, true
 	}
+	if err := kubeconfig.CheckFile(path, c.Name, s.kubeOwner(true)); err != nil {
+		return fail(name, oneLine(err.Error()), merge), false
+	}
 	server, err := kubeconfig.Server(kc)
 	if err != nil {
 		cc := fail(name, path+" cannot be read: "+oneLine(err.Error()), fixCommand+" (or: "+merge+")")

@@ -283,7 +283,7 @@ users:
 
 func kubeconfigFromKind(f *fixture, name, server string) ([]byte, error) {
 	ex := guest.ParseExports(f.export(name))[name]
-	return kubeconfig.FromKind(ex.Kubeconfig, ex.Cert, name, server)
+	return kubeconfig.FromKind(ex.Kubeconfig, ex.Cert, name, server, f.e.kubeOwner(false).Home)
 }
 
 // fakeMetalLB stands in for MetalLB's: its CRDs are what the waits

@@ -15,6 +15,17 @@ import (
 	"github.com/bcollard/marina/internal/vm"
 )
 
+// kubeOwner is this marina home, as the kubeconfig entries and files it
+// writes name it (kubeconfig.Owner); legacy lets the operation take those
+// an older marina marked without a home: only for clusters the user named.
+func (e *Env) kubeOwner(legacy bool) kubeconfig.Owner {
+	home, err := filepath.Abs(e.Paths.Dir)
+	if err != nil {
+		home = e.Paths.Dir
+	}
+	return kubeconfig.Owner{Home: filepath.Clean(home), Legacy: legacy}
+}
+
 // KubeconfigPath prints cluster name's own kubeconfig file.
 func KubeconfigPath(e *Env, name string, env bool) error {
 	if err := cluster.CheckName(name); err != nil {
@@ -46,6 +57,9 @@ func MergeKubeconfigs(ctx context.Context, e *Env, names []string, dryRun bool) 
 		return err
 	}
 	defer s.Close()
+	// Clusters the user named may take over an older marina's entries of
+	// their names; every cluster the VM lists, only this home's own.
+	owner := e.kubeOwner(len(names) > 0)
 	if len(names) == 0 {
 		names = cluster.Names(s.Clusters)
 		if len(names) == 0 {
@@ -65,8 +79,15 @@ func MergeKubeconfigs(ctx context.Context, e *Env, names []string, dryRun bool) 
 		infos = append(infos, c)
 	}
 	target := e.kubeconfigTarget()
-	if err := kubeconfig.CheckMerge(e.kubeconfigFiles(), cluster.Names(infos)...); err != nil {
+	if err := kubeconfig.CheckMerge(e.kubeconfigFiles(), owner, cluster.Names(infos)...); err != nil {
 		return err
+	}
+	for _, c := range infos {
+		if kc, err := e.Paths.Kubeconfig(c.Name); err == nil {
+			if err := kubeconfig.CheckFile(kc, c.Name, owner); err != nil {
+				return err
+			}
+		}
 	}
 	if dryRun {
 		var steps []Step
@@ -78,14 +99,14 @@ func MergeKubeconfigs(ctx context.Context, e *Env, names []string, dryRun bool) 
 		return nil
 	}
 	return e.step("Exporting "+strings.Join(cluster.Names(infos), ", "), "Merged "+strings.Join(cluster.Names(infos), ", ")+" into "+target, func() error {
-		return refreshKubeconfigs(ctx, s, infos, func(string) bool { return true })
+		return refreshKubeconfigs(ctx, s, infos, owner, func(string) bool { return true })
 	})
 }
 
 // refreshKubeconfigs exports clusters (one guest round trip for all),
 // writes their files and merges into the user's kubeconfig those merge
 // says to.
-func refreshKubeconfigs(ctx context.Context, s *Session, infos []cluster.Info, merge func(name string) bool) error {
+func refreshKubeconfigs(ctx context.Context, s *Session, infos []cluster.Info, owner kubeconfig.Owner, merge func(name string) bool) error {
 	var names []string
 	for _, c := range infos {
 		if c.Slot == 0 {
@@ -113,16 +134,16 @@ func refreshKubeconfigs(ctx context.Context, s *Session, infos []cluster.Info, m
 			errs = append(errs, fmt.Errorf("kind printed no kubeconfig for %s", c.Name))
 			continue
 		}
-		kc, err := kubeconfig.FromKind(ex.Kubeconfig, ex.Cert, c.Name, s.clusterServer(c))
+		kc, err := kubeconfig.FromKind(ex.Kubeconfig, ex.Cert, c.Name, s.clusterServer(c), owner.Home)
 		var path string
 		if err == nil {
 			path, err = s.Paths.Kubeconfig(c.Name)
 		}
 		if err == nil {
-			err = kubeconfig.WriteFile(path, kc)
+			err = kubeconfig.WriteFile(path, c.Name, kc, owner)
 		}
 		if err == nil && merge(c.Name) {
-			err = kubeconfig.Merge(target, c.Name, kc)
+			err = kubeconfig.Merge(target, c.Name, kc, owner)
 		}
 		if err != nil {
 			errs = append(errs, fmt.Errorf("cluster %s: %w", c.Name, err))
@@ -143,14 +164,17 @@ func RemoveKubeconfigs(e *Env, names []string) error {
 	}
 	var errs []error
 	for _, n := range names {
-		r, err := kubeconfig.Remove(target, n)
+		r, err := kubeconfig.Remove(target, n, e.kubeOwner(true))
 		switch {
 		case err != nil:
 			errs = append(errs, err)
 		case len(r.Entries) > 0:
 			fmt.Fprintf(e.Stdout, "Removed %s (%s) from %s\n", n, strings.Join(r.Entries, ", "), target)
-		case len(r.Foreign) == 0:
+		case len(r.Foreign) == 0 && r.Others == "":
 			fmt.Fprintf(e.Stdout, "%s has no entries named %s: nothing to remove\n", target, n)
+		}
+		if r.Others != "" {
+			errs = append(errs, fmt.Errorf("the entries named %s in %s are %s: they were left as they are (remove them with that home's marina, or by hand)", n, target, r.Others))
 		}
 		if len(r.Foreign) > 0 {
 			errs = append(errs, fmt.Errorf("%s has a %s named %s that marina did not write: it was left as it is (kubectl config delete-context %s removes a context of yours)", target, strings.Join(r.Foreign, ", "), n, n))
@@ -165,12 +189,12 @@ func UseKubeconfig(e *Env, name string) error {
 		return err
 	}
 	target := e.kubeconfigTarget()
-	ok, err := kubeconfig.Has(target, name)
+	ok, err := kubeconfig.Has(target, name, e.kubeOwner(true))
 	if err != nil {
 		return err
 	}
 	if !ok {
-		return fmt.Errorf("%s has no context %s that marina wrote: `marina kubeconfig merge %s` adds it", target, name, name)
+		return fmt.Errorf("%s has no context %s that this marina home wrote: `marina kubeconfig merge %s` adds it", target, name, name)
 	}
 	if err := kubeconfig.Use(target, name); err != nil {
 		return err
@@ -201,9 +225,17 @@ func staleAfterMove(ctx context.Context, s *Session, o *observed) ([]cluster.Inf
 		if !c.APIRunning() {
 			continue
 		}
-		if path, err := s.Paths.Kubeconfig(c.Name); err == nil && kubeconfig.Stale(path, c.Name, s.clusterServer(c)) {
-			out = append(out, c)
+		path, err := s.Paths.Kubeconfig(c.Name)
+		if err != nil || !kubeconfig.Stale(path, c.Name, s.clusterServer(c)) {
+			continue
 		}
+		// Only this home's own file follows its VM: ~/.kube/marina is
+		// shared, and this VM's word names no other home's cluster.
+		if err := kubeconfig.CheckFile(path, c.Name, s.kubeOwner(false)); err != nil {
+			s.UI.Warnf("%v", err)
+			continue
+		}
+		out = append(out, c)
 	}
 	return out, nil
 }
@@ -224,8 +256,8 @@ func followLima0(ctx context.Context, s *Session, stale []cluster.Info) error {
 	names := cluster.Names(stale)
 	target := s.kubeconfigTarget()
 	return s.step("Pointing the kubeconfigs of "+strings.Join(names, ", ")+" at "+s.Lima0.String(), "", func() error {
-		return refreshKubeconfigs(ctx, s, stale, func(n string) bool {
-			ok, err := kubeconfig.Has(target, n)
+		return refreshKubeconfigs(ctx, s, stale, s.kubeOwner(false), func(n string) bool {
+			ok, err := kubeconfig.Has(target, n, s.kubeOwner(false))
 			return err == nil && ok
 		})
 	})

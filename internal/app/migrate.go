@@ -359,7 +359,7 @@ func (m *migration) export(ctx context.Context, names []string, out string) erro
 		if err != nil {
 			return err
 		}
-		kc, err := kubeconfig.FromKlimax(data, n)
+		kc, err := kubeconfig.FromKlimax(data, n, e.kubeOwner(false).Home)
 		if err != nil {
 			e.UI.Warnf("%s is left out of the Fleet: %v", n, err)
 			continue
@@ -859,15 +859,15 @@ func (m *migration) kubeconfig(name, target string) error {
 		return err
 	}
 	if !fileExists(dst) {
-		kc, err := kubeconfig.FromKlimax(data, name)
+		kc, err := kubeconfig.FromKlimax(data, name, e.kubeOwner(false).Home)
 		if err != nil {
 			return fmt.Errorf("%s: %w", src, err)
 		}
-		if err := kubeconfig.WriteFile(dst, kc); err != nil {
+		if err := kubeconfig.WriteFile(dst, name, kc, e.kubeOwner(false)); err != nil {
 			return err
 		}
 	}
-	adopted, err := kubeconfig.Adopt(target, name, data, false)
+	adopted, err := kubeconfig.Adopt(target, name, data, false, e.kubeOwner(false).Home)
 	var own *kubeconfig.ForeignError
 	if errors.As(err, &own) {
 		e.UI.Warnf("%v", err) // the user's own entries: left alone

@@ -228,7 +228,7 @@ func migrated(t *testing.T, f *fixture) {
 	if _, err := kubeconfig.ReadFile(kcPath, "dev"); err != nil {
 		t.Errorf("marina's kubeconfig of dev: %v", err)
 	}
-	if ok, err := kubeconfig.Has(f.kubeconfigFile(), "dev"); err != nil || !ok {
+	if ok, err := kubeconfig.Has(f.kubeconfigFile(), "dev", f.e.kubeOwner(false)); err != nil || !ok {
 		t.Errorf("the merged entries of dev are not marina's: %v %v", ok, err)
 	}
 	if cur, _ := kubeconfig.Current(f.kubeconfigFile()); cur != "mine" {

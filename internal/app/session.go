@@ -339,6 +339,10 @@ func (s *Session) kube(name string, timeout time.Duration) (Kube, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Another home's file of the name would reach another VM's cluster.
+	if err := kubeconfig.CheckFile(path, name, s.kubeOwner(true)); err != nil {
+		return nil, err
+	}
 	k, err := s.deps.Kube(kc, timeout)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)

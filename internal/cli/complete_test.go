@@ -262,7 +262,7 @@ func (a *apiServer) asked() []string {
 
 // kubeconfig is marina's kubeconfig of cluster name on this server, made
 // from what kind would export, as marina makes it.
-func (a *apiServer) kubeconfig(t *testing.T, name string) []byte {
+func (a *apiServer) kubeconfig(t *testing.T, name, home string) []byte {
 	t.Helper()
 	crt, key, err := a.ca.Issue("", pkix.Name{CommonName: "kubernetes-admin", Organization: []string{"kubeadm:cluster-admins"}}, x509.ExtKeyUsageClientAuth, nil, nil)
 	if err != nil {
@@ -282,7 +282,7 @@ contexts:
   context: {cluster: kind-%[1]s, user: kind-%[1]s}
 current-context: kind-%[1]s
 `, name, b64(a.ca.PEM()), b64(crt), b64(key))
-	kc, err := kubeconfig.FromKind([]byte(kind), a.serving, name, a.URL)
+	kc, err := kubeconfig.FromKind([]byte(kind), a.serving, name, a.URL, home)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -296,7 +296,7 @@ func (a *apiServer) writeKubeconfig(t *testing.T, paths config.Paths, name strin
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := kubeconfig.WriteFile(p, a.kubeconfig(t, name)); err != nil {
+	if err := kubeconfig.WriteFile(p, name, a.kubeconfig(t, name, paths.Dir), kubeconfig.Owner{Home: paths.Dir}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -541,7 +541,7 @@ func TestCompleteKubeconfigNames(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantNames(t, nil, "kubeconfig", "use", "")
-	if err := kubeconfig.Merge(target, "dev", api.kubeconfig(t, "dev")); err != nil {
+	if err := kubeconfig.Merge(target, "dev", api.kubeconfig(t, "dev", paths.Dir), kubeconfig.Owner{Home: paths.Dir}); err != nil {
 		t.Fatal(err)
 	}
 	wantNames(t, []string{"dev"}, "kubeconfig", "use", "")

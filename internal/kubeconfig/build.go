@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"sort"
 	"strings"
 
@@ -17,14 +18,17 @@ import (
 )
 
 // Mark is the extension marina puts on the cluster, user and context it
-// writes: what carries it is marina's to replace or remove; anything else
-// in a kubeconfig is the user's and is never touched.
+// writes, naming the marina home that wrote them: what carries it is that
+// home's to replace or remove (Owner); anything else in a kubeconfig is
+// the user's, or another home's, and is never touched.
 const Mark = "marina.dev"
 
-var markValue = []byte(`{"managed-by":"marina"}`)
-
-func mark() []clientcmdv1.NamedExtension {
-	return []clientcmdv1.NamedExtension{{Name: Mark, Extension: runtime.RawExtension{Raw: markValue}}}
+func mark(home string) []clientcmdv1.NamedExtension {
+	raw, err := json.Marshal(map[string]string{"managed-by": "marina", "home": home})
+	if err != nil {
+		panic(err) // strings always encode
+	}
+	return []clientcmdv1.NamedExtension{{Name: Mark, Extension: runtime.RawExtension{Raw: raw}}}
 }
 
 // single is the one cluster, user and context of a kubeconfig, read
@@ -123,17 +127,20 @@ func dropMark(ext []clientcmdv1.NamedExtension) []clientcmdv1.NamedExtension {
 
 // build writes marina's kubeconfig for cluster name from s: entries all
 // named name and marked as marina's, the current context name.
-func build(name string, s single) ([]byte, error) {
+func build(name string, s single, home string) ([]byte, error) {
+	if home == "" || !filepath.IsAbs(home) {
+		return nil, fmt.Errorf("the kubeconfig of %s names no marina home (a marina bug)", name)
+	}
 	c := clientcmdv1.Config{
 		Kind: "Config", APIVersion: "v1", CurrentContext: name,
 		Clusters: []clientcmdv1.NamedCluster{{Name: name, Cluster: clientcmdv1.Cluster{
-			Server: s.server, TLSServerName: s.tlsServerName, CertificateAuthorityData: s.ca, Extensions: mark(),
+			Server: s.server, TLSServerName: s.tlsServerName, CertificateAuthorityData: s.ca, Extensions: mark(home),
 		}}},
 		AuthInfos: []clientcmdv1.NamedAuthInfo{{Name: name, AuthInfo: clientcmdv1.AuthInfo{
-			ClientCertificateData: s.cert, ClientKeyData: s.key, Extensions: mark(),
+			ClientCertificateData: s.cert, ClientKeyData: s.key, Extensions: mark(home),
 		}}},
 		Contexts: []clientcmdv1.NamedContext{{Name: name, Context: clientcmdv1.Context{
-			Cluster: name, AuthInfo: name, Extensions: mark(),
+			Cluster: name, AuthInfo: name, Extensions: mark(home),
 		}}},
 	}
 	b, err := yaml.Marshal(c)
@@ -151,16 +158,16 @@ func build(name string, s single) ([]byte, error) {
 // certificate and key from it and nothing else, refusing an export that
 // carries anything more (whoever is root in the VM writes it; an exec
 // plugin or a token file in it would run or leak on the Mac). The entries
-// are named name and marked as marina's; the server is server, and
+// are named name and marked as home's; the server is server, and
 // tlsServerName, when set, is the name its certificate is checked against
 // (for a server address the certificate does not carry).
-func Rename(kindConfig []byte, name, server, tlsServerName string) ([]byte, error) {
+func Rename(kindConfig []byte, name, server, tlsServerName, home string) ([]byte, error) {
 	s, err := parseSingle(kindConfig, false)
 	if err != nil {
 		return nil, fmt.Errorf("kind's kubeconfig for %s from the VM: %w; nothing was written", name, err)
 	}
 	s.server, s.tlsServerName = server, tlsServerName
-	return build(name, s)
+	return build(name, s, home)
 }
 
 // RESTConfig is a client configuration from one of marina's own cluster

@@ -12,12 +12,12 @@ import (
 // FromKind turns kind's export of cluster name into marina's kubeconfig,
 // with the API server at server; cert is the API server's serving
 // certificate, which must name an address the Mac can use.
-func FromKind(kindConfig, cert []byte, name, server string) ([]byte, error) {
+func FromKind(kindConfig, cert []byte, name, server, home string) ([]byte, error) {
 	tlsName, err := TLSServerName(cert, server)
 	if err != nil {
 		return nil, fmt.Errorf("%w: the cluster cannot be reached at %s; recreate it", err, server)
 	}
-	return Rename(kindConfig, name, server, tlsName)
+	return Rename(kindConfig, name, server, tlsName, home)
 }
 
 // ReadFile reads cluster name's own kubeconfig file at path.
@@ -34,12 +34,49 @@ func Missing(name, path string) error {
 	return fmt.Errorf("cluster %s has no kubeconfig at %s: `marina kubeconfig merge %s` writes it", name, path, name)
 }
 
-// WriteFile writes a cluster's own kubeconfig, 0600 in a 0700 folder.
-func WriteFile(path string, kc []byte) error {
+// WriteFile writes cluster name's own kubeconfig, 0600 in a 0700 folder,
+// over a file there only when o owns it: ~/.kube/marina is shared by every
+// marina home, and another's file of that name is not this one's to
+// replace.
+func WriteFile(path, name string, kc []byte, o Owner) error {
+	if err := CheckFile(path, name, o); err != nil {
+		return err
+	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return err
 	}
 	return fileutil.WriteAtomic(path, kc, 0o600)
+}
+
+// NotOwnedError is a cluster's kubeconfig file that is not the Owner's to
+// replace, remove or use.
+type NotOwnedError struct {
+	Path, Name string
+	// What completes "it …": whose the file is.
+	What string
+	fix  string
+}
+
+func (e *NotOwnedError) Error() string {
+	return fmt.Sprintf("%s %s, so marina left it alone: %s", e.Path, e.What, e.fix)
+}
+
+// CheckFile is nil when cluster name's file at path is missing or o's;
+// otherwise a *NotOwnedError saying whose it is.
+func CheckFile(path, name string, o Owner) error {
+	root, err := readTarget(path)
+	if err != nil || root == nil {
+		return err
+	}
+	for _, item := range seqItems(mapValue(root, "contexts")) {
+		if itemName(item) == name {
+			if o.owns("contexts", item) {
+				return nil
+			}
+			return &NotOwnedError{Path: path, Name: name, What: "is " + o.whose("contexts", item), fix: o.fix(name, path)}
+		}
+	}
+	return &NotOwnedError{Path: path, Name: name, What: "has no context " + name + " that marina wrote", fix: "if it is a leftover, move it away"}
 }
 
 // Stale reports whether the kubeconfig at path names an API server other

@@ -106,7 +106,7 @@ func TestHostileExportRunsNothing(t *testing.T) {
 		t.Run(what, func(t *testing.T) {
 			os.Remove(mark)
 			os.Remove(target)
-			out, err := Rename(kc, "dev", srv.URL, "")
+			out, err := Rename(kc, "dev", srv.URL, "", testHome)
 			if err == nil {
 				// What marina would do next with it: talk to the cluster.
 				if rc, err := clientcmd.RESTConfigFromKubeConfig(out); err == nil {
@@ -119,7 +119,7 @@ func TestHostileExportRunsNothing(t *testing.T) {
 						}
 					}
 				}
-				if err := Merge(target, "dev", out); err != nil {
+				if err := Merge(target, "dev", out, testOwner); err != nil {
 					t.Logf("merge: %v", err)
 				}
 				t.Errorf("the export with %s was accepted:\n%s", what, out)
@@ -161,11 +161,11 @@ contexts:
 	if err := os.WriteFile(target, []byte(user), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	kc, err := Rename(kindExport(t, "dev", "", ""), "dev", "https://192.168.64.3:7001", "")
+	kc, err := Rename(kindExport(t, "dev", "", ""), "dev", "https://192.168.64.3:7001", "", testHome)
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = Merge(target, "dev", kc)
+	err = Merge(target, "dev", kc, testOwner)
 	if b, _ := os.ReadFile(target); string(b) != user {
 		t.Errorf("merge changed the user's kubeconfig:\n%s", b)
 	}

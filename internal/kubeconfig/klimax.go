@@ -28,12 +28,12 @@ import (
 // certificate when it made the cluster, or 127.0.0.1). Should that
 // address have moved, marina's usual check of its kubeconfigs (Stale)
 // re-exports from kind with the certificate, through FromKind.
-func FromKlimax(data []byte, name string) ([]byte, error) {
+func FromKlimax(data []byte, name, home string) ([]byte, error) {
 	s, err := parseKlimax(data, name)
 	if err != nil {
 		return nil, err
 	}
-	return build(name, s)
+	return build(name, s, home)
 }
 
 // parseKlimax reads klimax's kubeconfig of cluster name.
@@ -105,12 +105,12 @@ func (e *ForeignError) Error() string {
 // entry marina already marked is left as it is: a second Adopt finds
 // nothing to do and writes nothing. A missing target is nothing to do.
 // With dryRun, the answer is the same and nothing is written.
-func Adopt(target, name string, klimax []byte, dryRun bool) ([]string, error) {
+func Adopt(target, name string, klimax []byte, dryRun bool, home string) ([]string, error) {
 	s, err := parseKlimax(klimax, name)
 	if err != nil {
 		return nil, err
 	}
-	want, marks, err := klimaxEntries(name, s)
+	want, marks, err := klimaxEntries(name, s, home)
 	if err != nil {
 		return nil, err
 	}
@@ -151,7 +151,7 @@ var inner = map[string]string{"clusters": "cluster", "users": "user", "contexts"
 // klimaxEntries are, for each section, the settings klimax merged from
 // its kubeconfig of name (as JSON of clientcmd's types, which leaves
 // unset fields out), and the node of marina's mark, as build writes it.
-func klimaxEntries(name string, s single) (want map[string][]byte, marks map[string]*yaml.Node, err error) {
+func klimaxEntries(name string, s single, home string) (want map[string][]byte, marks map[string]*yaml.Node, err error) {
 	want = map[string][]byte{}
 	for sec, v := range map[string]any{
 		"clusters": clientcmdv1.Cluster{Server: s.server, CertificateAuthorityData: s.ca},
@@ -162,7 +162,7 @@ func klimaxEntries(name string, s single) (want map[string][]byte, marks map[str
 			return nil, nil, err
 		}
 	}
-	ours, err := build(name, s)
+	ours, err := build(name, s, home)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -185,9 +185,10 @@ func withoutMarks(b []byte) ([]byte, int) {
 	for i := 0; i < len(lines); i++ {
 		l := lines[i]
 		ind := l[:len(l)-len(strings.TrimLeft(l, " "))]
-		if strings.TrimSpace(l) == "extensions:" && i+3 < len(lines) &&
-			lines[i+1] == ind+"  - extension:\n" && lines[i+2] == ind+"      managed-by: marina\n" && lines[i+3] == ind+"    name: marina.dev\n" {
-			i += 3
+		if strings.TrimSpace(l) == "extensions:" && i+4 < len(lines) &&
+			lines[i+1] == ind+"  - extension:\n" && lines[i+2] == ind+"      home: "+testHome+"\n" &&
+			lines[i+3] == ind+"      managed-by: marina\n" && lines[i+4] == ind+"    name: marina.dev\n" {
+			i += 4
 			n++
 			continue
 		}
@@ -242,12 +243,12 @@ func look(t *testing.T, target string) string {
 
 func TestFromKlimaxIsWhatMarinaWrites(t *testing.T) {
 	k := newKlimaxCluster(t, "dev", 1)
-	got, err := FromKlimax(k.file(), "dev")
+	got, err := FromKlimax(k.file(), "dev", testHome)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// What marina writes for the same server from kind's export.
-	want, err := Rename([]byte(k.kind("", "", "", "")), "dev", k.server(), "")
+	want, err := Rename([]byte(k.kind("", "", "", "")), "dev", k.server(), "", testHome)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -265,7 +266,7 @@ func TestFromKlimaxIsWhatMarinaWrites(t *testing.T) {
 	}
 	// klimax's loopback mode wrote 127.0.0.1.
 	k.addr = "127.0.0.1"
-	if _, err := FromKlimax(k.file(), "dev"); err != nil {
+	if _, err := FromKlimax(k.file(), "dev", testHome); err != nil {
 		t.Errorf("a loopback server: %v", err)
 	}
 }
@@ -306,7 +307,7 @@ func TestFromKlimaxRefusesWhatIsNotKlimaxs(t *testing.T) {
 	}
 	for what, c := range cases {
 		t.Run(what, func(t *testing.T) {
-			out, err := FromKlimax(c.data, c.name)
+			out, err := FromKlimax(c.data, c.name, testHome)
 			if err == nil {
 				t.Fatalf("accepted:\n%s", out)
 			}
@@ -319,7 +320,7 @@ func TestFromKlimaxRefusesWhatIsNotKlimaxs(t *testing.T) {
 			if err := os.WriteFile(target, []byte(body), 0o600); err != nil {
 				t.Fatal(err)
 			}
-			if got, err := Adopt(target, c.name, c.data, false); err == nil {
+			if got, err := Adopt(target, c.name, c.data, false, testHome); err == nil {
 				t.Errorf("Adopt took it: %v", got)
 			}
 			if b, _ := os.ReadFile(target); string(b) != body {
@@ -344,11 +345,11 @@ func TestAdoptMarksKlimaxsEntriesOnly(t *testing.T) {
 	before := stamp(t, target)
 
 	// A dry run gives the answer and writes nothing.
-	got, err := Adopt(target, "dev", dev.file(), true)
+	got, err := Adopt(target, "dev", dev.file(), true, testHome)
 	if err != nil || !reflect.DeepEqual(got, []string{"cluster", "context", "user"}) {
 		t.Errorf("dry run of dev = %v, %v", got, err)
 	}
-	got, err = Adopt(target, "east", east.file(), true)
+	got, err = Adopt(target, "east", east.file(), true, testHome)
 	var fe *ForeignError
 	if !reflect.DeepEqual(got, []string{"cluster", "context"}) || !errors.As(err, &fe) || !reflect.DeepEqual(fe.Sections, []string{"user"}) {
 		t.Errorf("dry run of east = %v, %v", got, err)
@@ -360,11 +361,11 @@ func TestAdoptMarksKlimaxsEntriesOnly(t *testing.T) {
 		t.Error("the dry run left a lock")
 	}
 
-	got, err = Adopt(target, "dev", dev.file(), false)
+	got, err = Adopt(target, "dev", dev.file(), false, testHome)
 	if err != nil || !reflect.DeepEqual(got, []string{"cluster", "context", "user"}) {
 		t.Fatalf("Adopt(dev) = %v, %v", got, err)
 	}
-	got, err = Adopt(target, "east", east.file(), false)
+	got, err = Adopt(target, "east", east.file(), false, testHome)
 	if !reflect.DeepEqual(got, []string{"cluster", "context"}) || !errors.As(err, &fe) || !reflect.DeepEqual(fe.Sections, []string{"user"}) {
 		t.Fatalf("Adopt(east) = %v, %v", got, err)
 	}
@@ -390,7 +391,7 @@ func TestAdoptMarksKlimaxsEntriesOnly(t *testing.T) {
 	// Once adopted, nothing is left to do: nothing is written.
 	before = stamp(t, target)
 	for _, k := range []klimaxCluster{dev, east} {
-		got, err := Adopt(target, k.name, k.file(), false)
+		got, err := Adopt(target, k.name, k.file(), false, testHome)
 		if len(got) != 0 || (k.name == "dev") != (err == nil) {
 			t.Errorf("Adopt(%s) again = %v, %v", k.name, got, err)
 		}
@@ -400,21 +401,21 @@ func TestAdoptMarksKlimaxsEntriesOnly(t *testing.T) {
 	}
 
 	// marina owns them now: Merge replaces dev, Remove takes each away.
-	kc, err := FromKlimax(dev.file(), "dev")
+	kc, err := FromKlimax(dev.file(), "dev", testHome)
 	if err != nil {
 		t.Fatal(err)
 	}
 	moved := strings.Replace(string(kc), dev.server(), "https://192.168.105.9:7001", 1)
-	if err := Merge(target, "dev", []byte(moved)); err != nil {
+	if err := Merge(target, "dev", []byte(moved), testOwner); err != nil {
 		t.Fatalf("Merge over the adopted dev: %v", err)
 	}
 	if c, _ := clientcmd.LoadFromFile(target); c.Clusters["dev"].Server != "https://192.168.105.9:7001" {
 		t.Errorf("dev was not replaced: %+v", c.Clusters["dev"])
 	}
-	if r, err := Remove(target, "dev"); err != nil || len(r.Entries) != 3 || len(r.Foreign) != 0 {
+	if r, err := Remove(target, "dev", testOwner); err != nil || len(r.Entries) != 3 || len(r.Foreign) != 0 {
 		t.Errorf("Remove(dev) = %+v, %v", r, err)
 	}
-	if r, err := Remove(target, "east"); err != nil || !reflect.DeepEqual(r.Entries, []string{"cluster", "context"}) || !reflect.DeepEqual(r.Foreign, []string{"user"}) {
+	if r, err := Remove(target, "east", testOwner); err != nil || !reflect.DeepEqual(r.Entries, []string{"cluster", "context"}) || !reflect.DeepEqual(r.Foreign, []string{"user"}) {
 		t.Errorf("Remove(east) = %+v, %v", r, err)
 	}
 	// What is left is what the user had: east's user entry is theirs.
@@ -487,7 +488,7 @@ func TestAdoptKubectlLayout(t *testing.T) {
 	if err := os.WriteFile(target, []byte(orig), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	got, err := Adopt(target, "dev", dev.file(), false)
+	got, err := Adopt(target, "dev", dev.file(), false, testHome)
 	if err != nil || len(got) != 3 {
 		t.Fatalf("Adopt = %v, %v", got, err)
 	}
@@ -547,7 +548,7 @@ func TestAdoptLeavesChangedEntries(t *testing.T) {
 			if _, err := clientcmd.Load([]byte(c.body)); err != nil && what != "listed twice" {
 				t.Fatalf("the fixture does not load: %v", err)
 			}
-			got, err := Adopt(target, "dev", dev.file(), true)
+			got, err := Adopt(target, "dev", dev.file(), true, testHome)
 			var fe *ForeignError
 			if !errors.As(err, &fe) || !reflect.DeepEqual(fe.Sections, c.foreign) || len(got) != 3-len(c.foreign) {
 				t.Errorf("Adopt = %v, %v; want %v left alone", got, err, c.foreign)
@@ -564,7 +565,7 @@ func TestAdoptNothing(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "kube")
 	target := filepath.Join(dir, "config")
 	for _, dry := range []bool{true, false} {
-		if got, err := Adopt(target, "dev", dev.file(), dry); err != nil || len(got) != 0 {
+		if got, err := Adopt(target, "dev", dev.file(), dry, testHome); err != nil || len(got) != 0 {
 			t.Errorf("Adopt into no file = %v, %v", got, err)
 		}
 	}
@@ -579,7 +580,7 @@ func TestAdoptNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := stamp(t, target)
-	if got, err := Adopt(target, "east", newKlimaxCluster(t, "east", 2).file(), false); err != nil || len(got) != 0 {
+	if got, err := Adopt(target, "east", newKlimaxCluster(t, "east", 2).file(), false, testHome); err != nil || len(got) != 0 {
 		t.Errorf("Adopt(east) = %v, %v", got, err)
 	}
 	if look(t, target) != before {

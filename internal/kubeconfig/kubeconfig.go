@@ -98,7 +98,7 @@ var sections = []string{"clusters", "contexts", "users"}
 // that marina wrote itself and touching nothing else. An entry of that name
 // that marina did not write (the user's own "dev") is an error that changes
 // nothing. current-context is left alone.
-func Merge(target, name string, cluster []byte) error {
+func Merge(target, name string, cluster []byte, o Owner) error {
 	var src yaml.Node
 	if err := yaml.Unmarshal(cluster, &src); err != nil || len(src.Content) == 0 {
 		return fmt.Errorf("read the kubeconfig of %s: %v", name, err)
@@ -106,16 +106,16 @@ func Merge(target, name string, cluster []byte) error {
 	entries := map[string]*yaml.Node{}
 	for _, sec := range sections {
 		for _, item := range seqItems(mapValue(src.Content[0], sec)) {
-			if itemName(item) == name && owned(sec, item) {
+			if _, home := markOf(sec, item); itemName(item) == name && home == o.Home && o.Home != "" {
 				entries[sec] = item
 			}
 		}
 		if entries[sec] == nil {
-			return fmt.Errorf("the kubeconfig of %s has no %s entry named %q that marina wrote", name, strings.TrimSuffix(sec, "s"), name)
+			return fmt.Errorf("the kubeconfig of %s has no %s entry named %q that this marina home wrote", name, strings.TrimSuffix(sec, "s"), name)
 		}
 	}
 	return edit(target, func(root *yaml.Node) (bool, error) {
-		if err := clash(target, root, name); err != nil {
+		if err := clash(target, root, name, o); err != nil {
 			return false, err
 		}
 		for _, sec := range sections {
@@ -144,7 +144,7 @@ func Merge(target, name string, cluster []byte) error {
 // entries of one of the names that marina did not write. It reads each
 // file once and changes nothing, so that a create fails before kind runs
 // rather than after.
-func CheckMerge(files []string, names ...string) error {
+func CheckMerge(files []string, o Owner, names ...string) error {
 	for _, f := range files {
 		root, err := readTarget(f)
 		if err != nil {
@@ -154,7 +154,7 @@ func CheckMerge(files []string, names ...string) error {
 			continue
 		}
 		for _, n := range names {
-			if err := clash(f, root, n); err != nil {
+			if err := clash(f, root, n, o); err != nil {
 				return err
 			}
 		}
@@ -162,34 +162,91 @@ func CheckMerge(files []string, names ...string) error {
 	return nil
 }
 
-// clash is the error for entries named name in root that marina did not
-// write.
-func clash(target string, root *yaml.Node, name string) error {
+// clash is the error for entries named name in root that o does not own:
+// the user's own, another marina home's, or (unless o.Legacy) an older
+// marina's.
+func clash(target string, root *yaml.Node, name string, o Owner) error {
 	var foreign []string
+	var marked *yaml.Node
+	section := ""
 	for _, sec := range sections {
 		for _, item := range seqItems(mapValue(root, sec)) {
-			if itemName(item) == name && !owned(sec, item) {
-				foreign = append(foreign, strings.TrimSuffix(sec, "s"))
+			if itemName(item) != name || o.owns(sec, item) {
+				continue
 			}
+			if owned(sec, item) {
+				marked, section = item, sec
+				continue
+			}
+			foreign = append(foreign, strings.TrimSuffix(sec, "s"))
 		}
 	}
-	if len(foreign) == 0 {
-		return nil
+	if len(foreign) > 0 {
+		return fmt.Errorf("%s already has a %s named %q that marina did not write; marina leaves it alone and changed nothing: choose another cluster name, or rename yours first (kubectl config rename-context %s %s-old, and its cluster and user)",
+			target, strings.Join(dedupe(foreign), ", "), name, name, name)
 	}
-	return fmt.Errorf("%s already has a %s named %q that marina did not write; marina leaves it alone and changed nothing: choose another cluster name, or rename yours first (kubectl config rename-context %s %s-old, and its cluster and user)",
-		target, strings.Join(dedupe(foreign), ", "), name, name, name)
+	if marked != nil {
+		return fmt.Errorf("the entries named %q in %s are %s; marina leaves them alone and changed nothing: %s", name, target, o.whose(section, marked), o.fix(name, target))
+	}
+	return nil
 }
 
 // owned reports whether a kubeconfig entry (an item of clusters, users or
-// contexts) carries marina's mark.
+// contexts) carries marina's mark, whichever home wrote it.
 func owned(section string, item *yaml.Node) bool {
+	marked, _ := markOf(section, item)
+	return marked
+}
+
+// markOf is whether an entry carries marina's mark, and the home it
+// names ("" for a mark of a marina that named none).
+func markOf(section string, item *yaml.Node) (bool, string) {
 	inner := mapValue(item, map[string]string{"clusters": "cluster", "users": "user", "contexts": "context"}[section])
 	for _, ext := range seqItems(mapValue(inner, "extensions")) {
 		if itemName(ext) == Mark {
-			return true
+			home := ""
+			if h := mapValue(mapValue(ext, "extension"), "home"); h != nil && h.Kind == yaml.ScalarNode {
+				home = h.Value
+			}
+			return true, home
 		}
 	}
-	return false
+	return false, ""
+}
+
+// Owner is the marina home an operation acts for: the folder it keeps its
+// config in (config.Paths.Dir). ~/.kube/config and ~/.kube/marina are
+// shared by every home, so an entry is a home's to replace or remove only
+// when its mark names that home: another home's VM listing a cluster of
+// the same name cannot reach it (S11).
+type Owner struct {
+	Home string
+	// Legacy lets the operation take entries an older marina marked
+	// without naming a home: only for a cluster the user named.
+	Legacy bool
+}
+
+// owns reports whether o may replace or remove the entry.
+func (o Owner) owns(section string, item *yaml.Node) bool {
+	marked, home := markOf(section, item)
+	return marked && o.Home != "" && (home == o.Home || (home == "" && o.Legacy))
+}
+
+// whose says who an entry o does not own belongs to.
+func (o Owner) whose(section string, item *yaml.Node) string {
+	switch marked, home := markOf(section, item); {
+	case !marked:
+		return "not marina's (yours)"
+	case home == "":
+		return "marina's, from an older marina that did not record which marina home wrote it"
+	default:
+		return "another marina home's (" + home + ")"
+	}
+}
+
+// fix says how the user takes over an entry o does not own.
+func (o Owner) fix(name, where string) string {
+	return fmt.Sprintf("if it is this home's, `marina kubeconfig remove %s` then `marina kubeconfig merge %s` writes it again; if it is a leftover, remove it from %s by hand", name, name, where)
 }
 
 func dedupe(in []string) []string {
@@ -210,13 +267,17 @@ type Removed struct {
 	// Foreign are the sections holding an entry of the name that marina
 	// did not write, and so kept.
 	Foreign []string
+	// Others says whose entries of the name marina wrote for another home
+	// (or an older marina's, unless the Owner takes those) were kept, ""
+	// when none.
+	Others string
 }
 
 // Remove drops the entries named name that marina wrote from target, and
 // clears current-context when it named the context removed. Entries of
 // that name marina did not write stay, and are reported. A missing file
 // is fine.
-func Remove(target, name string) (Removed, error) {
+func Remove(target, name string, o Owner) (Removed, error) {
 	var r Removed
 	if _, err := os.Lstat(target); errors.Is(err, os.ErrNotExist) {
 		return r, nil
@@ -231,9 +292,11 @@ func Remove(target, name string) (Removed, error) {
 			for _, item := range seq.Content {
 				switch {
 				case itemName(item) != name:
-				case owned(sec, item):
+				case o.owns(sec, item):
 					r.Entries = append(r.Entries, strings.TrimSuffix(sec, "s"))
 					continue
+				case owned(sec, item):
+					r.Others = o.whose(sec, item)
 				default:
 					r.Foreign = append(r.Foreign, strings.TrimSuffix(sec, "s"))
 				}
@@ -261,15 +324,14 @@ func Use(target, name string) error {
 	})
 }
 
-// Has reports whether target holds a context named name that marina
-// wrote.
-func Has(target, name string) (bool, error) {
+// Has reports whether target holds a context named name that o owns.
+func Has(target, name string, o Owner) (bool, error) {
 	root, err := readTarget(target)
 	if err != nil || root == nil {
 		return false, err
 	}
 	for _, item := range seqItems(mapValue(root, "contexts")) {
-		if itemName(item) == name && owned("contexts", item) {
+		if itemName(item) == name && o.owns("contexts", item) {
 			return true, nil
 		}
 	}

@@ -33,7 +33,7 @@ func read(t *testing.T, name string) []byte {
 
 func renamed(t *testing.T, name, server string) []byte {
 	t.Helper()
-	b, err := Rename(kindExport(t, name, "", ""), name, server, "")
+	b, err := Rename(kindExport(t, name, "", ""), name, server, "", testHome)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,14 +102,14 @@ func TestMergeKeepsEverythingElse(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The file holds the user's own dev: merging dev is refused, east goes in.
-	if err := Merge(target, "dev", renamed(t, "dev", "https://192.168.64.3:7003")); err == nil {
+	if err := Merge(target, "dev", renamed(t, "dev", "https://192.168.64.3:7003"), testOwner); err == nil {
 		t.Error("merge replaced the user's own dev")
 	}
-	if err := Merge(target, "east", renamed(t, "east", "https://192.168.64.3:7003")); err != nil {
+	if err := Merge(target, "east", renamed(t, "east", "https://192.168.64.3:7003"), testOwner); err != nil {
 		t.Fatal(err)
 	}
 	// A second merge of a cluster replaces marina's own entries.
-	if err := Merge(target, "east", renamed(t, "east", "https://192.168.64.3:7004")); err != nil {
+	if err := Merge(target, "east", renamed(t, "east", "https://192.168.64.3:7004"), testOwner); err != nil {
 		t.Fatal(err)
 	}
 	after, _ := os.ReadFile(target)
@@ -138,14 +138,14 @@ func TestMergeKeepsEverythingElse(t *testing.T) {
 	}
 
 	// Removing it gives back what was there; the user's dev stays.
-	if r, err := Remove(target, "east"); err != nil || len(r.Entries) != 3 || len(r.Foreign) != 0 {
+	if r, err := Remove(target, "east", testOwner); err != nil || len(r.Entries) != 3 || len(r.Foreign) != 0 {
 		t.Fatalf("Remove(east) = %+v, %v", r, err)
 	}
 	after, _ = os.ReadFile(target)
 	if !reflect.DeepEqual(semantic(t, after), semantic(t, orig)) {
 		t.Errorf("remove changed what it does not own:\n%s", after)
 	}
-	if r, err := Remove(target, "dev"); err != nil || len(r.Entries) != 0 || len(r.Foreign) != 3 {
+	if r, err := Remove(target, "dev", testOwner); err != nil || len(r.Entries) != 0 || len(r.Foreign) != 3 {
 		t.Errorf("Remove(dev) = %+v, %v", r, err)
 	}
 	if b, _ := os.ReadFile(target); !reflect.DeepEqual(semantic(t, b), semantic(t, orig)) {
@@ -155,7 +155,7 @@ func TestMergeKeepsEverythingElse(t *testing.T) {
 
 func TestMergeIntoNothing(t *testing.T) {
 	target := filepath.Join(t.TempDir(), "new", "config")
-	if err := Merge(target, "dev", renamed(t, "dev", "https://127.0.0.1:7001")); err != nil {
+	if err := Merge(target, "dev", renamed(t, "dev", "https://127.0.0.1:7001"), testOwner); err != nil {
 		t.Fatal(err)
 	}
 	c, err := clientcmd.LoadFromFile(target)
@@ -171,13 +171,13 @@ func TestMergeIntoNothing(t *testing.T) {
 	if c, _ := clientcmd.LoadFromFile(target); c.CurrentContext != "dev" {
 		t.Errorf("after Use current-context = %q", c.CurrentContext)
 	}
-	if _, err := Remove(target, "dev"); err != nil {
+	if _, err := Remove(target, "dev", testOwner); err != nil {
 		t.Fatal(err)
 	}
 	if c, _ := clientcmd.LoadFromFile(target); c.CurrentContext != "" || len(c.Contexts) != 0 {
 		t.Errorf("after Remove = %+v", c)
 	}
-	if _, err := Remove(filepath.Join(t.TempDir(), "missing"), "dev"); err != nil {
+	if _, err := Remove(filepath.Join(t.TempDir(), "missing"), "dev", testOwner); err != nil {
 		t.Errorf("Remove of a missing file: %v", err)
 	}
 }
@@ -194,7 +194,7 @@ func TestConcurrentMergesLoseNothing(t *testing.T) {
 		go func(i int) {
 			defer wg.Done()
 			name := fmt.Sprintf("c%02d", i)
-			errs <- Merge(target, name, renamed(t, name, fmt.Sprintf("https://192.168.64.3:%d", 7000+i)))
+			errs <- Merge(target, name, renamed(t, name, fmt.Sprintf("https://192.168.64.3:%d", 7000+i)), testOwner)
 		}(i)
 	}
 	wg.Wait()
@@ -229,7 +229,7 @@ func TestKubectlLockIsHonoured(t *testing.T) {
 	old := lockWait
 	lockWait = 200 * 1e6
 	defer func() { lockWait = old }()
-	err := Merge(target, "dev", renamed(t, "dev", "https://127.0.0.1:7001"))
+	err := Merge(target, "dev", renamed(t, "dev", "https://127.0.0.1:7001"), testOwner)
 	if err == nil || !strings.Contains(err.Error(), "locked by") {
 		t.Errorf("merge while kubectl holds the lock: %v", err)
 	}
@@ -248,13 +248,13 @@ func TestSymlinkStaysASymlink(t *testing.T) {
 	if err := os.Symlink(real, link); err != nil {
 		t.Fatal(err)
 	}
-	if err := Merge(link, "east", renamed(t, "east", "https://127.0.0.1:7001")); err != nil {
+	if err := Merge(link, "east", renamed(t, "east", "https://127.0.0.1:7001"), testOwner); err != nil {
 		t.Fatal(err)
 	}
 	if st, _ := os.Lstat(link); st.Mode()&os.ModeSymlink == 0 {
 		t.Error("the symlink was replaced by a file")
 	}
-	if ok, _ := Has(real, "east"); !ok {
+	if ok, _ := Has(real, "east", testOwner); !ok {
 		t.Error("the link's target did not get the cluster")
 	}
 }
@@ -264,7 +264,7 @@ func TestBadTargetIsLeftAlone(t *testing.T) {
 	if err := os.WriteFile(target, []byte("- just\n- a list\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	err := Merge(target, "dev", renamed(t, "dev", "https://127.0.0.1:7001"))
+	err := Merge(target, "dev", renamed(t, "dev", "https://127.0.0.1:7001"), testOwner)
 	if err == nil || !strings.Contains(err.Error(), "not a kubeconfig") {
 		t.Errorf("merge into a list: %v", err)
 	}
@@ -323,7 +323,7 @@ func TestTLSServerName(t *testing.T) {
 			t.Errorf("TLSServerName(%s) = %q, %v; want %q, error %v", c.server, got, err, c.want, c.wantErr)
 		}
 	}
-	b, err := Rename(kindExport(t, "x", "", ""), "x", "https://192.168.64.7:7001", "localhost")
+	b, err := Rename(kindExport(t, "x", "", ""), "x", "https://192.168.64.7:7001", "localhost", testHome)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -341,7 +341,7 @@ func TestDanglingLinkAndTwoDocuments(t *testing.T) {
 	if err := os.Symlink(filepath.Join(dir, "dotfiles", "kubeconfig"), link); err != nil {
 		t.Fatal(err)
 	}
-	if err := Merge(link, "dev", renamed(t, "dev", "https://127.0.0.1:7001")); err == nil || !strings.Contains(err.Error(), "does not exist") {
+	if err := Merge(link, "dev", renamed(t, "dev", "https://127.0.0.1:7001"), testOwner); err == nil || !strings.Contains(err.Error(), "does not exist") {
 		t.Errorf("merge into a dangling link: %v", err)
 	}
 	if st, err := os.Lstat(link); err != nil || st.Mode()&os.ModeSymlink == 0 {
@@ -352,7 +352,7 @@ func TestDanglingLinkAndTwoDocuments(t *testing.T) {
 	if err := os.WriteFile(two, []byte(body), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := Merge(two, "dev", renamed(t, "dev", "https://127.0.0.1:7001")); err == nil || !strings.Contains(err.Error(), "more than one YAML document") {
+	if err := Merge(two, "dev", renamed(t, "dev", "https://127.0.0.1:7001"), testOwner); err == nil || !strings.Contains(err.Error(), "more than one YAML document") {
 		t.Errorf("merge into two documents: %v", err)
 	}
 	if b, _ := os.ReadFile(two); string(b) != body {
@@ -385,23 +385,23 @@ func TestTrailingSeparatorLaterFilesAndHas(t *testing.T) {
 	if err := os.WriteFile(first, []byte("apiVersion: v1\nkind: Config\n---\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := Merge(first, "east", renamed(t, "east", "https://127.0.0.1:7001")); err != nil {
+	if err := Merge(first, "east", renamed(t, "east", "https://127.0.0.1:7001"), testOwner); err != nil {
 		t.Errorf("merge into a file ending in ---: %v", err)
 	}
 	second := filepath.Join(dir, "second")
 	if err := os.WriteFile(second, read(t, "user-config.yaml"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := CheckMerge([]string{first, second}, "dev"); err == nil || !strings.Contains(err.Error(), second) {
+	if err := CheckMerge([]string{first, second}, testOwner, "dev"); err == nil || !strings.Contains(err.Error(), second) {
 		t.Errorf("CheckMerge with the user's dev in the second file: %v", err)
 	}
-	if err := CheckMerge([]string{first, second}, "east"); err != nil {
+	if err := CheckMerge([]string{first, second}, testOwner, "east"); err != nil {
 		t.Errorf("CheckMerge of marina's own east: %v", err)
 	}
-	if ok, _ := Has(second, "dev"); ok {
+	if ok, _ := Has(second, "dev", testOwner); ok {
 		t.Error("Has counts the user's own dev as marina's")
 	}
-	if ok, _ := Has(first, "east"); !ok {
+	if ok, _ := Has(first, "east", testOwner); !ok {
 		t.Error("Has misses marina's east")
 	}
 }
@@ -418,3 +418,8 @@ func TestReleaseLocks(t *testing.T) {
 	}
 	held.Delete(lock)
 }
+
+// testHome is the marina home the tests' kubeconfigs are written for.
+const testHome = "/Users/me/.marina"
+
+var testOwner = Owner{Home: testHome}
