@@ -84,9 +84,11 @@ those repairs and makes none.`,
 	return c
 }
 
-// printDoctor writes the report: one line per check, a Fix line under
+// printDoctor writes the report (its strings cleaned: findings quote what
+// the VM and the clusters said): one line per check, a Fix line under
 // each that is not OK, and the summary.
 func printDoctor(w io.Writer, rep app.DoctorReport) {
+	ui.CleanStrings(&rep)
 	width := 0
 	for _, c := range rep.Checks {
 		width = max(width, len(c.Name))
@@ -102,6 +104,7 @@ func printDoctor(w io.Writer, rep app.DoctorReport) {
 }
 
 func printRepairs(w io.Writer, repairs []string, head string) {
+	ui.CleanStrings(&repairs)
 	if len(repairs) == 0 {
 		return
 	}

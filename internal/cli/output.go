@@ -62,7 +62,7 @@ func withVerdict[T any](r *root, c *cobra.Command, get func(context.Context, *ap
 			return err
 		}
 		if output == "text" {
-			text(r.stdout, v)
+			printText(r.stdout, v, text)
 		} else if err := ui.Render(r.stdout, output, v); err != nil {
 			return err
 		}
@@ -267,4 +267,12 @@ func orDash(s string) string {
 		return "-"
 	}
 	return s
+}
+
+// printText is a text view of v: every string in it is cleaned first of
+// what would drive the terminal (it came from the VM, Docker, etcd or a
+// cluster); JSON and YAML keep the exact values.
+func printText[T any](w io.Writer, v T, print func(io.Writer, T)) {
+	ui.CleanStrings(&v)
+	print(w, v)
 }

@@ -6,12 +6,15 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/spf13/cobra"
 
+	"github.com/bcollard/marina/internal/app"
 	"github.com/bcollard/marina/internal/golden"
+	"github.com/bcollard/marina/internal/ui"
 )
 
 // appViews holds the json of every -o view, rendered by internal/app's
@@ -97,5 +100,96 @@ func TestGoldenTextViews(t *testing.T) {
 			}
 			golden.Check(t, filepath.Join("views", name+".txt"), print(t, js))
 		})
+	}
+}
+
+// S6: every text view, given a value whose every string is hostile (an
+// escape sequence of each kind, C1 controls, a bidi override, line
+// breaks), prints no control character but the layout's own line breaks;
+// the JSON view keeps the exact value, escaped.
+func TestTextViewsPrintNoControlCharacter(t *testing.T) {
+	const hostile = "x\x1b]0;pwned\x07\x1b[2J\u009b31m\u202e\r\nforged\trow"
+	check := func(t *testing.T, out string) {
+		t.Helper()
+		for i, r := range out {
+			if (r < 0x20 && r != '\n') || r == 0x7f || (r >= 0x80 && r <= 0x9f) || r == 0x202e {
+				t.Fatalf("control character %U at %d:\n%q", r, i, out)
+			}
+		}
+		if !strings.Contains(out, "pwned") && !strings.Contains(out, "forged row") && !strings.Contains(out, "x") {
+			t.Fatalf("the values are not printed (the test proves nothing):\n%s", out)
+		}
+	}
+	views := map[string]func(*testing.T) string{
+		"status":         hostileText(t, printStatus, hostile),
+		"cluster list":   hostileText(t, printClusters, hostile),
+		"registry list":  hostileText(t, printMirrors, hostile),
+		"dns list":       hostileText(t, printDNS, hostile),
+		"fleet list":     hostileText(t, printFleets, hostile),
+		"fleet describe": hostileText(t, printFleetMembers, hostile),
+		"version":        hostileText(t, printVersion, hostile),
+		"doctor":         hostileText(t, printDoctor, hostile),
+	}
+	for name, out := range views {
+		t.Run(name, func(t *testing.T) { check(t, out(t)) })
+	}
+	// JSON keeps the value exactly (escaped by the encoder).
+	var v app.VersionInfo
+	fill(reflect.ValueOf(&v).Elem(), hostile)
+	var b bytes.Buffer
+	if err := ui.Render(&b, "json", v); err != nil {
+		t.Fatal(err)
+	}
+	var back app.VersionInfo
+	if err := json.Unmarshal(b.Bytes(), &back); err != nil || back.Version != hostile {
+		t.Errorf("json lost the exact value: %q, %v", back.Version, err)
+	}
+}
+
+// hostileText prints a T whose every string is s through the text path
+// the commands use.
+func hostileText[T any](t *testing.T, print func(io.Writer, T), s string) func(*testing.T) string {
+	return func(t *testing.T) string {
+		var v T
+		fill(reflect.ValueOf(&v).Elem(), s)
+		var b bytes.Buffer
+		printText(&b, v, print)
+		return b.String()
+	}
+}
+
+// fill sets every string v holds to s, giving each slice and map one
+// element and each pointer a value, three levels deep.
+func fill(v reflect.Value, s string) { fillDepth(v, s, 0) }
+
+func fillDepth(v reflect.Value, s string, depth int) {
+	if depth > 6 {
+		return
+	}
+	switch v.Kind() {
+	case reflect.String:
+		v.SetString(s)
+	case reflect.Pointer:
+		p := reflect.New(v.Type().Elem())
+		fillDepth(p.Elem(), s, depth+1)
+		v.Set(p)
+	case reflect.Struct:
+		for i := 0; i < v.NumField(); i++ {
+			if f := v.Field(i); f.CanSet() {
+				fillDepth(f, s, depth+1)
+			}
+		}
+	case reflect.Slice:
+		sl := reflect.MakeSlice(v.Type(), 1, 1)
+		fillDepth(sl.Index(0), s, depth+1)
+		v.Set(sl)
+	case reflect.Map:
+		m := reflect.MakeMap(v.Type())
+		k := reflect.New(v.Type().Key()).Elem()
+		fillDepth(k, s, depth+1)
+		e := reflect.New(v.Type().Elem()).Elem()
+		fillDepth(e, s, depth+1)
+		m.SetMapIndex(k, e)
+		v.Set(m)
 	}
 }

@@ -58,6 +58,7 @@ var frames = []string{"⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "�
 
 // Start begins a step, ending any step still open as a success.
 func (u *UI) Start(label string) {
+	label = Clean(label)
 	if u.row != nil {
 		u.row.startStep(label)
 		return
@@ -118,6 +119,7 @@ func (u *UI) elapsedLocked(sep string) string {
 // elsewhere as a line of its own, so that a long step is never silent.
 // Nothing happens when no step is open.
 func (u *UI) Stage(stage string) {
+	stage = Clean(stage)
 	if u.row != nil {
 		return // a Board's row shows its step and time already
 	}
@@ -136,6 +138,7 @@ func (u *UI) Stage(stage string) {
 
 // Relabel changes the open step's label, to end it with what it found.
 func (u *UI) Relabel(label string) {
+	label = Clean(label)
 	if u.row != nil {
 		u.row.relabel(label)
 		return
@@ -209,8 +212,15 @@ func (u *UI) Smart() bool { return u.smart }
 // Debug reports whether debug output is on.
 func (u *UI) Debug() bool { return u.debug }
 
-// line prints s, moving a running spinner out of the way and back.
+// line prints s, moving a running spinner out of the way and back. Its
+// words may hold what came from the VM: each of its lines is cleaned
+// (Clean); the line breaks marina puts between them stay.
 func (u *UI) line(s string) {
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		lines[i] = Clean(l)
+	}
+	s = strings.Join(lines, "\n")
 	if u.row != nil {
 		u.row.line(s)
 		return
