@@ -4,14 +4,20 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"net"
 	"net/netip"
+	"net/url"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/bcollard/marina/internal/cluster"
+	"github.com/bcollard/marina/internal/config"
 	"github.com/bcollard/marina/internal/kube"
 	"github.com/bcollard/marina/internal/kubeconfig"
+	"github.com/bcollard/marina/internal/slot"
 )
 
 // DefaultVerifyImage answers GET /clientip with the caller's address
@@ -48,6 +54,21 @@ func VerifyCluster(ctx context.Context, e *Env, opts VerifyOptions) error {
 	if err != nil {
 		return err
 	}
+	// The address to call comes from the cluster's Service status, which
+	// its API server writes: it is called only when it is in the cluster's
+	// own LoadBalancer pool, which marina gave MetalLB (S7).
+	cfg, err := config.Load(e.Paths)
+	if errors.Is(err, config.ErrNotFound) {
+		cfg, err = config.Default(), nil // what up would make
+	}
+	if err != nil {
+		return err
+	}
+	bridge := netip.MustParsePrefix(cfg.Network.CIDR) // validated
+	n, err := s.clusterSlot(name)
+	if err != nil {
+		return err
+	}
 	suffix := make([]byte, 3)
 	_, _ = rand.Read(suffix)
 	ns := "marina-verify-" + hex.EncodeToString(suffix)
@@ -70,6 +91,10 @@ func VerifyCluster(ctx context.Context, e *Env, opts VerifyOptions) error {
 	}); err != nil {
 		return err
 	}
+	if !slot.InPool(bridge, n, lb) {
+		pool, _ := slot.MetalLBRanges(bridge, n)
+		return fmt.Errorf("the echo server's Service in %s names %s, outside the cluster's LoadBalancer pool %s (slot %d): marina calls no address but its own pool's, so nothing was called; check the cluster's MetalLB pool with `marina doctor`", name, lb, strings.Join(pool, ", "), n)
+	}
 	var seen, mine string
 	if err := e.step("Calling http://"+lb.String()+"/clientip from this machine", "", func() error {
 		wctx, cancel := context.WithTimeout(ctx, opts.Wait)
@@ -85,6 +110,33 @@ func VerifyCluster(ctx context.Context, e *Env, opts VerifyOptions) error {
 	}
 	fmt.Fprintf(e.Stdout, "✓ LoadBalancer %s in %s answered this machine directly: it saw %s, this machine's own address\n", lb, name, seen)
 	return nil
+}
+
+// clusterSlot is cluster name's slot, from the API port of the kubeconfig
+// this home wrote for it (7000+N).
+func (s *Session) clusterSlot(name string) (int, error) {
+	path, err := s.Paths.Kubeconfig(name)
+	if err != nil {
+		return 0, err
+	}
+	kc, err := kubeconfig.ReadFile(path, name)
+	if err != nil {
+		return 0, err
+	}
+	server, err := kubeconfig.Server(kc)
+	if err != nil {
+		return 0, err
+	}
+	u, err := url.Parse(server)
+	if err != nil {
+		return 0, err
+	}
+	p, err := strconv.Atoi(u.Port())
+	n := p - slot.APIPort(0)
+	if err != nil || slot.Check(n) != nil {
+		return 0, fmt.Errorf("%s names %s, no marina API port (7001–7099): `marina kubeconfig merge %s` writes it again", path, server, name)
+	}
+	return n, nil
 }
 
 // verifyDefaults fills in what opts leaves out: the current context's

@@ -679,17 +679,25 @@ func TestStatusIsOneRoundTrip(t *testing.T) {
 // happened.
 func TestVerify(t *testing.T) {
 	for _, c := range []struct {
-		name, seen, fail, err string
+		name, seen, fail, echo, err string
 	}{
 		{name: "seen as itself"},
 		{name: "translated", seen: "192.168.64.2:40000", err: "saw 192.168.64.2, not this machine's address 192.168.64.1: something on the way translates addresses"},
 		{name: "no address", fail: "kube c1 echo-address", err: "boom"},
 		{name: "no answer", fail: "host.client-ip", err: "boom"},
+		// S7: a hostile API server names any address in the Service's
+		// status; the Mac calls none but the cluster's own pool's.
+		{name: "another cluster's pool", echo: "172.30.2.20", err: "172.30.2.20, outside the cluster's LoadBalancer pool 172.30.1.1-172.30.1.7, 172.30.1.16-172.30.1.254 (slot 1)"},
+		{name: "the Mac's metadata address", echo: "169.254.169.254", err: "outside the cluster's LoadBalancer pool"},
+		{name: "the gateway", echo: "172.30.1.8", err: "outside the cluster's LoadBalancer pool"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			f := newFixture(t)
 			f.cluster("c1", 1, "https://127.0.0.1:7001")
 			f.seen = c.seen
+			if c.echo != "" {
+				f.echo = netip.MustParseAddr(c.echo)
+			}
 			if c.fail != "" {
 				f.fail[c.fail] = errBoom
 			}
@@ -702,6 +710,9 @@ func TestVerify(t *testing.T) {
 			}
 			if got := f.called("kube c1 delete-namespace"); len(got) != 1 {
 				t.Errorf("the workload was not removed:\n%s", f.log())
+			}
+			if got := f.called("host.client-ip"); c.echo != "" && len(got) != 0 {
+				t.Errorf("called %s, outside the pool: %v", c.echo, got)
 			}
 		})
 	}

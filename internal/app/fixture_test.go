@@ -75,7 +75,8 @@ type world struct {
 	// addresses (a dynamic range).
 	detached  map[string]bool
 	readdress bool
-	seen      string // what the echo server of verify saw ("": the Mac)
+	seen      string     // what the echo server of verify saw ("": the Mac)
+	echo      netip.Addr // its Service's address (zero: 172.30.1.1)
 	// registrySums are the mirror config files in the VM (path → sha256).
 	registrySums map[string]string
 	scripts      map[string]vm.Result // guest.Run output by script name prefix
@@ -800,7 +801,13 @@ func (k fakeKube) DeployEcho(_ context.Context, e kube.Echo) error {
 	return k.call("kube " + k.name + " deploy-echo")
 }
 func (k fakeKube) EchoAddress(context.Context, string) (netip.Addr, error) {
-	return netip.MustParseAddr("172.30.1.1"), k.call("kube " + k.name + " echo-address")
+	err := k.call("kube " + k.name + " echo-address")
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.echo.IsValid() {
+		return k.echo, err
+	}
+	return netip.MustParseAddr("172.30.1.1"), err
 }
 func (k fakeKube) DeleteNamespace(_ context.Context, ns string) error {
 	return k.call("kube " + k.name + " delete-namespace")

@@ -104,6 +104,10 @@ func (k *Cluster) DeleteNamespace(ctx context.Context, ns string) error {
 // ClientIP asks the echo server at lb who called, until it answers: the
 // address it saw (ip:port) and the one this machine sent from.
 func ClientIP(ctx context.Context, lb netip.Addr) (seen, mine string, err error) {
+	return clientIP(ctx, "http://"+netip.AddrPortFrom(lb, 80).String()+"/clientip")
+}
+
+func clientIP(ctx context.Context, url string) (seen, mine string, err error) {
 	var local string
 	tr := &http.Transport{
 		DisableKeepAlives: true,
@@ -115,8 +119,10 @@ func ClientIP(ctx context.Context, lb netip.Addr) (seen, mine string, err error)
 			return c, err
 		},
 	}
-	client := &http.Client{Transport: tr, Timeout: 10 * time.Second}
-	url := "http://" + netip.AddrPortFrom(lb, 80).String() + "/clientip"
+	// No redirect is followed: the answer must come from the address
+	// called, which marina checked is the cluster's own (S7).
+	client := &http.Client{Transport: tr, Timeout: 10 * time.Second,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	var last error
 	for {
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)

@@ -78,3 +78,13 @@ func MetalLBRanges(bridge netip.Prefix, n int) ([]string, error) {
 		fmt.Sprintf("%s-%s", ip(16), ip(254)),
 	}, nil
 }
+
+// InPool reports whether addr is in slot n's LoadBalancer pool inside the
+// /16 kind bridge (MetalLBRanges).
+func InPool(bridge netip.Prefix, n int, addr netip.Addr) bool {
+	if Check(n) != nil || !bridge.Addr().Is4() || bridge.Bits() != 16 || !addr.Is4() || !bridge.Masked().Contains(addr) {
+		return false
+	}
+	a := addr.As4()
+	return int(a[2]) == n && ((a[3] >= 1 && a[3] <= 7) || (a[3] >= 16 && a[3] <= 254))
+}

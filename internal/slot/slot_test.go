@@ -3,6 +3,7 @@ package slot
 import (
 	"net/netip"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -88,3 +89,37 @@ func TestMetalLBRanges(t *testing.T) {
 }
 
 func itoa(n int) string { return string(rune('0' + n)) }
+
+func TestInPool(t *testing.T) {
+	bridge := netip.MustParsePrefix("172.30.0.0/16")
+	for _, c := range []struct {
+		addr string
+		n    int
+		want bool
+	}{
+		{"172.30.1.1", 1, true}, {"172.30.1.7", 1, true}, {"172.30.1.16", 1, true}, {"172.30.1.254", 1, true},
+		{"172.30.1.0", 1, false}, {"172.30.1.8", 1, false}, {"172.30.1.15", 1, false}, {"172.30.1.255", 1, false},
+		{"172.30.2.20", 1, false}, {"172.31.1.20", 1, false}, {"169.254.169.254", 1, false},
+		{"::ffff:172.30.1.20", 1, false}, {"172.30.0.20", 0, false}, {"172.30.100.20", 100, false},
+	} {
+		if got := InPool(bridge, c.n, netip.MustParseAddr(c.addr)); got != c.want {
+			t.Errorf("InPool(%s, slot %d) = %v", c.addr, c.n, got)
+		}
+	}
+	// Each address in the ranges MetalLB gets is in the pool.
+	for _, r := range must(MetalLBRanges(bridge, 3)) {
+		from, to, _ := strings.Cut(r, "-")
+		for a := netip.MustParseAddr(from); a.Compare(netip.MustParseAddr(to)) <= 0; a = a.Next() {
+			if !InPool(bridge, 3, a) {
+				t.Errorf("%s of %s is not in the pool", a, r)
+			}
+		}
+	}
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
+}
