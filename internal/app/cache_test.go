@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/bcollard/marina/internal/config"
+	"github.com/bcollard/marina/internal/docker"
+	"github.com/bcollard/marina/internal/registry"
 )
 
 // hostileCache lays out the host registry cache as root in the VM can
@@ -67,6 +69,9 @@ func TestCleanCacheFollowsNoLink(t *testing.T) {
 			f := newFixture(t)
 			f.config(nil)
 			docs, secret := hostileCache(t, f)
+			for _, m := range config.Default().Registries.Mirrors {
+				f.mirrors = append(f.mirrors, docker.Container{ID: m.Name + "-id", Name: m.Name, State: "running", Labels: map[string]string{registry.LabelMirror: m.Name}})
+			}
 			err := CleanCache(context.Background(), f.e, []string{mirror}, CleanCacheOptions{Yes: true})
 			path := filepath.Join(f.e.Paths.RegistryCache(), mirror)
 			if err == nil || !strings.Contains(err.Error(), path+" is a symbolic link") {
@@ -78,6 +83,10 @@ func TestCleanCacheFollowsNoLink(t *testing.T) {
 			}
 			if fi, err := os.Lstat(path); err != nil || fi.Mode()&os.ModeSymlink == 0 {
 				t.Errorf("the link itself was changed: %v", err)
+			}
+			// Refused before anything happened: no mirror was stopped.
+			if got := f.called("docker.remove"); len(got) != 0 {
+				t.Errorf("mirrors stopped before the refusal: %v", got)
 			}
 		})
 	}

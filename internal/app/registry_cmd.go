@@ -203,6 +203,10 @@ func cacheDirs(s *Session, selected []config.Mirror) ([]string, []Step, error) {
 		if s.Config.Registries.CacheStorage == config.CacheHost {
 			dirs[i], err = s.Paths.MirrorCache(m.Name)
 			where = dirs[i]
+			if err == nil {
+				// A folder the VM replaced is refused before any mirror stops.
+				err = registry.HostCache{Root: s.Paths.RegistryCache()}.Check(m.Name)
+			}
 		} else {
 			dirs[i], err = registry.CacheDir(vm.GuestCacheDir, m.Name)
 			where = dirs[i] + " in the VM"

@@ -78,6 +78,16 @@ func (c HostCache) mirror(name string) (*os.Root, error) {
 	return sub, nil
 }
 
+// Check refuses mirror name's folder when it is not a real folder, before
+// anything is stopped or planned around it (Empty checks again).
+func (c HostCache) Check(name string) error {
+	sub, err := c.mirror(name)
+	if sub != nil {
+		sub.Close()
+	}
+	return err
+}
+
 // Size is the bytes of the regular files in mirror name's folder, -1 when
 // it is not there. Links are counted as nothing and never followed.
 func (c HostCache) Size(name string) (int64, error) {
