@@ -19,41 +19,49 @@ import (
 	"time"
 )
 
-const echoImage = "marina-lab/echo:1"
-
-var (
-	buildEcho sync.Once
-	echoBin   string
+const (
+	echoImage = "marina-lab/echo:1"
+	lnImage   = "marina-lab/ln:1"
 )
 
-// importEcho builds lab/echo as a static binary (once) and imports it into
-// the guest's Docker as a FROM-scratch image when the VM lacks it (nothing
-// can be pulled in the lab).
-func importEcho(t *testing.T) {
+var (
+	toolsMu sync.Mutex
+	toolBin = map[string]string{} // lab tool → the folder it was built in
+)
+
+// importEcho imports lab/echo as echoImage.
+func importEcho(t *testing.T) { t.Helper(); importTool(t, "echo", echoImage) }
+
+// importTool builds lab/<name> as a static binary (once) and imports it
+// into the guest's Docker as a FROM-scratch image when the VM lacks it
+// (nothing can be pulled in the lab).
+func importTool(t *testing.T, name, image string) {
 	t.Helper()
-	buildEcho.Do(func() {
+	toolsMu.Lock()
+	dir := toolBin[name]
+	if dir == "" {
 		_, file, _, _ := runtime.Caller(0)
 		repo := filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
-		dir, err := os.MkdirTemp("", "marina-echo-")
+		d, err := os.MkdirTemp("", "marina-"+name+"-")
 		if err != nil {
+			toolsMu.Unlock()
 			t.Fatal(err)
 		}
-		b := exec.Command("go", "build", "-o", filepath.Join(dir, "echo"), "./lab/echo")
+		b := exec.Command("go", "build", "-o", filepath.Join(d, name), "./lab/"+name)
 		b.Dir, b.Env = repo, append(os.Environ(), "CGO_ENABLED=0")
 		if out, err := b.CombinedOutput(); err != nil {
-			t.Fatalf("build echo: %v\n%s", err, out)
+			toolsMu.Unlock()
+			t.Fatalf("build %s: %v\n%s", name, err, out)
 		}
-		echoBin = dir
-	})
-	if echoBin == "" {
-		t.Fatal("the echo binary could not be built")
+		dir, toolBin[name] = d, d
 	}
-	if _, err := labCmd(t, "docker", "image", "inspect", echoImage); err == nil {
+	toolsMu.Unlock()
+	if _, err := labCmd(t, "docker", "image", "inspect", image); err == nil {
 		return
 	}
-	sh := "tar -C " + echoBin + " -c echo | " + labScript + ` docker import -c 'ENTRYPOINT ["/echo"]' - ` + echoImage
+	sh := "tar -C " + dir + " -c " + name + " | " + labScript + ` docker import -c 'ENTRYPOINT ["/` + name + `"]' - ` + image
 	if out, err := exec.Command("sh", "-c", sh).CombinedOutput(); err != nil {
-		t.Fatalf("import echo: %v\n%s", err, out)
+		t.Fatalf("import %s: %v\n%s", name, err, out)
 	}
 }
 

@@ -28,6 +28,7 @@ import (
 
 	"github.com/bcollard/marina/internal/config"
 	"github.com/bcollard/marina/internal/registry"
+	"github.com/bcollard/marina/internal/vm"
 )
 
 const (
@@ -557,31 +558,55 @@ func TestRegistryMirrors(t *testing.T) {
 		if err := os.WriteFile(thesis, []byte("years of work\n"), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		// Root in the guest replaces the mirror's folder with a link out of
-		// the cache, writing through the mount that stands for virtiofs (a
-		// privileged pod gets there by mounting the share itself).
-		inGuest(t, "cd /var/lib/marina/registry-cache && rm -rf registry-lab && ln -s ../../Documents registry-lab")
-		link := filepath.Join(macCache, "registry-lab")
-		if fi, err := os.Lstat(link); err != nil || fi.Mode()&os.ModeSymlink == 0 {
-			t.Fatalf("the guest's link is not on the Mac (the test proves nothing): %v", err)
-		}
-		r := marina(t, "registry", "clean-cache", "registry-lab")
-		if r.code == 0 || !strings.Contains(r.stderr, link+" is a symbolic link") {
-			t.Errorf("clean-cache through a link: exit %d\n%s", r.code, r.stderr)
-		}
-		r = marina(t, "registry", "list", "-o", "json")
-		if r.code != 0 || !strings.Contains(r.stderr, link+" is a symbolic link") {
-			t.Errorf("registry list through a link: exit %d\n%s", r.code, r.stderr)
-		}
-		if b, err := os.ReadFile(thesis); err != nil || string(b) != "years of work\n" {
-			t.Fatalf("the user's file behind the link: %v", err)
-		}
-		// Back as up would leave it, for the tests after this one.
-		if err := os.Remove(link); err != nil {
-			t.Fatal(err)
+		// Each writes through the guest's mount of the cache, which stands
+		// for virtiofs: root in the guest itself, and a privileged
+		// container with the folder mounted, as a privileged pod (a kind
+		// node is such a container) reaches it. The links are the audit's:
+		// to ~/Documents, and to the home itself.
+		importTool(t, "ln", lnImage)
+		for _, c := range []struct{ how, target, mirror string }{
+			{"root in the guest", "../../Documents", "registry-lab"},
+			{"a privileged container", "../..", "registry-quayio"},
+		} {
+			if c.how == "root in the guest" {
+				inGuest(t, "cd "+vm.GuestCacheDir+" && rm -rf "+c.mirror+" && ln -s "+c.target+" "+c.mirror)
+			} else {
+				labDocker(t, "run", "--rm", "--privileged", "-v", vm.GuestCacheDir+":/c", lnImage, c.target, "/c/"+c.mirror)
+			}
+			link := filepath.Join(macCache, c.mirror)
+			if got, err := os.Readlink(link); err != nil || got != c.target {
+				t.Fatalf("%s: the link is not on the Mac (the test proves nothing): %q %v", c.how, got, err)
+			}
+			running := containerID(t, c.mirror)
+			for _, args := range [][]string{{"registry", "clean-cache", c.mirror}, {"registry", "clean-cache", "-y"}} {
+				r := marina(t, args...)
+				if r.code == 0 || !strings.Contains(r.stderr, link+" is a symbolic link") || strings.Contains(r.stdout+r.stderr, "Emptying") {
+					t.Errorf("%s: %s through a link: exit %d\n%s%s", c.how, strings.Join(args, " "), r.code, r.stdout, r.stderr)
+				}
+			}
+			r := marina(t, "registry", "list", "-o", "json")
+			if r.code != 0 || !strings.Contains(r.stderr, link+" is a symbolic link") {
+				t.Errorf("%s: registry list through a link: exit %d\n%s", c.how, r.code, r.stderr)
+			}
+			if b, err := os.ReadFile(thesis); err != nil || string(b) != "years of work\n" {
+				t.Fatalf("%s: the user's file behind the link: %v", c.how, err)
+			}
+			if _, err := os.Stat(filepath.Join(marinaHome(), "config.yaml")); err != nil {
+				t.Fatalf("%s: marina's own home: %v", c.how, err)
+			}
+			if got, err := os.Readlink(link); err != nil || got != c.target {
+				t.Errorf("%s: the link itself was changed: %q %v", c.how, got, err)
+			}
+			if containerID(t, c.mirror) != running {
+				t.Errorf("%s: the mirror was stopped before the refusal", c.how)
+			}
+			// Back as up would leave it, for what follows.
+			if err := os.Remove(link); err != nil {
+				t.Fatal(err)
+			}
 		}
 		mustMarina(t, "up")
-		mustMarina(t, "registry", "clean-cache", "registry-lab")
+		mustMarina(t, "registry", "clean-cache", "-y")
 	})
 
 	t.Run("a removed or renamed mirror's container goes", func(t *testing.T) {
