@@ -617,12 +617,17 @@ func judgeArea(area guest.Area, cs []guest.Check, err error, readErr string, blo
 		return fail(name, "cannot read the VM's firewall: "+oneLine(readErr), "marina shell -- sudo iptables -S")
 	}
 	var bad []string
-	n := 0
+	rules, jumps := 0, 0
 	for _, c := range cs {
 		if c.Area != area {
 			continue
 		}
-		n++
+		if c.Rule {
+			rules++
+		}
+		if c.Jump {
+			jumps++
+		}
 		if !c.OK {
 			bad = append(bad, c.What+" ("+c.Note+")")
 		}
@@ -632,7 +637,7 @@ func judgeArea(area guest.Area, cs []guest.Check, err error, readErr string, blo
 		case guest.AreaForwarding:
 			return ok(name, "net.ipv4.ip_forward is 1")
 		case guest.AreaFirewall:
-			return ok(name, fmt.Sprintf("marina's chains hold their %d rules and come first in DOCKER-USER and nat POSTROUTING; FORWARD's policy is DROP", n-1))
+			return ok(name, fmt.Sprintf("marina's chains hold their %s, and %s into them come first in DOCKER-USER and nat POSTROUTING; FORWARD's policy is DROP", plural(rules, "rule"), plural(jumps, "jump")))
 		}
 		return ok(name, guest.ScriptPath+", "+guest.UnitName+" and the docker.service drop-in are installed; the unit is enabled")
 	}

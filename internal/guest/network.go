@@ -311,6 +311,9 @@ type Check struct {
 	// Area is what the check is about: forwarding, the firewall rules, or
 	// what keeps them across boots and Docker restarts.
 	Area Area
+	// Rule and Jump say a firewall check is of one of marina's rules or of
+	// a jump into its chains (for doctor's count).
+	Rule, Jump bool
 }
 
 // Area groups the checks (doctor reports one line per area).
@@ -339,7 +342,7 @@ func (n Net) Checks(st NetState) ([]Check, error) {
 		for _, have := range st.Chains[r.Table+" "+chain] {
 			found = found || have == r.Spec
 		}
-		out = append(out, Check{What: r.What, OK: found, Note: "-t " + r.Table + " " + r.Spec, Area: AreaFirewall})
+		out = append(out, Check{What: r.What, OK: found, Note: "-t " + r.Table + " " + r.Spec, Area: AreaFirewall, Rule: true})
 	}
 	// A chain may only hold marina's rules: anything else is stale.
 	want := map[string]bool{}
@@ -364,7 +367,7 @@ func (n Net) Checks(st NetState) ([]Check, error) {
 			}
 		}
 		ok := len(rules) > 0 && rules[0] == j.Spec && n == 1
-		out = append(out, Check{What: "jump into marina's rules", OK: ok, Note: "-t " + j.Table + " " + j.Spec + " (" + j.What + ")", Area: AreaFirewall})
+		out = append(out, Check{What: "jump into marina's rules", OK: ok, Note: "-t " + j.Table + " " + j.Spec + " (" + j.What + ")", Area: AreaFirewall, Jump: true})
 	}
 	for _, f := range files {
 		out = append(out, Check{What: "installed " + f.Path, OK: st.Sums[f.Path] == f.Sum(), Note: "survives reboots and Docker restarts", Area: AreaBoot})
