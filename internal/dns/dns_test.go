@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"fmt"
 	"net/netip"
+	"slices"
 	"strings"
 	"testing"
 
@@ -118,15 +119,31 @@ func TestExternalDNSManifest(t *testing.T) {
 		t.Fatal(err)
 	}
 	docs := strings.Split(string(m), "---\n")
-	var role struct {
-		Rules []struct{ Verbs []string } `json:"rules"`
+	type doc struct {
+		Kind  string `json:"kind"`
+		Rules []struct{ Resources, Verbs []string }
 	}
+	var role doc
+	roles := 0
 	for _, d := range docs {
-		if strings.Contains(d, "kind: ClusterRole\n") {
-			if err := yaml.Unmarshal([]byte(d), &role); err != nil {
-				t.Fatal(err)
-			}
+		var o doc
+		if err := yaml.Unmarshal([]byte(d), &o); err != nil {
+			t.Fatal(err)
 		}
+		if o.Kind == "ClusterRole" {
+			roles++
+			role = o
+		}
+	}
+	// The role must be there and grant what ExternalDNS reads: a missing
+	// or empty role would pass the verb check below by granting nothing.
+	var granted []string
+	for _, r := range role.Rules {
+		granted = append(granted, r.Resources...)
+	}
+	slices.Sort(granted)
+	if roles != 1 || strings.Join(granted, ",") != "endpointslices,nodes,pods,services" {
+		t.Errorf("%d ClusterRoles, granting %v", roles, granted)
 	}
 	for _, r := range role.Rules {
 		for _, v := range r.Verbs {
