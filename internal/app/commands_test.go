@@ -102,6 +102,42 @@ func TestCreateSucceeds(t *testing.T) {
 	}
 }
 
+// A signal ends the command's context mid-create: the rollback still runs
+// in the guest, on a context of its own (the fake guest, as limactl, runs
+// nothing on an ended one), whether kind itself or a later step failed.
+func TestCreateRollsBackAfterASignal(t *testing.T) {
+	for _, c := range []struct{ at, rollback string }{
+		{"guest.run kind create cluster c1", "guest.run remove cluster c1"},
+		{"kube c1 apply-metallb", "guest.run kind delete cluster c1"},
+	} {
+		t.Run(c.at, func(t *testing.T) {
+			f := createFixture(t, nil)
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			kind := f.before
+			f.before = func(call string) {
+				kind(call)
+				if call == c.at {
+					cancel()
+					f.mu.Lock()
+					f.fail[c.at] = context.Canceled
+					f.mu.Unlock()
+				}
+			}
+			err := CreateCluster(ctx, f.e, CreateOptions{Name: "c1"})
+			if err == nil || !errors.Is(err, context.Canceled) {
+				t.Fatalf("error = %v", err)
+			}
+			if got := f.called(c.rollback); len(got) != 1 || len(f.called("guest.cancelled")) != 0 {
+				t.Errorf("the rollback did not run in the guest: %v\n%s", got, f.log())
+			}
+			if strings.Contains(err.Error(), "failed too") || f.e.Leftover() != "" {
+				t.Errorf("error = %v, leftover %q", err, f.e.Leftover())
+			}
+		})
+	}
+}
+
 // A failure at any step after kind removes the cluster, its kubeconfig file
 // and nothing of the user's, and names the step.
 func TestCreateRollsBackAtEachStep(t *testing.T) {

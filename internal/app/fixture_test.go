@@ -411,7 +411,11 @@ func (v fakeVM) Shell(_ context.Context, name string, args []string, _ io.Reader
 
 type fakeGuest struct{ *world }
 
-func (g fakeGuest) Observe(context.Context) (guest.State, error) {
+func (g fakeGuest) Observe(ctx context.Context) (guest.State, error) {
+	if err := ctx.Err(); err != nil {
+		_ = g.call("guest.cancelled observe")
+		return guest.State{}, err
+	}
 	if err := g.call("guest.observe"); err != nil {
 		return guest.State{}, err
 	}
@@ -445,7 +449,13 @@ func (g fakeGuest) state() guest.State {
 	return guest.State{Lima0: g.lima0, Lima0All: []netip.Prefix{g.lima0}, Net: st, RegistrySums: sums, DNSSum: g.dnsSum, EtcdAuth: g.etcdAuth, Addons: maps.Clone(g.addons)}
 }
 
-func (g fakeGuest) Run(_ context.Context, s vm.Script) (vm.Result, error) {
+func (g fakeGuest) Run(ctx context.Context, s vm.Script) (vm.Result, error) {
+	// As limactl: an ended context runs nothing (a rollback must not use
+	// the command's own, which a signal ended).
+	if err := ctx.Err(); err != nil {
+		_ = g.call("guest.cancelled " + s.Name)
+		return vm.Result{}, err
+	}
 	g.mu.Lock()
 	g.bodies[s.Name] = s.Body
 	g.mu.Unlock()
