@@ -23,48 +23,12 @@ import (
 // build; the test skips without it) on this machine's loopback: only the
 // address, the folder of the marker file and docker are stood in for.
 func TestEtcdScriptsAgainstRealEtcd(t *testing.T) {
-	url := startEtcd(t)
-	etcd, pw := goldenEtcd(t)
+	l := authedEtcd(t)
+	url, etcd, pw, run, dev, east, id, dir := l.url, l.etcd, l.pw, l.run, l.dev, l.east, l.id, l.dir
 	const domain = "demo.internal"
-	user := func(name string) EtcdUser {
-		c, err := pw.Cluster(name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return EtcdUser{Creds: c, Grant: dns.ClusterGrant(name, domain)}
-	}
-	dev, east := user("dev"), user("east")
-	dir := t.TempDir()
-	bin := filepath.Join(dir, "bin")
-	if err := os.MkdirAll(bin, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	// docker inspect answers with the container's id, as in the VM.
-	id := strings.Repeat("ab", 32)
-	if err := os.WriteFile(filepath.Join(bin, "docker"), []byte("#!/bin/sh\necho "+id+"\n"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	run := func(script string) (string, error) {
-		script = strings.ReplaceAll(script, "etcd="+dns.EtcdURL(etcd.Addr), "etcd="+url)
-		script = strings.ReplaceAll(script, dns.ConfigDir, filepath.Join(dir, "etc"))
-		cmd := exec.Command("bash", "-c", script)
-		cmd.Env = append(os.Environ(), "PATH="+bin+":"+os.Getenv("PATH"))
-		var out, errb bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &errb
-		err := cmd.Run()
-		if err != nil {
-			err = fmt.Errorf("%w: %s", err, errb.String())
-		}
-		return out.String(), err
-	}
-	auth, err := EtcdAuth(etcd, pw.Reader(), []EtcdUser{dev, east})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range 2 { // the second run finds everything there
-		if _, err := run("set -eu -o pipefail\n" + auth); err != nil {
-			t.Fatalf("EtcdAuth run %d: %v", i+1, err)
-		}
+	// authedEtcd ran it once: again, it finds everything there.
+	if _, err := run("set -eu -o pipefail\n" + l.auth); err != nil {
+		t.Fatalf("EtcdAuth run again: %v", err)
 	}
 	if b, err := os.ReadFile(filepath.Join(dir, "etc", "etcd-auth")); err != nil || strings.TrimSpace(string(b)) != id {
 		t.Errorf("the marker holds %q (%v), want the container's id", b, err)
@@ -169,30 +133,104 @@ func TestEtcdScriptsAgainstRealEtcd(t *testing.T) {
 	}
 }
 
+// etcdLab is the lab's etcd on loopback with marina's users set up by
+// EtcdAuth (run once), and run, which runs a guest script against it.
+type etcdLab struct {
+	url       string
+	etcd      Etcd
+	pw        dns.Passwords
+	run       func(script string) (string, error)
+	dev, east EtcdUser
+	auth, id  string
+	dir       string
+}
+
+func authedEtcd(t *testing.T) etcdLab {
+	t.Helper()
+	url := startEtcd(t)
+	etcd, pw := goldenEtcd(t)
+	const domain = "demo.internal"
+	user := func(name string) EtcdUser {
+		c, err := pw.Cluster(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return EtcdUser{Creds: c, Grant: dns.ClusterGrant(name, domain)}
+	}
+	dev, east := user("dev"), user("east")
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "bin")
+	if err := os.MkdirAll(bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// docker inspect answers with the container's id, as in the VM.
+	id := strings.Repeat("ab", 32)
+	if err := os.WriteFile(filepath.Join(bin, "docker"), []byte("#!/bin/sh\necho "+id+"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	run := func(script string) (string, error) {
+		script = strings.ReplaceAll(script, "etcd="+dns.EtcdURL(etcd.Addr), "etcd="+url)
+		script = strings.ReplaceAll(script, dns.ConfigDir, filepath.Join(dir, "etc"))
+		cmd := exec.Command("bash", "-c", script)
+		cmd.Env = append(os.Environ(), "PATH="+bin+":"+os.Getenv("PATH"))
+		var out, errb bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		err := cmd.Run()
+		if err != nil {
+			err = fmt.Errorf("%w: %s", err, errb.String())
+		}
+		return out.String(), err
+	}
+	auth, err := EtcdAuth(etcd, pw.Reader(), []EtcdUser{dev, east})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := run("set -eu -o pipefail\n" + auth); err != nil {
+		t.Fatalf("EtcdAuth: %v", err)
+	}
+	return etcdLab{url: url, etcd: etcd, pw: pw, run: run, dev: dev, east: east, auth: auth, id: id, dir: dir}
+}
+
+// labCache is where lab/lab keeps what it built.
+func labCache() string {
+	if c := os.Getenv("MARINA_LAB_CACHE"); c != "" {
+		return c
+	}
+	return "/var/cache/marina-lab"
+}
+
+// freePort is a loopback port free for TCP and UDP a moment ago.
+func freePort(t *testing.T) int {
+	t.Helper()
+	for range 20 {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		port := l.Addr().(*net.TCPAddr).Port
+		u, err := net.ListenPacket("udp", fmt.Sprintf("127.0.0.1:%d", port))
+		l.Close()
+		if err == nil {
+			u.Close()
+			return port
+		}
+	}
+	t.Fatal("no free loopback port")
+	return 0
+}
+
 // startEtcd runs the lab's etcd on free loopback ports until the test
 // ends, and returns its client URL.
 func startEtcd(t *testing.T) string {
 	t.Helper()
-	cache := os.Getenv("MARINA_LAB_CACHE")
-	if cache == "" {
-		cache = "/var/cache/marina-lab"
-	}
-	bin := filepath.Join(cache, "bin", "etcd")
+	bin := filepath.Join(labCache(), "bin", "etcd")
 	if _, err := os.Stat(bin); err != nil {
 		t.Skipf("%s is not built (lab/lab up builds it): %v", bin, err)
 	}
 	if _, err := exec.LookPath("curl"); err != nil {
 		t.Skip("no curl on this machine")
 	}
-	free := func() int {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer l.Close()
-		return l.Addr().(*net.TCPAddr).Port
-	}
-	client, peer := fmt.Sprintf("http://127.0.0.1:%d", free()), fmt.Sprintf("http://127.0.0.1:%d", free())
+	client, peer := fmt.Sprintf("http://127.0.0.1:%d", freePort(t)), fmt.Sprintf("http://127.0.0.1:%d", freePort(t))
 	ctx, cancel := context.WithCancel(context.Background())
 	cmd := exec.CommandContext(ctx, bin, "--name", "t", "--data-dir", t.TempDir(),
 		"--listen-client-urls", client, "--advertise-client-urls", client,
