@@ -363,6 +363,8 @@ func applyCreate(ctx context.Context, s *Session, p *createPlan, opts CreateOpti
 	} else {
 		fmt.Fprintf(e.Stdout, "  export KUBECONFIG=%s\n", p.kubeconfig)
 	}
+	// What mDNSResponder does with a name asked for too early (item 9).
+	fmt.Fprintf(e.Stdout, "Its LoadBalancer Services answer as SERVICE.NAMESPACE.%s within seconds; a name the Mac looked up before it existed may stay missing on the Mac for about a minute (`marina dns flush` empties its cache).\n", dns.ClusterZone(name, s.Config.DNS.Domain))
 	return nil
 }
 

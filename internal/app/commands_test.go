@@ -100,6 +100,10 @@ func TestCreateSucceeds(t *testing.T) {
 	if ents, _ := os.ReadDir(f.e.Paths.Slots()); len(ents) != 0 {
 		t.Errorf("the slot reservation is still held: %v", ents)
 	}
+	// It says what remains true of the Mac's DNS cache, and the way out.
+	if out := f.out.String(); !strings.Contains(out, "SERVICE.NAMESPACE.c1.demo.internal within seconds; a name the Mac looked up before it existed may stay missing on the Mac for about a minute (`marina dns flush`") {
+		t.Errorf("output:\n%s", out)
+	}
 }
 
 // A signal ends the command's context mid-create: the rollback still runs

@@ -9,6 +9,7 @@ import (
 
 	"github.com/bcollard/marina/internal/dns"
 	"github.com/bcollard/marina/internal/guest"
+	"github.com/bcollard/marina/internal/run"
 	"github.com/bcollard/marina/internal/vm"
 )
 
@@ -57,4 +58,35 @@ func ListDNS(ctx context.Context, e *Env, selector string) ([]dns.Record, error)
 		}
 	}
 	return kept, nil
+}
+
+// FlushDNSOptions are the flags of marina dns flush.
+type FlushDNSOptions struct{ DryRun bool }
+
+// FlushDNS empties the Mac's DNS cache through sudo, each command printed
+// before it runs: for a name looked up before ExternalDNS published it,
+// which mDNSResponder keeps missing for a minute or more. It needs no VM
+// and reads no config.
+func FlushDNS(ctx context.Context, e *Env, opts FlushDNSOptions) error {
+	h := e.deps.Host()
+	cmds, err := h.FlushDNS()
+	if err != nil {
+		return err
+	}
+	if opts.DryRun {
+		var steps []Step
+		for _, c := range cmds {
+			steps = append(steps, Step{Do: "run `sudo " + run.Quote(c) + "`"})
+		}
+		printPlan(e, steps, "")
+		return nil
+	}
+	return e.step("Emptying the Mac's DNS cache", "Emptied the Mac's DNS cache: names are looked up afresh", func() error {
+		for _, c := range cmds {
+			if err := h.Privileged(ctx, c); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/bcollard/marina/internal/config"
 	"github.com/bcollard/marina/internal/dns"
 	"github.com/bcollard/marina/internal/guest"
+	"github.com/bcollard/marina/internal/host"
 	"github.com/bcollard/marina/internal/vm"
 )
 
@@ -304,5 +305,48 @@ func TestCreateGivesTheClusterItsEtcdUser(t *testing.T) {
 	}
 	if got := f.called("kube c1 apply-external-dns"); len(got) != 1 {
 		t.Errorf("ExternalDNS applied %d times", len(got))
+	}
+}
+
+// dns flush runs Apple's two commands as root, in order, each said before
+// sudo runs (host.Privileged); a failure stops it; --dry-run runs nothing;
+// off a Mac it says why and runs nothing.
+func TestFlushDNS(t *testing.T) {
+	f := newFixture(t)
+	if err := FlushDNS(context.Background(), f.e, FlushDNSOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	want := "host.privileged /usr/bin/dscacheutil -flushcache,host.privileged /usr/bin/killall -HUP mDNSResponder"
+	if got := strings.Join(f.called("host."), ","); got != want {
+		t.Errorf("ran %s, want %s", got, want)
+	}
+	if len(f.called("guest.")) != 0 || len(f.called("vm.")) != 0 {
+		t.Errorf("flush reached for the VM:\n%s", f.log())
+	}
+
+	f = newFixture(t)
+	f.fail["host.privileged /usr/bin/dscacheutil"] = errBoom
+	if err := FlushDNS(context.Background(), f.e, FlushDNSOptions{}); !errors.Is(err, errBoom) {
+		t.Errorf("error = %v", err)
+	}
+	if got := f.called("host.privileged /usr/bin/killall"); len(got) != 0 {
+		t.Errorf("went on after a failure: %v", got)
+	}
+
+	f = newFixture(t)
+	if err := FlushDNS(context.Background(), f.e, FlushDNSOptions{DryRun: true}); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.called("host."); len(got) != 0 || !strings.Contains(f.out.String(), "run `sudo /usr/bin/killall -HUP mDNSResponder`") {
+		t.Errorf("dry run ran %v, printed:\n%s", got, f.out.String())
+	}
+
+	f = newFixture(t)
+	f.hostStyle = host.Linux
+	if err := FlushDNS(context.Background(), f.e, FlushDNSOptions{}); err == nil || !strings.Contains(err.Error(), "this host is not a Mac") {
+		t.Errorf("on Linux: %v", err)
+	}
+	if got := f.called("host."); len(got) != 0 {
+		t.Errorf("on Linux ran %v", got)
 	}
 }

@@ -77,6 +77,7 @@ type world struct {
 	readdress bool
 	seen      string     // what the echo server of verify saw ("": the Mac)
 	echo      netip.Addr // its Service's address (zero: 172.30.1.1)
+	hostStyle host.Style // the host's routing style ("": a Mac's)
 	// registrySums are the mirror config files in the VM (path → sha256).
 	registrySums map[string]string
 	scripts      map[string]vm.Result // guest.Run output by script name prefix
@@ -695,7 +696,18 @@ func (h fakeHost) Query(_ context.Context, server netip.Addr, name string) (dns.
 	}
 	return dns.Answer{Rcode: "NXDOMAIN"}, nil
 }
-func (h fakeHost) RouteFix(s host.RouteStatus) []string    { return h.real.RouteFix(s) }
+func (h fakeHost) RouteFix(s host.RouteStatus) []string { return h.real.RouteFix(s) }
+
+// FlushDNS is a Mac's, unless the world's host is Linux.
+func (h fakeHost) FlushDNS() ([][]string, error) {
+	h.mu.Lock()
+	style := h.hostStyle
+	h.mu.Unlock()
+	if style == "" {
+		style = host.BSD
+	}
+	return (&host.Host{Style: style}).FlushDNS()
+}
 func (h fakeHost) RouteRemove(s host.RouteStatus) []string { return h.real.RouteRemove(s) }
 func (h fakeHost) DeleteCommand(p netip.Prefix, gw netip.Addr) []string {
 	return h.real.DeleteCommand(p, gw)

@@ -87,6 +87,9 @@ type Host interface {
 	Overlapping(ctx context.Context, p netip.Prefix) ([]host.Route, error)
 	// Dial opens a TCP connection to addr and closes it (nil: it opened).
 	Dial(ctx context.Context, addr netip.AddrPort) error
+	// FlushDNS is the commands that empty the Mac's DNS cache, run as
+	// root.
+	FlushDNS() ([][]string, error)
 	// OS is the host's operating system, as runtime.GOOS names it.
 	OS() string
 	// Rosetta reports whether Rosetta 2 is installed on the host.

@@ -423,10 +423,30 @@ ExternalDNS wrote it, as its ownership record says; - when there is none).
 		if selector != "" {
 			return fmt.Sprintf("No name matches -l %s (`marina dns list` shows them all).", selector)
 		}
-		return "No names: a LoadBalancer Service with an address gets one within seconds."
+		return "No names: a LoadBalancer Service with an address gets one within seconds (the Mac may keep a name it asked for too early missing for a minute: marina dns flush)."
 	})
 	list.Flags().StringVarP(&selector, "selector", "l", "", "only names matching this selector on cluster and owner (cluster=dev)")
-	c.AddCommand(list)
+	var fo app.FlushDNSOptions
+	flush := &cobra.Command{
+		Use:   "flush",
+		Short: "Empty the Mac's DNS cache, for a name asked for before it existed",
+		Long: `Empty the Mac's DNS cache: sudo dscacheutil -flushcache, then sudo killall
+-HUP mDNSResponder (Apple's own way), each command printed before sudo asks
+for a password.
+
+marina's DNS answers with a TTL of 10 s, and says a missing name may be
+asked again after 10 s. macOS's mDNSResponder keeps a found name at least
+15 s and a missing one at least a minute, longer while something keeps
+asking: a name looked up before ExternalDNS published it may stay missing
+on the Mac for a minute or more. Pods ask marina's DNS through their
+cluster's CoreDNS and are not affected. No VM is needed.`,
+		Example: `  marina dns flush
+  marina dns flush --dry-run`,
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error { return app.FlushDNS(c.Context(), r.env.Load(), fo) },
+	}
+	dryRunFlag(flush, &fo.DryRun)
+	c.AddCommand(list, flush)
 	return c
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 
 	"github.com/bcollard/marina/internal/config"
@@ -159,4 +160,28 @@ func Quoted(cmds [][]string, quote func([]string) string) string {
 		parts[i] = "sudo " + quote(c)
 	}
 	return strings.Join(parts, " && ")
+}
+
+// FlushDNS is what empties macOS's DNS cache, Apple's own way: the
+// directory service's cache, then mDNSResponder's, which it empties on
+// SIGHUP. Both need root. mDNSResponder keeps a missing name at least 60 s
+// and doubles that while the name is asked for (its negative cache), so a
+// name looked up before it existed may stay missing for a minute or more:
+// this is the way out. There is no such cache behind marina's resolver on
+// Linux (ip style): an error says so.
+func (h *Host) FlushDNS() ([][]string, error) {
+	if h.styleErr != nil {
+		return nil, h.styleErr
+	}
+	s := h.Style
+	if s == "" {
+		s = platformStyle(runtime.GOOS)
+	}
+	if s != BSD {
+		return nil, errors.New("marina dns flush empties macOS's DNS cache (mDNSResponder), and this host is not a Mac (it routes with ip(8)): there is no mDNSResponder here; flush your own caching resolver if you run one (resolvectl flush-caches)")
+	}
+	return [][]string{
+		{"/usr/bin/dscacheutil", "-flushcache"},
+		{"/usr/bin/killall", "-HUP", "mDNSResponder"},
+	}, nil
 }

@@ -559,3 +559,35 @@ func unb64(t *testing.T, s string) string {
 	}
 	return string(b)
 }
+
+// marina dns flush, as the Mac's user with the macOS code: it says each
+// command before sudo runs it, and runs Apple's two, in order, as root (the
+// lab's stand-ins at their macOS paths record the calls); --dry-run runs
+// neither. As root with the Linux code, it says there is nothing to flush.
+func TestDNSFlush(t *testing.T) {
+	log := filepath.Join(labRoot(), "mac", "dns-flush.log")
+	if err := os.Remove(log); err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+	r := mustUserMarina(t, "dns", "flush", "--dry-run")
+	if !strings.Contains(r.stdout, "run `sudo /usr/bin/dscacheutil -flushcache`") {
+		t.Errorf("dry run:\n%s", r.stdout)
+	}
+	if _, err := os.Stat(log); !os.IsNotExist(err) {
+		t.Errorf("the dry run ran something: %v", err)
+	}
+	r = mustUserMarina(t, "dns", "flush")
+	for _, said := range []string{"marina runs: sudo /usr/bin/dscacheutil -flushcache", "marina runs: sudo /usr/bin/killall -HUP mDNSResponder"} {
+		if !strings.Contains(r.stderr, said) {
+			t.Errorf("not said: %s\n%s", said, r.stderr)
+		}
+	}
+	b, err := os.ReadFile(log)
+	if want := "dscacheutil -flushcache\nkillall -HUP mDNSResponder\n"; err != nil || string(b) != want {
+		t.Errorf("ran as root: %q (%v), want %q", b, err, want)
+	}
+	r = marina(t, "dns", "flush")
+	if r.code == 0 || !strings.Contains(r.stderr, "this host is not a Mac") {
+		t.Errorf("on Linux: exit %d\n%s", r.code, r.stderr)
+	}
+}
