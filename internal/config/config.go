@@ -95,8 +95,12 @@ const (
 	// to registry.k8s.io (kubernetes/k8s.io pull request 9771, `crane
 	// digest gcr.io/etcd-development/etcd:v3.6.14`).
 	DefaultEtcdImage = "gcr.io/etcd-development/etcd:v3.6.14@sha256:a491baeaa0cb0c9cd89c0062ac44ece53886e3e5bddad18d2daf36678ce665b6"
-	// DefaultCoreDNSImage is CoreDNS 1.14.7's official image.
-	DefaultCoreDNSImage = "coredns/coredns:1.14.7@sha256:7efd3c635b03efd68c4e8398fc45f0d993d0e9ab016f72c1cefb0fd6d01aa286"
+	// DefaultCoreDNSImage is CoreDNS 1.15.0's official image, with the
+	// digest CoreDNS's maintainers record for it in their Corefile
+	// migration table (github.com/coredns/corefile-migration v1.0.36,
+	// migration/versions.go, which kubeadm reads; its 1.14.7 entry is the
+	// digest marina pinned before).
+	DefaultCoreDNSImage = "coredns/coredns:1.15.0@sha256:0a9d8c8ddf34347eb59aad9a8784f0710de88d6d112726d11d271f9bc6daca26"
 	// DefaultExternalDNSImage is ExternalDNS v0.23.0. Its promotion
 	// (kubernetes/k8s.io pull request 9961) records no digest where it
 	// could be read here, and no registry is reachable from where this was

@@ -223,7 +223,8 @@ func freePort(t *testing.T) int {
 // ends, and returns its client URL.
 func startEtcd(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(labCache(), "bin", "etcd")
+	// The local DNS's etcd, at the version marina pins (lab/dnsetcd).
+	bin := filepath.Join(labCache(), "bin", "etcd-dns")
 	if _, err := os.Stat(bin); err != nil {
 		t.Skipf("%s is not built (lab/lab up builds it): %v", bin, err)
 	}
