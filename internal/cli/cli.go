@@ -99,7 +99,7 @@ func (r *root) exit(err error) int {
 		// An ExitError without a message of its own follows output that
 		// said what went wrong (the shell's command, doctor's report).
 		if exit.Err != nil || error(exit) != err {
-			fmt.Fprintf(r.stderr, "ERROR: %v\n", err)
+			fmt.Fprintf(r.stderr, "ERROR: %s\n", ui.CleanLines(err.Error()))
 		}
 		return exit.Code
 	}
@@ -107,11 +107,12 @@ func (r *root) exit(err error) int {
 		if err == context.Canceled {
 			fmt.Fprintln(r.stderr, "ERROR: interrupted")
 		} else {
-			fmt.Fprintf(r.stderr, "ERROR: interrupted: %v\n", err)
+			fmt.Fprintf(r.stderr, "ERROR: interrupted: %s\n", ui.CleanLines(err.Error()))
 		}
 		return 130
 	}
-	fmt.Fprintf(r.stderr, "ERROR: %v\n", err)
+	// An error may quote what the VM, Docker or a cluster said.
+	fmt.Fprintf(r.stderr, "ERROR: %s\n", ui.CleanLines(err.Error()))
 	return app.ExitFailed
 }
 

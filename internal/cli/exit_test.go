@@ -29,6 +29,8 @@ func limaVM(t *testing.T, home, status string, errs ...string) {
 	case "":
 	case "fail":
 		list = "echo 'limactl: cannot read the instances' >&2; exit 1"
+	case "hostile": // it fails saying what would retitle and clear a terminal
+		list = `printf 'limactl: \033]0;owned\007\033[2J\033[3J cannot read the instances\r\n' >&2; exit 1`
 	default:
 		in := map[string]any{"name": "lab", "status": status, "dir": filepath.Join(home, ".marina", "lima", "lab"),
 			"vmType": "vz", "arch": "aarch64", "cpus": 4, "memory": 4 << 30, "disk": 100 << 30, "errors": errs}
@@ -184,6 +186,14 @@ func TestCouldNotLook(t *testing.T) {
 					t.Errorf("%v -o %s: exit %d, stdout %q, stderr %q", args, o, code, out, errs)
 				}
 			}
+		}
+	})
+	t.Run("what limactl says is cleaned", func(t *testing.T) {
+		home := labHome(t, "")
+		limaVM(t, home, "hostile")
+		_, errs, code := run(t, "cluster", "list")
+		if code != app.ExitFailed || !strings.Contains(errs, "cannot read the instances") || strings.ContainsAny(errs, "\x1b\x07\r") {
+			t.Errorf("exit %d, stderr %q", code, errs)
 		}
 	})
 	t.Run("Docker fails", func(t *testing.T) {

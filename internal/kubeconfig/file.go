@@ -73,7 +73,7 @@ func CheckFile(path, name string, o Owner) error {
 			if o.owns("contexts", item) {
 				return nil
 			}
-			return &NotOwnedError{Path: path, Name: name, What: "is " + o.whose("contexts", item), fix: o.fix(name, path)}
+			return &NotOwnedError{Path: path, Name: name, What: "is " + o.whose("contexts", item), fix: o.fix("contexts", item, name, path)}
 		}
 	}
 	return &NotOwnedError{Path: path, Name: name, What: "has no context " + name + " that marina wrote", fix: "if it is a leftover, move it away"}

@@ -186,7 +186,7 @@ func clash(target string, root *yaml.Node, name string, o Owner) error {
 			target, strings.Join(dedupe(foreign), ", "), name, name, name)
 	}
 	if marked != nil {
-		return fmt.Errorf("the entries named %q in %s are %s; marina leaves them alone and changed nothing: %s", name, target, o.whose(section, marked), o.fix(name, target))
+		return fmt.Errorf("the entries named %q in %s are %s; marina leaves them alone and changed nothing: %s", name, target, o.whose(section, marked), o.fix(section, marked, name, target))
 	}
 	return nil
 }
@@ -244,9 +244,16 @@ func (o Owner) whose(section string, item *yaml.Node) string {
 	}
 }
 
-// fix says how the user takes over an entry o does not own.
-func (o Owner) fix(name, where string) string {
-	return fmt.Sprintf("if it is this home's, `marina kubeconfig remove %s` then `marina kubeconfig merge %s` writes it again; if it is a leftover, remove it from %s by hand", name, name, where)
+// fix says how the user acts on an entry o does not own.
+func (o Owner) fix(section string, item *yaml.Node, name, where string) string {
+	switch marked, home := markOf(section, item); {
+	case !marked:
+		return "it is not marina's to change; if it is a leftover of yours, remove it from " + where + " by hand"
+	case home == "":
+		return fmt.Sprintf("if it is this home's, `marina kubeconfig remove %s` then `marina kubeconfig merge %s` take it over; if it is a leftover, remove it from %s by hand", name, name, where)
+	default:
+		return fmt.Sprintf("run marina with MARINA_HOME=%s to act on it; if that home is gone, remove it from %s by hand", home, where)
+	}
 }
 
 func dedupe(in []string) []string {

@@ -174,3 +174,17 @@ func clean(v reflect.Value) {
 		}
 	}
 }
+
+// CleanLines is Clean on each line of s, keeping the line breaks between
+// them: for messages of several lines (warnings, errors) whose words may
+// hold what came from the VM.
+func CleanLines(s string) string {
+	if isPlain(s) {
+		return s
+	}
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		lines[i] = Clean(l)
+	}
+	return strings.Join(lines, "\n")
+}

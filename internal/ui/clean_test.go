@@ -63,3 +63,16 @@ func TestCleanStrings(t *testing.T) {
 		t.Error("ESC left")
 	}
 }
+
+// CleanLines keeps the line breaks between a message's lines and cleans
+// each line.
+func TestCleanLines(t *testing.T) {
+	in := "cannot start:\n  docker said \x1b]0;owned\x07\x1b[2Jno\r\n  fix: marina up"
+	want := "cannot start:\n  docker said no \n  fix: marina up" // the CR is a space
+	if got := CleanLines(in); got != want {
+		t.Errorf("CleanLines = %q, want %q", got, want)
+	}
+	if got := CleanLines("plain\nlines"); got != "plain\nlines" {
+		t.Errorf("plain text changed: %q", got)
+	}
+}

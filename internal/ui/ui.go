@@ -216,11 +216,7 @@ func (u *UI) Debug() bool { return u.debug }
 // words may hold what came from the VM: each of its lines is cleaned
 // (Clean); the line breaks marina puts between them stay.
 func (u *UI) line(s string) {
-	lines := strings.Split(s, "\n")
-	for i, l := range lines {
-		lines[i] = Clean(l)
-	}
-	s = strings.Join(lines, "\n")
+	s = CleanLines(s)
 	if u.row != nil {
 		u.row.line(s)
 		return
