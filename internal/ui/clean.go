@@ -175,8 +175,8 @@ func clean(v reflect.Value) {
 	}
 }
 
-// CleanLines is Clean on each line of s, keeping the line breaks between
-// them: for messages of several lines (warnings, errors) whose words may
+// CleanLines is Clean on each line of s, keeping the line breaks and tabs
+// between them: for messages of several lines (warnings, errors) whose words may
 // hold what came from the VM.
 func CleanLines(s string) string {
 	if isPlain(s) {
@@ -184,7 +184,12 @@ func CleanLines(s string) string {
 	}
 	lines := strings.Split(s, "\n")
 	for i, l := range lines {
-		lines[i] = Clean(l)
+		// Tabs stay too: harmless, and how cobra indents a suggestion.
+		cells := strings.Split(l, "\t")
+		for j, c := range cells {
+			cells[j] = Clean(c)
+		}
+		lines[i] = strings.Join(cells, "\t")
 	}
 	return strings.Join(lines, "\n")
 }

@@ -72,7 +72,7 @@ func TestCleanLines(t *testing.T) {
 	if got := CleanLines(in); got != want {
 		t.Errorf("CleanLines = %q, want %q", got, want)
 	}
-	if got := CleanLines("plain\nlines"); got != "plain\nlines" {
+	if got := CleanLines("plain\n\tlines"); got != "plain\n\tlines" {
 		t.Errorf("plain text changed: %q", got)
 	}
 }
