@@ -565,6 +565,7 @@ func unb64(t *testing.T, s string) string {
 // lab's stand-ins at their macOS paths record the calls); --dry-run runs
 // neither. As root with the Linux code, it says there is nothing to flush.
 func TestDNSFlush(t *testing.T) {
+	needLab(t)
 	log := filepath.Join(labRoot(), "mac", "dns-flush.log")
 	if err := os.Remove(log); err != nil && !os.IsNotExist(err) {
 		t.Fatal(err)
