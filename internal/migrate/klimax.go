@@ -159,7 +159,11 @@ func (k Klimax) CacheDirs(mirrors map[string]string) (dirs, notes []string, err 
 		switch {
 		case strings.HasPrefix(e.Name(), "."):
 		case e.Type()&fs.ModeSymlink != 0:
-			notes = append(notes, linked(p).Error())
+			if err := linked(p); err != nil {
+				notes = append(notes, err.Error())
+			} else { // gone meanwhile
+				notes = append(notes, p+" changed while migrate looked: left alone")
+			}
 		case !e.IsDir():
 			notes = append(notes, p+" is not a folder: left alone")
 		case !mirror:
