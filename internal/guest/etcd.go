@@ -127,7 +127,12 @@ func EtcdAuth(e Etcd, reader dns.Creds, users []EtcdUser) (string, error) {
 	var b strings.Builder
 	b.WriteString(e.header())
 	b.WriteString(`for i in $(seq 1 100); do
-	if etcd_call auth/status <<<'{}' >"$etcdtmp/status" 2>/dev/null; then break; fi
+	if etcd_call auth/status <<<'{}' >"$etcdtmp/status" 2>"$etcdtmp/err"; then break; fi
+	# etcd 3.6 tells the status only to a user once authentication is on.
+	if grep -q 'user name is empty' "$etcdtmp/err"; then
+		echo '{"enabled":true}' >"$etcdtmp/status"
+		break
+	fi
 	if [ "$i" = 100 ]; then
 		echo "the local DNS's etcd (` + dns.EtcdName + `, $etcd) does not answer: marina shell -- docker logs ` + dns.EtcdName + ` says why" >&2
 		exit 1
