@@ -163,9 +163,13 @@ func KindDelete(names []string) (string, error) {
 const kindKubeconfig = "kind.kubeconfig"
 
 const kindDeleteFunc = `# kind_delete NAME: kind delete cluster, again while Docker is still
-# removing one of its nodes. NAME is a checked cluster name.
+# removing one of its nodes. NAME is a checked cluster name. A kind that
+# was killed while it wrote the cluster's own kubeconfig (a second Ctrl-C
+# during create) leaves its lock file, and every later kind delete fails
+# on it: the file is in marina's folder of this cluster, which goes next.
 kind_delete() {
 	local out tries=0
+	rm -f -- "` + ClustersDir + `/$1/` + kindKubeconfig + `.lock"
 	until out=$(kind delete cluster --name "$1" --kubeconfig "` + ClustersDir + `/$1/` + kindKubeconfig + `" 2>&1); do
 		tries=$((tries + 1))
 		case "$out" in

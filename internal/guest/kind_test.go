@@ -96,6 +96,10 @@ func TestKindDeleteWaitsOutARemovalInProgress(t *testing.T) {
 		{"in progress twice", 2, `Error response from daemon: removal of container dev-control-plane is already in progress`, true, 3, true},
 		{"another failure", 1, "ERROR: failed to delete cluster: permission denied", false, 1, false},
 		{"in progress for good", 1000, "removal of container dev-control-plane is already in progress", false, 60, false},
+		// A kind killed while it held the lock of the cluster's kubeconfig
+		// left the lock file: the stand-in fails as kind does while it is
+		// there (test fails on a kind_delete that leaves it).
+		{"a lock left behind", -1, "", true, 1, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			dir := t.TempDir()
@@ -108,10 +112,13 @@ func TestKindDeleteWaitsOutARemovalInProgress(t *testing.T) {
 				}
 			}
 			stub("kind", fmt.Sprintf(`echo kind >>%q
-n=$(grep -c kind %q)
+if [ %d -lt 0 ] && ! grep -qx 'rm -f -- /etc/marina/clusters/dev/kind.kubeconfig.lock' %q; then
+	echo 'ERROR: failed to delete cluster "dev": failed to lock config file: open /etc/marina/clusters/dev/kind.kubeconfig.lock: file exists'; exit 1
+fi
+n=$(grep -cx kind %q)
 if [ "$n" -le %d ]; then echo %q; exit 1; fi
 echo "Deleting cluster \"dev\" ..."
-`, log, log, c.fails, c.says))
+`, log, c.fails, log, log, c.fails, c.says))
 			stub("sleep", "")
 			stub("rm", fmt.Sprintf(`echo "rm $*" >>%q`+"\n", log))
 			cmd := exec.Command("bash", "-c", script)
