@@ -41,6 +41,7 @@ import (
 	"github.com/bcollard/marina/internal/vm"
 	"github.com/bcollard/marina/lab/pki"
 	"github.com/lima-vm/lima/v2/pkg/yqutil"
+	sigyaml "sigs.k8s.io/yaml"
 )
 
 // world is the fakes' shared state and the log of calls.
@@ -375,6 +376,20 @@ func (v fakeVM) Start(ctx context.Context, name string, edits vm.Edits) error {
 	}
 	if err := v.call("vm.start " + name); err != nil {
 		return err
+	}
+	// As Lima does: a mount whose folder is missing fails the start.
+	if b, err := os.ReadFile(filepath.Join(v.instance.Dir, "lima.yaml")); err == nil && v.instance.Dir != "" {
+		var y struct {
+			Mounts []struct{ Location string } `json:"mounts"`
+		}
+		if err := sigyaml.Unmarshal(b, &y); err != nil {
+			return err
+		}
+		for _, m := range y.Mounts {
+			if fi, err := os.Stat(m.Location); err != nil || !fi.IsDir() {
+				return fmt.Errorf("mount %s: not a folder (%v)", m.Location, err)
+			}
+		}
 	}
 	v.mu.Lock()
 	defer v.mu.Unlock()

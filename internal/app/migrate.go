@@ -240,13 +240,15 @@ func (m *migration) observe(ctx context.Context, o MigrateOptions) error {
 	// The journal resumes an adoption, and overrides no refusal: only an
 	// adoption it recorded, of this VM, under the config it wrote, whose
 	// instance it already moved (which is what canAdopt now sees as
-	// "marina already has that VM") carries on. A journal that says no is
-	// always heeded.
+	// "marina already has that VM") carries on. Once the VM has moved, the
+	// config may have been edited since (an offline Mac names its DNS
+	// images): it is still migrate's while it names that VM. A journal
+	// that says no is always heeded.
 	if j := m.j; j.Adopt != nil {
 		switch {
 		case !*j.Adopt:
 			adopt = false
-		case !adopt && ours && j.VM == m.name && m.moved():
+		case !adopt && j.VM == m.name && m.moved() && (ours || cfgThere && j.Config != "" && m.configNames(j.VM)):
 			adopt, why = true, ""
 		}
 	}
@@ -281,6 +283,12 @@ func (m *migration) moved() bool {
 	}
 	kdir, err := m.k.Instance(m.name)
 	return err == nil && !fileExists(kdir) && fileExists(filepath.Join(files.InstanceDir, "lima.yaml"))
+}
+
+// configNames reports whether marina's config loads and names VM name.
+func (m *migration) configNames(name string) bool {
+	cfg, err := config.Load(m.e.Paths)
+	return err == nil && cfg.VM.Name == name
 }
 
 // canAdopt decides whether klimax's VM can become marina's, and why not.
@@ -663,6 +671,11 @@ func (m *migration) start(ctx context.Context) error {
 	defer s.Close()
 	if s.Running() {
 		return nil
+	}
+	// marina's template mounts marina's cache folder, which exists only
+	// when a mirror's cache was moved into it.
+	if err := makeCacheFolder(s.Config, s.Paths); err != nil {
+		return err
 	}
 	if err := s.step("Starting VM "+s.Name+" as marina's", "", func() error { return s.VM.Start(ctx, s.Name, vm.Edits{}) }); err != nil {
 		return err

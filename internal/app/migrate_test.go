@@ -574,6 +574,29 @@ func TestMigrateWithoutItsJournalAfterTheMove(t *testing.T) {
 	}
 }
 
+// A migration stopped after the VM moved carries on after the user edited
+// the config it wrote (as an offline Mac names its DNS images).
+func TestMigrateResumesAfterTheConfigIsEdited(t *testing.T) {
+	f := klimaxFixture(t)
+	f.fail["vm.start"] = errors.New("injected")
+	ctx := context.Background()
+	if err := Migrate(ctx, f.e, MigrateOptions{Yes: true, Skill: []byte("skill")}); err == nil {
+		t.Fatal("the injected failure did not stop migrate")
+	}
+	delete(f.fail, "vm.start")
+	b, err := os.ReadFile(f.e.Paths.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(f.e.Paths.Config, append(b, "# edited by hand\n"...), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := Migrate(ctx, f.e, MigrateOptions{Yes: true, Skill: []byte("skill")}); err != nil {
+		t.Fatalf("%v\n%s", err, f.err.String())
+	}
+	migrated(t, f)
+}
+
 // S8: klimax's Lima key a link to /dev/zero, and marina's own key there
 // (so the two are compared): the dry run ends, bounded, and says why the
 // VM is not adopted.

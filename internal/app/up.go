@@ -277,11 +277,8 @@ func applyUp(ctx context.Context, s *Session, plan UpPlan) error {
 	if _, err := l.Version(ctx); err != nil {
 		return err
 	}
-	if cfg.Registries.CacheStorage == config.CacheHost {
-		// Lima mounts this folder into the VM; it must exist first.
-		if err := os.MkdirAll(e.Paths.RegistryCache(), 0o700); err != nil {
-			return fmt.Errorf("create the registry cache folder: %w", err)
-		}
+	if err := makeCacheFolder(cfg, e.Paths); err != nil {
+		return err
 	}
 	// A failed boot is explained in Lima's logs.
 	logs := func(err error) error {
@@ -312,4 +309,16 @@ func applyUp(ctx context.Context, s *Session, plan UpPlan) error {
 		s.Docker, err = e.deps.Docker(s.socket())
 	}
 	return err
+}
+
+// makeCacheFolder makes the host folder Lima mounts into the VM for the
+// mirrors' caches (cacheStorage: host): a VM does not start without it.
+func makeCacheFolder(cfg config.Config, paths config.Paths) error {
+	if cfg.Registries.CacheStorage != config.CacheHost {
+		return nil
+	}
+	if err := os.MkdirAll(paths.RegistryCache(), 0o700); err != nil {
+		return fmt.Errorf("create the registry cache folder: %w", err)
+	}
+	return nil
 }

@@ -292,6 +292,11 @@ func (s *Session) restart(ctx context.Context, label string, edits vm.Edits, nod
 	e.SetLeftover(left)
 	defer e.SetLeftover("")
 	err := e.step(label, "Restarted VM "+name, func() error {
+		// The folder Lima mounts may have been removed by hand since the
+		// VM started; the start would fail on it with the VM stopped.
+		if err := makeCacheFolder(s.Config, e.Paths); err != nil {
+			return err
+		}
 		if err := s.VM.Stop(ctx, name); err != nil {
 			return err
 		}

@@ -212,6 +212,9 @@ EOF`)
 		if !strings.Contains(string(b), "enough for two clusters") || !strings.Contains(string(b), "cidr: 172.30.0.0/16") {
 			t.Errorf("the migrated config:\n%s", b)
 		}
+		if !strings.Contains(r.stdout, "registry-dockerio is no mirror of klimax's config: left alone") {
+			t.Errorf("the plan does not say the cache of no mirror stays:\n%s", r.stdout)
+		}
 		write(cfg, string(b)+"dns:\n"+dnsImagesYAML(), 0o600)
 		mustMarina(t, yes(migrate)...)
 	})
@@ -271,8 +274,14 @@ EOF`)
 		if got := userEntries(t, "prod"); got != mine {
 			t.Errorf("the user's own entries changed:\n%s\nwant\n%s", got, mine)
 		}
-		if b, err := os.ReadFile(filepath.Join(marinaHome(), "registry-cache", "registry-dockerio", "docker", "registry", "v2", "blobs", "layer")); err != nil || string(b) != "a cached layer" {
-			t.Errorf("the cache did not come over: %q %v", b, err)
+		// klimax's config turns its mirrors off (mirrors: []): the cache
+		// folder it left is no mirror's, and stays where it is; marina's
+		// cache folder, which its VM mounts, was made empty.
+		if b, err := os.ReadFile(filepath.Join(kdir, "registry-cache", "registry-dockerio", "docker", "registry", "v2", "blobs", "layer")); err != nil || string(b) != "a cached layer" {
+			t.Errorf("klimax's cache of no mirror did not stay: %q %v", b, err)
+		}
+		if ents, err := os.ReadDir(cacheDir); err != nil || len(ents) != 0 {
+			t.Errorf("marina's cache folder: %v %v", ents, err)
 		}
 	})
 
