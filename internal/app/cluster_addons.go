@@ -11,6 +11,8 @@ import (
 	"github.com/bcollard/marina/internal/config"
 	"github.com/bcollard/marina/internal/dns"
 	"github.com/bcollard/marina/internal/fleet"
+	"github.com/bcollard/marina/internal/session"
+	"github.com/bcollard/marina/internal/ui"
 )
 
 // PoolName names the IPAddressPool and L2Advertisement of every cluster.
@@ -29,10 +31,10 @@ type addonStep struct {
 // metalLBManifest is the pinned MetalLB manifest, from marina's cache or
 // downloaded once: fetched before kind runs, so that a Mac without a
 // network fails before anything is created.
-func metalLBManifest(ctx context.Context, s *Session, version string) ([]byte, error) {
+func metalLBManifest(ctx context.Context, s *session.Session, version string) ([]byte, error) {
 	var m []byte
-	err := s.step("Fetching the MetalLB "+version+" manifest", "", func() (err error) {
-		if m, err = s.deps.MetalLB(ctx, version); err != nil {
+	err := s.Step("Fetching the MetalLB "+version+" manifest", "", func() (err error) {
+		if m, err = s.Deps.MetalLB(ctx, version); err != nil {
 			return err
 		}
 		m, err = addons.PinImages(m, s.Config.Kind.AddonImages)
@@ -45,7 +47,7 @@ func metalLBManifest(ctx context.Context, s *Session, version string) ([]byte, e
 // CoreDNS forwarding of marina's zone and customDnsResolvers, into a new
 // cluster. A failure is an
 // *addonError naming the step.
-func installAddons(ctx context.Context, s *Session, k Kube, manifest []byte, externalDNS manifests, pool []string, wait time.Duration) error {
+func installAddons(ctx context.Context, s *session.Session, k session.Kube, manifest []byte, externalDNS manifests, pool []string, wait time.Duration) error {
 	if wait <= 0 {
 		wait = DefaultWait
 	}
@@ -74,7 +76,7 @@ func installAddons(ctx context.Context, s *Session, k Kube, manifest []byte, ext
 	}})
 	steps = append(steps, dnsSteps(s, k, externalDNS, wait)...)
 	for _, st := range steps {
-		if err := s.step(st.label, st.done, func() error { return st.fn(ctx) }); err != nil {
+		if err := s.Step(st.label, st.done, func() error { return st.fn(ctx) }); err != nil {
 			return &addonError{step: st.name, err: err}
 		}
 	}
@@ -91,7 +93,7 @@ type manifests struct {
 // dnsSteps put a cluster on the local DNS: ExternalDNS publishing its
 // LoadBalancer Services, available, and CoreDNS forwarding marina's zone
 // (and customDnsResolvers) so that pods resolve the names too.
-func dnsSteps(s *Session, k Kube, m manifests, wait time.Duration) []addonStep {
+func dnsSteps(s *session.Session, k session.Kube, m manifests, wait time.Duration) []addonStep {
 	fwd := coreDNSForwards(s.Config)
 	return []addonStep{
 		{"Installing ExternalDNS " + dns.ExternalDNSVersion, "", "installing ExternalDNS", func(ctx context.Context) error {
@@ -104,7 +106,7 @@ func dnsSteps(s *Session, k Kube, m manifests, wait time.Duration) []addonStep {
 			defer cancel()
 			return k.Wait(ctx, addons.DeploymentWait(dns.ExternalDNSNamespace, dns.ExternalDNSName))
 		}},
-		{fmt.Sprintf("Forwarding %s from CoreDNS", plural(len(fwd), "domain")), "", "configuring CoreDNS", func(ctx context.Context) error {
+		{fmt.Sprintf("Forwarding %s from CoreDNS", ui.Plural(len(fwd), "domain")), "", "configuring CoreDNS", func(ctx context.Context) error {
 			ctx, cancel := context.WithTimeout(ctx, time.Minute)
 			defer cancel()
 			return k.CoreDNS(ctx, fwd)
@@ -127,18 +129,18 @@ func coreDNSForwards(cfg config.Config) []config.DNSResolver {
 
 // installMetricsServer applies metrics-server's manifest and waits for it
 // to be available.
-func installMetricsServer(ctx context.Context, s *Session, k Kube, manifest []byte, ms *fleet.MetricsServer, wait time.Duration) error {
+func installMetricsServer(ctx context.Context, s *session.Session, k session.Kube, manifest []byte, ms *fleet.MetricsServer, wait time.Duration) error {
 	if wait <= 0 {
 		wait = DefaultWait
 	}
 	ctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
-	if err := s.step("Installing metrics-server "+ms.Version, "", func() error {
+	if err := s.Step("Installing metrics-server "+ms.Version, "", func() error {
 		return k.ApplyMetricsServer(ctx, manifest, ms.InsecureTLS)
 	}); err != nil {
 		return err
 	}
-	return s.step("Waiting for metrics-server to be available", "", func() error {
+	return s.Step("Waiting for metrics-server to be available", "", func() error {
 		return k.Wait(ctx, addons.MetricsServerWait())
 	})
 }

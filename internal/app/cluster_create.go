@@ -19,7 +19,9 @@ import (
 	"github.com/bcollard/marina/internal/guest"
 	"github.com/bcollard/marina/internal/kubeconfig"
 	"github.com/bcollard/marina/internal/registry"
+	"github.com/bcollard/marina/internal/session"
 	"github.com/bcollard/marina/internal/slot"
+	"github.com/bcollard/marina/internal/ui"
 	"github.com/bcollard/marina/internal/vm"
 )
 
@@ -63,13 +65,13 @@ type createPlan struct {
 // CreateCluster creates a cluster that is ready to use, or leaves nothing
 // behind: after kind created it, any failing step removes the cluster and
 // its kubeconfig entries again (unless opts.Retain).
-func CreateCluster(ctx context.Context, e *Env, opts CreateOptions) error {
+func CreateCluster(ctx context.Context, e *session.Env, opts CreateOptions) error {
 	userLabels, err := checkCreate(opts)
 	if err != nil {
 		return err
 	}
 	// The clusters are read under the slot lock (Reserve), not here.
-	s, err := Open(ctx, e, Needs{Config: strict, Running: true, Lima0: true})
+	s, err := session.Open(ctx, e, session.Needs{Config: session.Strict, Running: true, Lima0: true})
 	if err != nil {
 		return err
 	}
@@ -79,7 +81,7 @@ func CreateCluster(ctx context.Context, e *Env, opts CreateOptions) error {
 		return err
 	}
 	rs := cluster.Reservations{Dir: e.Paths.Slots()}
-	res, err := rs.Reserve(ctx, e.Paths.SlotsLock(), opts.Name, s.listClusters)
+	res, err := rs.Reserve(ctx, e.Paths.SlotsLock(), opts.Name, s.ListClusters)
 	if err != nil {
 		return err
 	}
@@ -127,7 +129,7 @@ func checkCreate(opts CreateOptions) (cluster.Labels, error) {
 // image, the mirrors, the kubeconfig files; it fails, before a slot is
 // taken, on what would make kind's work wasted (no kind network, a
 // kubeconfig entry of the user's with the cluster's name).
-func prepareCreate(ctx context.Context, s *Session, opts CreateOptions) (*createPlan, error) {
+func prepareCreate(ctx context.Context, s *session.Session, opts CreateOptions) (*createPlan, error) {
 	cfg := s.Config
 	version := cfg.Kind.NodeVersion
 	if opts.NodeVersion != "" {
@@ -168,14 +170,14 @@ func prepareCreate(ctx context.Context, s *Session, opts CreateOptions) (*create
 	}
 	// ~/.kube/marina is shared by every marina home: another's file of
 	// this name is not this create's to replace.
-	if err := kubeconfig.CheckFile(p.kubeconfig, opts.Name, s.kubeOwner(true)); err != nil {
+	if err := kubeconfig.CheckFile(p.kubeconfig, opts.Name, s.KubeOwner(true)); err != nil {
 		return nil, err
 	}
 	if cfg.Kind.AutoMergeKubeconfig {
-		p.target = s.kubeconfigTarget()
+		p.target = s.KubeconfigTarget()
 		// A name the user's kubeconfig already has for something of its
 		// own fails now, before kind made anything.
-		if err := kubeconfig.CheckMerge(s.kubeconfigFiles(), s.kubeOwner(true), opts.Name); err != nil {
+		if err := kubeconfig.CheckMerge(s.KubeconfigFiles(), s.KubeOwner(true), opts.Name); err != nil {
 			return nil, err
 		}
 	}
@@ -184,13 +186,13 @@ func prepareCreate(ctx context.Context, s *Session, opts CreateOptions) (*create
 
 // forSlot completes p for the slot the cluster got: its kind config, its
 // pool, its API server address and the guest scripts.
-func (p *createPlan) forSlot(s *Session, opts CreateOptions, userLabels cluster.Labels, n int) error {
+func (p *createPlan) forSlot(s *session.Session, opts CreateOptions, userLabels cluster.Labels, n int) error {
 	cfg := s.Config
 	certsDir, err := guest.CertsDir(opts.Name)
 	if err != nil {
 		return err
 	}
-	p.server = s.server(n)
+	p.server = s.Server(n)
 	p.spec = cluster.Spec{
 		Name: opts.Name, Slot: n, Region: opts.Region, Zone: opts.Zone,
 		Labels: userLabels, Fleet: opts.Fleet, Workers: opts.Workers,
@@ -291,7 +293,7 @@ func labelString(l cluster.Labels) string {
 // answering must not hang marina after an interrupt.
 const rollbackTimeout = 2 * time.Minute
 
-func applyCreate(ctx context.Context, s *Session, p *createPlan, opts CreateOptions) error {
+func applyCreate(ctx context.Context, s *session.Session, p *createPlan, opts CreateOptions) error {
 	e, name := s.Env, p.spec.Name
 	manifest, err := metalLBManifest(ctx, s, s.Config.Kind.MetalLBVersion)
 	if err != nil {
@@ -299,8 +301,8 @@ func applyCreate(ctx context.Context, s *Session, p *createPlan, opts CreateOpti
 	}
 	var metrics []byte
 	if ms := p.metricsServer; ms != nil {
-		if err := s.step("Fetching the metrics-server "+ms.Version+" manifest", "", func() (err error) {
-			if metrics, err = s.deps.MetricsServer(ctx, ms.Version); err != nil {
+		if err := s.Step("Fetching the metrics-server "+ms.Version+" manifest", "", func() (err error) {
+			if metrics, err = s.Deps.MetricsServer(ctx, ms.Version); err != nil {
 				return err
 			}
 			metrics, err = addons.PinImages(metrics, s.Config.Kind.AddonImages)
@@ -322,11 +324,11 @@ func applyCreate(ctx context.Context, s *Session, p *createPlan, opts CreateOpti
 	if !ok || len(ex.Kubeconfig) == 0 {
 		return rb.fail("reading its kubeconfig", errors.New("kind printed no kubeconfig"))
 	}
-	kc, err := kubeconfig.FromKind(ex.Kubeconfig, ex.Cert, name, p.server, s.kubeOwner(true).Home)
+	kc, err := kubeconfig.FromKind(ex.Kubeconfig, ex.Cert, name, p.server, s.KubeOwner(true).Home)
 	if err != nil {
 		return rb.fail("reading its kubeconfig", err)
 	}
-	k, err := s.deps.Kube(kc, 0)
+	k, err := s.Deps.Kube(kc, 0)
 	if err != nil {
 		return rb.fail("reading its kubeconfig", err)
 	}
@@ -341,14 +343,14 @@ func applyCreate(ctx context.Context, s *Session, p *createPlan, opts CreateOpti
 			return rb.fail("installing metrics-server", err)
 		}
 	}
-	if err := e.step("Writing its kubeconfig", "Wrote "+p.kubeconfig, func() error {
-		if err := kubeconfig.WriteFile(p.kubeconfig, name, kc, s.kubeOwner(true)); err != nil {
+	if err := e.Step("Writing its kubeconfig", "Wrote "+p.kubeconfig, func() error {
+		if err := kubeconfig.WriteFile(p.kubeconfig, name, kc, s.KubeOwner(true)); err != nil {
 			return err
 		}
 		if p.target == "" {
 			return nil
 		}
-		if err := kubeconfig.Merge(p.target, name, kc, s.kubeOwner(true)); err != nil {
+		if err := kubeconfig.Merge(p.target, name, kc, s.KubeOwner(true)); err != nil {
 			return err
 		}
 		rb.merged = true
@@ -376,11 +378,11 @@ func rollbackContext(ctx context.Context) (context.Context, context.CancelFunc) 
 // runKind runs kind create in the VM; its output carries the kubeconfig.
 // When kind fails it removed its own nodes, and the cluster's folder in
 // the VM goes too (unless retain).
-func runKind(ctx context.Context, s *Session, p *createPlan, retain bool) (vm.Result, error) {
+func runKind(ctx context.Context, s *session.Session, p *createPlan, retain bool) (vm.Result, error) {
 	e, name := s.Env, p.spec.Name
 	var out vm.Result
-	label := fmt.Sprintf("Creating cluster %s in slot %d (kind, %s)", name, p.spec.Slot, plural(1+p.spec.Workers, "node"))
-	err := e.step(label, "", func() error {
+	label := fmt.Sprintf("Creating cluster %s in slot %d (kind, %s)", name, p.spec.Slot, ui.Plural(1+p.spec.Workers, "node"))
+	err := e.Step(label, "", func() error {
 		var err error
 		out, err = s.Guest.Run(ctx, vm.Script{Name: "kind create cluster " + name, Body: p.create, Root: true})
 		return err
@@ -406,7 +408,7 @@ func runKind(ctx context.Context, s *Session, p *createPlan, retain bool) (vm.Re
 // entries.
 type rollback struct {
 	ctx    context.Context // the command's: the rollback outlives its end
-	s      *Session
+	s      *session.Session
 	p      *createPlan
 	retain bool
 	merged bool // only what this run merged is removed again
@@ -421,7 +423,7 @@ func (r *rollback) fail(what string, cause error) error {
 	}
 	ctx, cancel := rollbackContext(r.ctx)
 	defer cancel()
-	rmErr := e.step("Removing cluster "+name+" again", "Removed cluster "+name, func() error {
+	rmErr := e.Step("Removing cluster "+name+" again", "Removed cluster "+name, func() error {
 		var errs []error
 		if _, err := r.s.Guest.Run(ctx, vm.Script{Name: "kind delete cluster " + name, Body: r.p.remove, Root: true}); err != nil {
 			errs = append(errs, err)
@@ -430,7 +432,7 @@ func (r *rollback) fail(what string, cause error) error {
 			errs = append(errs, err)
 		}
 		if r.merged {
-			if _, err := kubeconfig.Remove(r.p.target, name, r.s.kubeOwner(false)); err != nil {
+			if _, err := kubeconfig.Remove(r.p.target, name, r.s.KubeOwner(false)); err != nil {
 				errs = append(errs, err)
 			}
 		}
@@ -452,7 +454,7 @@ type addonError struct {
 func (a *addonError) Error() string { return a.step + ": " + a.err.Error() }
 
 // dnsRunning fails unless both local DNS containers run.
-func dnsRunning(ctx context.Context, dc Docker) error {
+func dnsRunning(ctx context.Context, dc session.Docker) error {
 	have, err := dc.ListLabeled(ctx, dns.LabelRole)
 	if err != nil {
 		return err

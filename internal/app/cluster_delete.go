@@ -14,6 +14,7 @@ import (
 	"github.com/bcollard/marina/internal/guest"
 	"github.com/bcollard/marina/internal/kubeconfig"
 	"github.com/bcollard/marina/internal/run"
+	"github.com/bcollard/marina/internal/session"
 	"github.com/bcollard/marina/internal/ui"
 	"github.com/bcollard/marina/internal/vm"
 	"k8s.io/apimachinery/pkg/labels"
@@ -31,7 +32,7 @@ type DeleteOptions struct {
 // DeleteClusters deletes clusters named, selected, or picked on the
 // terminal, with their kubeconfig files and entries. Every name is checked
 // before anything is deleted.
-func DeleteClusters(ctx context.Context, e *Env, opts DeleteOptions) error {
+func DeleteClusters(ctx context.Context, e *session.Env, opts DeleteOptions) error {
 	if opts.File != "" {
 		if len(opts.Names) > 0 || opts.Selector != "" {
 			return errors.New("-f deletes a fleet manifest's clusters: do not name clusters or give -l with it")
@@ -51,7 +52,7 @@ func DeleteClusters(ctx context.Context, e *Env, opts DeleteOptions) error {
 		return err
 	}
 	// Strict: whether entries leave ~/.kube/config is a setting.
-	s, err := Open(ctx, e, Needs{Config: strict, Running: true, Clusters: true})
+	s, err := session.Open(ctx, e, session.Needs{Config: session.Strict, Running: true, Clusters: true})
 	if err != nil {
 		return err
 	}
@@ -83,16 +84,16 @@ func DeleteClusters(ctx context.Context, e *Env, opts DeleteOptions) error {
 // chooseDeletions is the clusters a delete names, selects or picks, and
 // whether they need a confirmation; none (and no error) when there is
 // nothing to delete, which it has said.
-func chooseDeletions(ctx context.Context, s *Session, opts DeleteOptions, sel labels.Selector) ([]string, bool, error) {
+func chooseDeletions(ctx context.Context, s *session.Session, opts DeleteOptions, sel labels.Selector) ([]string, bool, error) {
 	e := s.Env
 	switch {
 	case len(opts.Names) > 0:
 		for _, n := range opts.Names {
 			if _, ok := cluster.Find(s.Clusters, n); !ok {
-				return nil, false, fmt.Errorf("there is no cluster %s (clusters: %s); nothing was deleted", n, strings.Join(orNone(cluster.Names(s.Clusters)), ", "))
+				return nil, false, fmt.Errorf("there is no cluster %s (clusters: %s); nothing was deleted", n, strings.Join(ui.OrNone(cluster.Names(s.Clusters)), ", "))
 			}
 		}
-		return dedupe(opts.Names), false, nil
+		return ui.Dedupe(opts.Names), false, nil
 	case sel != nil:
 		rows, err := clusterRows(ctx, s, sel, opts.Selector)
 		if err != nil {
@@ -124,7 +125,7 @@ func chooseDeletions(ctx context.Context, s *Session, opts DeleteOptions, sel la
 
 // planDeletes is the guest script, the kubeconfig files and the printed
 // steps of deleting names, in that order; sep goes before the names.
-func planDeletes(s *Session, names []string, sep string) (string, []string, []Step, error) {
+func planDeletes(s *session.Session, names []string, sep string) (string, []string, []Step, error) {
 	script, err := deleteScript(s.Config, s.Paths, names)
 	if err != nil {
 		return "", nil, nil, err
@@ -135,22 +136,22 @@ func planDeletes(s *Session, names []string, sep string) (string, []string, []St
 			return "", nil, nil, err
 		}
 	}
-	steps := []Step{{Do: "delete " + plural(len(names), "cluster") + sep + strings.Join(names, ", ") + " with their kubeconfig files and their names in the local DNS"}}
+	steps := []Step{{Do: "delete " + ui.Plural(len(names), "cluster") + sep + strings.Join(names, ", ") + " with their kubeconfig files and their names in the local DNS"}}
 	if s.Config.Kind.AutoRemoveKubeconfig {
-		steps = append(steps, Step{Do: "remove their entries from " + s.kubeconfigTarget()})
+		steps = append(steps, Step{Do: "remove their entries from " + s.KubeconfigTarget()})
 	}
 	return script, files, steps, nil
 }
 
 // deleteClusters deletes names in the VM (one round trip), then their
 // kubeconfig files and, when the config says so, their entries.
-func deleteClusters(ctx context.Context, s *Session, names, files []string, script string) error {
+func deleteClusters(ctx context.Context, s *session.Session, names, files []string, script string) error {
 	e := s.Env
-	target := e.kubeconfigTarget()
+	target := e.KubeconfigTarget()
 	e.SetLeftover(fmt.Sprintf("%s may be half deleted; `marina cluster delete %s` finishes", strings.Join(names, ", "), strings.Join(names, " ")))
 	defer e.SetLeftover("")
 	var foreign, unclean []string
-	err := e.step("Deleting "+strings.Join(names, ", "), "Deleted "+strings.Join(names, ", "), func() error {
+	err := e.Step("Deleting "+strings.Join(names, ", "), "Deleted "+strings.Join(names, ", "), func() error {
 		out, err := s.Guest.Run(ctx, vm.Script{Name: "kind delete cluster", Body: script, Root: true})
 		if err != nil {
 			return err
@@ -160,7 +161,7 @@ func deleteClusters(ctx context.Context, s *Session, names, files []string, scri
 		for i, n := range names {
 			// Only this home's own file and entries: the name came from
 			// this home's VM, and ~/.kube is shared by every home (S11).
-			switch ok, err := marinaKubeconfig(files[i], n, s.kubeOwner(false)); {
+			switch ok, err := marinaKubeconfig(files[i], n, s.KubeOwner(false)); {
 			case err != nil:
 				s.UI.Warnf("%s is left as it is: %v; if it is a leftover, `rm %s` removes it", files[i], err, run.ShellQuote(files[i]))
 			case ok:
@@ -169,7 +170,7 @@ func deleteClusters(ctx context.Context, s *Session, names, files []string, scri
 				}
 			}
 			if s.Config.Kind.AutoRemoveKubeconfig {
-				r, err := kubeconfig.Remove(target, n, s.kubeOwner(false))
+				r, err := kubeconfig.Remove(target, n, s.KubeOwner(false))
 				errs = append(errs, err)
 				if len(r.Foreign) > 0 {
 					foreign = append(foreign, n)
@@ -212,7 +213,7 @@ func deleteScript(cfg config.Config, paths config.Paths, names []string) (string
 }
 
 // pick asks which clusters to delete: numbers from the list, or "all".
-func pick(e *Env, rows []ClusterRow) ([]string, error) {
+func pick(e *session.Env, rows []ClusterRow) ([]string, error) {
 	items := make([]string, len(rows))
 	for i, r := range rows {
 		items[i] = fmt.Sprintf("%s (slot %d, port %d, %s)", r.Name, r.Num, r.APIPort, r.State)

@@ -8,10 +8,12 @@ import (
 	"time"
 
 	"github.com/bcollard/marina/internal/cluster"
+	"github.com/bcollard/marina/internal/session"
+	"github.com/bcollard/marina/internal/ui"
 )
 
 // LabelCluster sets and removes node labels on every node of a cluster.
-func LabelCluster(ctx context.Context, e *Env, name string, specs []string, dryRun bool) error {
+func LabelCluster(ctx context.Context, e *session.Env, name string, specs []string, dryRun bool) error {
 	if err := cluster.CheckName(name); err != nil {
 		return err
 	}
@@ -19,23 +21,23 @@ func LabelCluster(ctx context.Context, e *Env, name string, specs []string, dryR
 	if err != nil {
 		return err
 	}
-	s, err := Open(ctx, e, Needs{Config: vmOnly, Running: true, Clusters: true})
+	s, err := session.Open(ctx, e, session.Needs{Config: session.VMOnly, Running: true, Clusters: true})
 	if err != nil {
 		return err
 	}
 	defer s.Close()
 	if _, ok := cluster.Find(s.Clusters, name); !ok {
-		return fmt.Errorf("there is no cluster %s (clusters: %s)", name, strings.Join(orNone(cluster.Names(s.Clusters)), ", "))
+		return fmt.Errorf("there is no cluster %s (clusters: %s)", name, strings.Join(ui.OrNone(cluster.Names(s.Clusters)), ", "))
 	}
 	if dryRun {
 		printPlan(e, []Step{{Do: "on every node of " + name + ": " + strings.Join(what, "; ")}}, "")
 		return nil
 	}
-	k, err := s.kube(name, 30*time.Second)
+	k, err := s.Kube(name, 30*time.Second)
 	if err != nil {
 		return err
 	}
-	return e.step("Labelling the nodes of "+name, "Labelled the nodes of "+name+": "+strings.Join(what, "; "), func() error {
+	return e.Step("Labelling the nodes of "+name, "Labelled the nodes of "+name+": "+strings.Join(what, "; "), func() error {
 		if err := k.LabelNodes(ctx, set, remove); err != nil {
 			return fmt.Errorf("cluster %s: %w", name, err)
 		}

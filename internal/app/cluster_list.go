@@ -9,6 +9,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/labels"
 
+	"github.com/bcollard/marina/internal/session"
 	"github.com/bcollard/marina/internal/slot"
 )
 
@@ -29,12 +30,12 @@ const labelTimeout = 5 * time.Second
 
 // ListClusters lists the clusters in the VM; a selector keeps those whose
 // control-plane node matches it.
-func ListClusters(ctx context.Context, e *Env, selector string) ([]ClusterRow, error) {
+func ListClusters(ctx context.Context, e *session.Env, selector string) ([]ClusterRow, error) {
 	sel, err := parseSelector(selector)
 	if err != nil {
 		return nil, err
 	}
-	s, err := Open(ctx, e, Needs{Config: vmOnly, Running: true, Clusters: true})
+	s, err := session.Open(ctx, e, session.Needs{Config: session.VMOnly, Running: true, Clusters: true})
 	if err != nil {
 		return nil, err
 	}
@@ -44,7 +45,7 @@ func ListClusters(ctx context.Context, e *Env, selector string) ([]ClusterRow, e
 
 // clusterRows describes b's clusters, reading the node labels of the
 // running ones from their API servers at the same time.
-func clusterRows(ctx context.Context, s *Session, sel labels.Selector, selector string) ([]ClusterRow, error) {
+func clusterRows(ctx context.Context, s *session.Session, sel labels.Selector, selector string) ([]ClusterRow, error) {
 	rows := make([]ClusterRow, len(s.Clusters))
 	errs := make([]error, len(s.Clusters))
 	var wg sync.WaitGroup
@@ -93,14 +94,14 @@ func parseSelector(s string) (labels.Selector, error) {
 	}
 	sel, err := labels.Parse(s)
 	if err != nil {
-		return nil, Usagef("-l %q is not a label selector: %v (write it like region=europe-west1,env!=prod)", s, err)
+		return nil, session.Usagef("-l %q is not a label selector: %v (write it like region=europe-west1,env!=prod)", s, err)
 	}
 	return sel, nil
 }
 
 // nodeLabels are the labels of cluster name's control-plane node.
-func nodeLabels(ctx context.Context, s *Session, name string) (map[string]string, error) {
-	k, err := s.kube(name, labelTimeout)
+func nodeLabels(ctx context.Context, s *session.Session, name string) (map[string]string, error) {
+	k, err := s.Kube(name, labelTimeout)
 	if err != nil {
 		return nil, err
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/bcollard/marina/internal/config"
 	"github.com/bcollard/marina/internal/kube"
 	"github.com/bcollard/marina/internal/kubeconfig"
+	"github.com/bcollard/marina/internal/session"
 	"github.com/bcollard/marina/internal/slot"
 )
 
@@ -39,18 +40,18 @@ type VerifyOptions struct {
 // externalTrafficPolicy Local, calls it from this machine, and checks that
 // the server saw this machine's own address: the whole layer-3 path (host
 // route, the VM's rules, MetalLB's announcement) with no NAT on the way.
-func VerifyCluster(ctx context.Context, e *Env, opts VerifyOptions) error {
+func VerifyCluster(ctx context.Context, e *session.Env, opts VerifyOptions) error {
 	opts, err := verifyDefaults(e, opts)
 	if err != nil {
 		return err
 	}
 	name := opts.Name
-	s, err := Open(ctx, e, Needs{Config: noConfig})
+	s, err := session.Open(ctx, e, session.Needs{Config: session.NoConfig})
 	if err != nil {
 		return err
 	}
 	defer s.Close()
-	k, err := s.kube(name, 30*time.Second)
+	k, err := s.Kube(name, 30*time.Second)
 	if err != nil {
 		return err
 	}
@@ -65,7 +66,7 @@ func VerifyCluster(ctx context.Context, e *Env, opts VerifyOptions) error {
 		return err
 	}
 	bridge := netip.MustParsePrefix(cfg.Network.CIDR) // validated
-	n, err := s.clusterSlot(name)
+	n, err := clusterSlot(s, name)
 	if err != nil {
 		return err
 	}
@@ -79,7 +80,7 @@ func VerifyCluster(ctx context.Context, e *Env, opts VerifyOptions) error {
 		_ = k.DeleteNamespace(bg, ns)
 	}()
 	var lb netip.Addr
-	if err := e.step("Deploying an echo server behind a LoadBalancer in "+name+"/"+ns, "", func() error {
+	if err := e.Step("Deploying an echo server behind a LoadBalancer in "+name+"/"+ns, "", func() error {
 		echo := kube.Echo{Namespace: ns, Image: opts.Image, Labels: map[string]string{cluster.ManagedBy: "marina"}}
 		if err := k.DeployEcho(ctx, echo); err != nil {
 			return err
@@ -96,7 +97,7 @@ func VerifyCluster(ctx context.Context, e *Env, opts VerifyOptions) error {
 		return fmt.Errorf("the echo server's Service in %s names %s, outside the cluster's LoadBalancer pool %s (slot %d): marina calls no address but its own pool's, so nothing was called; check the cluster's MetalLB pool with `marina doctor`", name, lb, strings.Join(pool, ", "), n)
 	}
 	var seen, mine string
-	if err := e.step("Calling http://"+lb.String()+"/clientip from this machine", "", func() error {
+	if err := e.Step("Calling http://"+lb.String()+"/clientip from this machine", "", func() error {
 		wctx, cancel := context.WithTimeout(ctx, opts.Wait)
 		defer cancel()
 		seen, mine, err = s.Host.ClientIP(wctx, lb)
@@ -114,7 +115,7 @@ func VerifyCluster(ctx context.Context, e *Env, opts VerifyOptions) error {
 
 // clusterSlot is cluster name's slot, from the API port of the kubeconfig
 // this home wrote for it (7000+N).
-func (s *Session) clusterSlot(name string) (int, error) {
+func clusterSlot(s *session.Session, name string) (int, error) {
 	path, err := s.Paths.Kubeconfig(name)
 	if err != nil {
 		return 0, err
@@ -141,7 +142,7 @@ func (s *Session) clusterSlot(name string) (int, error) {
 
 // verifyDefaults fills in what opts leaves out: the current context's
 // cluster, the echo image, the wait.
-func verifyDefaults(e *Env, opts VerifyOptions) (VerifyOptions, error) {
+func verifyDefaults(e *session.Env, opts VerifyOptions) (VerifyOptions, error) {
 	if opts.Name == "" {
 		cur, err := currentContext(e)
 		if err != nil {
@@ -163,8 +164,8 @@ func verifyDefaults(e *Env, opts VerifyOptions) (VerifyOptions, error) {
 
 // currentContext is the current context of the user's kubeconfig, when it
 // names a marina cluster.
-func currentContext(e *Env) (string, error) {
-	target := e.kubeconfigTarget()
+func currentContext(e *session.Env) (string, error) {
+	target := e.KubeconfigTarget()
 	cur, err := kubeconfig.Current(target)
 	if err != nil || cur == "" {
 		return "", fmt.Errorf("name the cluster to verify (%s has no current context)", target)

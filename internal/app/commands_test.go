@@ -20,6 +20,7 @@ import (
 	"github.com/bcollard/marina/internal/guest"
 	"github.com/bcollard/marina/internal/kubeconfig"
 	"github.com/bcollard/marina/internal/registry"
+	"github.com/bcollard/marina/internal/session"
 	"github.com/bcollard/marina/internal/vm"
 	"sigs.k8s.io/yaml"
 )
@@ -53,7 +54,7 @@ func (f *fixture) create(opts CreateOptions) error {
 // entries is the contexts of ~/.kube/config named name.
 func (f *fixture) hasContext(name string) bool {
 	f.t.Helper()
-	ok, err := kubeconfig.Has(f.kubeconfigFile(), name, f.e.kubeOwner(true))
+	ok, err := kubeconfig.Has(f.kubeconfigFile(), name, f.e.KubeOwner(true))
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		f.t.Fatal(err)
 	}
@@ -165,7 +166,7 @@ func TestCreateRollsBackAtEachStep(t *testing.T) {
 			// The user's kubeconfig, with an entry of marina's from an
 			// earlier c1 that this run did not write.
 			old := mustKubeconfig(t, f, "c1", "https://127.0.0.1:7009")
-			if err := kubeconfig.Merge(f.kubeconfigFile(), "c1", old, f.e.kubeOwner(true)); err != nil {
+			if err := kubeconfig.Merge(f.kubeconfigFile(), "c1", old, f.e.KubeOwner(true)); err != nil {
 				t.Fatal(err)
 			}
 			if c.fail == "merge" {
@@ -258,7 +259,7 @@ func deleteFixture(t *testing.T) *fixture {
 	f.cluster("a", 1, "https://127.0.0.1:7001")
 	f.cluster("b", 2, "https://127.0.0.1:7002")
 	for _, n := range []string{"a", "b"} {
-		if err := kubeconfig.Merge(f.kubeconfigFile(), n, mustKubeconfig(t, f, n, "https://127.0.0.1:700"+map[string]string{"a": "1", "b": "2"}[n]), f.e.kubeOwner(true)); err != nil {
+		if err := kubeconfig.Merge(f.kubeconfigFile(), n, mustKubeconfig(t, f, n, "https://127.0.0.1:700"+map[string]string{"a": "1", "b": "2"}[n]), f.e.KubeOwner(true)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -387,7 +388,7 @@ func TestUpFollowsALima0Move(t *testing.T) {
 	f.config(func(c *config.Config) { c.Network.DisablePortMirroring = true })
 	f.cluster("old", 1, "https://192.168.64.3:7001")
 	f.cluster("cur", 2, "https://192.168.64.7:7002")
-	if err := kubeconfig.Merge(f.kubeconfigFile(), "old", mustKubeconfig(t, f, "old", "https://192.168.64.3:7001"), f.e.kubeOwner(true)); err != nil {
+	if err := kubeconfig.Merge(f.kubeconfigFile(), "old", mustKubeconfig(t, f, "old", "https://192.168.64.3:7001"), f.e.KubeOwner(true)); err != nil {
 		t.Fatal(err)
 	}
 	cidr := f.network.Subnet
@@ -571,7 +572,7 @@ func TestDestroyNeedsAConfirmation(t *testing.T) {
 func TestOpenReadsOnlyWhatIsNeeded(t *testing.T) {
 	f := newFixture(t)
 	f.config(nil)
-	s, err := Open(context.Background(), f.e, Needs{Config: vmOnly})
+	s, err := session.Open(context.Background(), f.e, session.Needs{Config: session.VMOnly})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -581,7 +582,7 @@ func TestOpenReadsOnlyWhatIsNeeded(t *testing.T) {
 	}
 	f.calls = nil
 	f.instance.Status = vm.StatusStopped
-	if _, err := Open(context.Background(), f.e, Needs{Config: strict, Running: true, Lima0: true, Clusters: true}); err == nil || !strings.Contains(err.Error(), "VM marina is Stopped: start it with `marina up`") {
+	if _, err := session.Open(context.Background(), f.e, session.Needs{Config: session.Strict, Running: true, Lima0: true, Clusters: true}); err == nil || !strings.Contains(err.Error(), "VM marina is Stopped: start it with `marina up`") {
 		t.Errorf("error = %v", err)
 	}
 	if got := f.log(); got != "vm.get marina" {
@@ -591,10 +592,10 @@ func TestOpenReadsOnlyWhatIsNeeded(t *testing.T) {
 	if err := os.WriteFile(f.e.Paths.Config, []byte("vm:\n  cpus: many\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Open(context.Background(), f.e, Needs{Config: strict}); err == nil {
+	if _, err := session.Open(context.Background(), f.e, session.Needs{Config: session.Strict}); err == nil {
 		t.Error("strict open of an invalid config")
 	}
-	s, err = Open(context.Background(), f.e, Needs{Config: vmOnlyQuiet})
+	s, err = session.Open(context.Background(), f.e, session.Needs{Config: session.VMOnlyQuiet})
 	if err != nil || s.File.Err == nil || s.Name != "marina" {
 		t.Errorf("lenient open: %v, %+v", err, s)
 	}

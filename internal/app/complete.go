@@ -23,6 +23,7 @@ import (
 	"github.com/bcollard/marina/internal/config"
 	"github.com/bcollard/marina/internal/docker"
 	"github.com/bcollard/marina/internal/kubeconfig"
+	"github.com/bcollard/marina/internal/session"
 )
 
 // CompletionWait bounds a completion's reads: a shell must not hang on a
@@ -31,7 +32,7 @@ const CompletionWait = 2 * time.Second
 
 // CompleteClusters are the clusters' names, from one list of the kind
 // node containers (no inspect, no API server).
-func CompleteClusters(ctx context.Context, e *Env) []string {
+func CompleteClusters(ctx context.Context, e *session.Env) []string {
 	ctx, cancel := context.WithTimeout(ctx, CompletionWait)
 	defer cancel()
 	s := completionSession(ctx, e)
@@ -43,24 +44,24 @@ func CompleteClusters(ctx context.Context, e *Env) []string {
 }
 
 // CompleteFleets are the fleets the running clusters belong to.
-func CompleteFleets(ctx context.Context, e *Env) []string {
+func CompleteFleets(ctx context.Context, e *session.Env) []string {
 	return completeLabel(ctx, e, cluster.FleetLabel)
 }
 
 // CompleteRegions are the regions the running clusters' nodes are in.
-func CompleteRegions(ctx context.Context, e *Env) []string {
+func CompleteRegions(ctx context.Context, e *session.Env) []string {
 	return completeLabel(ctx, e, cluster.RegionLabel)
 }
 
 // CompleteZones are the zones the running clusters' nodes are in.
-func CompleteZones(ctx context.Context, e *Env) []string {
+func CompleteZones(ctx context.Context, e *session.Env) []string {
 	return completeLabel(ctx, e, cluster.ZoneLabel)
 }
 
 // completeLabel are the values of node label key on the running clusters'
 // control planes, sorted. Docker's containers carry only kind's own labels,
 // so the values come from the API servers: one GET each, all at once.
-func completeLabel(ctx context.Context, e *Env, key string) []string {
+func completeLabel(ctx context.Context, e *session.Env, key string) []string {
 	ctx, cancel := context.WithTimeout(ctx, CompletionWait)
 	defer cancel()
 	s := completionSession(ctx, e)
@@ -96,16 +97,16 @@ func completeLabel(ctx context.Context, e *Env, key string) []string {
 // kind's containers on the VM's forwarded socket: with the VM stopped that
 // socket is gone or refuses at once, so limactl is not asked whether the
 // VM runs.
-func completionSession(ctx context.Context, e *Env) *Session {
+func completionSession(ctx context.Context, e *session.Env) *session.Session {
 	v, err := config.LoadVMName(e.Paths)
 	if err != nil {
 		return nil
 	}
-	s := &Session{Env: e, Name: v.Name, File: v}
+	s := &session.Session{Env: e, Name: v.Name, File: v}
 	if v.Err == nil {
 		s.Config = v.Config
 	}
-	if s.Docker, err = e.deps.Docker(s.socket()); err != nil {
+	if s.Docker, err = e.Deps.Docker(s.Socket()); err != nil {
 		return nil
 	}
 	cs, err := s.Docker.ListLabeled(ctx, cluster.KindLabel)
@@ -123,7 +124,7 @@ func completionSession(ctx context.Context, e *Env) *Session {
 
 // CompleteMirrors are the configured mirrors' names (registry
 // clean-cache reads the same config).
-func CompleteMirrors(_ context.Context, e *Env) []string {
+func CompleteMirrors(_ context.Context, e *session.Env) []string {
 	l, err := config.Read(e.Paths)
 	if err != nil {
 		return nil
@@ -138,7 +139,7 @@ func CompleteMirrors(_ context.Context, e *Env) []string {
 // CompleteNodeVersions are the node versions that have an image, newest
 // first: kind's published ones and those kind.nodeImages pins (the
 // published ones alone when the config cannot be read).
-func CompleteNodeVersions(_ context.Context, e *Env) []string {
+func CompleteNodeVersions(_ context.Context, e *session.Env) []string {
 	var k config.Kind
 	if l, err := config.Read(e.Paths); err == nil {
 		k = l.Config.Kind
@@ -149,7 +150,7 @@ func CompleteNodeVersions(_ context.Context, e *Env) []string {
 // CompleteKubeconfigFiles are the clusters that have their own kubeconfig
 // file (~/.kube/marina/NAME.kubeconfig): what kubeconfig path and env
 // print, VM or not.
-func CompleteKubeconfigFiles(_ context.Context, e *Env) []string {
+func CompleteKubeconfigFiles(_ context.Context, e *session.Env) []string {
 	ents, err := os.ReadDir(e.Paths.KubeconfigDir())
 	if err != nil {
 		return nil
@@ -167,8 +168,8 @@ func CompleteKubeconfigFiles(_ context.Context, e *Env) []string {
 // CompleteContexts are the contexts marina wrote into the user's
 // kubeconfig, sorted: what kubeconfig use and remove act on (never the
 // user's own).
-func CompleteContexts(_ context.Context, e *Env) []string {
-	names, err := kubeconfig.Contexts(e.kubeconfigTarget())
+func CompleteContexts(_ context.Context, e *session.Env) []string {
+	names, err := kubeconfig.Contexts(e.KubeconfigTarget())
 	if err != nil {
 		return nil
 	}

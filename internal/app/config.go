@@ -7,12 +7,13 @@ import (
 	"os"
 
 	"github.com/bcollard/marina/internal/config"
+	"github.com/bcollard/marina/internal/session"
 	"github.com/bcollard/marina/internal/ui"
 )
 
 // ShowConfig prints the effective configuration, defaults included and
 // passwords masked.
-func ShowConfig(e *Env) error {
+func ShowConfig(e *session.Env) error {
 	cfg, err := config.Load(e.Paths)
 	if errors.Is(err, config.ErrNotFound) {
 		fmt.Fprintf(e.Stderr, "# %s does not exist yet: these are the defaults\n", e.Paths.Config)
@@ -32,7 +33,7 @@ func ShowConfig(e *Env) error {
 // EditConfig opens the config in $VISUAL or $EDITOR (run by the shell, so
 // "code -w" works), creating the default file first if needed, and checks
 // the result.
-func EditConfig(ctx context.Context, e *Env) error {
+func EditConfig(ctx context.Context, e *session.Env) error {
 	if _, err := config.WriteDefault(e.Paths.Config); err != nil {
 		return err
 	}
@@ -54,7 +55,7 @@ func EditConfig(ctx context.Context, e *Env) error {
 }
 
 // ConfigPath prints where the config file is.
-func ConfigPath(e *Env) error {
+func ConfigPath(e *session.Env) error {
 	fmt.Fprintln(e.Stdout, e.Paths.Config)
 	if _, err := os.Stat(e.Paths.Config); errors.Is(err, os.ErrNotExist) {
 		fmt.Fprintln(e.Stderr, "(it does not exist yet: `marina up` or `marina config edit` creates it)")

@@ -25,7 +25,7 @@ func TestWarnHostRosetta(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		f.e.warnHost(l)
+		f.e.WarnHost(l)
 		got := f.err.String()
 		if !c.warns {
 			if got != "" {
@@ -45,7 +45,7 @@ func TestWarnHostRosetta(t *testing.T) {
 	f.e.HostArch = "amd64"
 	cfg := config.Default()
 	cfg.VM.Rosetta = true
-	f.e.warnHost(config.Lenient{Name: cfg.VM.Name, Config: cfg})
+	f.e.WarnHost(config.Lenient{Name: cfg.VM.Name, Config: cfg})
 	if got := f.err.String(); strings.Count(got, "WARNING:") != 1 || !strings.Contains(got, f.e.Paths.Config+": vm.rosetta: true is ignored") {
 		t.Errorf("without lines: %q", got)
 	}

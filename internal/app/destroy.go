@@ -15,6 +15,7 @@ import (
 	"github.com/bcollard/marina/internal/cluster"
 	"github.com/bcollard/marina/internal/kubeconfig"
 	"github.com/bcollard/marina/internal/run"
+	"github.com/bcollard/marina/internal/session"
 	"github.com/bcollard/marina/internal/ui"
 	"github.com/bcollard/marina/internal/vm"
 )
@@ -31,14 +32,14 @@ type DestroyOptions struct {
 // for the clusters the running VM's Docker lists: ~/.kube/marina is shared
 // by every MARINA_HOME, and nothing in a file says which VM it was made
 // for. The registry cache on the Mac and the config are kept.
-func Destroy(ctx context.Context, e *Env, opts DestroyOptions) error {
-	s, err := Open(ctx, e, Needs{Config: vmOnly})
+func Destroy(ctx context.Context, e *session.Env, opts DestroyOptions) error {
+	s, err := session.Open(ctx, e, session.Needs{Config: session.VMOnly})
 	if err != nil {
 		return err
 	}
 	defer s.Close()
 	name, in := s.Name, s.Instance
-	sock := s.socket()
+	sock := s.Socket()
 	var steps []Step
 	if in != nil {
 		steps = append(steps, Step{Do: fmt.Sprintf("delete VM %s (%s) and its disk, with every cluster and image in it", name, in.Status)})
@@ -77,7 +78,7 @@ func Destroy(ctx context.Context, e *Env, opts DestroyOptions) error {
 	// The VM first: while it is there, so are its clusters, and their
 	// kubeconfigs stay usable when its deletion fails.
 	if in != nil {
-		if err := e.step("Deleting VM "+name, "Deleted VM "+name, func() error { return s.VM.Delete(ctx, name) }); err != nil {
+		if err := e.Step("Deleting VM "+name, "Deleted VM "+name, func() error { return s.VM.Delete(ctx, name) }); err != nil {
 			return err
 		}
 	}
@@ -97,7 +98,7 @@ func Destroy(ctx context.Context, e *Env, opts DestroyOptions) error {
 }
 
 // destroyWhat says what destroy deletes that needs a confirmation.
-func destroyWhat(s *Session, kc kubeconfigs) string {
+func destroyWhat(s *session.Session, kc kubeconfigs) string {
 	var what []string
 	if s.Instance != nil {
 		what = append(what, fmt.Sprintf("deletes VM %s with every cluster in it", s.Name))
@@ -110,7 +111,7 @@ func destroyWhat(s *Session, kc kubeconfigs) string {
 
 // destroyQuestion asks to delete the VM, naming its clusters and what of
 // theirs goes from the Mac with it.
-func destroyQuestion(s *Session, kc kubeconfigs) string {
+func destroyQuestion(s *session.Session, kc kubeconfigs) string {
 	var b strings.Builder
 	if s.Instance != nil {
 		fmt.Fprintf(&b, "Delete VM %s and every cluster and image in it", s.Name)
@@ -166,7 +167,7 @@ func (kc kubeconfigs) removed() []string {
 	for _, f := range kc.files {
 		names = append(names, strings.TrimSuffix(filepath.Base(f), ".kubeconfig"))
 	}
-	names = dedupe(append(names, kc.entries...))
+	names = ui.Dedupe(append(names, kc.entries...))
 	sort.Strings(names)
 	return names
 }
@@ -177,7 +178,7 @@ func (kc kubeconfigs) removed() []string {
 // Docker lists are taken for its own; when they cannot be listed nothing
 // is removed, and the files left are named with the commands that remove
 // one.
-func kubeconfigCleanup(ctx context.Context, s *Session) kubeconfigs {
+func kubeconfigCleanup(ctx context.Context, s *session.Session) kubeconfigs {
 	e := s.Env
 	var kc kubeconfigs
 	var why string
@@ -187,14 +188,14 @@ func kubeconfigCleanup(ctx context.Context, s *Session) kubeconfigs {
 	case !s.Running():
 		why = fmt.Sprintf("VM %s is %s", s.Name, s.Instance.Status)
 	default:
-		infos, err := s.listClusters(ctx)
+		infos, err := s.ListClusters(ctx)
 		if err != nil {
 			why = fmt.Sprintf("the clusters of VM %s cannot be listed (%v)", s.Name, dockerCause(err))
 		} else {
 			kc.names = cluster.Names(infos)
 		}
 	}
-	target := e.kubeconfigTarget()
+	target := e.KubeconfigTarget()
 	if why != "" {
 		kc.unknown = true
 		left := kubeconfigFileNames(e.Paths.KubeconfigDir())
@@ -214,7 +215,7 @@ func kubeconfigCleanup(ctx context.Context, s *Session) kubeconfigs {
 		if err != nil {
 			continue
 		}
-		switch ok, err := marinaKubeconfig(path, n, s.kubeOwner(false)); {
+		switch ok, err := marinaKubeconfig(path, n, s.KubeOwner(false)); {
 		case err != nil:
 			e.UI.Warnf("%s is left as it is: %v; if it is a leftover, `rm %s` removes it", path, err, run.ShellQuote(path))
 		case ok:
@@ -223,14 +224,14 @@ func kubeconfigCleanup(ctx context.Context, s *Session) kubeconfigs {
 	}
 	var have []string
 	for _, n := range kc.names {
-		switch ok, err := kubeconfig.Has(target, n, s.kubeOwner(false)); {
+		switch ok, err := kubeconfig.Has(target, n, s.KubeOwner(false)); {
 		case err != nil:
 			e.UI.Warnf("%s cannot be read (%v): the entries of %s stay; `marina kubeconfig remove %s` removes them once it can be read", target, err, n, n)
 		case ok:
 			have = append(have, n)
 		default:
 			// An older marina's entries of the name: whose, it did not say.
-			if old, _ := kubeconfig.Has(target, n, s.kubeOwner(true)); old {
+			if old, _ := kubeconfig.Has(target, n, s.KubeOwner(true)); old {
 				e.UI.Warnf("the entries of %s in %s are an older marina's, which did not record its home: they stay; `marina kubeconfig remove %s` removes them if they were this VM's", n, target, n)
 			}
 		}
@@ -308,13 +309,13 @@ func (kc kubeconfigs) steps() []Step {
 
 // apply removes what kc found, all of it even when a part fails: each
 // failure names what is left and the command that removes it.
-func (kc kubeconfigs) apply(s *Session) error {
+func (kc kubeconfigs) apply(s *session.Session) error {
 	if !kc.removes() {
 		return nil
 	}
 	e := s.Env
 	names := kc.removed()
-	return e.step("Removing the kubeconfigs of "+strings.Join(names, ", "), "Removed the kubeconfigs of "+strings.Join(names, ", "), func() error {
+	return e.Step("Removing the kubeconfigs of "+strings.Join(names, ", "), "Removed the kubeconfigs of "+strings.Join(names, ", "), func() error {
 		var errs []error
 		for _, f := range kc.files {
 			if err := os.Remove(f); err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -322,7 +323,7 @@ func (kc kubeconfigs) apply(s *Session) error {
 			}
 		}
 		for _, n := range kc.entries {
-			r, err := kubeconfig.Remove(kc.target, n, s.kubeOwner(false))
+			r, err := kubeconfig.Remove(kc.target, n, s.KubeOwner(false))
 			if err != nil {
 				errs = append(errs, fmt.Errorf("the entries of %s stay in %s: %w; `marina kubeconfig remove %s` removes them once that is fixed", n, kc.target, err, n))
 			}

@@ -26,7 +26,7 @@ func destroyFixture(t *testing.T, change func(*config.Config)) *fixture {
 	for i, n := range []string{"dev", "east"} {
 		server := "https://192.168.64.3:700" + string(rune('1'+i))
 		f.cluster(n, i+1, server)
-		if err := kubeconfig.Merge(f.kubeconfigFile(), n, mustKubeconfig(t, f, n, server), f.e.kubeOwner(true)); err != nil {
+		if err := kubeconfig.Merge(f.kubeconfigFile(), n, mustKubeconfig(t, f, n, server), f.e.KubeOwner(true)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -539,7 +539,7 @@ func TestHomesDoNotTrustEachOthersVMs(t *testing.T) {
 	b.cluster("dev", 1, "")
 	b.scripts["export kubeconfigs"] = vm.Result{Stdout: []byte(b.export("dev"))}
 
-	if err := MergeKubeconfigs(ctx, b.e, nil, false); err == nil || !strings.Contains(err.Error(), "another marina home's ("+a.e.kubeOwner(false).Home+")") {
+	if err := MergeKubeconfigs(ctx, b.e, nil, false); err == nil || !strings.Contains(err.Error(), "another marina home's ("+a.e.KubeOwner(false).Home+")") {
 		t.Errorf("B's merge of every cluster: %v", err)
 	}
 	a.kept(before)
@@ -579,7 +579,7 @@ func TestOlderMarksAreLeftAndSaid(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		old := strings.ReplaceAll(string(b), "      home: "+f.e.kubeOwner(false).Home+"\n", "")
+		old := strings.ReplaceAll(string(b), "      home: "+f.e.KubeOwner(false).Home+"\n", "")
 		if old == string(b) {
 			t.Fatalf("no home in the marks of %s (the test proves nothing):\n%s", p, b)
 		}

@@ -10,18 +10,20 @@ import (
 	"github.com/bcollard/marina/internal/dns"
 	"github.com/bcollard/marina/internal/guest"
 	"github.com/bcollard/marina/internal/run"
+	"github.com/bcollard/marina/internal/session"
+	"github.com/bcollard/marina/internal/ui"
 	"github.com/bcollard/marina/internal/vm"
 )
 
 // ListDNS reads every name the local DNS answers from its etcd (one guest
 // round trip: etcd is reachable from the VM and the kind network only).
 // selector filters on the labels cluster and owner.
-func ListDNS(ctx context.Context, e *Env, selector string) ([]dns.Record, error) {
+func ListDNS(ctx context.Context, e *session.Env, selector string) ([]dns.Record, error) {
 	sel, err := parseSelector(selector)
 	if err != nil {
 		return nil, err
 	}
-	s, err := Open(ctx, e, Needs{Config: strict, Running: true})
+	s, err := session.Open(ctx, e, session.Needs{Config: session.Strict, Running: true})
 	if err != nil {
 		return nil, err
 	}
@@ -46,7 +48,7 @@ func ListDNS(ctx context.Context, e *Env, selector string) ([]dns.Record, error)
 	if n := len(malformed); n > 0 {
 		// Only a cluster's own ExternalDNS user may write under its zone,
 		// and each reads its zone alone: such a value stops that one.
-		e.UI.Warnf("the local DNS holds %s that no DNS record can be read from, skipped: %s\n  each is in the zone of the cluster whose ExternalDNS user wrote it, and stops that cluster's ExternalDNS only; `marina cluster delete` of that cluster removes it", plural(n, "value"), strings.Join(malformed, ", "))
+		e.UI.Warnf("the local DNS holds %s that no DNS record can be read from, skipped: %s\n  each is in the zone of the cluster whose ExternalDNS user wrote it, and stops that cluster's ExternalDNS only; `marina cluster delete` of that cluster removes it", ui.Plural(n, "value"), strings.Join(malformed, ", "))
 	}
 	if err != nil || sel == nil {
 		return recs, err
@@ -67,8 +69,8 @@ type FlushDNSOptions struct{ DryRun bool }
 // before it runs: for a name looked up before ExternalDNS published it,
 // which mDNSResponder keeps missing for a minute or more. It needs no VM
 // and reads no config.
-func FlushDNS(ctx context.Context, e *Env, opts FlushDNSOptions) error {
-	h := e.deps.Host()
+func FlushDNS(ctx context.Context, e *session.Env, opts FlushDNSOptions) error {
+	h := e.Deps.Host()
 	cmds, err := h.FlushDNS()
 	if err != nil {
 		return err
@@ -81,7 +83,7 @@ func FlushDNS(ctx context.Context, e *Env, opts FlushDNSOptions) error {
 		printPlan(e, steps, "")
 		return nil
 	}
-	return e.step("Emptying the Mac's DNS cache", "Emptied the Mac's DNS cache: names are looked up afresh", func() error {
+	return e.Step("Emptying the Mac's DNS cache", "Emptied the Mac's DNS cache: names are looked up afresh", func() error {
 		for _, c := range cmds {
 			if err := h.Privileged(ctx, c); err != nil {
 				return err

@@ -12,6 +12,7 @@ import (
 
 	"github.com/bcollard/marina/internal/dockerctx"
 	"github.com/bcollard/marina/internal/run"
+	"github.com/bcollard/marina/internal/session"
 	"github.com/bcollard/marina/internal/vm"
 )
 
@@ -32,7 +33,7 @@ type DockerEnvOptions struct {
 // DockerEnv prints the shell commands that point docker at the VM's
 // Docker (DOCKER_HOST), or with Unset that stop doing so. Only those go
 // to stdout, which is meant for eval; what is wrong goes to stderr.
-func DockerEnv(ctx context.Context, e *Env, opts DockerEnvOptions) error {
+func DockerEnv(ctx context.Context, e *session.Env, opts DockerEnvOptions) error {
 	sh, err := pickShell(opts.Shell, e.Getenv("SHELL"))
 	if err != nil {
 		return err
@@ -93,7 +94,7 @@ func pickShell(flag, login string) (shell, error) {
 				return s, nil
 			}
 		}
-		return "", Usagef("--shell %q is not a shell marina prints for: use bash, zsh, fish or powershell", flag)
+		return "", session.Usagef("--shell %q is not a shell marina prints for: use bash, zsh, fish or powershell", flag)
 	}
 	switch filepath.Base(login) {
 	case "zsh":
@@ -176,7 +177,7 @@ func checkPrintable(sock string) error {
 // dockerTarget is the VM's name and its forwarded Docker socket, from
 // vm.name alone (problems elsewhere in the config are warnings when warn
 // is set).
-func dockerTarget(e *Env, warn bool) (name, sock string, err error) {
+func dockerTarget(e *session.Env, warn bool) (name, sock string, err error) {
 	v, err := e.VMName(warn)
 	if err != nil {
 		return "", "", err
@@ -197,8 +198,8 @@ func sameSocket(host, sock string) bool {
 
 // warnReach warns when nothing answers on the VM's socket yet, with what
 // brings it up.
-func warnReach(ctx context.Context, e *Env, name, sock string) {
-	l, err := e.deps.VM()
+func warnReach(ctx context.Context, e *session.Env, name, sock string) {
+	l, err := e.Deps.VM()
 	if err == nil {
 		in, gerr := l.Get(ctx, name)
 		switch {
@@ -244,7 +245,7 @@ type DockerContextOptions struct {
 // socket as its docker endpoint, and makes it Docker's current context;
 // with Unset it makes default current again, if the current one is
 // marina's.
-func DockerContext(ctx context.Context, e *Env, opts DockerContextOptions) error {
+func DockerContext(ctx context.Context, e *session.Env, opts DockerContextOptions) error {
 	dir := dockerctx.Dir(e.Getenv, e.Paths.Home)
 	if opts.Unset {
 		return unsetDockerContext(e, dir, opts.DryRun)
@@ -306,7 +307,7 @@ func DockerContext(ctx context.Context, e *Env, opts DockerContextOptions) error
 	return nil
 }
 
-func unsetDockerContext(e *Env, dir string, dryRun bool) error {
+func unsetDockerContext(e *session.Env, dir string, dryRun bool) error {
 	st, err := dockerctx.Read(dir, dockerctx.Default)
 	if err != nil {
 		return err
@@ -344,7 +345,7 @@ func unsetDockerContext(e *Env, dir string, dryRun bool) error {
 
 // warnDockerEnv warns about the variables that would keep docker away
 // from context name.
-func warnDockerEnv(e *Env, name string) {
+func warnDockerEnv(e *session.Env, name string) {
 	if h := e.Getenv(envDockerHost); h != "" {
 		e.UI.Warnf("DOCKER_HOST is set (%s): it overrides every Docker context, so docker does not use context %s while it is set; unset it: `unset DOCKER_HOST` (or `eval \"$(marina docker-env --unset)\"`)", h, name)
 	}

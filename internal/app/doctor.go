@@ -24,7 +24,9 @@ import (
 	"github.com/bcollard/marina/internal/kubeconfig"
 	"github.com/bcollard/marina/internal/registry"
 	"github.com/bcollard/marina/internal/run"
+	"github.com/bcollard/marina/internal/session"
 	"github.com/bcollard/marina/internal/slot"
+	"github.com/bcollard/marina/internal/ui"
 	"github.com/bcollard/marina/internal/vm"
 )
 
@@ -140,7 +142,7 @@ const fixCommand = "marina doctor --fix"
 
 // Doctor runs the checks; with opts.Fix it makes the safe repairs they
 // name and checks again, returning that second report.
-func Doctor(ctx context.Context, e *Env, opts DoctorOptions) (DoctorReport, error) {
+func Doctor(ctx context.Context, e *session.Env, opts DoctorOptions) (DoctorReport, error) {
 	d, err := openDoctor(e)
 	if err != nil {
 		return DoctorReport{}, err
@@ -168,7 +170,7 @@ func Doctor(ctx context.Context, e *Env, opts DoctorOptions) (DoctorReport, erro
 
 // doctor is one marina doctor: the session and what a run found.
 type doctor struct {
-	s      *Session
+	s      *session.Session
 	config DoctorCheck // the config's check, made once
 	cfgOK  bool        // s.Config is valid (read, or the defaults)
 	cidr   netip.Prefix
@@ -209,8 +211,8 @@ func dnsServer(cidr netip.Prefix) netip.Addr {
 
 // openDoctor reads the config as far as it can: doctor runs with a config
 // marina up would refuse, and without one (the defaults).
-func openDoctor(e *Env) (*doctor, error) {
-	s := &Session{Env: e, Host: e.deps.Host()}
+func openDoctor(e *session.Env) (*doctor, error) {
+	s := &session.Session{Env: e, Host: e.Deps.Host()}
 	d := &doctor{s: s}
 	v, err := e.VMName(false)
 	switch {
@@ -311,7 +313,7 @@ func (d *doctor) run(ctx context.Context) DoctorReport {
 		s.Lima0 = o.guest.Lima0.Addr()
 	}
 	add(judgeGuest(o))
-	add(judgeDocker(o, s.socket()))
+	add(judgeDocker(o, s.Socket()))
 	dockerOK := o.dockerErr == nil
 	noConfig := "the config is not valid (see config)"
 	noGuest := "the guest does not answer (see guest)"
@@ -480,7 +482,7 @@ func summarize(checks []DoctorCheck) DoctorReport {
 	sm := &r.Summary
 	parts := []string{fmt.Sprintf("%d OK", sm.OK)}
 	if sm.Warn > 0 {
-		parts = append(parts, plural(sm.Warn, "warning"))
+		parts = append(parts, ui.Plural(sm.Warn, "warning"))
 	}
 	if sm.Fail > 0 {
 		parts = append(parts, fmt.Sprintf("%d failed", sm.Fail))
@@ -498,7 +500,7 @@ func (d *doctor) lookVM(ctx context.Context) (DoctorCheck, *vm.Instance, error) 
 	if s.Name == "" {
 		return skip(checkLima, "the config names no VM (see config)"), nil, nil
 	}
-	l, err := s.deps.VM()
+	l, err := s.Deps.VM()
 	if err != nil {
 		return fail(checkLima, oneLine(err.Error()), "brew install lima"), nil, nil
 	}
@@ -518,9 +520,9 @@ func (d *doctor) lookVM(ctx context.Context) (DoctorCheck, *vm.Instance, error) 
 		return c, nil, getErr
 	}
 	s.Instance = inst
-	s.Guest = s.deps.Guest(s.Name)
+	s.Guest = s.Deps.Guest(s.Name)
 	if inst != nil && s.Docker == nil {
-		if s.Docker, err = s.deps.Docker(s.socket()); err != nil {
+		if s.Docker, err = s.Deps.Docker(s.Socket()); err != nil {
 			return c, inst, err
 		}
 	}
@@ -546,7 +548,7 @@ func judgeVM(name string, lima DoctorCheck, in *vm.Instance, err error) DoctorCh
 			}
 		}
 		if in.CPUs > 0 {
-			what = append(what, plural(in.CPUs, "CPU"))
+			what = append(what, ui.Plural(in.CPUs, "CPU"))
 		}
 		f := "VM " + name + " is running"
 		if len(what) > 0 {
@@ -602,7 +604,7 @@ func judgeKindNetwork(spec docker.NetworkSpec, have *docker.NetworkState) Doctor
 		return fail(checkKindNetwork, fmt.Sprintf("the Docker network %s is not marina's (%s): %s", spec.Name, who, strings.Join(diff, "; ")),
 			"marina up (it prints the steps that recreate the network; the clusters on it are lost)")
 	}
-	return ok(checkKindNetwork, fmt.Sprintf("%s on %s, gateway %s, dynamic range %s, lima0 trusted, %s", spec.Subnet, have.Options["com.docker.network.bridge.name"], have.Gateway, have.IPRange, plural(have.Containers, "container")))
+	return ok(checkKindNetwork, fmt.Sprintf("%s on %s, gateway %s, dynamic range %s, lima0 trusted, %s", spec.Subnet, have.Options["com.docker.network.bridge.name"], have.Gateway, have.IPRange, ui.Plural(have.Containers, "container")))
 }
 
 // judgeArea is one area of the guest's routing checks: forwarding,
@@ -637,7 +639,7 @@ func judgeArea(area guest.Area, cs []guest.Check, err error, readErr string, blo
 		case guest.AreaForwarding:
 			return ok(name, "net.ipv4.ip_forward is 1")
 		case guest.AreaFirewall:
-			return ok(name, fmt.Sprintf("marina's chains hold their %s, and %s into them come first in DOCKER-USER and nat POSTROUTING; FORWARD's policy is DROP", plural(rules, "rule"), plural(jumps, "jump")))
+			return ok(name, fmt.Sprintf("marina's chains hold their %s, and %s into them come first in DOCKER-USER and nat POSTROUTING; FORWARD's policy is DROP", ui.Plural(rules, "rule"), ui.Plural(jumps, "jump")))
 		}
 		return ok(name, guest.ScriptPath+", "+guest.UnitName+" and the docker.service drop-in are installed; the unit is enabled")
 	}
@@ -764,7 +766,7 @@ func judgeRecords(c DoctorCheck, h guest.Health, domain string) DoctorCheck {
 	if err != nil || len(malformed) == 0 {
 		return c
 	}
-	return warn(checkDNS, fmt.Sprintf("%s; etcd holds %s that no DNS record can be read from: %s (each stops the ExternalDNS of the cluster whose zone holds it)", c.Finding, plural(len(malformed), "value"), strings.Join(malformed, ", ")),
+	return warn(checkDNS, fmt.Sprintf("%s; etcd holds %s that no DNS record can be read from: %s (each stops the ExternalDNS of the cluster whose zone holds it)", c.Finding, ui.Plural(len(malformed), "value"), strings.Join(malformed, ", ")),
 		"find which workload of that cluster holds its ExternalDNS's credentials (Secret external-dns/"+dns.ExternalDNSSecret+"); `marina cluster delete` of the cluster removes the values with its names")
 }
 
@@ -885,7 +887,7 @@ func (d *doctor) judgeCluster(ctx context.Context, c cluster.Info) (DoctorCheck,
 		}
 		return fail(name, "its nodes do not all run: "+strings.Join(down, ", ")+" not running", "marina shell -- docker start "+strings.Join(down, " ")), false
 	}
-	want := s.clusterServer(c)
+	want := s.ClusterServer(c)
 	merge := "marina kubeconfig merge " + c.Name
 	path, err := s.Paths.Kubeconfig(c.Name)
 	if err != nil {
@@ -897,7 +899,7 @@ func (d *doctor) judgeCluster(ctx context.Context, c cluster.Info) (DoctorCheck,
 		cc.repair = repairKubeconfig
 		return cc, true
 	}
-	if err := kubeconfig.CheckFile(path, c.Name, s.kubeOwner(true)); err != nil {
+	if err := kubeconfig.CheckFile(path, c.Name, s.KubeOwner(true)); err != nil {
 		return fail(name, oneLine(err.Error()), merge), false
 	}
 	server, err := kubeconfig.Server(kc)
@@ -916,7 +918,7 @@ func (d *doctor) judgeCluster(ctx context.Context, c cluster.Info) (DoctorCheck,
 	if len(d.throughVM) > 0 && !c.Loopback() {
 		return skip(name, "its API server at "+server+" is reached over the route into the VM, which does not carry it now (see "+strings.Join(d.throughVM, ", ")+")"), false
 	}
-	k, err := s.deps.Kube(kc, clusterTimeout)
+	k, err := s.Deps.Kube(kc, clusterTimeout)
 	if err != nil {
 		return fail(name, path+": "+oneLine(err.Error()), merge), false
 	}
@@ -1041,7 +1043,7 @@ func (d *doctor) rosettaAtCreation(in *vm.Instance) bool {
 	if err != nil {
 		return false
 	}
-	now, err := d.s.template(d.s.Config)
+	now, err := template(d.s.Env, d.s.Config)
 	if err != nil {
 		return false
 	}
@@ -1135,7 +1137,7 @@ func (d *doctor) plan() []repairStep {
 func (d *doctor) servers() []string {
 	var out []string
 	for _, c := range d.stale {
-		out = append(out, d.s.clusterServer(c))
+		out = append(out, d.s.ClusterServer(c))
 	}
 	return out
 }
@@ -1149,7 +1151,7 @@ func (d *doctor) repair(ctx context.Context, todo []repairStep) []string {
 		var err error
 		switch rp.kind {
 		case repairNet:
-			err = s.step("Installing and running the VM's network script", "", func() error {
+			err = s.Step("Installing and running the VM's network script", "", func() error {
 				b := guest.NewBatch()
 				if err := kindNet(d.cidr, o.mac).Apply(b); err != nil {
 					return err
@@ -1159,7 +1161,7 @@ func (d *doctor) repair(ctx context.Context, todo []repairStep) []string {
 			})
 		case repairRoute:
 			fix := s.Host.RouteFix(d.route)
-			err = s.step(fmt.Sprintf("Routing %s from this host via %s", d.route.Want, d.route.Via), "", func() error {
+			err = s.Step(fmt.Sprintf("Routing %s from this host via %s", d.route.Want, d.route.Via), "", func() error {
 				made, err := host.LoadMade(s.Paths.Routes(), hostOwn(s.Config, true))
 				if err != nil {
 					return err

@@ -25,6 +25,7 @@ import (
 	"github.com/bcollard/marina/internal/docker"
 	"github.com/bcollard/marina/internal/kubeconfig"
 	"github.com/bcollard/marina/internal/registry"
+	"github.com/bcollard/marina/internal/session"
 	"github.com/bcollard/marina/internal/ui"
 	"github.com/bcollard/marina/internal/vm"
 
@@ -371,7 +372,7 @@ func TestDoctorVMNotRunning(t *testing.T) {
 
 func TestDoctorLimactl(t *testing.T) {
 	f := doctorFixture(t)
-	f.e.deps.VM = func() (VM, error) {
+	f.e.Deps.VM = func() (session.VM, error) {
 		return nil, errors.New("limactl was not found on your PATH: marina runs its VM with Lima; install Lima 2.x: `brew install lima`")
 	}
 	r := f.doctorRun(DoctorOptions{})
@@ -817,7 +818,7 @@ func TestDoctorRosetta(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				tmpl, err := f.e.template(cfg)
+				tmpl, err := template(f.e, cfg)
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/bcollard/marina/internal/host"
 	"github.com/bcollard/marina/internal/run"
+	"github.com/bcollard/marina/internal/session"
 )
 
 // DownOptions are the flags of marina down.
@@ -16,8 +17,8 @@ type DownOptions struct {
 }
 
 // Down stops the VM; it keeps everything in it.
-func Down(ctx context.Context, e *Env, opts DownOptions) error {
-	s, err := Open(ctx, e, Needs{Config: vmOnly})
+func Down(ctx context.Context, e *session.Env, opts DownOptions) error {
+	s, err := session.Open(ctx, e, session.Needs{Config: session.VMOnly})
 	if err != nil {
 		return err
 	}
@@ -46,7 +47,7 @@ func Down(ctx context.Context, e *Env, opts DownOptions) error {
 		return nil
 	}
 	if running {
-		if err := e.step("Stopping VM "+name, "Stopped VM "+name, func() error { return s.VM.Stop(ctx, name) }); err != nil {
+		if err := e.Step("Stopping VM "+name, "Stopped VM "+name, func() error { return s.VM.Stop(ctx, name) }); err != nil {
 			return err
 		}
 	}
@@ -76,7 +77,7 @@ func (r routeRemoval) step() Step {
 // valid), only a route of exactly that network through a gateway marina
 // recorded when it added the route. Any other route is reported and left
 // alone; the default route never qualifies.
-func routeRemovals(ctx context.Context, s *Session) ([]routeRemoval, error) {
+func routeRemovals(ctx context.Context, s *session.Session) ([]routeRemoval, error) {
 	e, v := s.Env, s.File
 	made, err := loadOwnMade(s, v.Config, v.Err == nil)
 	if err != nil {
@@ -111,7 +112,7 @@ func routeRemovals(ctx context.Context, s *Session) ([]routeRemoval, error) {
 	return out, nil
 }
 
-func removeRoutes(ctx context.Context, s *Session, rs []routeRemoval) error {
+func removeRoutes(ctx context.Context, s *session.Session, rs []routeRemoval) error {
 	for _, r := range rs {
 		if r.resolver != nil {
 			if err := removeResolvers(ctx, s, r.made, []host.Removal{*r.resolver}); err != nil {
@@ -119,7 +120,7 @@ func removeRoutes(ctx context.Context, s *Session, rs []routeRemoval) error {
 			}
 			continue
 		}
-		err := s.step("Removing the host's route to "+r.status.Want.String(), "", func() error { return s.Host.Privileged(ctx, r.argv) })
+		err := s.Step("Removing the host's route to "+r.status.Want.String(), "", func() error { return s.Host.Privileged(ctx, r.argv) })
 		if err != nil {
 			return err
 		}

@@ -36,6 +36,7 @@ import (
 	"github.com/bcollard/marina/internal/kube"
 	"github.com/bcollard/marina/internal/kubeconfig"
 	"github.com/bcollard/marina/internal/run"
+	"github.com/bcollard/marina/internal/session"
 	"github.com/bcollard/marina/internal/slot"
 	"github.com/bcollard/marina/internal/ui"
 	"github.com/bcollard/marina/internal/vm"
@@ -144,7 +145,7 @@ func (w *world) called(prefix string) []string {
 // fixture is a marina Env over a world, with its output captured.
 type fixture struct {
 	*world
-	e        *Env
+	e        *session.Env
 	env      map[string]string
 	out, err bytes.Buffer
 }
@@ -182,15 +183,15 @@ func newFixture(t *testing.T) *fixture {
 	if f.ca, err = pki.LoadOrMakeCA(t.TempDir(), "ca", "kubernetes"); err != nil {
 		t.Fatal(err)
 	}
-	f.e = &Env{
+	f.e = &session.Env{
 		Paths: paths, UI: ui.New(&f.err, false, false), Getenv: func(k string) string { return f.env[k] },
 		Stdin: strings.NewReader(""), Stdout: &f.out, Stderr: &f.err, HostArch: "arm64",
 	}
-	f.e.deps = Deps{
-		VM:     func() (VM, error) { return fakeVM{f.world}, nil },
-		Guest:  func(string) Guest { return fakeGuest{f.world} },
-		Docker: func(string) (Docker, error) { return fakeDocker{f.world}, nil },
-		Host:   func() Host { return fakeHost{f.world, host.New(run.Runner{}, false, nil, io.Discard)} },
+	f.e.Deps = session.Deps{
+		VM:     func() (session.VM, error) { return fakeVM{f.world}, nil },
+		Guest:  func(string) session.Guest { return fakeGuest{f.world} },
+		Docker: func(string) (session.Docker, error) { return fakeDocker{f.world}, nil },
+		Host:   func() session.Host { return fakeHost{f.world, host.New(run.Runner{}, false, nil, io.Discard)} },
 		Kube:   f.kube,
 		MetalLB: func(context.Context, string) ([]byte, error) {
 			return []byte(fakeMetalLB), f.call("net.metallb-manifest")
@@ -286,7 +287,7 @@ users:
 
 func kubeconfigFromKind(f *fixture, name, server string) ([]byte, error) {
 	ex := guest.ParseExports(f.export(name))[name]
-	return kubeconfig.FromKind(ex.Kubeconfig, ex.Cert, name, server, f.e.kubeOwner(false).Home)
+	return kubeconfig.FromKind(ex.Kubeconfig, ex.Cert, name, server, f.e.KubeOwner(false).Home)
 }
 
 // fakeMetalLB stands in for MetalLB's: its CRDs are what the waits
@@ -748,7 +749,7 @@ func (h fakeHost) ClientIP(_ context.Context, lb netip.Addr) (string, string, er
 
 // kube is the Kube factory: one fake per cluster, named by its kubeconfig's
 // context.
-func (f *fixture) kube(kc []byte, _ time.Duration) (Kube, error) {
+func (f *fixture) kube(kc []byte, _ time.Duration) (session.Kube, error) {
 	name := ""
 	for _, l := range strings.Split(string(kc), "\n") {
 		if v, ok := strings.CutPrefix(l, "current-context: "); ok {

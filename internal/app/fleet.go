@@ -19,6 +19,7 @@ import (
 	"github.com/bcollard/marina/internal/config"
 	"github.com/bcollard/marina/internal/fileutil"
 	"github.com/bcollard/marina/internal/fleet"
+	"github.com/bcollard/marina/internal/session"
 	"github.com/bcollard/marina/internal/ui"
 )
 
@@ -34,7 +35,7 @@ type FleetOptions struct {
 }
 
 // manifestFile reads a fleet manifest from file, or stdin for "-".
-func manifestFile(e *Env, file string) (string, []byte, error) {
+func manifestFile(e *session.Env, file string) (string, []byte, error) {
 	if file == "" {
 		return "", nil, errors.New("give the fleet manifest with -f FILE (or -f - to read it from stdin)")
 	}
@@ -56,7 +57,7 @@ func manifestFile(e *Env, file string) (string, []byte, error) {
 }
 
 // loadFleet reads and checks the manifest in file against cfg.
-func loadFleet(e *Env, cfg config.Config, file string) (fleet.Fleet, []byte, error) {
+func loadFleet(e *session.Env, cfg config.Config, file string) (fleet.Fleet, []byte, error) {
 	name, data, err := manifestFile(e, file)
 	if err != nil {
 		return fleet.Fleet{}, nil, err
@@ -66,7 +67,7 @@ func loadFleet(e *Env, cfg config.Config, file string) (fleet.Fleet, []byte, err
 }
 
 // parseFleet checks the manifest data, read from name, against cfg.
-func parseFleet(e *Env, cfg config.Config, name string, data []byte) (fleet.Fleet, error) {
+func parseFleet(e *session.Env, cfg config.Config, name string, data []byte) (fleet.Fleet, error) {
 	known := fleet.Known{
 		NodeImage:     func(v string) error { _, err := cfg.Kind.NodeImage(v); return err },
 		MetricsServer: addons.MetricsServerVersions(),
@@ -119,7 +120,7 @@ type FleetCluster struct {
 
 // ApplyFleet creates what a fleet manifest lists and does not exist yet,
 // along its dependencies, and labels or adopts what exists.
-func ApplyFleet(ctx context.Context, e *Env, opts FleetOptions) error {
+func ApplyFleet(ctx context.Context, e *session.Env, opts FleetOptions) error {
 	cfg, err := config.Load(e.Paths)
 	if err != nil {
 		return err
@@ -134,7 +135,7 @@ func ApplyFleet(ctx context.Context, e *Env, opts FleetOptions) error {
 	if opts.MaxParallel > 0 {
 		f.MaxParallel = opts.MaxParallel
 	}
-	s, err := Open(ctx, e, Needs{Config: strict, Running: true, Lima0: true, Clusters: true})
+	s, err := session.Open(ctx, e, session.Needs{Config: session.Strict, Running: true, Lima0: true, Clusters: true})
 	if err != nil {
 		return err
 	}
@@ -210,7 +211,7 @@ func ApplyFleet(ctx context.Context, e *Env, opts FleetOptions) error {
 // prefetch gets the manifests the creates need into marina's cache
 // before any starts: a Mac without a network fails before anything is
 // made, not after the first clusters.
-func prefetch(ctx context.Context, s *Session, rows []fleet.Row) error {
+func prefetch(ctx context.Context, s *session.Session, rows []fleet.Row) error {
 	need := map[string]bool{}
 	creates := false
 	for _, r := range rows {
@@ -229,8 +230,8 @@ func prefetch(ctx context.Context, s *Session, rows []fleet.Row) error {
 		return err
 	}
 	for _, v := range slices.Sorted(maps.Keys(need)) {
-		if err := s.step("Fetching the metrics-server "+v+" manifest", "", func() error {
-			_, err := s.deps.MetricsServer(ctx, v)
+		if err := s.Step("Fetching the metrics-server "+v+" manifest", "", func() error {
+			_, err := s.Deps.MetricsServer(ctx, v)
 			return err
 		}); err != nil {
 			return err
@@ -241,7 +242,7 @@ func prefetch(ctx context.Context, s *Session, rows []fleet.Row) error {
 
 // fleetFile is where apply keeps the manifest of fleet name (a label
 // value: letters, digits, '-', '_' and '.', never a path).
-func fleetFile(e *Env, name string) string {
+func fleetFile(e *session.Env, name string) string {
 	return filepath.Join(e.Paths.Dir, "fleets", name+".yaml")
 }
 
@@ -256,7 +257,7 @@ func memberOptions(f fleet.Fleet, m fleet.Member, opts FleetOptions) CreateOptio
 
 // liveClusters are the clusters with their control planes' labels (nil
 // for a cluster that is not running), read at once.
-func liveClusters(ctx context.Context, s *Session) ([]fleet.Live, error) {
+func liveClusters(ctx context.Context, s *session.Session) ([]fleet.Live, error) {
 	rows, err := clusterRows(ctx, s, nil, "")
 	if err != nil {
 		return nil, err
@@ -272,12 +273,12 @@ func liveClusters(ctx context.Context, s *Session) ([]fleet.Live, error) {
 // and reservations as they are then, and (unless a dry run) reserves the
 // slot of every cluster to create before the lock is let go: a cluster
 // create running meanwhile cannot take one.
-func placeFleet(ctx context.Context, s *Session, f fleet.Fleet, live []fleet.Live, opts FleetOptions) ([]fleet.Row, *holds, error) {
+func placeFleet(ctx context.Context, s *session.Session, f fleet.Fleet, live []fleet.Live, opts FleetOptions) ([]fleet.Row, *holds, error) {
 	rs := cluster.Reservations{Dir: s.Paths.Slots()}
 	var rows []fleet.Row
 	held := &holds{by: map[string]cluster.Reservation{}}
 	err := cluster.Locked(ctx, s.Paths.SlotsLock(), func() error {
-		now, err := s.listClusters(ctx)
+		now, err := s.ListClusters(ctx)
 		if err != nil {
 			return err
 		}
@@ -377,7 +378,7 @@ func (h *holds) releaseAll() {
 	}
 }
 
-func runFleet(ctx context.Context, s *Session, f fleet.Fleet, rows []fleet.Row, plans map[string]*createPlan, held *holds, opts FleetOptions, rep *FleetReport) {
+func runFleet(ctx context.Context, s *session.Session, f fleet.Fleet, rows []fleet.Row, plans map[string]*createPlan, held *holds, opts FleetOptions, rep *FleetReport) {
 	e := s.Env
 	start := time.Now()
 	byName := map[string]*FleetCluster{}
@@ -399,8 +400,8 @@ func runFleet(ctx context.Context, s *Session, f fleet.Fleet, rows []fleet.Row, 
 		if r.Action == fleet.Adopt {
 			done = "adopted"
 		}
-		err := e.step(fmt.Sprintf("Setting %s on the nodes of %s", labelString(r.Set), r.Name), "", func() error {
-			k, err := s.kube(r.Name, 30*time.Second)
+		err := e.Step(fmt.Sprintf("Setting %s on the nodes of %s", labelString(r.Set), r.Name), "", func() error {
+			k, err := s.Kube(r.Name, 30*time.Second)
 			if err != nil {
 				return err
 			}
@@ -439,7 +440,7 @@ func runFleet(ctx context.Context, s *Session, f fleet.Fleet, rows []fleet.Row, 
 		outs := fleet.Run(ctx, tasks, f.MaxParallel, f.Strategy, time.Now, func(ctx context.Context, name string) error {
 			line := lines[name]
 			line.Begin()
-			ms := s.member(e.member(name, line.UI()))
+			ms := s.Member(e.Member(name, line.UI()))
 			err := applyCreate(ctx, ms, plans[name], memberOptions(f, members[name], opts))
 			held.release(name)
 			if err != nil {
@@ -488,7 +489,7 @@ func firstLine(s string) string {
 }
 
 // fleetResult prints the outcome of an apply and fails when a cluster did.
-func fleetResult(e *Env, rep *FleetReport, output string) error {
+func fleetResult(e *session.Env, rep *FleetReport, output string) error {
 	if output != "" {
 		if err := ui.Render(e.Stdout, output, rep); err != nil {
 			return err
@@ -539,12 +540,5 @@ func fleetResult(e *Env, rep *FleetReport, output string) error {
 		}
 	}
 	fmt.Fprintln(e.Stderr, "ERROR: "+strings.Join(errs, "\nERROR: "))
-	return &ExitError{Code: ExitFailed}
-}
-
-// member is s for one of several creates at once, on e.
-func (s *Session) member(e *Env) *Session {
-	c := *s
-	c.Env = e
-	return &c
+	return &session.ExitError{Code: session.ExitFailed}
 }

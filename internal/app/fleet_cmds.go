@@ -17,6 +17,7 @@ import (
 	"github.com/bcollard/marina/internal/config"
 	"github.com/bcollard/marina/internal/fileutil"
 	"github.com/bcollard/marina/internal/fleet"
+	"github.com/bcollard/marina/internal/session"
 	"github.com/bcollard/marina/internal/ui"
 )
 
@@ -28,8 +29,8 @@ type FleetRow struct {
 
 // ListFleets groups the clusters by the fleet label of their control
 // planes; clusters of no fleet are left out.
-func ListFleets(ctx context.Context, e *Env) ([]FleetRow, error) {
-	s, err := Open(ctx, e, Needs{Config: vmOnly, Running: true, Clusters: true})
+func ListFleets(ctx context.Context, e *session.Env) ([]FleetRow, error) {
+	s, err := session.Open(ctx, e, session.Needs{Config: session.VMOnly, Running: true, Clusters: true})
 	if err != nil {
 		return nil, err
 	}
@@ -77,7 +78,7 @@ func checkFleetName(name string) error {
 
 // fleetMembers are the clusters whose control planes carry fleet name's
 // label; none is an error that lists the fleets there are.
-func fleetMembers(ctx context.Context, s *Session, name string) ([]ClusterRow, error) {
+func fleetMembers(ctx context.Context, s *session.Session, name string) ([]ClusterRow, error) {
 	rows, err := clusterRows(ctx, s, nil, "")
 	if err != nil {
 		return nil, err
@@ -98,18 +99,18 @@ func fleetMembers(ctx context.Context, s *Session, name string) ([]ClusterRow, e
 			names = append(names, f)
 		}
 		sort.Strings(names)
-		return nil, fmt.Errorf("no running cluster carries %s=%s (fleets: %s): `marina fleet list` shows them; a stopped VM's clusters come back with `marina up`", cluster.FleetLabel, name, strings.Join(orNone(names), ", "))
+		return nil, fmt.Errorf("no running cluster carries %s=%s (fleets: %s): `marina fleet list` shows them; a stopped VM's clusters come back with `marina up`", cluster.FleetLabel, name, strings.Join(ui.OrNone(names), ", "))
 	}
 	return out, nil
 }
 
 // DescribeFleet describes the clusters of fleet name, reading their nodes
 // at once.
-func DescribeFleet(ctx context.Context, e *Env, name string) ([]FleetMember, error) {
+func DescribeFleet(ctx context.Context, e *session.Env, name string) ([]FleetMember, error) {
 	if err := checkFleetName(name); err != nil {
 		return nil, err
 	}
-	s, err := Open(ctx, e, Needs{Config: vmOnly, Running: true, Clusters: true})
+	s, err := session.Open(ctx, e, session.Needs{Config: session.VMOnly, Running: true, Clusters: true})
 	if err != nil {
 		return nil, err
 	}
@@ -124,7 +125,7 @@ func DescribeFleet(ctx context.Context, e *Env, name string) ([]FleetMember, err
 	for i, r := range rows {
 		out[i] = FleetMember{Name: r.Name, Num: r.Num, APIPort: r.APIPort, KubeconfigPath: r.KubeconfigPath, Labels: r.Labels}
 		wg.Go(func() {
-			k, err := s.kube(r.Name, labelTimeout)
+			k, err := s.Kube(r.Name, labelTimeout)
 			if err != nil {
 				errs[i] = err
 				return
@@ -153,7 +154,7 @@ func DescribeFleet(ctx context.Context, e *Env, name string) ([]FleetMember, err
 }
 
 // LabelFleet sets and removes node labels on every cluster of a fleet.
-func LabelFleet(ctx context.Context, e *Env, name string, specs []string, dryRun bool) error {
+func LabelFleet(ctx context.Context, e *session.Env, name string, specs []string, dryRun bool) error {
 	if err := checkFleetName(name); err != nil {
 		return err
 	}
@@ -171,7 +172,7 @@ func LabelFleet(ctx context.Context, e *Env, name string, specs []string, dryRun
 			return fmt.Errorf("-l %s- would take the clusters out of marina's view: delete them, or adopt them into another fleet", k)
 		}
 	}
-	s, err := Open(ctx, e, Needs{Config: vmOnly, Running: true, Clusters: true})
+	s, err := session.Open(ctx, e, session.Needs{Config: session.VMOnly, Running: true, Clusters: true})
 	if err != nil {
 		return err
 	}
@@ -195,9 +196,9 @@ func LabelFleet(ctx context.Context, e *Env, name string, specs []string, dryRun
 	return errors.Join(errs...)
 }
 
-func labelOne(ctx context.Context, s *Session, name string, set cluster.Labels, remove []string, done string) error {
-	return s.step("Labelling the nodes of "+name, done, func() error {
-		k, err := s.kube(name, 30*time.Second)
+func labelOne(ctx context.Context, s *session.Session, name string, set cluster.Labels, remove []string, done string) error {
+	return s.Step("Labelling the nodes of "+name, done, func() error {
+		k, err := s.Kube(name, 30*time.Second)
 		if err != nil {
 			return fmt.Errorf("cluster %s: %w", name, err)
 		}
@@ -210,7 +211,7 @@ func labelOne(ctx context.Context, s *Session, name string, set cluster.Labels, 
 
 // AdoptClusters makes existing clusters members of fleet name: it sets
 // only the fleet label on their nodes.
-func AdoptClusters(ctx context.Context, e *Env, name string, clusters []string) error {
+func AdoptClusters(ctx context.Context, e *session.Env, name string, clusters []string) error {
 	if err := checkFleetName(name); err != nil {
 		return err
 	}
@@ -222,14 +223,14 @@ func AdoptClusters(ctx context.Context, e *Env, name string, clusters []string) 
 			return err
 		}
 	}
-	s, err := Open(ctx, e, Needs{Config: vmOnly, Running: true, Clusters: true})
+	s, err := session.Open(ctx, e, session.Needs{Config: session.VMOnly, Running: true, Clusters: true})
 	if err != nil {
 		return err
 	}
 	defer s.Close()
 	for _, c := range clusters {
 		if _, ok := cluster.Find(s.Clusters, c); !ok {
-			return fmt.Errorf("there is no cluster %s (clusters: %s); nothing was adopted", c, strings.Join(orNone(cluster.Names(s.Clusters)), ", "))
+			return fmt.Errorf("there is no cluster %s (clusters: %s); nothing was adopted", c, strings.Join(ui.OrNone(cluster.Names(s.Clusters)), ", "))
 		}
 	}
 	rows, err := clusterRows(ctx, s, nil, "")
@@ -243,7 +244,7 @@ func AdoptClusters(ctx context.Context, e *Env, name string, clusters []string) 
 	}
 	set := cluster.Labels{cluster.FleetLabel: name}
 	var errs []error
-	for _, c := range dedupe(clusters) {
+	for _, c := range ui.Dedupe(clusters) {
 		errs = append(errs, labelOne(ctx, s, c, set, nil, "Cluster "+c+" is in fleet "+name))
 	}
 	return errors.Join(errs...)
@@ -251,7 +252,7 @@ func AdoptClusters(ctx context.Context, e *Env, name string, clusters []string) 
 
 // DeleteFleet deletes the clusters of fleet name, or those of the manifest
 // in file that exist, every cluster before those it depends on.
-func DeleteFleet(ctx context.Context, e *Env, name, file string, yes, dryRun bool) error {
+func DeleteFleet(ctx context.Context, e *session.Env, name, file string, yes, dryRun bool) error {
 	switch {
 	case name != "" && file != "":
 		return errors.New("name the fleet or give its manifest with -f, not both")
@@ -272,7 +273,7 @@ func DeleteFleet(ctx context.Context, e *Env, name, file string, yes, dryRun boo
 			return err
 		}
 	}
-	s, err := Open(ctx, e, Needs{Config: strict, Running: true, Clusters: true})
+	s, err := session.Open(ctx, e, session.Needs{Config: session.Strict, Running: true, Clusters: true})
 	if err != nil {
 		return err
 	}
@@ -314,7 +315,7 @@ func DeleteFleet(ctx context.Context, e *Env, name, file string, yes, dryRun boo
 // fleetDeletions are the clusters a fleet delete removes, dependents
 // first. From a named manifest, only the clusters in that fleet are: a
 // cluster of the same name made otherwise is reported and left alone.
-func fleetDeletions(ctx context.Context, s *Session, f fleet.Fleet, name string) ([]string, error) {
+func fleetDeletions(ctx context.Context, s *session.Session, f fleet.Fleet, name string) ([]string, error) {
 	e := s.Env
 	if name != "" {
 		rows, err := fleetMembers(ctx, s, name)

@@ -20,6 +20,7 @@ import (
 
 	"github.com/bcollard/marina/internal/cluster"
 	"github.com/bcollard/marina/internal/docker"
+	"github.com/bcollard/marina/internal/session"
 	"github.com/bcollard/marina/internal/slot"
 	"github.com/bcollard/marina/internal/vm"
 )
@@ -231,7 +232,7 @@ func TestFleetApplyFailFast(t *testing.T) {
 	f, file := fleetFixture(t, "FailFast")
 	f.fail["kube east pool"] = errBoom
 	err := ApplyFleet(context.Background(), f.e, FleetOptions{File: file, MaxParallel: 1})
-	var exit *ExitError
+	var exit *session.ExitError
 	if !errors.As(err, &exit) || exit.Code != 1 {
 		t.Fatalf("error = %v, want exit status 1", err)
 	}
@@ -259,7 +260,7 @@ func TestFleetApplyContinueOnError(t *testing.T) {
 	f, file := fleetFixture(t, "ContinueOnError")
 	f.fail["kube east pool"] = errBoom
 	err := ApplyFleet(context.Background(), f.e, FleetOptions{File: file, MaxParallel: 1, Output: "json"})
-	if !errors.As(err, new(*ExitError)) {
+	if !errors.As(err, new(*session.ExitError)) {
 		t.Fatalf("error = %v, want an exit status", err)
 	}
 	if f.slotOf("west") != 5 || f.slotOf("mesh") != 0 {
@@ -538,7 +539,7 @@ func TestFleetApplyLabelFailureStopsCreates(t *testing.T) {
 	f.cluster("east", 3, "https://127.0.0.1:7003")
 	f.fail["kube east label-nodes"] = errBoom
 	err := ApplyFleet(context.Background(), f.e, FleetOptions{File: file, Adopt: true, Output: "json"})
-	if !errors.As(err, new(*ExitError)) {
+	if !errors.As(err, new(*session.ExitError)) {
 		t.Fatalf("error = %v, want an exit status", err)
 	}
 	if got := f.called("guest.run kind create"); len(got) != 0 {

@@ -12,22 +12,13 @@ import (
 	"github.com/bcollard/marina/internal/guest"
 	"github.com/bcollard/marina/internal/kubeconfig"
 	"github.com/bcollard/marina/internal/run"
+	"github.com/bcollard/marina/internal/session"
+	"github.com/bcollard/marina/internal/ui"
 	"github.com/bcollard/marina/internal/vm"
 )
 
-// kubeOwner is this marina home, as the kubeconfig entries and files it
-// writes name it (kubeconfig.Owner); legacy lets the operation take those
-// an older marina marked without a home: only for clusters the user named.
-func (e *Env) kubeOwner(legacy bool) kubeconfig.Owner {
-	home, err := filepath.Abs(e.Paths.Dir)
-	if err != nil {
-		home = e.Paths.Dir
-	}
-	return kubeconfig.Owner{Home: filepath.Clean(home), Legacy: legacy}
-}
-
 // KubeconfigPath prints cluster name's own kubeconfig file.
-func KubeconfigPath(e *Env, name string, env bool) error {
+func KubeconfigPath(e *session.Env, name string, env bool) error {
 	if err := cluster.CheckName(name); err != nil {
 		return err
 	}
@@ -50,16 +41,16 @@ func KubeconfigPath(e *Env, name string, env bool) error {
 // empty) again from the live clusters, with the API server address the VM
 // has now, writes each cluster's file and merges it into the user's
 // kubeconfig.
-func MergeKubeconfigs(ctx context.Context, e *Env, names []string, dryRun bool) error {
+func MergeKubeconfigs(ctx context.Context, e *session.Env, names []string, dryRun bool) error {
 	// Strict: the API server address depends on network settings.
-	s, err := Open(ctx, e, Needs{Config: strict, Running: true, Lima0: true, Clusters: true})
+	s, err := session.Open(ctx, e, session.Needs{Config: session.Strict, Running: true, Lima0: true, Clusters: true})
 	if err != nil {
 		return err
 	}
 	defer s.Close()
 	// Clusters the user named may take over an older marina's entries of
 	// their names; every cluster the VM lists, only this home's own.
-	owner := e.kubeOwner(len(names) > 0)
+	owner := e.KubeOwner(len(names) > 0)
 	if len(names) == 0 {
 		names = cluster.Names(s.Clusters)
 		if len(names) == 0 {
@@ -68,18 +59,18 @@ func MergeKubeconfigs(ctx context.Context, e *Env, names []string, dryRun bool) 
 		}
 	}
 	var infos []cluster.Info
-	for _, n := range dedupe(names) {
+	for _, n := range ui.Dedupe(names) {
 		if err := cluster.CheckName(n); err != nil {
 			return err
 		}
 		c, ok := cluster.Find(s.Clusters, n)
 		if !ok {
-			return fmt.Errorf("there is no cluster %s (clusters: %s)", n, strings.Join(orNone(cluster.Names(s.Clusters)), ", "))
+			return fmt.Errorf("there is no cluster %s (clusters: %s)", n, strings.Join(ui.OrNone(cluster.Names(s.Clusters)), ", "))
 		}
 		infos = append(infos, c)
 	}
-	target := e.kubeconfigTarget()
-	if err := kubeconfig.CheckMerge(e.kubeconfigFiles(), owner, cluster.Names(infos)...); err != nil {
+	target := e.KubeconfigTarget()
+	if err := kubeconfig.CheckMerge(e.KubeconfigFiles(), owner, cluster.Names(infos)...); err != nil {
 		return err
 	}
 	for _, c := range infos {
@@ -93,12 +84,12 @@ func MergeKubeconfigs(ctx context.Context, e *Env, names []string, dryRun bool) 
 		var steps []Step
 		for _, c := range infos {
 			kc, _ := e.Paths.Kubeconfig(c.Name)
-			steps = append(steps, Step{Do: fmt.Sprintf("export %s from the cluster (API server %s) to %s and merge it into %s", c.Name, s.clusterServer(c), kc, target)})
+			steps = append(steps, Step{Do: fmt.Sprintf("export %s from the cluster (API server %s) to %s and merge it into %s", c.Name, s.ClusterServer(c), kc, target)})
 		}
 		printPlan(e, steps, "")
 		return nil
 	}
-	return e.step("Exporting "+strings.Join(cluster.Names(infos), ", "), "Merged "+strings.Join(cluster.Names(infos), ", ")+" into "+target, func() error {
+	return e.Step("Exporting "+strings.Join(cluster.Names(infos), ", "), "Merged "+strings.Join(cluster.Names(infos), ", ")+" into "+target, func() error {
 		return refreshKubeconfigs(ctx, s, infos, owner, func(string) bool { return true })
 	})
 }
@@ -106,7 +97,7 @@ func MergeKubeconfigs(ctx context.Context, e *Env, names []string, dryRun bool) 
 // refreshKubeconfigs exports clusters (one guest round trip for all),
 // writes their files and merges into the user's kubeconfig those merge
 // says to.
-func refreshKubeconfigs(ctx context.Context, s *Session, infos []cluster.Info, owner kubeconfig.Owner, merge func(name string) bool) error {
+func refreshKubeconfigs(ctx context.Context, s *session.Session, infos []cluster.Info, owner kubeconfig.Owner, merge func(name string) bool) error {
 	var names []string
 	for _, c := range infos {
 		if c.Slot == 0 {
@@ -126,7 +117,7 @@ func refreshKubeconfigs(ctx context.Context, s *Session, infos []cluster.Info, o
 		return err
 	}
 	exports := guest.ParseExports(string(res.Stdout))
-	target := s.kubeconfigTarget()
+	target := s.KubeconfigTarget()
 	var errs []error
 	for _, c := range infos {
 		ex, ok := exports[c.Name]
@@ -134,7 +125,7 @@ func refreshKubeconfigs(ctx context.Context, s *Session, infos []cluster.Info, o
 			errs = append(errs, fmt.Errorf("kind printed no kubeconfig for %s", c.Name))
 			continue
 		}
-		kc, err := kubeconfig.FromKind(ex.Kubeconfig, ex.Cert, c.Name, s.clusterServer(c), owner.Home)
+		kc, err := kubeconfig.FromKind(ex.Kubeconfig, ex.Cert, c.Name, s.ClusterServer(c), owner.Home)
 		var path string
 		if err == nil {
 			path, err = s.Paths.Kubeconfig(c.Name)
@@ -155,8 +146,8 @@ func refreshKubeconfigs(ctx context.Context, s *Session, infos []cluster.Info, o
 // RemoveKubeconfigs drops the entries of names from the user's kubeconfig;
 // the clusters' own files stay. Only entries marina wrote are removed: the
 // user's own of the same name stay, and are an error.
-func RemoveKubeconfigs(e *Env, names []string) error {
-	target := e.kubeconfigTarget()
+func RemoveKubeconfigs(e *session.Env, names []string) error {
+	target := e.KubeconfigTarget()
 	for _, n := range names {
 		if err := cluster.CheckName(n); err != nil {
 			return err
@@ -164,7 +155,7 @@ func RemoveKubeconfigs(e *Env, names []string) error {
 	}
 	var errs []error
 	for _, n := range names {
-		r, err := kubeconfig.Remove(target, n, e.kubeOwner(true))
+		r, err := kubeconfig.Remove(target, n, e.KubeOwner(true))
 		switch {
 		case err != nil:
 			errs = append(errs, err)
@@ -184,12 +175,12 @@ func RemoveKubeconfigs(e *Env, names []string) error {
 }
 
 // UseKubeconfig makes name the current context of the user's kubeconfig.
-func UseKubeconfig(e *Env, name string) error {
+func UseKubeconfig(e *session.Env, name string) error {
 	if err := cluster.CheckName(name); err != nil {
 		return err
 	}
-	target := e.kubeconfigTarget()
-	ok, err := kubeconfig.Has(target, name, e.kubeOwner(true))
+	target := e.KubeconfigTarget()
+	ok, err := kubeconfig.Has(target, name, e.KubeOwner(true))
 	if err != nil {
 		return err
 	}
@@ -208,7 +199,7 @@ func UseKubeconfig(e *Env, name string) error {
 // never move). Each cluster is judged by the address it was created with,
 // not by the config's mode now. It lists the clusters into s only when
 // there is a kubeconfig to look at.
-func staleAfterMove(ctx context.Context, s *Session, o *observed) ([]cluster.Info, error) {
+func staleAfterMove(ctx context.Context, s *session.Session, o *observed) ([]cluster.Info, error) {
 	if o.dockerErr != nil || o.guestErr != nil {
 		return nil, nil
 	}
@@ -217,7 +208,7 @@ func staleAfterMove(ctx context.Context, s *Session, o *observed) ([]cluster.Inf
 	}
 	s.Lima0 = o.guest.Lima0.Addr()
 	var err error
-	if s.Clusters, err = s.listClusters(ctx); err != nil {
+	if s.Clusters, err = s.ListClusters(ctx); err != nil {
 		return nil, err
 	}
 	var out []cluster.Info
@@ -226,12 +217,12 @@ func staleAfterMove(ctx context.Context, s *Session, o *observed) ([]cluster.Inf
 			continue
 		}
 		path, err := s.Paths.Kubeconfig(c.Name)
-		if err != nil || !kubeconfig.Stale(path, c.Name, s.clusterServer(c)) {
+		if err != nil || !kubeconfig.Stale(path, c.Name, s.ClusterServer(c)) {
 			continue
 		}
 		// Only this home's own file follows its VM: ~/.kube/marina is
 		// shared, and this VM's word names no other home's cluster.
-		if err := kubeconfig.CheckFile(path, c.Name, s.kubeOwner(false)); err != nil {
+		if err := kubeconfig.CheckFile(path, c.Name, s.KubeOwner(false)); err != nil {
 			s.UI.Warnf("%v", err)
 			continue
 		}
@@ -241,7 +232,7 @@ func staleAfterMove(ctx context.Context, s *Session, o *observed) ([]cluster.Inf
 }
 
 // followStep is the plan line of followLima0.
-func followStep(s *Session, stale []cluster.Info) Step {
+func followStep(s *session.Session, stale []cluster.Info) Step {
 	return Step{Do: "export the kubeconfigs of " + strings.Join(cluster.Names(stale), ", ") + " again with the API servers at " + s.Lima0.String(), Reason: "lima0's address changed"}
 }
 
@@ -249,15 +240,15 @@ func followStep(s *Session, stale []cluster.Info) Step {
 // address, so that `marina up` after a vzNAT address change leaves every
 // cluster reachable. Entries are merged again only into a kubeconfig that
 // has them already.
-func followLima0(ctx context.Context, s *Session, stale []cluster.Info) error {
+func followLima0(ctx context.Context, s *session.Session, stale []cluster.Info) error {
 	if len(stale) == 0 {
 		return nil
 	}
 	names := cluster.Names(stale)
-	target := s.kubeconfigTarget()
-	return s.step("Pointing the kubeconfigs of "+strings.Join(names, ", ")+" at "+s.Lima0.String(), "", func() error {
-		return refreshKubeconfigs(ctx, s, stale, s.kubeOwner(false), func(n string) bool {
-			ok, err := kubeconfig.Has(target, n, s.kubeOwner(false))
+	target := s.KubeconfigTarget()
+	return s.Step("Pointing the kubeconfigs of "+strings.Join(names, ", ")+" at "+s.Lima0.String(), "", func() error {
+		return refreshKubeconfigs(ctx, s, stale, s.KubeOwner(false), func(n string) bool {
+			ok, err := kubeconfig.Has(target, n, s.KubeOwner(false))
 			return err == nil && ok
 		})
 	})

@@ -30,6 +30,7 @@ import (
 	"github.com/bcollard/marina/internal/kube"
 	"github.com/bcollard/marina/internal/kubeconfig"
 	"github.com/bcollard/marina/internal/migrate"
+	"github.com/bcollard/marina/internal/session"
 	"github.com/bcollard/marina/internal/slot"
 	"github.com/bcollard/marina/internal/ui"
 	"github.com/bcollard/marina/internal/vm"
@@ -105,7 +106,7 @@ const (
 // migration is everything migrate observed, read-only, and the steps it
 // plans from it.
 type migration struct {
-	e     *Env
+	e     *session.Env
 	k     migrate.Klimax
 	j     *journal
 	conv  migrate.Converted
@@ -138,7 +139,7 @@ func (m *migration) add(do, why string, run func(ctx context.Context) error) {
 // is kept under ~/.klimax, and ~/.klimax itself stays until --cleanup.
 // A second run after a success plans nothing; a run stopped anywhere
 // completes when run again.
-func Migrate(ctx context.Context, e *Env, o MigrateOptions) error {
+func Migrate(ctx context.Context, e *session.Env, o MigrateOptions) error {
 	k := migrate.Locate(e.Paths.Home)
 	j, err := readJournal(e.Paths)
 	if err != nil {
@@ -348,7 +349,7 @@ func (m *migration) planExport() {
 		why += "; klimax's VM is stopped, so only their names and slots are known"
 	}
 	m.add("write "+out+": a Fleet of klimax's clusters "+strings.Join(names, ", "), why, func(ctx context.Context) error {
-		return e.step("Writing "+out, "", func() error { return m.export(ctx, names, out) })
+		return e.Step("Writing "+out, "", func() error { return m.export(ctx, names, out) })
 	})
 }
 
@@ -367,7 +368,7 @@ func (m *migration) export(ctx context.Context, names []string, out string) erro
 		if err != nil {
 			return err
 		}
-		kc, err := kubeconfig.FromKlimax(data, n, e.kubeOwner(false).Home)
+		kc, err := kubeconfig.FromKlimax(data, n, e.KubeOwner(false).Home)
 		if err != nil {
 			e.UI.Warnf("%s is left out of the Fleet: %v", n, err)
 			continue
@@ -397,7 +398,7 @@ func (m *migration) export(ctx context.Context, names []string, out string) erro
 // readCluster fills c from its nodes: the control plane's version, region,
 // zone and the user's labels, and the number of workers.
 func (m *migration) readCluster(ctx context.Context, kc []byte, c *migrate.Cluster) error {
-	k, err := m.e.deps.Kube(kc, 10*time.Second)
+	k, err := m.e.Deps.Kube(kc, 10*time.Second)
 	if err != nil {
 		return err
 	}
@@ -446,7 +447,7 @@ func (m *migration) planConfig(there bool) {
 	m.add("write "+e.Paths.Config+" (0600) from "+src, "", func(ctx context.Context) error {
 		// The config goes first and the journal with it: every later
 		// step reads it, and a rerun must know it is migrate's.
-		if err := e.step("Writing "+e.Paths.Config, "", func() error {
+		if err := e.Step("Writing "+e.Paths.Config, "", func() error {
 			return fileutil.WriteAtomic(e.Paths.Config, m.conv.Data, 0o600)
 		}); err != nil {
 			return err
@@ -488,7 +489,7 @@ func (m *migration) planCaches(vmStopped bool) {
 		src := filepath.Join(k.Cache(), d)
 		m.add("move the "+d+" mirror's cache "+src+" to "+dst, "copied and verified first when the two are on different file systems", func(ctx context.Context) error {
 			var how string
-			err := e.step("Moving the "+d+" cache", "", func() error {
+			err := e.Step("Moving the "+d+" cache", "", func() error {
 				var err error
 				how, err = mv.Move(src, dst)
 				return err
@@ -509,7 +510,7 @@ func (m *migration) klimaxRunning() bool {
 }
 
 func (m *migration) klimaxInstance(ctx context.Context) (*vm.Instance, error) {
-	l, err := m.e.deps.VMAt(m.k.Dir)
+	l, err := m.e.Deps.VMAt(m.k.Dir)
 	if err != nil {
 		return nil, err
 	}
@@ -530,7 +531,7 @@ func (m *migration) planAdoption(ctx context.Context, skill []byte) error {
 	kdir, _ := k.Instance(name)
 	moved := !fileExists(kdir) && fileExists(files.InstanceDir)
 	if !moved {
-		kl, err := e.deps.VMAt(k.Dir)
+		kl, err := e.Deps.VMAt(k.Dir)
 		if err != nil {
 			return err
 		}
@@ -544,7 +545,7 @@ func (m *migration) planAdoption(ctx context.Context, skill []byte) error {
 				if err := m.recordEndpoints(ctx, files.DockerSocket); err != nil {
 					return err
 				}
-				return e.step("Stopping klimax's VM "+name, "", func() error {
+				return e.Step("Stopping klimax's VM "+name, "", func() error {
 					if err := kl.Stop(ctx, name); err != nil {
 						return err
 					}
@@ -563,10 +564,10 @@ func (m *migration) planAdoption(ctx context.Context, skill []byte) error {
 	m.planCaches(true)
 	if !moved {
 		m.add(fmt.Sprintf("move the VM's Lima instance %s to %s, and copy Lima's SSH key to %s", kdir, files.InstanceDir, filepath.Join(e.Paths.LimaHome(), "_config")), "", func(ctx context.Context) error {
-			return e.step("Moving VM "+name+" into marina's Lima", "", func() error { return m.moveInstance(kdir, files.InstanceDir) })
+			return e.Step("Moving VM "+name+" into marina's Lima", "", func() error { return m.moveInstance(kdir, files.InstanceDir) })
 		})
 	}
-	tmpl, err := e.template(m.conv.Config)
+	tmpl, err := template(e, m.conv.Config)
 	if err != nil {
 		return err
 	}
@@ -658,13 +659,13 @@ func (m *migration) replaceLimaYAML(path string, tmpl []byte) error {
 }
 
 // session opens marina's view of the adopted VM.
-func (m *migration) session(ctx context.Context, need Needs) (*Session, error) {
-	need.Config = strict
-	return Open(ctx, m.e, need)
+func (m *migration) session(ctx context.Context, need session.Needs) (*session.Session, error) {
+	need.Config = session.Strict
+	return session.Open(ctx, m.e, need)
 }
 
 func (m *migration) start(ctx context.Context) error {
-	s, err := m.session(ctx, Needs{})
+	s, err := m.session(ctx, session.Needs{})
 	if err != nil {
 		return err
 	}
@@ -677,7 +678,7 @@ func (m *migration) start(ctx context.Context) error {
 	if err := makeCacheFolder(s.Config, s.Paths); err != nil {
 		return err
 	}
-	if err := s.step("Starting VM "+s.Name+" as marina's", "", func() error { return s.VM.Start(ctx, s.Name, vm.Edits{}) }); err != nil {
+	if err := s.Step("Starting VM "+s.Name+" as marina's", "", func() error { return s.VM.Start(ctx, s.Name, vm.Edits{}) }); err != nil {
 		return err
 	}
 	s.Instance, err = s.VM.Get(ctx, s.Name)
@@ -685,7 +686,7 @@ func (m *migration) start(ctx context.Context) error {
 		return err
 	}
 	if s.Docker == nil {
-		if s.Docker, err = s.deps.Docker(s.socket()); err != nil {
+		if s.Docker, err = s.Deps.Docker(s.Socket()); err != nil {
 			return err
 		}
 	}
@@ -694,7 +695,7 @@ func (m *migration) start(ctx context.Context) error {
 }
 
 func (m *migration) cleanGuest(ctx context.Context) error {
-	s, err := m.session(ctx, Needs{Running: true})
+	s, err := m.session(ctx, session.Needs{Running: true})
 	if err != nil {
 		return err
 	}
@@ -716,7 +717,7 @@ func (m *migration) cleanGuest(ctx context.Context) error {
 		return err
 	}
 	var out vm.Result
-	err = s.step("Taking klimax's networking out of the VM", "", func() error {
+	err = s.Step("Taking klimax's networking out of the VM", "", func() error {
 		out, err = s.Guest.Run(ctx, vm.Script{Name: "remove klimax's networking", Body: script, Root: true})
 		return err
 	})
@@ -734,7 +735,7 @@ func (m *migration) cleanGuest(ctx context.Context) error {
 // removeMirrors removes klimax's mirror containers: named as a mirror of
 // klimax's config, running registry:2, with none of marina's labels.
 func (m *migration) removeMirrors(ctx context.Context) error {
-	s, err := m.session(ctx, Needs{Running: true})
+	s, err := m.session(ctx, session.Needs{Running: true})
 	if err != nil {
 		return err
 	}
@@ -754,7 +755,7 @@ func (m *migration) removeMirrors(ctx context.Context) error {
 		if c == nil || !klimaxMirror(*c) {
 			continue
 		}
-		if err := s.step("Removing klimax's mirror container "+c.Name, "", func() error { return s.Docker.Remove(ctx, c.ID) }); err != nil {
+		if err := s.Step("Removing klimax's mirror container "+c.Name, "", func() error { return s.Docker.Remove(ctx, c.ID) }); err != nil {
 			return err
 		}
 	}
@@ -778,7 +779,7 @@ func klimaxMirror(c docker.Container) bool {
 // a container that is stopped by the VM's restart would otherwise lose.
 // Docker's socket is klimax's (~/.<vm>.docker.sock, as marina's is).
 func (m *migration) recordEndpoints(ctx context.Context, sock string) error {
-	d, err := m.e.deps.Docker(sock)
+	d, err := m.e.Deps.Docker(sock)
 	if err == nil {
 		defer d.Close()
 		var eps []docker.Endpoint
@@ -797,7 +798,7 @@ func (m *migration) recordEndpoints(ctx context.Context, sock string) error {
 // on it are recorded in the journal first, so that a run stopped halfway
 // reconnects them with their own addresses when run again.
 func (m *migration) convertNetwork(ctx context.Context) error {
-	s, err := m.session(ctx, Needs{Running: true})
+	s, err := m.session(ctx, session.Needs{Running: true})
 	if err != nil {
 		return err
 	}
@@ -823,7 +824,7 @@ func (m *migration) convertNetwork(ctx context.Context) error {
 			return err
 		}
 	}
-	err = s.step(fmt.Sprintf("Converting the Docker network %s (%s)", spec.Name, plural(len(m.j.Endpoints), "container")), "", func() error {
+	err = s.Step(fmt.Sprintf("Converting the Docker network %s (%s)", spec.Name, ui.Plural(len(m.j.Endpoints), "container")), "", func() error {
 		return s.Docker.Reattach(ctx, spec, m.j.Endpoints, func(l string) { s.UI.Debugf("network: %s", l) })
 	})
 	if err != nil {
@@ -872,15 +873,15 @@ func (m *migration) kubeconfig(name, target string) error {
 		return err
 	}
 	if !fileExists(dst) {
-		kc, err := kubeconfig.FromKlimax(data, name, e.kubeOwner(false).Home)
+		kc, err := kubeconfig.FromKlimax(data, name, e.KubeOwner(false).Home)
 		if err != nil {
 			return fmt.Errorf("%s: %w", src, err)
 		}
-		if err := kubeconfig.WriteFile(dst, name, kc, e.kubeOwner(false)); err != nil {
+		if err := kubeconfig.WriteFile(dst, name, kc, e.KubeOwner(false)); err != nil {
 			return err
 		}
 	}
-	adopted, err := kubeconfig.Adopt(target, name, data, false, e.kubeOwner(false).Home)
+	adopted, err := kubeconfig.Adopt(target, name, data, false, e.KubeOwner(false).Home)
 	var own *kubeconfig.ForeignError
 	if errors.As(err, &own) {
 		e.UI.Warnf("%v", err) // the user's own entries: left alone
@@ -903,7 +904,7 @@ func (m *migration) up(ctx context.Context) error {
 // relabel gives the nodes of every cluster that klimax labelled marina's
 // labels instead.
 func (m *migration) relabel(ctx context.Context) error {
-	s, err := m.session(ctx, Needs{Running: true, Clusters: true})
+	s, err := m.session(ctx, session.Needs{Running: true, Clusters: true})
 	if err != nil {
 		return err
 	}
@@ -915,7 +916,7 @@ func (m *migration) relabel(ctx context.Context) error {
 			skipped = true
 			continue
 		}
-		kc, err := s.kube(c.Name, 20*time.Second)
+		kc, err := s.Kube(c.Name, 20*time.Second)
 		if err != nil {
 			return err
 		}
@@ -943,7 +944,7 @@ func (m *migration) relabel(ctx context.Context) error {
 		if len(set) == 0 {
 			continue
 		}
-		if err := s.step("Relabelling the nodes of "+c.Name, "", func() error { return kc.LabelNodes(ctx, set, remove) }); err != nil {
+		if err := s.Step("Relabelling the nodes of "+c.Name, "", func() error { return kc.LabelNodes(ctx, set, remove) }); err != nil {
 			return err
 		}
 	}
@@ -965,7 +966,7 @@ const klimaxFleetLabel = "klimax.dev/fleet"
 // own table must agree (S3): the route goes out on a vzNAT bridge
 // (bridgeN, never a tunnel), and lima0 is directly on that bridge.
 func (m *migration) adoptRoute(ctx context.Context) error {
-	s, err := m.session(ctx, Needs{Running: true, Lima0: true})
+	s, err := m.session(ctx, session.Needs{Running: true, Lima0: true})
 	if err != nil {
 		return err
 	}
@@ -1165,7 +1166,7 @@ func device(p string) (uint64, bool) {
 
 // KlimaxNotice says, once per command, how to bring a klimax installation
 // over when there is one and no marina config yet.
-func (e *Env) KlimaxNotice() {
+func KlimaxNotice(e *session.Env) {
 	if fileExists(e.Paths.Config) || !migrate.Found(e.Paths.Home) {
 		return
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/bcollard/marina/internal/guest"
 	"github.com/bcollard/marina/internal/host"
 	"github.com/bcollard/marina/internal/kubeconfig"
+	"github.com/bcollard/marina/internal/session"
 	"github.com/bcollard/marina/internal/vm"
 )
 
@@ -62,7 +63,7 @@ func klimaxFixture(t *testing.T) *fixture {
 	home := f.env["HOME"]
 	kdir := filepath.Join(home, ".klimax")
 	status := vm.StatusRunning
-	f.e.deps.VMAt = func(limaHome string) (VM, error) {
+	f.e.Deps.VMAt = func(limaHome string) (session.VM, error) {
 		if limaHome != kdir {
 			t.Fatalf("VMAt(%s), want klimax's %s", limaHome, kdir)
 		}
@@ -205,7 +206,7 @@ func migrated(t *testing.T, f *fixture) {
 	if b, err := os.ReadFile(filepath.Join(inst, "diffdisk")); err != nil || string(b) != "the VM's disk" {
 		t.Errorf("the VM's disk did not come over: %q %v", b, err)
 	}
-	want, err := f.e.template(cfg)
+	want, err := template(f.e, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -228,7 +229,7 @@ func migrated(t *testing.T, f *fixture) {
 	if _, err := kubeconfig.ReadFile(kcPath, "dev"); err != nil {
 		t.Errorf("marina's kubeconfig of dev: %v", err)
 	}
-	if ok, err := kubeconfig.Has(f.kubeconfigFile(), "dev", f.e.kubeOwner(false)); err != nil || !ok {
+	if ok, err := kubeconfig.Has(f.kubeconfigFile(), "dev", f.e.KubeOwner(false)); err != nil || !ok {
 		t.Errorf("the merged entries of dev are not marina's: %v %v", ok, err)
 	}
 	if cur, _ := kubeconfig.Current(f.kubeconfigFile()); cur != "mine" {
@@ -661,7 +662,7 @@ func TestMigrateLeavesAVPNRouteUnrecorded(t *testing.T) {
 // back on the next run.
 func TestMigrateResumesAHalfConvertedNetwork(t *testing.T) {
 	f := klimaxFixture(t)
-	kl, err := f.e.deps.VMAt(filepath.Join(f.env["HOME"], ".klimax"))
+	kl, err := f.e.Deps.VMAt(filepath.Join(f.env["HOME"], ".klimax"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/bcollard/marina/internal/guest"
 	"github.com/bcollard/marina/internal/host"
 	"github.com/bcollard/marina/internal/registry"
+	"github.com/bcollard/marina/internal/session"
 	"github.com/bcollard/marina/internal/vm"
 )
 
@@ -60,13 +61,13 @@ type observeOpts struct {
 // observe looks at the running VM name and at the host's route to cidr.
 // dockerWait is how long Docker may take to answer (a VM that just booted);
 // 0 asks once.
-func observe(ctx context.Context, s *Session, cidr netip.Prefix, dockerWait time.Duration) *observed {
+func observe(ctx context.Context, s *session.Session, cidr netip.Prefix, dockerWait time.Duration) *observed {
 	return observeWith(ctx, s, cidr, observeOpts{wait: dockerWait})
 }
 
 // observeWith is observe, reading what opts asks for as well at the same
 // time: still one guest round trip.
-func observeWith(ctx context.Context, s *Session, cidr netip.Prefix, opts observeOpts) *observed {
+func observeWith(ctx context.Context, s *session.Session, cidr netip.Prefix, opts observeOpts) *observed {
 	o := &observed{}
 	dockerWait := opts.wait
 	// A guest that cannot be reached fails up's observation whatever Docker
@@ -111,7 +112,7 @@ func observeWith(ctx context.Context, s *Session, cidr netip.Prefix, opts observ
 		dw.Go(func() { o.mirrors, mirErr = dc.ListLabeled(ctx, registry.LabelMirror) })
 		dw.Go(func() { o.dns, dnsErr = dc.ListLabeled(ctx, dns.LabelRole) })
 		if opts.clusters {
-			dw.Go(func() { o.clusters, o.clustersErr = s.listClusters(ctx) })
+			dw.Go(func() { o.clusters, o.clustersErr = s.ListClusters(ctx) })
 		}
 		dw.Wait()
 		o.dockerErr = errors.Join(netErr, mirErr, dnsErr)
@@ -138,7 +139,7 @@ const guestRetry = time.Second
 // just booted), a connection that may pass (refused: sshd starting) is
 // tried again until the wait is over; one that cannot (sshd refuses the
 // key) is reported at once.
-func observeGuest(ctx context.Context, s *Session, opts observeOpts) (guest.State, error) {
+func observeGuest(ctx context.Context, s *session.Session, opts observeOpts) (guest.State, error) {
 	deadline := time.Now().Add(opts.wait)
 	for {
 		var st guest.State

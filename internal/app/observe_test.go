@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/bcollard/marina/internal/session"
 	"github.com/bcollard/marina/internal/vm"
 )
 
@@ -50,8 +51,8 @@ func TestUpRetriesARefusedSSHConnection(t *testing.T) {
 func TestNoConfigIsNoVM(t *testing.T) {
 	f := newFixture(t)
 	_, err := ListClusters(context.Background(), f.e, "")
-	exit, ok := errors.AsType[*ExitError](err)
-	if !ok || exit.Code != ExitNotRunning || !strings.Contains(err.Error(), "marina up") {
+	exit, ok := errors.AsType[*session.ExitError](err)
+	if !ok || exit.Code != session.ExitNotRunning || !strings.Contains(err.Error(), "marina up") {
 		t.Fatalf("ListClusters without a config = %v", err)
 	}
 }

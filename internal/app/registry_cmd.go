@@ -11,6 +11,7 @@ import (
 	"github.com/bcollard/marina/internal/docker"
 	"github.com/bcollard/marina/internal/guest"
 	"github.com/bcollard/marina/internal/registry"
+	"github.com/bcollard/marina/internal/session"
 	"github.com/bcollard/marina/internal/ui"
 	"github.com/bcollard/marina/internal/vm"
 )
@@ -34,8 +35,8 @@ type MirrorStatus struct {
 
 // ListMirrors reports every configured mirror and any stray mirror
 // container.
-func ListMirrors(ctx context.Context, e *Env) ([]MirrorStatus, error) {
-	s, err := Open(ctx, e, Needs{Config: strict})
+func ListMirrors(ctx context.Context, e *session.Env) ([]MirrorStatus, error) {
+	s, err := session.Open(ctx, e, session.Needs{Config: session.Strict})
 	if err != nil {
 		return nil, err
 	}
@@ -80,7 +81,7 @@ func ListMirrors(ctx context.Context, e *Env) ([]MirrorStatus, error) {
 
 // cacheSizes fills each row's cache folder and its size: read on the Mac
 // for host storage, with one guest round trip for guest storage.
-func cacheSizes(ctx context.Context, s *Session, rows []MirrorStatus) error {
+func cacheSizes(ctx context.Context, s *session.Session, rows []MirrorStatus) error {
 	if s.Config.Registries.CacheStorage == config.CacheHost {
 		cache := registry.HostCache{Root: s.Paths.RegistryCache()}
 		for i := range rows {
@@ -148,8 +149,8 @@ type CleanCacheOptions struct {
 // CleanCache empties the caches of the named mirrors (all when none is
 // named). A running mirror is removed first and started again afterwards,
 // empty — also when emptying failed, so that no mirror is left stopped.
-func CleanCache(ctx context.Context, e *Env, names []string, opts CleanCacheOptions) error {
-	s, err := Open(ctx, e, Needs{Config: strict})
+func CleanCache(ctx context.Context, e *session.Env, names []string, opts CleanCacheOptions) error {
+	s, err := session.Open(ctx, e, session.Needs{Config: session.Strict})
 	if err != nil {
 		return err
 	}
@@ -170,7 +171,7 @@ func CleanCache(ctx context.Context, e *Env, names []string, opts CleanCacheOpti
 	}
 	onHost := cfg.Registries.CacheStorage == config.CacheHost
 	if !s.Running() && !onHost {
-		return notRunning(s.Name, s.Instance)
+		return session.NotRunning(s.Name, s.Instance)
 	}
 	dirs, steps, err := cacheDirs(s, selected)
 	if err != nil {
@@ -194,7 +195,7 @@ func CleanCache(ctx context.Context, e *Env, names []string, opts CleanCacheOpti
 
 // cacheDirs are the folders to empty, each a plain child of the cache
 // root, with the plan's steps.
-func cacheDirs(s *Session, selected []config.Mirror) ([]string, []Step, error) {
+func cacheDirs(s *session.Session, selected []config.Mirror) ([]string, []Step, error) {
 	dirs := make([]string, len(selected))
 	var steps []Step
 	for i, m := range selected {
@@ -225,7 +226,7 @@ func cacheDirs(s *Session, selected []config.Mirror) ([]string, []Step, error) {
 
 // emptyCaches stops the selected mirrors that run, empties dirs, and
 // starts the mirrors again whatever emptying did.
-func emptyCaches(ctx context.Context, s *Session, selected []config.Mirror, dirs []string) error {
+func emptyCaches(ctx context.Context, s *session.Session, selected []config.Mirror, dirs []string) error {
 	e := s.Env
 	// A running mirror holds its files: it goes first and comes back after.
 	var start mirrorPlan
@@ -254,7 +255,7 @@ func emptyCaches(ctx context.Context, s *Session, selected []config.Mirror, dirs
 			return err
 		}
 	}
-	emptied := e.step(fmt.Sprintf("Emptying %s", plural(len(selected), "mirror cache")), "", func() error {
+	emptied := e.Step(fmt.Sprintf("Emptying %s", ui.Plural(len(selected), "mirror cache")), "", func() error {
 		if s.Config.Registries.CacheStorage == config.CacheHost {
 			cache := registry.HostCache{Root: s.Paths.RegistryCache()}
 			for _, m := range selected {
@@ -274,7 +275,7 @@ func emptyCaches(ctx context.Context, s *Session, selected []config.Mirror, dirs
 	if !s.Running() {
 		return emptied
 	}
-	started := e.step("Starting the mirrors again", "", func() error { return applyMirrors(ctx, s.Docker, start) })
+	started := e.Step("Starting the mirrors again", "", func() error { return applyMirrors(ctx, s.Docker, start) })
 	if started == nil {
 		e.SetLeftover("")
 	}

@@ -2,11 +2,13 @@ package app
 
 import (
 	"context"
+
+	"github.com/bcollard/marina/internal/session"
 )
 
 // Shell opens a shell in the VM, or runs args there.
-func Shell(ctx context.Context, e *Env, args []string) error {
-	s, err := Open(ctx, e, Needs{Config: vmOnly, Running: true})
+func Shell(ctx context.Context, e *session.Env, args []string) error {
+	s, err := session.Open(ctx, e, session.Needs{Config: session.VMOnly, Running: true})
 	if err != nil {
 		return err
 	}
@@ -16,7 +18,7 @@ func Shell(ctx context.Context, e *Env, args []string) error {
 		return err
 	}
 	if code != 0 {
-		return &ExitError{Code: code}
+		return &session.ExitError{Code: code}
 	}
 	return nil
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/bcollard/marina/internal/docker"
 	"github.com/bcollard/marina/internal/guest"
 	"github.com/bcollard/marina/internal/host"
+	"github.com/bcollard/marina/internal/session"
 	"github.com/bcollard/marina/internal/vm"
 )
 
@@ -168,15 +169,15 @@ func (d *DNSStatus) failing() []string {
 
 // GetStatus observes everything it can and never stops at the first
 // failure: each problem lands next to what was learned.
-func GetStatus(ctx context.Context, e *Env) (Status, error) {
+func GetStatus(ctx context.Context, e *session.Env) (Status, error) {
 	// The config's problems show in their own section, not as warnings.
-	ses, err := Open(ctx, e, Needs{Config: vmOnlyQuiet})
+	ses, err := session.Open(ctx, e, session.Needs{Config: session.VMOnlyQuiet})
 	if err != nil {
 		return Status{}, err
 	}
 	defer ses.Close()
 	file, in := ses.File, ses.Instance
-	s := Status{VM: VMStatus{Name: ses.Name, Status: NotCreated, DockerSocket: ses.socket()}}
+	s := Status{VM: VMStatus{Name: ses.Name, Status: NotCreated, DockerSocket: ses.Socket()}}
 	// The networking sections need the whole config; the VM section only
 	// its name, so that a broken config still shows the VM.
 	var cidr netip.Prefix
@@ -210,7 +211,7 @@ func GetStatus(ctx context.Context, e *Env) (Status, error) {
 	listed := make(chan struct{})
 	go func() {
 		defer close(listed)
-		clusters, clErr = ses.listClusters(ctx)
+		clusters, clErr = ses.ListClusters(ctx)
 	}()
 	o := observe(ctx, ses, cidr, 0)
 	<-listed
@@ -306,7 +307,7 @@ func dockerCause(err error) error {
 // route fills the host route section; o is the running VM's observation,
 // nil when the VM is not running (the route is then looked up here and
 // judged without a gateway to compare with).
-func (s *Status) route(ctx context.Context, ses *Session, cidr netip.Prefix, o *observed, made madeRecord) {
+func (s *Status) route(ctx context.Context, ses *session.Session, cidr netip.Prefix, o *observed, made madeRecord) {
 	if !cidr.IsValid() {
 		return
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/bcollard/marina/internal/dns"
 	"github.com/bcollard/marina/internal/host"
+	"github.com/bcollard/marina/internal/session"
 )
 
 // DNSStatus is the local DNS section (running VM, valid config).
@@ -42,7 +43,7 @@ type DNSLookupStatus struct {
 }
 
 // dnsSection fills s.DNS from the observation and one lookup.
-func (s *Status) dnsSection(ctx context.Context, ses *Session, o *observed, cidr netip.Prefix, made madeRecord) {
+func (s *Status) dnsSection(ctx context.Context, ses *session.Session, o *observed, cidr netip.Prefix, made madeRecord) {
 	cfg := ses.File.Config
 	etcd, server := dns.Addrs(cidr)
 	d := &DNSStatus{Domain: cfg.DNS.Domain}

@@ -14,6 +14,7 @@ import (
 	"github.com/bcollard/marina/internal/docker"
 	"github.com/bcollard/marina/internal/fileutil"
 	"github.com/bcollard/marina/internal/guest"
+	"github.com/bcollard/marina/internal/session"
 	"github.com/bcollard/marina/internal/vm"
 )
 
@@ -153,8 +154,8 @@ type UpOptions struct {
 
 // Up makes everything match the config: the VM (created or started), then
 // its networking (converge). A warm run on a running VM changes nothing.
-func Up(ctx context.Context, e *Env, opts UpOptions) error {
-	s, err := Open(ctx, e, Needs{Config: strictOrDefault})
+func Up(ctx context.Context, e *session.Env, opts UpOptions) error {
+	s, err := session.Open(ctx, e, session.Needs{Config: session.StrictOrDefault})
 	if err != nil {
 		return err
 	}
@@ -166,7 +167,7 @@ func Up(ctx context.Context, e *Env, opts UpOptions) error {
 	}
 	// Two marina homes with the same vm.name would share ~/.<name>.docker.sock:
 	// a socket that answers while this home's VM is not running is another's.
-	if sock := s.socket(); plan.VM != VMKeep && socketAnswers(sock) {
+	if sock := s.Socket(); plan.VM != VMKeep && socketAnswers(sock) {
 		return fmt.Errorf("%s is served by another VM (another MARINA_HOME with vm.name %s, or another tool): starting VM %s here would take it over; set another vm.name in %s, or stop that VM first", sock, s.Name, s.Name, e.Paths.Config)
 	}
 	if s.Instance != nil {
@@ -222,7 +223,7 @@ func Up(ctx context.Context, e *Env, opts UpOptions) error {
 
 // creationDrift warns about config settings Lima fixed when it created the
 // VM: they only apply to a new VM.
-func creationDrift(e *Env, cfg config.Config, in *vm.Instance) []string {
+func creationDrift(e *session.Env, cfg config.Config, in *vm.Instance) []string {
 	files, err := e.Paths.VM(in.Name)
 	if err != nil {
 		return nil
@@ -231,7 +232,7 @@ func creationDrift(e *Env, cfg config.Config, in *vm.Instance) []string {
 	if err != nil {
 		return nil
 	}
-	now, err := e.template(cfg)
+	now, err := template(e, cfg)
 	if err != nil {
 		return nil
 	}
@@ -245,11 +246,11 @@ func creationDrift(e *Env, cfg config.Config, in *vm.Instance) []string {
 
 // template is the Lima template for cfg, with the guest's provisioning
 // script.
-func (e *Env) template(cfg config.Config) ([]byte, error) {
+func template(e *session.Env, cfg config.Config) ([]byte, error) {
 	return vm.Template(vm.TemplateInput{Config: cfg, Paths: e.Paths, HostArch: e.HostArch, Provision: guest.Provision()})
 }
 
-func printPlan(e *Env, steps []Step, none string) {
+func printPlan(e *session.Env, steps []Step, none string) {
 	if len(steps) == 0 {
 		fmt.Fprintf(e.Stdout, "No changes: %s.\n", none)
 		return
@@ -260,10 +261,10 @@ func printPlan(e *Env, steps []Step, none string) {
 	}
 }
 
-func applyUp(ctx context.Context, s *Session, plan UpPlan) error {
+func applyUp(ctx context.Context, s *session.Session, plan UpPlan) error {
 	e, cfg, name, l := s.Env, s.Config, s.Name, s.VM
 	if plan.WriteConfig {
-		err := e.step("Writing the default config "+e.Paths.Config, "", func() error {
+		err := e.Step("Writing the default config "+e.Paths.Config, "", func() error {
 			_, err := config.WriteDefault(e.Paths.Config)
 			return err
 		})
@@ -291,22 +292,22 @@ func applyUp(ctx context.Context, s *Session, plan UpPlan) error {
 	var err error
 	if plan.VM == VMCreate {
 		var tmpl []byte
-		tmpl, err = e.template(cfg)
+		tmpl, err = template(e, cfg)
 		if err != nil {
 			return err
 		}
-		err = e.step(fmt.Sprintf("Creating VM %s (the first boot downloads Ubuntu and installs Docker: a few minutes)", name), "Created VM "+name, func() error {
+		err = e.Step(fmt.Sprintf("Creating VM %s (the first boot downloads Ubuntu and installs Docker: a few minutes)", name), "Created VM "+name, func() error {
 			return logs(l.Create(ctx, name, tmpl))
 		})
 	} else {
-		err = e.step("Starting VM "+name, "Started VM "+name, func() error { return logs(l.Start(ctx, name, plan.Edits)) })
+		err = e.Step("Starting VM "+name, "Started VM "+name, func() error { return logs(l.Start(ctx, name, plan.Edits)) })
 	}
 	if err != nil {
 		return err
 	}
 	// The VM runs now: its Docker can be reached.
 	if s.Docker == nil {
-		s.Docker, err = e.deps.Docker(s.socket())
+		s.Docker, err = e.Deps.Docker(s.Socket())
 	}
 	return err
 }

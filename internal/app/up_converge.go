@@ -14,6 +14,8 @@ import (
 	"github.com/bcollard/marina/internal/host"
 	"github.com/bcollard/marina/internal/registry"
 	"github.com/bcollard/marina/internal/run"
+	"github.com/bcollard/marina/internal/session"
+	"github.com/bcollard/marina/internal/ui"
 	"github.com/bcollard/marina/internal/vm"
 )
 
@@ -28,7 +30,7 @@ func kindNet(cidr netip.Prefix, mac netip.Addr) guest.Net {
 // the host route. It observes (one guest round trip), plans, and applies
 // only what differs, so a warm run changes nothing. With dryRun it prints
 // planned (the steps decided before it) and its own, and changes nothing.
-func converge(ctx context.Context, s *Session, planned []Step, dryRun bool) error {
+func converge(ctx context.Context, s *session.Session, planned []Step, dryRun bool) error {
 	e, cfg, name := s.Env, s.Config, s.Name
 	cidr := netip.MustParsePrefix(cfg.Network.CIDR) // validated
 	o, err := observeStep(ctx, s, cidr, dryRun)
@@ -75,7 +77,7 @@ func converge(ctx context.Context, s *Session, planned []Step, dryRun bool) erro
 // planFor plans converge from one observation, with the label key, the
 // record of what marina made on the host and the host's resolver file,
 // and warns about what on the host marina will not change.
-func planFor(s *Session, o *observed) (convergePlan, error) {
+func planFor(s *session.Session, o *observed) (convergePlan, error) {
 	e, cfg := s.Env, s.Config
 	key, err := loadLabelKey(e.Paths)
 	if err != nil {
@@ -108,7 +110,7 @@ func planFor(s *Session, o *observed) (convergePlan, error) {
 
 // observeStep observes the VM, its Docker and the host route (one guest
 // round trip), as a step of output unless dryRun.
-func observeStep(ctx context.Context, s *Session, cidr netip.Prefix, dryRun bool) (*observed, error) {
+func observeStep(ctx context.Context, s *session.Session, cidr netip.Prefix, dryRun bool) (*observed, error) {
 	e := s.Env
 	wait := 2 * time.Minute
 	if dryRun {
@@ -130,7 +132,7 @@ func observeStep(ctx context.Context, s *Session, cidr netip.Prefix, dryRun bool
 		e.UI.End(false)
 		return nil, err
 	}
-	e.UI.Relabel(fmt.Sprintf("VM address on lima0: %s (this host: %s); Docker %s answers on %s", o.guest.Lima0, o.mac, o.dockerVer, s.socket()))
+	e.UI.Relabel(fmt.Sprintf("VM address on lima0: %s (this host: %s); Docker %s answers on %s", o.guest.Lima0, o.mac, o.dockerVer, s.Socket()))
 	e.UI.End(true)
 	if all := o.guest.Lima0All; len(all) > 1 {
 		e.UI.Warnf("lima0 has %d IPv4 addresses (%v); marina uses %s", len(all), all, o.guest.Lima0)
@@ -158,7 +160,7 @@ type convergePlan struct {
 // what must change. It changes
 // nothing; it fails on what marina must not change (a foreign kind
 // network).
-func planConverge(cfg config.Config, o *observed, key labelKey, made *host.Made, h Host) (convergePlan, error) {
+func planConverge(cfg config.Config, o *observed, key labelKey, made *host.Made, h session.Host) (convergePlan, error) {
 	cidr := netip.MustParsePrefix(cfg.Network.CIDR)
 	lima0 := o.guest.Lima0
 	p := convergePlan{network: docker.KindNetworkSpec(cidr, guest.HostIf), net: kindNet(cidr, o.mac)}
@@ -212,10 +214,10 @@ func planConverge(cfg config.Config, o *observed, key labelKey, made *host.Made,
 // applyConverge carries p out: Docker first (the network the rest hangs
 // on), then everything for the guest in one round trip, then the mirror
 // containers, then the host route.
-func applyConverge(ctx context.Context, s *Session, p convergePlan) error {
+func applyConverge(ctx context.Context, s *session.Session, p convergePlan) error {
 	e := s.Env
 	if p.createNet {
-		err := e.step("Creating the Docker network "+p.network.Name+" ("+p.network.Subnet.String()+")", "", func() error {
+		err := e.Step("Creating the Docker network "+p.network.Name+" ("+p.network.Subnet.String()+")", "", func() error {
 			return s.Docker.CreateNetwork(ctx, p.network)
 		})
 		if err != nil {
@@ -224,7 +226,7 @@ func applyConverge(ctx context.Context, s *Session, p convergePlan) error {
 	}
 	// The containers go before their config files do (removeMirrors).
 	if len(p.mirrors.remove) > 0 {
-		err := e.step(fmt.Sprintf("Removing %s", plural(len(p.mirrors.remove), "mirror container")), "", func() error {
+		err := e.Step(fmt.Sprintf("Removing %s", ui.Plural(len(p.mirrors.remove), "mirror container")), "", func() error {
 			return removeMirrors(ctx, s.Docker, p.mirrors)
 		})
 		if err != nil {
@@ -239,7 +241,7 @@ func applyConverge(ctx context.Context, s *Session, p convergePlan) error {
 		if err := p.key.save(e.Paths); err != nil {
 			return err
 		}
-		err := e.step(fmt.Sprintf("Running %s", plural(len(p.mirrors.create), "registry mirror")), "", func() error {
+		err := e.Step(fmt.Sprintf("Running %s", ui.Plural(len(p.mirrors.create), "registry mirror")), "", func() error {
 			return runMirrors(ctx, s.Docker, p.mirrors)
 		})
 		if err != nil {
@@ -250,7 +252,7 @@ func applyConverge(ctx context.Context, s *Session, p convergePlan) error {
 		if err := p.key.save(e.Paths); err != nil {
 			return err
 		}
-		err := e.step(fmt.Sprintf("Running the local DNS (%d to start, %d to remove)", len(p.dns.create), len(p.dns.remove)), "", func() error {
+		err := e.Step(fmt.Sprintf("Running the local DNS (%d to start, %d to remove)", len(p.dns.create), len(p.dns.remove)), "", func() error {
 			return applyDNS(ctx, s.Docker, p.dns)
 		})
 		if err != nil {
@@ -263,7 +265,7 @@ func applyConverge(ctx context.Context, s *Session, p convergePlan) error {
 		}
 	}
 	if p.routeFix != nil {
-		err := e.step(fmt.Sprintf("Routing %s from this host via %s", p.route.Want, p.route.Via), "", func() error {
+		err := e.Step(fmt.Sprintf("Routing %s from this host via %s", p.route.Want, p.route.Via), "", func() error {
 			return s.Host.Privileged(ctx, p.routeFix)
 		})
 		if err != nil {
@@ -284,7 +286,7 @@ func applyConverge(ctx context.Context, s *Session, p convergePlan) error {
 
 // installGuest writes the routing rules and the mirror configs p needs
 // into the guest and applies them, in one round trip.
-func installGuest(ctx context.Context, s *Session, p convergePlan) error {
+func installGuest(ctx context.Context, s *session.Session, p convergePlan) error {
 	if !p.applyRules && !p.mirrors.writes && !p.dns.writes {
 		return nil
 	}
@@ -309,7 +311,7 @@ func installGuest(ctx context.Context, s *Session, p convergePlan) error {
 		what = append(what, "DNS server's Corefile")
 	}
 	parts := strings.Join(what, " and ")
-	return s.step("Installing the VM's "+parts, "", func() error {
+	return s.Step("Installing the VM's "+parts, "", func() error {
 		_, err := s.Guest.Run(ctx, vm.Script{Name: "install the VM's " + parts, Body: b.Script(), Root: true})
 		return err
 	})
@@ -345,8 +347,8 @@ func networkMismatch(vmName string, spec docker.NetworkSpec, have *docker.Networ
 // etcdUsers sets up the local DNS's etcd users, for every cluster the VM
 // has (one Docker call and one guest round trip), and turns its
 // authentication on.
-func etcdUsers(ctx context.Context, s *Session, key labelKey) error {
-	return s.step("Setting up the local DNS's etcd users", "", func() error {
+func etcdUsers(ctx context.Context, s *session.Session, key labelKey) error {
+	return s.Step("Setting up the local DNS's etcd users", "", func() error {
 		if err := key.save(s.Paths); err != nil {
 			return err
 		}
@@ -358,7 +360,7 @@ func etcdUsers(ctx context.Context, s *Session, key labelKey) error {
 			return fmt.Errorf("%s could not be read back (a marina bug)", s.Paths.LabelKey())
 		}
 		if s.Clusters == nil {
-			if s.Clusters, err = s.listClusters(ctx); err != nil {
+			if s.Clusters, err = s.ListClusters(ctx); err != nil {
 				return err
 			}
 		}

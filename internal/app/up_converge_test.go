@@ -12,6 +12,7 @@ import (
 	"github.com/bcollard/marina/internal/guest"
 	"github.com/bcollard/marina/internal/host"
 	"github.com/bcollard/marina/internal/run"
+	"github.com/bcollard/marina/internal/session"
 )
 
 // inPlace is an observation of a VM where everything is as marina leaves it.
@@ -49,7 +50,7 @@ func inPlace(t *testing.T, cfg config.Config, lima0 string) *observed {
 func TestPlanConverge(t *testing.T) {
 	cfg := config.Default()
 	cfg.Registries.Mirrors = []config.Mirror{}
-	e := &Env{Paths: config.Paths{Home: t.TempDir(), Dir: filepath.Join(t.TempDir(), ".marina")}}
+	e := &session.Env{Paths: config.Paths{Home: t.TempDir(), Dir: filepath.Join(t.TempDir(), ".marina")}}
 	// marina made the route through lima0's first address.
 	made, err := host.LoadMade(e.Paths.Routes(), hostOwn(cfg, true))
 	if err != nil {
@@ -95,7 +96,7 @@ func TestPlanConverge(t *testing.T) {
 			if c.change != nil {
 				c.change(o)
 			}
-			p, err := planConverge(cfg, o, labelKey{key: make([]byte, 32)}, made, macHost{host.New(run.Runner{}, false, nil, io.Discard)})
+			p, err := planConverge(cfg, o, labelKey{key: make([]byte, 32)}, made, fakeHost{real: host.New(run.Runner{}, false, nil, io.Discard)})
 			if c.err != "" {
 				if err == nil || !strings.Contains(err.Error(), c.err) {
 					t.Fatalf("error = %v, want %q", err, c.err)

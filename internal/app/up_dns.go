@@ -16,6 +16,7 @@ import (
 	"github.com/bcollard/marina/internal/guest"
 	"github.com/bcollard/marina/internal/host"
 	"github.com/bcollard/marina/internal/run"
+	"github.com/bcollard/marina/internal/session"
 )
 
 // dnsPlan is what up does to the local DNS: its two containers, the
@@ -126,7 +127,7 @@ func (p *dnsPlan) planResolver(paths config.Paths, domain string, r host.Resolve
 }
 
 // applyDNS (re)creates the DNS containers; the Corefile is in the VM.
-func applyDNS(ctx context.Context, dc Docker, p dnsPlan) error {
+func applyDNS(ctx context.Context, dc session.Docker, p dnsPlan) error {
 	for _, c := range p.remove {
 		if err := dc.Remove(ctx, c.ID); err != nil {
 			return err
@@ -155,9 +156,9 @@ func applyDNS(ctx context.Context, dc Docker, p dnsPlan) error {
 
 // applyResolver writes the resolver file through sudo (marina's copy
 // first), removes those of an older domain, and records both.
-func applyResolver(ctx context.Context, s *Session, p dnsPlan, made *host.Made) error {
+func applyResolver(ctx context.Context, s *session.Session, p dnsPlan, made *host.Made) error {
 	if p.fix != nil {
-		err := s.step("Sending names under "+filepath.Base(p.resolver.Path)+" to the local DNS ("+p.resolver.Path+")", "", func() error {
+		err := s.Step("Sending names under "+filepath.Base(p.resolver.Path)+" to the local DNS ("+p.resolver.Path+")", "", func() error {
 			if err := os.MkdirAll(filepath.Dir(p.src), 0o700); err != nil {
 				return err
 			}
@@ -180,9 +181,9 @@ func applyResolver(ctx context.Context, s *Session, p dnsPlan, made *host.Made) 
 }
 
 // removeResolvers runs the removals of resolver files and forgets them.
-func removeResolvers(ctx context.Context, s *Session, made *host.Made, rms []host.Removal) error {
+func removeResolvers(ctx context.Context, s *session.Session, made *host.Made, rms []host.Removal) error {
 	for _, r := range rms {
-		err := s.step("Removing "+r.Path, "", func() error {
+		err := s.Step("Removing "+r.Path, "", func() error {
 			if err := s.Host.Privileged(ctx, r.Argv); err != nil {
 				return err
 			}
@@ -249,7 +250,7 @@ func hostOwn(cfg config.Config, valid bool) host.Own {
 
 // loadOwnMade reads marina's record of what it made on the host, for
 // cfg, and says what in it is not marina's now (left alone).
-func loadOwnMade(s *Session, cfg config.Config, valid bool) (*host.Made, error) {
+func loadOwnMade(s *session.Session, cfg config.Config, valid bool) (*host.Made, error) {
 	made, err := host.LoadMade(s.Paths.Routes(), hostOwn(cfg, valid))
 	if err != nil {
 		return nil, err

@@ -7,6 +7,7 @@ import (
 
 	"github.com/bcollard/marina/internal/config"
 	"github.com/bcollard/marina/internal/guest"
+	"github.com/bcollard/marina/internal/session"
 )
 
 // warmFixture is a running VM that up has brought to the default config.
@@ -26,7 +27,11 @@ func warmFixture(t *testing.T) *fixture {
 // cluster, or the clusters there are; never on a dry run, and with no call
 // of its own.
 func TestUpEndsWithNextSteps(t *testing.T) {
-	sock := func(f *fixture) string { f.t.Helper(); s := &Session{Env: f.e, Name: "marina"}; return s.socket() }
+	sock := func(f *fixture) string {
+		f.t.Helper()
+		s := &session.Session{Env: f.e, Name: "marina"}
+		return s.Socket()
+	}
 	t.Run("no clusters", func(t *testing.T) {
 		f := warmFixture(t)
 		if err := Up(context.Background(), f.e, UpOptions{}); err != nil {

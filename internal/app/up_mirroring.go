@@ -18,6 +18,7 @@ import (
 	"github.com/bcollard/marina/internal/fileutil"
 	"github.com/bcollard/marina/internal/kube"
 	"github.com/bcollard/marina/internal/run"
+	"github.com/bcollard/marina/internal/session"
 	"github.com/bcollard/marina/internal/slot"
 	"github.com/bcollard/marina/internal/ui"
 	"github.com/bcollard/marina/internal/vm"
@@ -66,7 +67,7 @@ func vmMirrors(p config.Paths, name string) (bool, error) {
 
 // planMirroring compares the config's port mirroring with the VM's: nil
 // when they agree or there is no VM yet (a new VM gets the config's).
-func planMirroring(e *Env, cfg config.Config, in *vm.Instance) (*mirroringChange, error) {
+func planMirroring(e *session.Env, cfg config.Config, in *vm.Instance) (*mirroringChange, error) {
 	if in == nil {
 		return nil, nil
 	}
@@ -81,7 +82,7 @@ func planMirroring(e *Env, cfg config.Config, in *vm.Instance) (*mirroringChange
 	if have == want {
 		return nil, nil
 	}
-	tmpl, err := e.template(cfg)
+	tmpl, err := template(e, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -118,7 +119,7 @@ func strandedWarning(name string, m *mirroringChange, stranded []string) string 
   marina up                 (restarts the VM with mirroring off)
   marina cluster create NAME   (for each of them)
 or keep mirroring: set network.disablePortMirroring: false again`,
-		m.what(), plural(len(stranded), "cluster")+" ("+names+")", name, names)
+		m.what(), ui.Plural(len(stranded), "cluster")+" ("+names+")", name, names)
 }
 
 // restartForMirroring applies m to the running VM: after a confirmation
@@ -128,9 +129,9 @@ or keep mirroring: set network.disablePortMirroring: false again`,
 // dryRun it returns the step instead. It never strands a cluster: while
 // one would be, it only warns. resumed are the clusters started again,
 // whose API servers waitAPIs then waits for.
-func restartForMirroring(ctx context.Context, s *Session, m *mirroringChange, opts UpOptions) (step *Step, resumed []cluster.Info, err error) {
+func restartForMirroring(ctx context.Context, s *session.Session, m *mirroringChange, opts UpOptions) (step *Step, resumed []cluster.Info, err error) {
 	e, name := s.Env, s.Name
-	cs, err := s.listClusters(ctx)
+	cs, err := s.ListClusters(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -153,10 +154,10 @@ func restartForMirroring(ctx context.Context, s *Session, m *mirroringChange, op
 		}
 	}
 	ran := runningNodes(cs)
-	if err := s.restart(ctx, "Restarting VM "+name+" to "+m.what(), vm.Edits{Set: []string{m.edit}}, ran); err != nil {
+	if err := restart(ctx, s, "Restarting VM "+name+" to "+m.what(), vm.Edits{Set: []string{m.edit}}, ran); err != nil {
 		return nil, nil, err
 	}
-	resumed, err = s.resume(ctx, cs, ran)
+	resumed, err = resume(ctx, s, cs, ran)
 	return nil, resumed, err
 }
 
@@ -183,11 +184,11 @@ func startCommand(nodes map[string]string) string {
 // restarted the VM: Docker brings a kind node back after a restart only
 // when it did not stop cleanly. A node that was stopped before stays
 // stopped. It returns the clusters whose API server it brought back.
-func (s *Session) resume(ctx context.Context, before []cluster.Info, ran map[string]string) ([]cluster.Info, error) {
+func resume(ctx context.Context, s *session.Session, before []cluster.Info, ran map[string]string) ([]cluster.Info, error) {
 	if len(ran) == 0 {
 		return nil, nil
 	}
-	now, err := s.listClusters(ctx)
+	now, err := s.ListClusters(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -209,7 +210,7 @@ func (s *Session) resume(ctx context.Context, before []cluster.Info, ran map[str
 		return back, nil
 	}
 	names := strings.Join(cluster.Names(back), ", ")
-	return back, s.step("Starting the clusters that ran before: "+names, "", func() error {
+	return back, s.Step("Starting the clusters that ran before: "+names, "", func() error {
 		var errs []error
 		for _, n := range start {
 			if err := s.Docker.Start(ctx, n.ID); err != nil {
@@ -226,12 +227,12 @@ func (s *Session) resume(ctx context.Context, before []cluster.Info, ran map[str
 // waitAPIs waits a bounded time for the API servers of cs through their
 // own kubeconfigs, which converge has pointed at lima0's address now, so
 // that up ends with every restarted cluster answering.
-func waitAPIs(ctx context.Context, s *Session, cs []cluster.Info) error {
+func waitAPIs(ctx context.Context, s *session.Session, cs []cluster.Info) error {
 	if len(cs) == 0 {
 		return nil
 	}
 	names := strings.Join(cluster.Names(cs), ", ")
-	return s.step("Waiting for the API servers of "+names, "API servers of "+names+" answer", func() error {
+	return s.Step("Waiting for the API servers of "+names, "API servers of "+names+" answer", func() error {
 		var mu sync.Mutex
 		var errs []error
 		var wg sync.WaitGroup
@@ -249,8 +250,8 @@ func waitAPIs(ctx context.Context, s *Session, cs []cluster.Info) error {
 	})
 }
 
-func waitAPI(ctx context.Context, s *Session, name string) error {
-	k, err := s.kube(name, 5*time.Second)
+func waitAPI(ctx context.Context, s *session.Session, name string) error {
+	k, err := s.Kube(name, 5*time.Second)
 	if err != nil {
 		return err
 	}
@@ -277,7 +278,7 @@ const apiWait = 2 * time.Minute
 
 // restart stops the running VM and starts it with edits; the Docker
 // connection is made again over the new forwarded socket.
-func (s *Session) restart(ctx context.Context, label string, edits vm.Edits, nodes map[string]string) error {
+func restart(ctx context.Context, s *session.Session, label string, edits vm.Edits, nodes map[string]string) error {
 	e, name := s.Env, s.Name
 	if s.Docker != nil {
 		s.Docker.Close()
@@ -291,7 +292,7 @@ func (s *Session) restart(ctx context.Context, label string, edits vm.Edits, nod
 	}
 	e.SetLeftover(left)
 	defer e.SetLeftover("")
-	err := e.step(label, "Restarted VM "+name, func() error {
+	err := e.Step(label, "Restarted VM "+name, func() error {
 		// The folder Lima mounts may have been removed by hand since the
 		// VM started; the start would fail on it with the VM stopped.
 		if err := makeCacheFolder(s.Config, e.Paths); err != nil {
@@ -319,7 +320,7 @@ func (s *Session) restart(ctx context.Context, label string, edits vm.Edits, nod
 	if s.Instance, err = s.VM.Get(ctx, name); err != nil {
 		return err
 	}
-	s.Docker, err = e.deps.Docker(s.socket())
+	s.Docker, err = e.Deps.Docker(s.Socket())
 	return err
 }
 
@@ -327,7 +328,7 @@ func (s *Session) restart(ctx context.Context, label string, edits vm.Edits, nod
 // serve: a loopback-mode cluster (network.disablePortMirroring: false) on
 // a VM that does not mirror ports. The other way round works (a cluster
 // published on every address is reached on lima0).
-func checkMirroring(s *Session) error {
+func checkMirroring(s *session.Session) error {
 	if s.Config.Network.DisablePortMirroring || s.Instance == nil {
 		return nil
 	}

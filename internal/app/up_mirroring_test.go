@@ -23,7 +23,7 @@ func (f *fixture) madeWith(disable bool) string {
 	f.t.Helper()
 	cfg := config.Default()
 	cfg.Network.DisablePortMirroring = disable
-	b, err := f.e.template(cfg)
+	b, err := template(f.e, cfg)
 	if err != nil {
 		f.t.Fatal(err)
 	}

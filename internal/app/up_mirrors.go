@@ -13,6 +13,7 @@ import (
 	"github.com/bcollard/marina/internal/docker"
 	"github.com/bcollard/marina/internal/fileutil"
 	"github.com/bcollard/marina/internal/registry"
+	"github.com/bcollard/marina/internal/session"
 	"github.com/bcollard/marina/internal/vm"
 )
 
@@ -142,7 +143,7 @@ func (p mirrorPlan) steps() []Step {
 
 // applyMirrors removes and (re)creates containers; the config files are
 // already in the VM.
-func applyMirrors(ctx context.Context, dc Docker, p mirrorPlan) error {
+func applyMirrors(ctx context.Context, dc session.Docker, p mirrorPlan) error {
 	if err := removeMirrors(ctx, dc, p); err != nil {
 		return err
 	}
@@ -154,7 +155,7 @@ func applyMirrors(ctx context.Context, dc Docker, p mirrorPlan) error {
 // config file is gone (one whose upstream cannot be reached restarts
 // until it can) has Docker make a folder at the file's path (which
 // guest.RegistryApply then has to remove).
-func removeMirrors(ctx context.Context, dc Docker, p mirrorPlan) error {
+func removeMirrors(ctx context.Context, dc session.Docker, p mirrorPlan) error {
 	for _, c := range p.remove {
 		if err := dc.Remove(ctx, c.ID); err != nil {
 			return err
@@ -164,7 +165,7 @@ func removeMirrors(ctx context.Context, dc Docker, p mirrorPlan) error {
 }
 
 // runMirrors creates p's new and remade containers.
-func runMirrors(ctx context.Context, dc Docker, p mirrorPlan) error {
+func runMirrors(ctx context.Context, dc session.Docker, p mirrorPlan) error {
 	if len(p.create) == 0 {
 		return nil
 	}

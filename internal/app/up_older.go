@@ -10,6 +10,8 @@ import (
 	"github.com/bcollard/marina/internal/cluster"
 	"github.com/bcollard/marina/internal/dns"
 	"github.com/bcollard/marina/internal/guest"
+	"github.com/bcollard/marina/internal/session"
+	"github.com/bcollard/marina/internal/ui"
 	"github.com/bcollard/marina/internal/vm"
 )
 
@@ -19,7 +21,7 @@ import (
 // own. The kubeconfig files on this host say which clusters
 // there are; Docker is asked only when one of them has no such record, so
 // a warm up makes no extra call.
-func olderClusters(ctx context.Context, s *Session, o *observed) ([]cluster.Info, error) {
+func olderClusters(ctx context.Context, s *session.Session, o *observed) ([]cluster.Info, error) {
 	if o.dockerErr != nil || o.guestErr != nil {
 		return nil, nil
 	}
@@ -37,7 +39,7 @@ func olderClusters(ctx context.Context, s *Session, o *observed) ([]cluster.Info
 	}
 	if s.Clusters == nil {
 		var err error
-		if s.Clusters, err = s.listClusters(ctx); err != nil {
+		if s.Clusters, err = s.ListClusters(ctx); err != nil {
 			return nil, err
 		}
 	}
@@ -51,7 +53,7 @@ func olderClusters(ctx context.Context, s *Session, o *observed) ([]cluster.Info
 }
 
 // olderStep is the plan line of upgradeClusters.
-func olderStep(s *Session, older []cluster.Info) Step {
+func olderStep(s *session.Session, older []cluster.Info) Step {
 	return Step{Do: fmt.Sprintf("put %s on the local DNS: ExternalDNS %s, and CoreDNS forwarding %s", strings.Join(cluster.Names(older), ", "), dns.ExternalDNSVersion, s.Config.DNS.Domain),
 		Reason: "made before marina served " + s.Config.DNS.Domain}
 }
@@ -60,7 +62,7 @@ func olderStep(s *Session, older []cluster.Info) Step {
 // for all), installs ExternalDNS and the CoreDNS block in it, then records
 // it in the VM (one round trip for all), so that it is done once. A
 // cluster that fails is reported and left for the next up.
-func upgradeClusters(ctx context.Context, s *Session, older []cluster.Info, had map[string]guest.Addons) error {
+func upgradeClusters(ctx context.Context, s *session.Session, older []cluster.Info, had map[string]guest.Addons) error {
 	if len(older) == 0 {
 		return nil
 	}
@@ -82,7 +84,7 @@ func upgradeClusters(ctx context.Context, s *Session, older []cluster.Info, had 
 	if err != nil {
 		return err
 	}
-	err = s.step(fmt.Sprintf("Giving %s an etcd user of its own on the local DNS", plural(len(older), "cluster")), "", func() error {
+	err = s.Step(fmt.Sprintf("Giving %s an etcd user of its own on the local DNS", ui.Plural(len(older), "cluster")), "", func() error {
 		_, err := s.Guest.Run(ctx, vm.Script{Name: "add the clusters' etcd users", Body: "set -eu -o pipefail\n" + auth, Root: true})
 		return err
 	})
@@ -138,8 +140,8 @@ func oldZone(name, was, domain string) string {
 	return z
 }
 
-func upgradeCluster(ctx context.Context, s *Session, name string, etcd dns.Creds) error {
-	k, err := s.kube(name, 0)
+func upgradeCluster(ctx context.Context, s *session.Session, name string, etcd dns.Creds) error {
+	k, err := s.Kube(name, 0)
 	if err != nil {
 		return fmt.Errorf("%w (`marina kubeconfig merge %s` writes its kubeconfig again)", err, name)
 	}
@@ -151,7 +153,7 @@ func upgradeCluster(ctx context.Context, s *Session, name string, etcd dns.Creds
 		return err
 	}
 	for _, st := range dnsSteps(s, k, manifests{externalDNS: m, etcd: etcd}, DefaultWait) {
-		if err := s.step(name+": "+st.label, "", func() error { return st.fn(ctx) }); err != nil {
+		if err := s.Step(name+": "+st.label, "", func() error { return st.fn(ctx) }); err != nil {
 			return err
 		}
 	}
@@ -165,8 +167,8 @@ const APIReadyWait = 2 * time.Minute
 
 // apiReady waits for cluster name's API server to serve requests, as after
 // its node restarted with the VM.
-func apiReady(ctx context.Context, s *Session, name string, k Kube) error {
+func apiReady(ctx context.Context, s *session.Session, name string, k session.Kube) error {
 	ctx, cancel := context.WithTimeout(ctx, APIReadyWait)
 	defer cancel()
-	return s.step(name+": Waiting for its API server", "", func() error { return k.Ready(ctx) })
+	return s.Step(name+": Waiting for its API server", "", func() error { return k.Ready(ctx) })
 }

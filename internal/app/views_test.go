@@ -25,6 +25,7 @@ import (
 	"github.com/bcollard/marina/internal/docker"
 	"github.com/bcollard/marina/internal/golden"
 	"github.com/bcollard/marina/internal/registry"
+	"github.com/bcollard/marina/internal/session"
 	"github.com/bcollard/marina/internal/ui"
 	"github.com/bcollard/marina/internal/vm"
 )
@@ -321,12 +322,12 @@ func TestSelectors(t *testing.T) {
 		func(s string) error { _, err := ListDNS(ctx, f.e, s); return err },
 		func(s string) error { _, err := ListClusters(ctx, f.e, s); return err },
 	} {
-		if err := list("tier in (gold"); Code(err) != ExitUsage {
-			t.Errorf("a broken selector: %v (exit %d)", err, Code(err))
+		if err := list("tier in (gold"); session.Code(err) != session.ExitUsage {
+			t.Errorf("a broken selector: %v (exit %d)", err, session.Code(err))
 		}
 	}
 	f.fail["kube dev node-labels"] = errBoom
-	if rows, err := ListClusters(ctx, f.e, "team=net"); err == nil || Code(err) != ExitFailed || !strings.Contains(err.Error(), "cannot read its labels to match -l team=net") {
+	if rows, err := ListClusters(ctx, f.e, "team=net"); err == nil || session.Code(err) != session.ExitFailed || !strings.Contains(err.Error(), "cannot read its labels to match -l team=net") {
 		t.Errorf("labels unreadable: %v, %v", rows, err)
 	}
 }

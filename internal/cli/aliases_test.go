@@ -133,7 +133,7 @@ func TestShortConfigFlag(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, args := range [][]string{{"-c", cfg, "config", "show"}, {"config", "show", "-c", cfg}, {"config", "path", "-c=" + cfg}} {
-		out, errs, code := run(t, args...)
+		out, errs, code := runCLI(t, args...)
 		if code != 0 || !(strings.Contains(out, "cpus: 7") || strings.TrimSpace(out) == cfg) {
 			t.Errorf("marina %v: exit %d\n%s%s", args, code, out, errs)
 		}

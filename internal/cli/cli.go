@@ -19,6 +19,7 @@ import (
 	"github.com/bcollard/marina/internal/app"
 	"github.com/bcollard/marina/internal/config"
 	"github.com/bcollard/marina/internal/dns"
+	"github.com/bcollard/marina/internal/session"
 	"github.com/bcollard/marina/internal/ui"
 	"github.com/bcollard/marina/internal/version"
 )
@@ -50,7 +51,7 @@ func Main(args []string) int {
 		if env := r.env.Load(); env != nil && env.Leftover() != "" {
 			fmt.Fprintf(os.Stderr, "Left behind: %s\n", env.Leftover())
 		}
-		app.Abandon()
+		session.Abandon()
 		os.Exit(exitCode(s))
 	}()
 	code := r.run(ctx, args)
@@ -93,9 +94,9 @@ func (r *root) run(ctx context.Context, args []string) int {
 // can tell a usage error from a VM that is not running from a failure.
 func (r *root) exit(err error) int {
 	if err == nil {
-		return app.ExitOK
+		return session.ExitOK
 	}
-	if exit, ok := errors.AsType[*app.ExitError](err); ok {
+	if exit, ok := errors.AsType[*session.ExitError](err); ok {
 		// An ExitError without a message of its own follows output that
 		// said what went wrong (the shell's command, doctor's report).
 		if exit.Err != nil || error(exit) != err {
@@ -113,7 +114,7 @@ func (r *root) exit(err error) int {
 	}
 	// An error may quote what the VM, Docker or a cluster said.
 	fmt.Fprintf(r.stderr, "ERROR: %s\n", ui.CleanLines(err.Error()))
-	return app.ExitFailed
+	return session.ExitFailed
 }
 
 type root struct {
@@ -121,7 +122,7 @@ type root struct {
 	configFlag     string
 	debug          bool
 	// env is set once the command starts; the signal handler reads it.
-	env atomic.Pointer[app.Env]
+	env atomic.Pointer[session.Env]
 }
 
 func (r *root) command() *cobra.Command {
@@ -155,7 +156,7 @@ pods see your Mac's real address.
 				return err
 			}
 			if cmd.Name() != "migrate" {
-				r.env.Load().KlimaxNotice()
+				app.KlimaxNotice(r.env.Load())
 			}
 			return nil
 		},
@@ -190,7 +191,7 @@ func (r *root) setup() error {
 		return err
 	}
 	u := ui.New(r.stderr, ui.IsSmartTerminal(os.Stderr, os.Getenv) && r.stderr == io.Writer(os.Stderr), r.debug)
-	env := app.NewEnv(paths, u, term.IsTerminal(int(os.Stdin.Fd())))
+	env := session.NewEnv(paths, u, term.IsTerminal(int(os.Stdin.Fd())), production)
 	env.Stdout, env.Stderr = r.stdout, r.stderr
 	r.env.Store(env)
 	return nil
@@ -420,7 +421,7 @@ ExternalDNS wrote it, as its ownership record says; - when there is none).
 		Example: `  marina dns list
   marina dns list -l cluster=dev -o json`,
 		Args: cobra.NoArgs,
-	}, func(ctx context.Context, e *app.Env) ([]dns.Record, error) { return app.ListDNS(ctx, e, selector) }, printDNS, func() string {
+	}, func(ctx context.Context, e *session.Env) ([]dns.Record, error) { return app.ListDNS(ctx, e, selector) }, printDNS, func() string {
 		if selector != "" {
 			return fmt.Sprintf("No name matches -l %s (`marina dns list` shows them all).", selector)
 		}

@@ -9,8 +9,8 @@ import (
 	"testing"
 )
 
-// run runs marina in-process with a private MARINA_HOME and PATH.
-func run(t *testing.T, args ...string) (string, string, int) {
+// runCLI runs marina in-process with a private MARINA_HOME and PATH.
+func runCLI(t *testing.T, args ...string) (string, string, int) {
 	t.Helper()
 	var out, errb bytes.Buffer
 	code := Run(context.Background(), args, &out, &errb)
@@ -29,7 +29,7 @@ func isolate(t *testing.T) string {
 
 func TestUnknownOutputFormat(t *testing.T) {
 	isolate(t)
-	_, errs, code := run(t, "status", "-o", "xml")
+	_, errs, code := runCLI(t, "status", "-o", "xml")
 	if code != 2 || !strings.Contains(errs, `unknown output format "xml": use text, json or yaml`) {
 		t.Errorf("status -o xml: %d %q", code, errs)
 	}
@@ -37,7 +37,7 @@ func TestUnknownOutputFormat(t *testing.T) {
 
 func TestUpWithoutLimaChangesNothing(t *testing.T) {
 	home := isolate(t)
-	_, errs, code := run(t, "up")
+	_, errs, code := runCLI(t, "up")
 	if code != 1 || !strings.Contains(errs, "limactl was not found") || !strings.Contains(errs, "brew install lima") {
 		t.Errorf("up without limactl: %d %q", code, errs)
 	}
@@ -48,7 +48,7 @@ func TestUpWithoutLimaChangesNothing(t *testing.T) {
 
 func TestConfigPathShow(t *testing.T) {
 	home := isolate(t)
-	out, errs, code := run(t, "config", "path")
+	out, errs, code := runCLI(t, "config", "path")
 	if code != 0 || strings.TrimSpace(out) != filepath.Join(home, ".marina", "config.yaml") || !strings.Contains(errs, "does not exist yet") {
 		t.Errorf("config path: %d %q %q", code, out, errs)
 	}
@@ -56,7 +56,7 @@ func TestConfigPathShow(t *testing.T) {
 	if err := os.WriteFile(cfg, []byte("registries:\n  mirrors:\n    - name: ghcr\n      port: 5060\n      remoteURL: https://ghcr.io\n      username: bot\n      password: hunter2\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	out, _, code = run(t, "--config", cfg, "config", "show")
+	out, _, code = runCLI(t, "--config", cfg, "config", "show")
 	if code != 0 || !strings.Contains(out, "username: bot") || strings.Contains(out, "hunter2") || !strings.Contains(out, "cidr: 172.30.0.0/16") {
 		t.Errorf("config show: %d\n%s", code, out)
 	}
@@ -72,7 +72,7 @@ func TestConfigEdit(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Setenv("EDITOR", editor+" -w")
-	_, errs, code := run(t, "config", "edit")
+	_, errs, code := runCLI(t, "config", "edit")
 	if code != 1 || !strings.Contains(errs, "config.yaml:3: vm.cpu: unknown key") || !strings.Contains(errs, "marina config edit") {
 		t.Errorf("config edit with a typo: %d %q", code, errs)
 	}
@@ -117,7 +117,7 @@ esac
 	if err := os.WriteFile(filepath.Join(home, ".marina", "config.yaml"), []byte("vm:\n  name: marina\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	_, errs, code := run(t, "destroy")
+	_, errs, code := runCLI(t, "destroy")
 	if code != 1 || !strings.Contains(errs, "marina destroy deletes VM marina with every cluster in it and needs a confirmation: run it in a terminal, or pass -y") {
 		t.Errorf("destroy without a terminal: %d %q", code, errs)
 	}
@@ -140,7 +140,7 @@ func TestMissingNamedConfig(t *testing.T) {
 		{"cluster", "create", "dev", "--dry-run"}, {"cluster", "list"}, {"registry", "list"}, {"migrate", "--dry-run"},
 	} {
 		t.Run(strings.Join(args, " "), func(t *testing.T) {
-			out, errs, code := run(t, append([]string{"--config", typo}, args...)...)
+			out, errs, code := runCLI(t, append([]string{"--config", typo}, args...)...)
 			if code == 0 || out != "" || !strings.Contains(errs, "ERROR: --config names "+typo+", which does not exist: check the path") ||
 				!strings.Contains(errs, filepath.Join(home, ".marina", "config.yaml")+", which marina up writes") {
 				t.Errorf("exit %d\nstdout %q\nstderr %q", code, out, errs)
@@ -153,12 +153,12 @@ func TestMissingNamedConfig(t *testing.T) {
 		})
 	}
 	for _, args := range [][]string{{"version"}, {"--version"}, {"skill", "install", "--print"}, {"help", "up"}, {"up", "--help"}} {
-		if _, errs, code := run(t, append([]string{"--config", typo}, args...)...); code != 0 {
+		if _, errs, code := runCLI(t, append([]string{"--config", typo}, args...)...); code != 0 {
 			t.Errorf("%v with a missing --config: exit %d, %q", args, code, errs)
 		}
 	}
 	// A completion offers nothing, no file names either, and no error.
-	out, errs, code := run(t, "--config", typo, "__complete", "cluster", "delete", "")
+	out, errs, code := runCLI(t, "--config", typo, "__complete", "cluster", "delete", "")
 	if code != 0 || strings.Contains(errs, "ERROR") || strings.TrimSpace(out) != ":4" {
 		t.Errorf("completion with a missing --config: %d %q %q", code, out, errs)
 	}
@@ -166,7 +166,7 @@ func TestMissingNamedConfig(t *testing.T) {
 	if err := os.WriteFile(typo, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if out, errs, code := run(t, "--config", typo, "config", "show"); code != 0 || !strings.Contains(out, "cidr: 172.30.0.0/16") {
+	if out, errs, code := runCLI(t, "--config", typo, "config", "show"); code != 0 || !strings.Contains(out, "cidr: 172.30.0.0/16") {
 		t.Errorf("config show of an empty --config: %d %q %q", code, out, errs)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/bcollard/marina/internal/app"
+	"github.com/bcollard/marina/internal/session"
 )
 
 func (r *root) clusterCmd() *cobra.Command {
@@ -107,7 +108,7 @@ whose control-plane node matches the label selector.`,
 		Example: `  marina cluster list
   marina cluster ls -l env=test
   marina cluster list -o json`,
-	}, func(ctx context.Context, e *app.Env) ([]app.ClusterRow, error) {
+	}, func(ctx context.Context, e *session.Env) ([]app.ClusterRow, error) {
 		return app.ListClusters(ctx, e, selector)
 	}, printClusters, func() string {
 		if selector != "" {

@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/bcollard/marina/internal/app"
+	"github.com/bcollard/marina/internal/session"
 	"github.com/bcollard/marina/internal/ui"
 )
 
@@ -23,7 +24,7 @@ import (
 var yamlFiles = []string{"yaml", "yml"}
 
 // lister is one of app's Complete functions.
-type lister func(context.Context, *app.Env) []string
+type lister func(context.Context, *session.Env) []string
 
 // argCompletions are the commands whose arguments name something, by
 // path below the root.
@@ -116,7 +117,7 @@ func completing(c *cobra.Command) bool {
 // completeEnv is the Env of a completion, with every output going nowhere:
 // what a completion prints on stdout is the shell's list of names, and on
 // stderr it would only garble the prompt. Nil when there is none.
-func (r *root) completeEnv() *app.Env {
+func (r *root) completeEnv() *session.Env {
 	if r.env.Load() == nil {
 		if err := r.setup(); err != nil {
 			return nil

@@ -95,7 +95,7 @@ var directiveLine = regexp.MustCompile(`^Completion ended with directive: [A-Za-
 // status other than 0, fails the test.
 func complete(t *testing.T, args ...string) ([]string, int) {
 	t.Helper()
-	out, errs, code := run(t, append([]string{"__complete"}, args...)...)
+	out, errs, code := runCLI(t, append([]string{"__complete"}, args...)...)
 	if code != 0 || !directiveLine.MatchString(errs) {
 		t.Fatalf("__complete %q: exit %d, stderr %q", args, code, errs)
 	}
@@ -420,12 +420,12 @@ func TestCompletionPrintsNoHint(t *testing.T) {
 	if err := os.MkdirAll(filepath.Join(paths.Home, ".klimax"), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	if _, errs, _ := run(t, "status"); !strings.Contains(errs, "marina migrate") {
+	if _, errs, _ := runCLI(t, "status"); !strings.Contains(errs, "marina migrate") {
 		t.Fatalf("the hint this test relies on is not given any more: %q", errs)
 	}
 	wantNames(t, nil, "cluster", "delete", "")
 	for _, sh := range []string{"bash", "zsh", "fish", "powershell"} {
-		out, errs, code := run(t, "completion", sh)
+		out, errs, code := runCLI(t, "completion", sh)
 		if code != 0 || errs != "" || !strings.Contains(out, "__complete") {
 			t.Errorf("completion %s: exit %d, stderr %q, %d bytes of script", sh, code, errs, len(out))
 		}

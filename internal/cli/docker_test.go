@@ -15,7 +15,7 @@ func TestDockerEnvFlags(t *testing.T) {
 	t.Setenv("SHELL", "/usr/bin/fish")
 	sock := filepath.Join(home, ".lab.docker.sock")
 
-	out, errs, code := run(t, "docker-env")
+	out, errs, code := runCLI(t, "docker-env")
 	if code != 0 || !strings.HasPrefix(out, "set -gx DOCKER_HOST 'unix://"+sock+"';\n") || !strings.Contains(out, "#   marina docker-env | source\n") {
 		t.Errorf("docker-env with SHELL=fish: exit %d\n%s%s", code, out, errs)
 	}
@@ -24,11 +24,11 @@ func TestDockerEnvFlags(t *testing.T) {
 			t.Errorf("stderr lacks %q:\n%s", want, errs)
 		}
 	}
-	out, _, code = run(t, "docker-env", "--shell", "powershell", "--unset")
+	out, _, code = runCLI(t, "docker-env", "--shell", "powershell", "--unset")
 	if code != 0 || !strings.HasPrefix(out, `Remove-Item Env:\DOCKER_HOST -ErrorAction SilentlyContinue`+"\n") || !strings.Contains(out, "#   & marina docker-env --shell powershell --unset | Invoke-Expression\n") {
 		t.Errorf("docker-env --shell powershell --unset: exit %d\n%s", code, out)
 	}
-	out, errs, code = run(t, "docker-env", "--shell", "csh")
+	out, errs, code = runCLI(t, "docker-env", "--shell", "csh")
 	if code != 2 || out != "" || !strings.Contains(errs, `ERROR: --shell "csh" is not a shell marina prints for: use bash, zsh, fish or powershell`) {
 		t.Errorf("--shell csh: exit %d\n%s%s", code, out, errs)
 	}
@@ -38,7 +38,7 @@ func TestDockerContextFlags(t *testing.T) {
 	home := shortHome(t)
 	fakeLima(t)
 	writeFile(t, filepath.Join(home, ".marina", "config.yaml"), "vm:\n  name: lab\n")
-	out, errs, code := run(t, "docker-context", "--dry-run")
+	out, errs, code := runCLI(t, "docker-context", "--dry-run")
 	if code != 0 || !strings.Contains(out, "Plan (--dry-run, nothing was changed):\n  - create Docker context lab with docker endpoint unix://"+filepath.Join(home, ".lab.docker.sock")) {
 		t.Errorf("docker-context --dry-run: exit %d\n%s%s", code, out, errs)
 	}
@@ -48,11 +48,11 @@ func TestDockerContextFlags(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(home, ".docker")); !os.IsNotExist(err) {
 		t.Errorf("--dry-run wrote ~/.docker: %v", err)
 	}
-	out, _, code = run(t, "docker-context", "--unset")
+	out, _, code = runCLI(t, "docker-context", "--unset")
 	if code != 0 || out != "Docker's current context is already default: nothing to change.\n" {
 		t.Errorf("docker-context --unset: exit %d\n%s", code, out)
 	}
-	if _, _, code := run(t, "docker-context", "extra"); code != 2 {
+	if _, _, code := runCLI(t, "docker-context", "extra"); code != 2 {
 		t.Errorf("docker-context took an argument")
 	}
 }

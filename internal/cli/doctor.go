@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/bcollard/marina/internal/app"
+	"github.com/bcollard/marina/internal/session"
 	"github.com/bcollard/marina/internal/ui"
 )
 
@@ -42,7 +43,7 @@ those repairs and makes none.`,
 				return err
 			}
 			if o.DryRun && !o.Fix {
-				return app.Usagef("--dry-run goes with --fix (doctor alone changes nothing): marina doctor --fix --dry-run")
+				return session.Usagef("--dry-run goes with --fix (doctor alone changes nothing): marina doctor --fix --dry-run")
 			}
 			text := output == "text"
 			if text {
@@ -73,7 +74,7 @@ those repairs and makes none.`,
 				}
 			}
 			if rep.Failed() {
-				return &app.ExitError{Code: app.ExitFailed}
+				return &session.ExitError{Code: session.ExitFailed}
 			}
 			return nil
 		},

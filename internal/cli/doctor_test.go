@@ -18,7 +18,7 @@ func TestDoctorExitCodeAndJSON(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Setenv("LIMACTL", bin)
-	out, errs, code := run(t, "doctor", "-o", "json")
+	out, errs, code := runCLI(t, "doctor", "-o", "json")
 	if code != 1 {
 		t.Fatalf("doctor with an old limactl: exit %d\n%s\n%s", code, out, errs)
 	}
@@ -44,7 +44,7 @@ func TestDoctorExitCodeAndJSON(t *testing.T) {
 		t.Errorf("limactl: %+v, summary %+v", rep.Checks[1], rep.Summary)
 	}
 
-	out, _, code = run(t, "doctor")
+	out, _, code = runCLI(t, "doctor")
 	if code != 1 {
 		t.Errorf("text: exit %d", code)
 	}
@@ -58,7 +58,7 @@ func TestDoctorExitCodeAndJSON(t *testing.T) {
 			t.Errorf("text output lacks %q:\n%s", line, out)
 		}
 	}
-	if _, errs, code := run(t, "doctor", "--dry-run"); code != 2 || !strings.Contains(errs, "--dry-run goes with --fix") {
+	if _, errs, code := runCLI(t, "doctor", "--dry-run"); code != 2 || !strings.Contains(errs, "--dry-run goes with --fix") {
 		t.Errorf("--dry-run alone: %d %q", code, errs)
 	}
 	if _, err := os.Stat(filepath.Join(home, ".marina")); !os.IsNotExist(err) {
@@ -68,7 +68,7 @@ func TestDoctorExitCodeAndJSON(t *testing.T) {
 
 func TestDoctorUnknownOutput(t *testing.T) {
 	isolate(t)
-	if _, errs, code := run(t, "doctor", "-o", "xml"); code != 2 || !strings.Contains(errs, `unknown output format "xml"`) {
+	if _, errs, code := runCLI(t, "doctor", "-o", "xml"); code != 2 || !strings.Contains(errs, `unknown output format "xml"`) {
 		t.Errorf("-o xml: %d %q", code, errs)
 	}
 }

@@ -3,9 +3,8 @@ package cli
 import (
 	"fmt"
 
+	"github.com/bcollard/marina/internal/session"
 	"github.com/spf13/cobra"
-
-	"github.com/bcollard/marina/internal/app"
 )
 
 // outputHelp is the root help's section on what scripts may rely on; the
@@ -24,10 +23,10 @@ var outputHelp = fmt.Sprintf(`Output and exit codes:
   %d  the command needs the VM running, and it is not (no config yet: no
      VM yet); nothing was done
   marina shell exits with its command's own status.`,
-	app.ExitOK, app.ExitFailed, app.ExitUsage, app.ExitNotRunning)
+	session.ExitOK, session.ExitFailed, session.ExitUsage, session.ExitNotRunning)
 
 // usageErrors makes every mistake cobra finds in a command line, in c and
-// all its subcommands, an app.Usage error (exit status 2) that says where
+// all its subcommands, an session.Usage error (exit status 2) that says where
 // the help is: a wrong number of arguments, an unknown command, a flag that
 // does not exist or whose value does not parse.
 func usageErrors(c *cobra.Command) {
@@ -52,5 +51,5 @@ func usageError(c *cobra.Command, err error) error {
 	if err == nil {
 		return nil
 	}
-	return app.Usagef("%w\nRun '%s --help' for usage.", err, c.CommandPath())
+	return session.Usagef("%w\nRun '%s --help' for usage.", err, c.CommandPath())
 }

@@ -16,7 +16,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/bcollard/marina/internal/app"
+	"github.com/bcollard/marina/internal/session"
 )
 
 // limaVM makes limactl a script whose `list` reports VM lab as status
@@ -134,15 +134,15 @@ func TestEmptyLists(t *testing.T) {
 		{[]string{"registry", "list"}, "No mirrors: registries.mirrors in the config is empty (`marina config edit` adds one).\n"},
 	} {
 		name := strings.Join(c.args, " ")
-		out, errs, code := run(t, append(c.args, "-o", "json")...)
+		out, errs, code := runCLI(t, append(c.args, "-o", "json")...)
 		if code != 0 || out != "[]\n" {
 			t.Errorf("%s -o json: exit %d, stdout %q\n%s", name, code, out, errs)
 		}
-		out, errs, code = run(t, append(c.args, "-o", "yaml")...)
+		out, errs, code = runCLI(t, append(c.args, "-o", "yaml")...)
 		if code != 0 || out != "[]\n" {
 			t.Errorf("%s -o yaml: exit %d, stdout %q\n%s", name, code, out, errs)
 		}
-		out, errs, code = run(t, c.args...)
+		out, errs, code = runCLI(t, c.args...)
 		if code != 0 || out != "" || errs != c.none {
 			t.Errorf("%s: exit %d, stdout %q, stderr %q; want stderr %q", name, code, out, errs, c.none)
 		}
@@ -155,16 +155,16 @@ func TestSelectorMatchesNothing(t *testing.T) {
 	limaVM(t, home, "Running")
 	// east is stopped: its nodes' labels cannot match anything.
 	engine(t, home, []map[string]any{node("east", "exited", 7002)}, false)
-	out, errs, code := run(t, "cluster", "list", "-l", "env=prod")
+	out, errs, code := runCLI(t, "cluster", "list", "-l", "env=prod")
 	want := "No cluster's nodes match -l env=prod (`marina cluster list -o yaml` shows every cluster's labels).\n"
 	if code != 0 || out != "" || errs != want {
 		t.Errorf("cluster list -l env=prod: exit %d, stdout %q, stderr %q", code, out, errs)
 	}
-	if out, errs, code := run(t, "cluster", "list", "-l", "env=prod", "-o", "json"); code != 0 || out != "[]\n" {
+	if out, errs, code := runCLI(t, "cluster", "list", "-l", "env=prod", "-o", "json"); code != 0 || out != "[]\n" {
 		t.Errorf("cluster list -l env=prod -o json: exit %d %q %s", code, out, errs)
 	}
 	// Without the selector, east is there.
-	out, errs, code = run(t, "cluster", "list", "-o", "json")
+	out, errs, code = runCLI(t, "cluster", "list", "-o", "json")
 	var rows []map[string]any
 	if err := json.Unmarshal([]byte(out), &rows); err != nil || code != 0 || len(rows) != 1 || rows[0]["name"] != "east" || rows[0]["apiPort"] != float64(7002) || rows[0]["state"] != "stopped" {
 		t.Errorf("cluster list -o json: exit %d (%v)\n%s%s", code, err, out, errs)
@@ -181,8 +181,8 @@ func TestCouldNotLook(t *testing.T) {
 			{"status"}, {"cluster", "list"}, {"registry", "list"}, {"dns", "list"}, {"fleet", "list"}, {"fleet", "describe", "demo"},
 		} {
 			for _, o := range []string{"json", "yaml", "text"} {
-				out, errs, code := run(t, append(args, "-o", o)...)
-				if code != app.ExitFailed || out != "" || !strings.Contains(errs, "ERROR: list Lima instances") || !strings.Contains(errs, "cannot read the instances") {
+				out, errs, code := runCLI(t, append(args, "-o", o)...)
+				if code != session.ExitFailed || out != "" || !strings.Contains(errs, "ERROR: list Lima instances") || !strings.Contains(errs, "cannot read the instances") {
 					t.Errorf("%v -o %s: exit %d, stdout %q, stderr %q", args, o, code, out, errs)
 				}
 			}
@@ -191,8 +191,8 @@ func TestCouldNotLook(t *testing.T) {
 	t.Run("what limactl says is cleaned", func(t *testing.T) {
 		home := labHome(t, "")
 		limaVM(t, home, "hostile")
-		_, errs, code := run(t, "cluster", "list")
-		if code != app.ExitFailed || !strings.Contains(errs, "cannot read the instances") || strings.ContainsAny(errs, "\x1b\x07\r") {
+		_, errs, code := runCLI(t, "cluster", "list")
+		if code != session.ExitFailed || !strings.Contains(errs, "cannot read the instances") || strings.ContainsAny(errs, "\x1b\x07\r") {
 			t.Errorf("exit %d, stderr %q", code, errs)
 		}
 	})
@@ -201,8 +201,8 @@ func TestCouldNotLook(t *testing.T) {
 		limaVM(t, home, "Running")
 		engine(t, home, nil, true)
 		for _, args := range [][]string{{"cluster", "list"}, {"registry", "list"}, {"fleet", "list"}} {
-			out, errs, code := run(t, append(args, "-o", "json")...)
-			if code != app.ExitFailed || out != "" || !strings.Contains(errs, "the daemon's disk is full") {
+			out, errs, code := runCLI(t, append(args, "-o", "json")...)
+			if code != session.ExitFailed || out != "" || !strings.Contains(errs, "the daemon's disk is full") {
 				t.Errorf("%v -o json: exit %d, stdout %q, stderr %q", args, code, out, errs)
 			}
 		}
@@ -223,12 +223,12 @@ func TestVMNotRunning(t *testing.T) {
 			{"cluster", "list", "-o", "json"}, {"dns", "list", "-o", "json"}, {"fleet", "list", "-o", "yaml"},
 			{"fleet", "describe", "demo", "-o", "json"}, {"cluster", "label", "dev", "-l", "a=b"}, {"shell", "--", "true"},
 		} {
-			out, errs, code := run(t, args...)
-			if code != app.ExitNotRunning || out != "" || errs != "ERROR: "+c.says+"\n" {
+			out, errs, code := runCLI(t, args...)
+			if code != session.ExitNotRunning || out != "" || errs != "ERROR: "+c.says+"\n" {
 				t.Errorf("VM %q, %v: exit %d, stdout %q, stderr %q", c.status, args, code, out, errs)
 			}
 		}
-		out, errs, code := run(t, "registry", "list", "-o", "json")
+		out, errs, code := runCLI(t, "registry", "list", "-o", "json")
 		var rows []struct{ Name, State string }
 		if err := json.Unmarshal([]byte(out), &rows); err != nil || code != 0 || len(rows) != 5 || rows[0].State != "VM not running" {
 			t.Errorf("VM %q, registry list -o json: exit %d (%v)\n%s%s", c.status, code, err, out, errs)
@@ -261,8 +261,8 @@ func TestUsageErrorsExit2(t *testing.T) {
 		{[]string{"doctor", "--dry-run"}, "--dry-run goes with --fix"},
 		{[]string{"completion", "bash", "extra"}, `unknown command "extra" for "marina completion bash"`},
 	} {
-		out, errs, code := run(t, c.args...)
-		if code != app.ExitUsage || out != "" || !strings.HasPrefix(errs, "ERROR: ") || !strings.Contains(errs, c.says) {
+		out, errs, code := runCLI(t, c.args...)
+		if code != session.ExitUsage || out != "" || !strings.HasPrefix(errs, "ERROR: ") || !strings.Contains(errs, c.says) {
 			t.Errorf("%v: exit %d, stdout %q, stderr %q; want 2 and %q", c.args, code, out, errs, c.says)
 		}
 		// cobra's own refusals say where the help is.
@@ -272,7 +272,7 @@ func TestUsageErrorsExit2(t *testing.T) {
 	}
 	// Bare marina and a bare group print their help and succeed.
 	for _, args := range [][]string{nil, {"cluster"}} {
-		if out, errs, code := run(t, args...); code != 0 || !strings.Contains(out, "Usage:") {
+		if out, errs, code := runCLI(t, args...); code != 0 || !strings.Contains(out, "Usage:") {
 			t.Errorf("marina %v: exit %d\n%s%s", args, code, out, errs)
 		}
 	}
@@ -284,25 +284,25 @@ func TestUsageErrorsExit2(t *testing.T) {
 func TestStatusExitsNonZeroOnWhatIsBroken(t *testing.T) {
 	home := labHome(t, "")
 	limaVM(t, home, "Broken", "the hostagent died")
-	out, errs, code := run(t, "status")
+	out, errs, code := runCLI(t, "status")
 	for _, want := range []string{"=== VM ===\n", "  status:   Broken\n", "  problem:  the hostagent died\n", "=== Host route ===\n  172.30.0.0/16 → "} {
 		if !strings.Contains(out, want) {
 			t.Errorf("status of a Broken VM lacks %q:\n%s", want, out)
 		}
 	}
-	if code != app.ExitFailed || errs != "ERROR: status shows 2 problems (the first: VM lab is Broken): `marina doctor` says how to fix each\n" {
+	if code != session.ExitFailed || errs != "ERROR: status shows 2 problems (the first: VM lab is Broken): `marina doctor` says how to fix each\n" {
 		t.Errorf("status of a Broken VM: exit %d, stderr %q", code, errs)
 	}
 	for _, o := range []string{"json", "yaml"} {
-		out, _, code := run(t, "status", "-o", o)
-		if code != app.ExitFailed || !strings.Contains(out, "the hostagent died") || !strings.Contains(out, "route") {
+		out, _, code := runCLI(t, "status", "-o", o)
+		if code != session.ExitFailed || !strings.Contains(out, "the hostagent died") || !strings.Contains(out, "route") {
 			t.Errorf("status -o %s of a Broken VM: exit %d\n%s", o, code, out)
 		}
 	}
 	for _, status := range []string{"Stopped", ""} {
 		home := labHome(t, "")
 		limaVM(t, home, status)
-		if out, errs, code := run(t, "status"); code != 0 || errs != "" {
+		if out, errs, code := runCLI(t, "status"); code != 0 || errs != "" {
 			t.Errorf("status of VM %q: exit %d\n%s%s", status, code, out, errs)
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/bcollard/marina/internal/app"
+	"github.com/bcollard/marina/internal/session"
 )
 
 // fleetLong's manifest is indented four spaces, so that the generated
@@ -130,7 +131,7 @@ func (r *root) fleetDescribeCmd() *cobra.Command {
 nodes, Kubernetes version, whether every node is Ready, and its labels.`,
 		Example: `  marina fleet describe demo
   marina fleet desc demo -o json`,
-	}, func(ctx context.Context, e *app.Env) ([]app.FleetMember, error) {
+	}, func(ctx context.Context, e *session.Env) ([]app.FleetMember, error) {
 		return app.DescribeFleet(ctx, e, name)
 	}, printFleetMembers)
 	return c

@@ -91,7 +91,7 @@ func TestEveryCommandHasLongAndExample(t *testing.T) {
 		}
 
 		args := append(strings.Fields(path)[1:], "--help")
-		out, errOut, code2 := run(t, args...)
+		out, errOut, code2 := runCLI(t, args...)
 		if code2 != 0 {
 			t.Errorf("marina %s: exit status %d: %s", strings.Join(args, " "), code2, errOut)
 			continue
@@ -142,7 +142,7 @@ func TestRootHelpListsEnvironment(t *testing.T) {
 			t.Errorf("the scan of ../ did not find Getenv(%q): it reads the wrong files", must)
 		}
 	}
-	out, _, code := run(t, "--help")
+	out, _, code := runCLI(t, "--help")
 	if code != 0 {
 		t.Fatalf("marina --help: exit status %d", code)
 	}

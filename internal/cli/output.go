@@ -15,6 +15,7 @@ import (
 	"github.com/bcollard/marina/internal/cluster"
 	"github.com/bcollard/marina/internal/dns"
 	"github.com/bcollard/marina/internal/registry"
+	"github.com/bcollard/marina/internal/session"
 	"github.com/bcollard/marina/internal/ui"
 	"github.com/bcollard/marina/internal/vm"
 )
@@ -26,7 +27,7 @@ import (
 // checkOutput refuses an -o value marina has no renderer for.
 func checkOutput(o string) error {
 	if o != "text" && o != "json" && o != "yaml" {
-		return app.Usagef("unknown output format %q: use text, json or yaml", o)
+		return session.Usagef("unknown output format %q: use text, json or yaml", o)
 	}
 	return nil
 }
@@ -44,13 +45,13 @@ func outputFlag(c *cobra.Command, v *string) {
 // withOutput gives c an -o text|json|yaml flag and a RunE that gets the
 // result and prints it in that format. When get fails nothing is printed
 // on stdout: a script reading the JSON gets none rather than half.
-func withOutput[T any](r *root, c *cobra.Command, get func(context.Context, *app.Env) (T, error), text func(io.Writer, T)) *cobra.Command {
+func withOutput[T any](r *root, c *cobra.Command, get func(context.Context, *session.Env) (T, error), text func(io.Writer, T)) *cobra.Command {
 	return withVerdict(r, c, get, text, nil)
 }
 
 // withVerdict is withOutput whose command, once the whole result is
 // printed, ends with verdict's error (status: what it shows is broken).
-func withVerdict[T any](r *root, c *cobra.Command, get func(context.Context, *app.Env) (T, error), text func(io.Writer, T), verdict func(T) error) *cobra.Command {
+func withVerdict[T any](r *root, c *cobra.Command, get func(context.Context, *session.Env) (T, error), text func(io.Writer, T), verdict func(T) error) *cobra.Command {
 	var output string
 	outputFlag(c, &output)
 	c.RunE = func(c *cobra.Command, _ []string) error {
@@ -77,8 +78,8 @@ func withVerdict[T any](r *root, c *cobra.Command, get func(context.Context, *ap
 // withList is withOutput for a command that lists things. Finding none is
 // no error: [] in json and yaml; in text nothing on stdout and none's
 // line on stderr, as kubectl does.
-func withList[T any](r *root, c *cobra.Command, get func(context.Context, *app.Env) ([]T, error), text func(io.Writer, []T), none func() string) *cobra.Command {
-	return withOutput(r, c, func(ctx context.Context, e *app.Env) ([]T, error) {
+func withList[T any](r *root, c *cobra.Command, get func(context.Context, *session.Env) ([]T, error), text func(io.Writer, []T), none func() string) *cobra.Command {
+	return withOutput(r, c, func(ctx context.Context, e *session.Env) ([]T, error) {
 		rows, err := get(ctx, e)
 		if err == nil && rows == nil {
 			rows = []T{} // [], not null
@@ -105,7 +106,7 @@ func statusVerdict(s app.Status) error {
 		what = strconv.Itoa(len(p)) + " problems"
 	}
 	first, _, _ := strings.Cut(p[0], "\n")
-	return &app.ExitError{Code: app.ExitFailed, Err: fmt.Errorf("status shows %s (the first: %s): `marina doctor` says how to fix each", what, first)}
+	return &session.ExitError{Code: session.ExitFailed, Err: fmt.Errorf("status shows %s (the first: %s): `marina doctor` says how to fix each", what, first)}
 }
 
 // printStatus writes the text form.

@@ -83,7 +83,7 @@ func TestCleanCacheStaysInsideTheCache(t *testing.T) {
 			writeFile(t, filepath.Join(home, ".marina", "lima", "marina", "diffdisk"), "the VM's disk")
 			writeFile(t, filepath.Join(home, ".marina", "config.yaml"), "registries:\n  mirrors:\n    - name: "+name+"\n      port: 5030\n      remoteURL: https://registry-1.docker.io\n")
 			before := tree(t, home)
-			_, errs, code := run(t, "registry", "clean-cache")
+			_, errs, code := runCLI(t, "registry", "clean-cache")
 			after := tree(t, home)
 			for p, c := range before {
 				if after[p] != c {
@@ -102,7 +102,7 @@ func TestHostileRemoteURLIsRefusedAtLoad(t *testing.T) {
 	home := shortHome(t)
 	fakeLima(t)
 	writeFile(t, filepath.Join(home, ".marina", "config.yaml"), "registries:\n  mirrors:\n    - name: evil\n      port: 5030\n      remoteURL: https://x&(touch$IFS'PWNED';id>&2)&x\n")
-	_, errs, code := run(t, "up", "--dry-run")
+	_, errs, code := runCLI(t, "up", "--dry-run")
 	if code == 0 || !strings.Contains(errs, "registries.mirrors[0].remoteURL") {
 		t.Errorf("up --dry-run with a hostile remoteURL: exit %d\n%s", code, errs)
 	}
@@ -113,7 +113,7 @@ func TestUnparsableRemoteURLKeepsItsPassword(t *testing.T) {
 	home := shortHome(t)
 	fakeLima(t)
 	writeFile(t, filepath.Join(home, ".marina", "config.yaml"), "registries:\n  mirrors:\n    - name: evil\n      port: 5030\n      remoteURL: https://bot:hunter2@quay.io/%zz\n")
-	out, errs, code := run(t, "up", "--dry-run")
+	out, errs, code := runCLI(t, "up", "--dry-run")
 	if code == 0 || strings.Contains(out+errs, "hunter2") {
 		t.Errorf("exit %d, the password shows:\n%s%s", code, out, errs)
 	}
@@ -129,7 +129,7 @@ func TestNoDefaultRouteChange(t *testing.T) {
 			// A record that names the default route, or a network the host
 			// only reaches through its default route, is no reason either.
 			writeFile(t, filepath.Join(home, ".marina", "routes.json"), `{"routes":[{"cidr":"0.0.0.0/0","gateway":"192.168.64.3"},{"cidr":"172.30.0.0/16","gateway":"192.168.64.3"}]}`)
-			out, errs, _ := run(t, args...)
+			out, errs, _ := runCLI(t, args...)
 			if strings.Contains(out+errs, "route del") || strings.Contains(out+errs, "route -n delete") || strings.Contains(out, "remove the host's route") {
 				t.Errorf("%v plans a route change:\n%s%s", args, out, errs)
 			}
@@ -151,11 +151,11 @@ func TestParseErrorsDoNotLockOut(t *testing.T) {
 			home := shortHome(t)
 			fakeLima(t)
 			writeFile(t, filepath.Join(home, ".marina", "config.yaml"), body)
-			out, errs, code := run(t, "status")
+			out, errs, code := runCLI(t, "status")
 			if code != 1 || !strings.Contains(out, "lab: not created") || !strings.Contains(out, "=== Config ===") || !strings.Contains(errs, "the config is invalid") {
 				t.Errorf("status: exit %d\n%s%s", code, out, errs)
 			}
-			out, errs, code = run(t, "down", "--dry-run")
+			out, errs, code = runCLI(t, "down", "--dry-run")
 			if code != 0 || !strings.Contains(out, "VM lab does not exist") {
 				t.Errorf("down: exit %d\n%s%s", code, out, errs)
 			}
@@ -167,12 +167,12 @@ func TestParseErrorsDoNotLockOut(t *testing.T) {
 func TestUnknownSubcommandFails(t *testing.T) {
 	isolate(t)
 	for _, args := range [][]string{{"cluster", "crate", "dev"}, {"registry", "clen-cache"}, {"kubeconfig", "merg"}, {"crate"}} {
-		_, errs, code := run(t, args...)
+		_, errs, code := runCLI(t, args...)
 		if code == 0 || !strings.Contains(errs, "unknown command") {
 			t.Errorf("marina %v: exit %d %q", args, code, errs)
 		}
 	}
-	_, errs, _ := run(t, "cluster", "crate", "dev")
+	_, errs, _ := runCLI(t, "cluster", "crate", "dev")
 	if !strings.Contains(errs, "create") {
 		t.Errorf("no suggestion: %q", errs)
 	}
@@ -210,14 +210,14 @@ contexts:
     user: dev-staging
 `
 	writeFile(t, kc, body)
-	out, errs, code := run(t, "kubeconfig", "remove", "prod")
+	out, errs, code := runCLI(t, "kubeconfig", "remove", "prod")
 	if b, _ := os.ReadFile(kc); string(b) != body {
 		t.Errorf("kubeconfig remove prod changed the user's kubeconfig (exit %d, %q %q):\n%s", code, out, errs, b)
 	}
 	if code == 0 || strings.Contains(out, "Removed") {
 		t.Errorf("kubeconfig remove prod: exit %d %q %q", code, out, errs)
 	}
-	out, errs, code = run(t, "kubeconfig", "remove", "dev")
+	out, errs, code = runCLI(t, "kubeconfig", "remove", "dev")
 	if b, _ := os.ReadFile(kc); string(b) != body {
 		t.Errorf("kubeconfig remove dev changed dev-staging:\n%s", b)
 	}
@@ -237,7 +237,7 @@ func TestDestroyKeepsAnotherHomesSocket(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	_, errs, _ := run(t, "destroy", "-y")
+	_, errs, _ := runCLI(t, "destroy", "-y")
 	if _, err := os.Lstat(sock); err != nil {
 		t.Errorf("destroy removed a live socket it does not own (%v); stderr %q", err, errs)
 	}
@@ -253,14 +253,14 @@ func TestCleanCacheAsksForMoreThanOne(t *testing.T) {
 	writeFile(t, filepath.Join(cache, "other", "keep"), "not a mirror's")
 	writeFile(t, filepath.Join(home, ".marina", "config.yaml"), "registries:\n  mirrors:\n    - name: registry-a\n      port: 5030\n      remoteURL: https://registry-1.docker.io\n    - name: registry-b\n      port: 5010\n      remoteURL: https://quay.io\n")
 	before := tree(t, home)
-	_, errs, code := run(t, "registry", "clean-cache")
+	_, errs, code := runCLI(t, "registry", "clean-cache")
 	if code == 0 || !strings.Contains(errs, "-y") {
 		t.Errorf("clean-cache of two caches without a terminal: exit %d %q", code, errs)
 	}
 	if after := tree(t, home); len(after) != len(before) {
 		t.Errorf("files went without a confirmation: %v", after)
 	}
-	_, errs, code = run(t, "registry", "clean-cache", "-y")
+	_, errs, code = runCLI(t, "registry", "clean-cache", "-y")
 	after := tree(t, home)
 	if code != 0 || len(after) != len(before)-2 || after[filepath.Join(cache, "other", "keep")] == "" {
 		t.Errorf("clean-cache -y: exit %d %q\n%v", code, errs, after)
@@ -272,7 +272,7 @@ func TestCleanCacheAsksForMoreThanOne(t *testing.T) {
 	}
 	// One named cache needs no question.
 	writeFile(t, filepath.Join(cache, "registry-a", "blob"), "a")
-	if _, errs, code := run(t, "registry", "clean-cache", "registry-a"); code != 0 {
+	if _, errs, code := runCLI(t, "registry", "clean-cache", "registry-a"); code != 0 {
 		t.Errorf("clean-cache registry-a: %d %q", code, errs)
 	}
 }
@@ -285,7 +285,7 @@ func TestConfigReadsAreBounded(t *testing.T) {
 	big := filepath.Join(home, "big.yaml")
 	writeFile(t, big, "vm:\n  name: lab\n"+strings.Repeat("# padding\n", 200_000))
 	for _, p := range []string{"/dev/zero", big} {
-		_, errs, code := run(t, "--config", p, "status")
+		_, errs, code := runCLI(t, "--config", p, "status")
 		if code == 0 || !strings.Contains(errs, p) {
 			t.Errorf("status --config %s: exit %d %q", p, code, errs)
 		}
@@ -303,7 +303,7 @@ func TestUpRefusesAnotherHomesSocket(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	_, errs, code := run(t, "up", "--dry-run")
+	_, errs, code := runCLI(t, "up", "--dry-run")
 	if code == 0 || !strings.Contains(errs, "served by another VM") {
 		t.Errorf("up next to another home's VM: exit %d %q", code, errs)
 	}

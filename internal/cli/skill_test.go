@@ -663,7 +663,7 @@ func mode(t *testing.T, p string) os.FileMode {
 func skillHomeWithBadConfig(t *testing.T) string {
 	home := isolate(t)
 	writeFile(t, filepath.Join(home, ".marina", "config.yaml"), "vm:\n\tname: [broken\n")
-	if _, _, code := run(t, "config", "show"); code == 0 {
+	if _, _, code := runCLI(t, "config", "show"); code == 0 {
 		t.Fatal("the broken config loads: the skill tests would not show that skill reads none")
 	}
 	return home
@@ -676,7 +676,7 @@ func TestSkillInstall(t *testing.T) {
 			home := skillHomeWithBadConfig(t)
 			withUmask(t, umask)
 			path := filepath.Join(home, ".claude", "skills", "marina", "SKILL.md")
-			out, errs, code := run(t, "skill", "install")
+			out, errs, code := runCLI(t, "skill", "install")
 			if code != 0 || !strings.Contains(out, "Wrote the marina skill to "+path) {
 				t.Fatalf("skill install: %d %q %q", code, out, errs)
 			}
@@ -695,7 +695,7 @@ func TestSkillInstall(t *testing.T) {
 			if m := mode(t, filepath.Join(home, ".claude")); m != os.ModeDir|0o700 {
 				t.Errorf("~/.claude mode %v, want drwx------", m)
 			}
-			if out, _, code := run(t, "skill", "install"); code != 0 || !strings.Contains(out, "already: nothing to do") {
+			if out, _, code := runCLI(t, "skill", "install"); code != 0 || !strings.Contains(out, "already: nothing to do") {
 				t.Errorf("second install: %d %q", code, out)
 			}
 		})
@@ -713,11 +713,11 @@ func TestSkillInstall(t *testing.T) {
 		}
 		before := homeFiles(t, home)
 
-		out, errs, code := run(t, "skill", "install")
+		out, errs, code := runCLI(t, "skill", "install")
 		if code != 0 || !strings.Contains(out, path+" is there with other content and was kept") || !strings.Contains(out, "marina skill install -f replaces it") {
 			t.Errorf("install over a file: %d %q %q", code, out, errs)
 		}
-		out, _, code = run(t, "skill", "install", "-f", "--dry-run")
+		out, _, code = runCLI(t, "skill", "install", "-f", "--dry-run")
 		if code != 0 || !strings.Contains(out, "Would replace "+path) {
 			t.Errorf("install -f --dry-run: %d %q", code, out)
 		}
@@ -728,7 +728,7 @@ func TestSkillInstall(t *testing.T) {
 			t.Errorf("the kept file's mode changed to %v", m)
 		}
 
-		out, errs, code = run(t, "skill", "install", "--force")
+		out, errs, code = runCLI(t, "skill", "install", "--force")
 		if code != 0 || !strings.Contains(out, "Replaced "+path) {
 			t.Fatalf("install --force: %d %q %q", code, out, errs)
 		}
@@ -761,7 +761,7 @@ func TestSkillInstall(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, args := range [][]string{{"skill", "install"}, {"skill", "install", "-f"}} {
-			if _, errs, code := run(t, args...); code != 1 || !strings.Contains(errs, path+" is a symbolic link") {
+			if _, errs, code := runCLI(t, args...); code != 1 || !strings.Contains(errs, path+" is a symbolic link") {
 				t.Errorf("%v over a link: exit %d %q", args, code, errs)
 			}
 		}
@@ -781,7 +781,7 @@ func TestSkillInstall(t *testing.T) {
 		if err := os.Symlink(elsewhere, filepath.Dir(path)); err != nil {
 			t.Fatal(err)
 		}
-		if _, errs, code := run(t, "skill", "install", "-f"); code != 1 || !strings.Contains(errs, filepath.Dir(path)+" is a symbolic link, not a folder") {
+		if _, errs, code := runCLI(t, "skill", "install", "-f"); code != 1 || !strings.Contains(errs, filepath.Dir(path)+" is a symbolic link, not a folder") {
 			t.Errorf("install -f into a linked folder: exit %d %q", code, errs)
 		}
 		if ents, _ := os.ReadDir(elsewhere); len(ents) != 0 {
@@ -795,7 +795,7 @@ func TestSkillInstall(t *testing.T) {
 		if err := os.MkdirAll(path, 0o755); err != nil {
 			t.Fatal(err)
 		}
-		if _, errs, code := run(t, "skill", "install", "-f"); code != 1 || !strings.Contains(errs, "is a folder") {
+		if _, errs, code := runCLI(t, "skill", "install", "-f"); code != 1 || !strings.Contains(errs, "is a folder") {
 			t.Errorf("install -f over a folder: %d %q", code, errs)
 		}
 	})
@@ -803,11 +803,11 @@ func TestSkillInstall(t *testing.T) {
 	t.Run("--print and --dry-run write nothing", func(t *testing.T) {
 		home := skillHomeWithBadConfig(t)
 		before := homeFiles(t, home)
-		out, errs, code := run(t, "skill", "install", "--print")
+		out, errs, code := runCLI(t, "skill", "install", "--print")
 		if code != 0 || out != skill || errs != "" {
 			t.Errorf("--print: exit %d, stderr %q, stdout is the skill: %v", code, errs, out == skill)
 		}
-		out, _, code = run(t, "skill", "install", "--dry-run")
+		out, _, code = runCLI(t, "skill", "install", "--dry-run")
 		if code != 0 || !strings.Contains(out, "Would write the marina skill to "+app.SkillPath(home)) {
 			t.Errorf("--dry-run: %d %q", code, out)
 		}
@@ -822,14 +822,14 @@ func TestSkillInstall(t *testing.T) {
 	t.Run("path", func(t *testing.T) {
 		home := skillHomeWithBadConfig(t)
 		want := filepath.Join(home, ".claude", "skills", "marina", "SKILL.md")
-		out, errs, code := run(t, "--config", filepath.Join(home, "missing.yaml"), "skill", "path")
+		out, errs, code := runCLI(t, "--config", filepath.Join(home, "missing.yaml"), "skill", "path")
 		if code != 0 || out != want+"\n" || !strings.Contains(errs, "not installed yet") {
 			t.Errorf("skill path: %d %q %q", code, out, errs)
 		}
-		if _, _, code := run(t, "skill", "install"); code != 0 {
+		if _, _, code := runCLI(t, "skill", "install"); code != 0 {
 			t.Fatal("install failed")
 		}
-		if out, errs, code := run(t, "skill", "path"); code != 0 || out != want+"\n" || errs != "" {
+		if out, errs, code := runCLI(t, "skill", "path"); code != 0 || out != want+"\n" || errs != "" {
 			t.Errorf("skill path once installed: %d %q %q", code, out, errs)
 		}
 	})

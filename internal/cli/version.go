@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/bcollard/marina/internal/app"
+	"github.com/bcollard/marina/internal/session"
 )
 
 func versionCmd(r *root) *cobra.Command {
@@ -27,7 +28,7 @@ else the PATH). It reads no config and does not reach the VM.`,
 		Args: cobra.NoArgs,
 		// Needs no config, no VM.
 		PersistentPreRunE: func(*cobra.Command, []string) error { return nil },
-	}, func(ctx context.Context, _ *app.Env) (app.VersionInfo, error) {
+	}, func(ctx context.Context, _ *session.Env) (app.VersionInfo, error) {
 		return app.GetVersion(ctx, os.Getenv), nil
 	}, printVersion)
 }

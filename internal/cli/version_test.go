@@ -36,7 +36,7 @@ func fakeLimactl(t *testing.T, v string) string {
 func TestVersionJSON(t *testing.T) {
 	isolate(t)
 	bin := fakeLimactl(t, "2.1.4")
-	out, errs, code := run(t, "version", "-o", "json")
+	out, errs, code := runCLI(t, "version", "-o", "json")
 	if code != 0 {
 		t.Fatalf("version -o json: %d %q", code, errs)
 	}
@@ -70,7 +70,7 @@ func TestVersionJSON(t *testing.T) {
 		t.Errorf("version -o json:\n%s\nwant %v", out, want)
 	}
 	// -o yaml has the same keys and values.
-	out, _, code = run(t, "version", "-o", "yaml")
+	out, _, code = runCLI(t, "version", "-o", "yaml")
 	var y map[string]any
 	if err := yaml.Unmarshal([]byte(out), &y); err != nil || code != 0 {
 		t.Fatalf("version -o yaml: %d %v\n%s", code, err, out)
@@ -97,7 +97,7 @@ func list(s []string) []any {
 func TestVersionText(t *testing.T) {
 	isolate(t)
 	bin := fakeLimactl(t, "2.1.4")
-	out, errs, code := run(t, "version")
+	out, errs, code := runCLI(t, "version")
 	if code != 0 {
 		t.Fatalf("version: %d %q", code, errs)
 	}
@@ -117,7 +117,7 @@ func TestVersionText(t *testing.T) {
 			t.Errorf("version lacks %q:\n%s", w, out)
 		}
 	}
-	out, _, code = run(t, "--version")
+	out, _, code = runCLI(t, "--version")
 	if code != 0 || out != "marina "+version.String()+"\n" {
 		t.Errorf("--version = %q, %d", out, code)
 	}
@@ -126,7 +126,7 @@ func TestVersionText(t *testing.T) {
 // limactl missing, too old or broken: version still answers, with a note.
 func TestVersionLimactl(t *testing.T) {
 	isolate(t)
-	out, _, code := run(t, "version", "-o", "json")
+	out, _, code := runCLI(t, "version", "-o", "json")
 	var v struct{ Limactl map[string]string }
 	if err := json.Unmarshal([]byte(out), &v); err != nil || code != 0 {
 		t.Fatalf("%d %v\n%s", code, err, out)
@@ -135,14 +135,14 @@ func TestVersionLimactl(t *testing.T) {
 		t.Errorf("no limactl: %v", v.Limactl)
 	}
 	bin := fakeLimactl(t, "1.2.3")
-	out, _, code = run(t, "version")
+	out, _, code = runCLI(t, "version")
 	if code != 0 || !strings.Contains(out, "limactl         1.2.3 at "+bin+": Lima 1.2.3 is too old: marina needs Lima 2.0 or later; upgrade it: `brew upgrade lima`\n") {
 		t.Errorf("an old limactl:\n%s", out)
 	}
 	if err := os.WriteFile(bin, []byte("#!/bin/sh\necho broken >&2\nexit 1\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	out, _, code = run(t, "version")
+	out, _, code = runCLI(t, "version")
 	if code != 0 || !strings.Contains(out, "limactl         cannot run limactl: `"+bin+" --version` failed (exit status 1): broken; install Lima 2.x") {
 		t.Errorf("a broken limactl:\n%s", out)
 	}

@@ -1,15 +1,18 @@
-// Package app runs marina's commands as observe → plan → apply over the
-// packages that each own one concern (config, vm, guest, docker, …). The
-// CLI parses flags and calls into it; nothing here parses flags.
-package app
+// Package session is the world one marina command sees: its Env (paths,
+// terminal, streams), the Session it opens once (the config as far as it
+// reads it, the VM, and the narrow ports to the guest, Docker, the host and
+// each cluster), and marina's exit statuses. The feature packages run their
+// observe → plan → apply over it; nothing here parses flags or prints a
+// result.
+package session
 
 import (
 	"io"
 	"maps"
 	"os"
+	"path/filepath"
 	"runtime"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 
@@ -31,7 +34,9 @@ type Env struct {
 	// HostArch is the Mac's architecture (runtime.GOARCH).
 	HostArch string
 
-	deps Deps
+	// Deps makes the outside world's parts (the CLI wires production's,
+	// tests a fake world).
+	Deps Deps
 
 	// parent and key are set on a member's Env (see member): what it
 	// would leave behind is recorded on the parent under key.
@@ -66,14 +71,14 @@ func (e *Env) setLeftover(key, s string) {
 	e.leftover[key] = s
 }
 
-// member is an Env for one of several jobs that run at once, such as a
+// Member is an Env for one of several jobs that run at once, such as a
 // fleet's creates: its steps go to u, its results nowhere (the command
 // reports them), and what it would leave behind joins e's.
-func (e *Env) member(key string, u *ui.UI) *Env {
+func (e *Env) Member(key string, u *ui.UI) *Env {
 	return &Env{
 		Paths: e.Paths, UI: u, Getenv: e.Getenv,
 		Stdin: strings.NewReader(""), Stdout: io.Discard, Stderr: e.Stderr,
-		HostArch: e.HostArch, deps: e.deps, parent: e, key: key,
+		HostArch: e.HostArch, Deps: e.Deps, parent: e, key: key,
 	}
 }
 
@@ -93,14 +98,15 @@ func (e *Env) Leftover() string {
 	return strings.Join(out, "; ")
 }
 
-// NewEnv builds an Env for this process.
-func NewEnv(paths config.Paths, u *ui.UI, tty bool) *Env {
+// NewEnv builds an Env for this process; wire makes its Deps (the CLI's
+// production wiring), from the Env itself.
+func NewEnv(paths config.Paths, u *ui.UI, tty bool, wire func(*Env) Deps) *Env {
 	e := &Env{
 		Paths: paths, UI: u, Getenv: os.Getenv,
 		Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr,
 		TTY: tty, HostArch: runtime.GOARCH,
 	}
-	e.deps = production(e)
+	e.Deps = wire(e)
 	return e
 }
 
@@ -118,11 +124,11 @@ func (e *Env) VMName(warn bool) (config.Lenient, error) {
 }
 
 // GuestCalls is the number of guest round trips this process made.
-func (e *Env) GuestCalls() int64 { return e.deps.Calls() }
+func (e *Env) GuestCalls() int64 { return e.Deps.Calls() }
 
-// step runs fn as one step of output: a spinner or a line while it runs,
+// Step runs fn as one step of output: a spinner or a line while it runs,
 // then a tick or a cross; done, when set, is the label a success ends with.
-func (e *Env) step(label, done string, fn func() error) error {
+func (e *Env) Step(label, done string, fn func() error) error {
 	e.UI.Start(label)
 	if err := fn(); err != nil {
 		e.UI.End(false)
@@ -135,34 +141,33 @@ func (e *Env) step(label, done string, fn func() error) error {
 	return nil
 }
 
-func dedupe(in []string) []string {
-	seen := map[string]bool{}
-	var out []string
-	for _, s := range in {
-		if !seen[s] {
-			seen[s] = true
-			out = append(out, s)
-		}
+// KubeconfigTarget is the kubeconfig marina merges into.
+func (e *Env) KubeconfigTarget() string { return kubeconfig.Target(e.Getenv, e.Paths.Home) }
+
+// KubeconfigFiles are the kubeconfigs kubectl reads, the target first.
+func (e *Env) KubeconfigFiles() []string { return kubeconfig.Files(e.Getenv, e.Paths.Home) }
+
+// KubeOwner is this marina home, as the kubeconfig entries and files it
+// writes name it (kubeconfig.Owner); legacy lets the operation take those
+// an older marina marked without a home: only for clusters the user named.
+func (e *Env) KubeOwner(legacy bool) kubeconfig.Owner {
+	home, err := filepath.Abs(e.Paths.Dir)
+	if err != nil {
+		home = e.Paths.Dir
 	}
-	return out
+	return kubeconfig.Owner{Home: filepath.Clean(home), Legacy: legacy}
 }
 
-func orNone(names []string) []string {
-	if len(names) == 0 {
-		return []string{"none"}
+// WarnHost warns about the settings of the valid config l that this Mac
+// cannot honour (vm.rosetta off Apple silicon): they stop nothing, so they
+// are said once, as the command reads the config. Open calls it for the
+// commands that read the config strictly (up, cluster create, …); the
+// lenient ones (status, down, destroy, …) leave vm.rosetta alone.
+func (e *Env) WarnHost(l config.Lenient) {
+	if l.File == "" {
+		l.File = e.Paths.Config
 	}
-	return names
-}
-
-func plural(n int, what string) string {
-	if n == 1 {
-		return "1 " + what
+	for _, w := range l.HostWarnings(e.HostArch) {
+		e.UI.Warnf("%s", w)
 	}
-	return strconv.Itoa(n) + " " + what + "s"
 }
-
-// kubeconfigTarget is the kubeconfig marina merges into.
-func (e *Env) kubeconfigTarget() string { return kubeconfig.Target(e.Getenv, e.Paths.Home) }
-
-// kubeconfigFiles are the kubeconfigs kubectl reads, the target first.
-func (e *Env) kubeconfigFiles() []string { return kubeconfig.Files(e.Getenv, e.Paths.Home) }

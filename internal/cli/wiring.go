@@ -1,4 +1,4 @@
-package app
+package cli
 
 import (
 	"context"
@@ -14,16 +14,17 @@ import (
 	"github.com/bcollard/marina/internal/host"
 	"github.com/bcollard/marina/internal/kube"
 	"github.com/bcollard/marina/internal/run"
+	"github.com/bcollard/marina/internal/session"
 	"github.com/bcollard/marina/internal/vm"
 )
 
-// production wires the real parts: limactl, ssh into the guest, the moby
+// production wires the real parts (the composition root): limactl, ssh into the guest, the moby
 // client, route(8) through sudo, client-go.
-func production(e *Env) Deps {
+func production(e *session.Env) session.Deps {
 	var l *vm.Limactl
 	var g *vm.SSHGuest // one per process, so the round-trip count covers the command
-	return Deps{
-		VM: func() (VM, error) {
+	return session.Deps{
+		VM: func() (session.VM, error) {
 			bin, err := vm.FindLimactl(e.Getenv)
 			if err != nil {
 				return nil, err
@@ -35,25 +36,25 @@ func production(e *Env) Deps {
 			l.Progress = e.UI.Stage
 			return l, nil
 		},
-		VMAt: func(limaHome string) (VM, error) {
+		VMAt: func(limaHome string) (session.VM, error) {
 			bin, err := vm.FindLimactl(e.Getenv)
 			if err != nil {
 				return nil, err
 			}
 			return &vm.Limactl{Bin: bin, LimaHome: limaHome, Run: run.Runner{Log: e.UI.Debugf}}, nil
 		},
-		Guest: func(name string) Guest {
+		Guest: func(name string) session.Guest {
 			if g == nil {
 				files, _ := e.Paths.VM(name) // validated with the config
 				g = &vm.SSHGuest{Name: name, Dir: files.InstanceDir, Limactl: l, Log: e.UI.Debugf}
 			}
 			return sshGuest{g}
 		},
-		Docker: func(sock string) (Docker, error) { return docker.Dial(sock) },
-		Host: func() Host {
+		Docker: func(sock string) (session.Docker, error) { return docker.Dial(sock) },
+		Host: func() session.Host {
 			return macHost{host.New(run.Runner{Log: e.UI.Debugf}, e.TTY, e.Stdin, e.Stderr)}
 		},
-		Kube: func(kc []byte, timeout time.Duration) (Kube, error) {
+		Kube: func(kc []byte, timeout time.Duration) (session.Kube, error) {
 			k, err := kube.Open(kc, timeout)
 			if err != nil {
 				return nil, err
