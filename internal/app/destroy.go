@@ -190,7 +190,7 @@ func kubeconfigCleanup(ctx context.Context, s *session.Session) kubeconfigs {
 	default:
 		infos, err := s.ListClusters(ctx)
 		if err != nil {
-			why = fmt.Sprintf("the clusters of VM %s cannot be listed (%v)", s.Name, dockerCause(err))
+			why = fmt.Sprintf("the clusters of VM %s cannot be listed (%v)", s.Name, session.DockerCause(err))
 		} else {
 			kc.names = cluster.Names(infos)
 		}

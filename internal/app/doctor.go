@@ -176,7 +176,7 @@ type doctor struct {
 	cidr   netip.Prefix
 
 	// Set by run, for plan.
-	o     *observed
+	o     *session.Observed
 	made  madeRecord
 	route host.RouteStatus
 	fixes []DoctorCheck
@@ -306,15 +306,15 @@ func (d *doctor) run(ctx context.Context) DoctorReport {
 			probes.Records, _ = guest.DNSRecordsProbe(etcd, s.Config.DNS.Domain)
 		}
 	}
-	o := observeWith(ctx, s, d.cidr, observeOpts{probes: probes, routes: true, clusters: true})
+	o := session.ObserveWith(ctx, s, d.cidr, session.ObserveOptions{Probes: probes, Routes: true, Clusters: true})
 	d.o = o
-	guestOK := o.guestErr == nil
+	guestOK := o.GuestErr == nil
 	if guestOK {
-		s.Lima0 = o.guest.Lima0.Addr()
+		s.Lima0 = o.Guest.Lima0.Addr()
 	}
 	add(judgeGuest(o))
 	add(judgeDocker(o, s.Socket()))
-	dockerOK := o.dockerErr == nil
+	dockerOK := o.DockerErr == nil
 	noConfig := "the config is not valid (see config)"
 	noGuest := "the guest does not answer (see guest)"
 	noDocker := "Docker does not answer (see docker)"
@@ -325,7 +325,7 @@ func (d *doctor) run(ctx context.Context) DoctorReport {
 	case !dockerOK:
 		add(skip(checkKindNetwork, noDocker))
 	default:
-		c := judgeKindNetwork(docker.KindNetworkSpec(d.cidr, guest.HostIf), o.network)
+		c := judgeKindNetwork(docker.KindNetworkSpec(d.cidr, guest.HostIf), o.Network)
 		// Without marina's kind network nothing on it is reached from here:
 		// the DNS and the clusters' checks would blame themselves.
 		if c.Status == DoctorFail {
@@ -341,19 +341,19 @@ func (d *doctor) run(ctx context.Context) DoctorReport {
 	case !guestOK:
 		add(skip(checkForwarding, noGuest), skip(checkFirewall, noGuest), skip(checkBoot, noGuest))
 	default:
-		net := kindNet(d.cidr, o.mac)
-		cs, err := net.Checks(o.guest.Net)
+		net := kindNet(d.cidr, o.Mac)
+		cs, err := net.Checks(o.Guest.Net)
 		// The script needs Docker's DOCKER-USER chain and the kind
 		// network's bridge: without them, --fix cannot run it yet.
 		blocked := ""
 		switch {
 		case !dockerOK:
 			blocked = "start Docker first (see docker), then: " + fixCommand
-		case o.network == nil:
+		case o.Network == nil:
 			blocked = "marina up (it creates the kind network, then installs the rules)"
 		}
 		for _, area := range []guest.Area{guest.AreaForwarding, guest.AreaFirewall, guest.AreaBoot} {
-			c := judgeArea(area, cs, err, o.guest.Net.Err, blocked)
+			c := judgeArea(area, cs, err, o.Guest.Net.Err, blocked)
 			if c.Status != DoctorOK && area != guest.AreaBoot {
 				d.throughVM = append(d.throughVM, c.Name)
 			}
@@ -416,7 +416,7 @@ func (d *doctor) run(ctx context.Context) DoctorReport {
 		wg.Go(func() {
 			st := &Status{}
 			st.dnsSection(ctx, s, o, d.cidr, d.made)
-			dnsCheck = judgeRecords(judgeDNS(*st.DNS), o.guest.Health, s.Config.DNS.Domain)
+			dnsCheck = judgeRecords(judgeDNS(*st.DNS), o.Guest.Health, s.Config.DNS.Domain)
 		})
 	}
 	switch {
@@ -424,10 +424,10 @@ func (d *doctor) run(ctx context.Context) DoctorReport {
 		clusterChecks = []DoctorCheck{skip(checkClusters, noGuest+": the API servers' address is not known")}
 	case !dockerOK:
 		clusterChecks = []DoctorCheck{skip(checkClusters, noDocker)}
-	case o.clustersErr != nil:
-		clusterChecks = []DoctorCheck{fail(checkClusters, "cannot list the clusters: "+oneLine(o.clustersErr.Error()), "marina cluster list")}
+	case o.ClustersErr != nil:
+		clusterChecks = []DoctorCheck{fail(checkClusters, "cannot list the clusters: "+oneLine(o.ClustersErr.Error()), "marina cluster list")}
 	default:
-		wg.Go(func() { clusterChecks = d.judgeClusters(ctx, o.clusters) })
+		wg.Go(func() { clusterChecks = d.judgeClusters(ctx, o.Clusters) })
 	}
 	wg.Wait()
 	add(dnsCheck)
@@ -445,14 +445,14 @@ func (d *doctor) run(ctx context.Context) DoctorReport {
 
 	// The VM's resources and Rosetta.
 	if guestOK {
-		add(judgeInotify(o.guest.Health), judgeDisk(o.guest.Health))
+		add(judgeInotify(o.Guest.Health), judgeDisk(o.Guest.Health))
 	} else {
 		add(skip(checkInotify, noGuest), skip(checkDisk, noGuest))
 	}
 	want := d.cfgOK && s.Config.VM.Rosetta
 	add(judgeRosettaHost(hostOS, e.HostArch, s.Host.Rosetta(), want))
 	if guestOK {
-		add(judgeRosettaVM(hostOS, e.HostArch, o.guest.Health.RosettaBinfmt, want, d.rosettaAtCreation(inst)))
+		add(judgeRosettaVM(hostOS, e.HostArch, o.Guest.Health.RosettaBinfmt, want, d.rosettaAtCreation(inst)))
 	} else {
 		add(skip(checkRosettaVM, noGuest))
 	}
@@ -565,30 +565,30 @@ func judgeVM(name string, lima DoctorCheck, in *vm.Instance, err error) DoctorCh
 
 // judgeGuest is the guest channel's check: ssh answers, lima0 has an
 // address.
-func judgeGuest(o *observed) DoctorCheck {
+func judgeGuest(o *session.Observed) DoctorCheck {
 	switch {
-	case errors.Is(o.guestErr, guest.ErrNoLima0):
-		return fail(checkGuest, "the guest answers over ssh, but "+oneLine(o.guestErr.Error()), "marina down && marina up")
-	case o.guestErr != nil:
-		return fail(checkGuest, "the guest does not answer: "+oneLine(o.guestErr.Error()), "marina down && marina up")
+	case errors.Is(o.GuestErr, guest.ErrNoLima0):
+		return fail(checkGuest, "the guest answers over ssh, but "+oneLine(o.GuestErr.Error()), "marina down && marina up")
+	case o.GuestErr != nil:
+		return fail(checkGuest, "the guest does not answer: "+oneLine(o.GuestErr.Error()), "marina down && marina up")
 	}
-	f := fmt.Sprintf("the guest answers over ssh; lima0 %s, this host %s on it", o.guest.Lima0, o.mac)
-	if n := len(o.guest.Lima0All); n > 1 {
-		return warn(checkGuest, fmt.Sprintf("%s; lima0 has %d IPv4 addresses (%v): marina uses the first", f, n, o.guest.Lima0All), "marina down && marina up")
+	f := fmt.Sprintf("the guest answers over ssh; lima0 %s, this host %s on it", o.Guest.Lima0, o.Mac)
+	if n := len(o.Guest.Lima0All); n > 1 {
+		return warn(checkGuest, fmt.Sprintf("%s; lima0 has %d IPv4 addresses (%v): marina uses the first", f, n, o.Guest.Lima0All), "marina down && marina up")
 	}
 	return ok(checkGuest, f)
 }
 
 // judgeDocker is Docker's check, over the forwarded socket; the guest says
 // whether the daemon itself runs.
-func judgeDocker(o *observed, sock string) DoctorCheck {
-	if o.dockerErr == nil {
-		return ok(checkDocker, fmt.Sprintf("Docker %s answers on unix://%s", o.dockerVer, sock))
+func judgeDocker(o *session.Observed, sock string) DoctorCheck {
+	if o.DockerErr == nil {
+		return ok(checkDocker, fmt.Sprintf("Docker %s answers on unix://%s", o.DockerVersion, sock))
 	}
-	if o.guestErr == nil && o.guest.Health.Docker != "" && o.guest.Health.Docker != "active" {
-		return fail(checkDocker, fmt.Sprintf("Docker is not running in the VM (docker.service is %s)", o.guest.Health.Docker), "marina shell -- sudo systemctl start docker")
+	if o.GuestErr == nil && o.Guest.Health.Docker != "" && o.Guest.Health.Docker != "active" {
+		return fail(checkDocker, fmt.Sprintf("Docker is not running in the VM (docker.service is %s)", o.Guest.Health.Docker), "marina shell -- sudo systemctl start docker")
 	}
-	return fail(checkDocker, fmt.Sprintf("Docker does not answer on unix://%s: %s", sock, oneLine(o.dockerErr.Error())), "marina down && marina up (Lima forwards the socket again)")
+	return fail(checkDocker, fmt.Sprintf("Docker does not answer on unix://%s: %s", sock, oneLine(o.DockerErr.Error())), "marina down && marina up (Lima forwards the socket again)")
 }
 
 // judgeKindNetwork compares the kind network with marina's.
@@ -659,15 +659,15 @@ func judgeArea(area guest.Area, cs []guest.Check, err error, readErr string, blo
 
 // judgeRoute is the host route's check: the route of the whole network,
 // and every route inside it.
-func (d *doctor) judgeRoute(o *observed) (DoctorCheck, host.RouteStatus) {
+func (d *doctor) judgeRoute(o *session.Observed) (DoctorCheck, host.RouteStatus) {
 	s, cidr := d.s, d.cidr
-	if o.routeErr != nil {
-		return fail(checkRoute, "cannot read this host's route to "+cidr.String()+": "+oneLine(o.routeErr.Error()), "marina status"), host.RouteStatus{}
+	if o.RouteErr != nil {
+		return fail(checkRoute, "cannot read this host's route to "+cidr.String()+": "+oneLine(o.RouteErr.Error()), "marina status"), host.RouteStatus{}
 	}
 	mine := d.made.Gateways(cidr)
-	via := o.guest.Lima0.Addr()
-	rs := host.Classify(cidr, via, o.route, mine...)
-	shadows := host.Shadows(cidr, via, o.overlapping, mine...)
+	via := o.Guest.Lima0.Addr()
+	rs := host.Classify(cidr, via, o.Route, mine...)
+	shadows := host.Shadows(cidr, via, o.Overlapping, mine...)
 	d.shadows = shadows
 	var taken []string
 	for _, r := range shadows {
@@ -676,8 +676,8 @@ func (d *doctor) judgeRoute(o *observed) (DoctorCheck, host.RouteStatus) {
 	line := rs.String()
 	switch rs.State {
 	case host.Present:
-		if o.overErr != nil {
-			return warn(checkRoute, line+"; but the host's routing table could not be listed, so a route inside "+cidr.String()+" would go unseen: "+oneLine(o.overErr.Error()), "marina doctor (again), or look with `netstat -rn -f inet`"), rs
+		if o.OverlapErr != nil {
+			return warn(checkRoute, line+"; but the host's routing table could not be listed, so a route inside "+cidr.String()+" would go unseen: "+oneLine(o.OverlapErr.Error()), "marina doctor (again), or look with `netstat -rn -f inet`"), rs
 		}
 		if len(shadows) == 0 {
 			return ok(checkRoute, line+"; no other route inside it"), rs
@@ -772,21 +772,21 @@ func judgeRecords(c DoctorCheck, h guest.Health, domain string) DoctorCheck {
 
 // judgeMirrors is one check per configured mirror, and one per mirror
 // container no longer in the config.
-func (d *doctor) judgeMirrors(o *observed, probeErrs map[string]error, guestOK bool) []DoctorCheck {
+func (d *doctor) judgeMirrors(o *session.Observed, probeErrs map[string]error, guestOK bool) []DoctorCheck {
 	s := d.s
 	cfg := s.Config.Registries
-	if len(cfg.Mirrors) == 0 && len(o.mirrors) == 0 {
+	if len(cfg.Mirrors) == 0 && len(o.Mirrors) == 0 {
 		return []DoctorCheck{ok(checkMirrors, "no mirrors are configured")}
 	}
 	// Out of date mirrors, judged as up judges them.
 	reasons := map[string]string{}
 	if key, err := loadLabelKey(s.Paths); err == nil {
 		if specs, err := registry.Specs(cfg, vm.GuestCacheDir, key.key); err == nil {
-			reasons = planMirrors(specs, o.mirrors, o.guest.RegistrySums).reasons
+			reasons = planMirrors(specs, o.Mirrors, o.Guest.RegistrySums).reasons
 		}
 	}
 	byName := map[string]docker.Container{}
-	for _, c := range o.mirrors {
+	for _, c := range o.Mirrors {
 		byName[c.Labels[registry.LabelMirror]] = c
 	}
 	var out []DoctorCheck
@@ -809,7 +809,7 @@ func (d *doctor) judgeMirrors(o *observed, probeErrs map[string]error, guestOK b
 		var up guest.UpstreamResult
 		var probed bool
 		if guestOK {
-			up, probed = o.guest.Health.Upstreams[m.Name]
+			up, probed = o.Guest.Health.Upstreams[m.Name]
 		}
 		u, _ := guest.UpstreamOf(m)
 		target := fmt.Sprintf("%s:%d", u.Host, u.Port)
@@ -1153,7 +1153,7 @@ func (d *doctor) repair(ctx context.Context, todo []repairStep) []string {
 		case repairNet:
 			err = s.Step("Installing and running the VM's network script", "", func() error {
 				b := guest.NewBatch()
-				if err := kindNet(d.cidr, o.mac).Apply(b); err != nil {
+				if err := kindNet(d.cidr, o.Mac).Apply(b); err != nil {
 					return err
 				}
 				_, err := s.Guest.Run(ctx, vm.Script{Name: "install the VM's routing rules", Body: b.Script(), Root: true})

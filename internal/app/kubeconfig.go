@@ -199,14 +199,14 @@ func UseKubeconfig(e *session.Env, name string) error {
 // never move). Each cluster is judged by the address it was created with,
 // not by the config's mode now. It lists the clusters into s only when
 // there is a kubeconfig to look at.
-func staleAfterMove(ctx context.Context, s *session.Session, o *observed) ([]cluster.Info, error) {
-	if o.dockerErr != nil || o.guestErr != nil {
+func staleAfterMove(ctx context.Context, s *session.Session, o *session.Observed) ([]cluster.Info, error) {
+	if o.DockerErr != nil || o.GuestErr != nil {
 		return nil, nil
 	}
 	if kcs, _ := filepath.Glob(filepath.Join(s.Paths.KubeconfigDir(), "*.kubeconfig")); len(kcs) == 0 {
 		return nil, nil // no cluster kubeconfig to look at: no Docker call either
 	}
-	s.Lima0 = o.guest.Lima0.Addr()
+	s.Lima0 = o.Guest.Lima0.Addr()
 	var err error
 	if s.Clusters, err = s.ListClusters(ctx); err != nil {
 		return nil, err

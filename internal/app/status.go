@@ -3,7 +3,6 @@ package app
 import (
 	"cmp"
 	"context"
-	"errors"
 	"net/netip"
 	"strings"
 
@@ -213,11 +212,11 @@ func GetStatus(ctx context.Context, e *session.Env) (Status, error) {
 		defer close(listed)
 		clusters, clErr = ses.ListClusters(ctx)
 	}()
-	o := observe(ctx, ses, cidr, 0)
+	o := session.Observe(ctx, ses, cidr, 0)
 	<-listed
 	s.guestNetwork(o, cidr)
 	s.clusters(o, clusters, clErr)
-	if cidr.IsValid() && o.dockerErr == nil {
+	if cidr.IsValid() && o.DockerErr == nil {
 		s.dnsSection(ctx, ses, o, cidr, made)
 	}
 	s.route(ctx, ses, cidr, o, made)
@@ -226,18 +225,18 @@ func GetStatus(ctx context.Context, e *session.Env) (Status, error) {
 
 // guestNetwork fills the VM's address, Docker and the guest network
 // section from one observation.
-func (s *Status) guestNetwork(o *observed, cidr netip.Prefix) {
+func (s *Status) guestNetwork(o *session.Observed, cidr netip.Prefix) {
 	v := &s.VM
-	if o.guestErr != nil {
-		v.Errors = append(v.Errors, o.guestErr.Error())
+	if o.GuestErr != nil {
+		v.Errors = append(v.Errors, o.GuestErr.Error())
 	} else {
-		v.Lima0 = o.guest.Lima0.String()
+		v.Lima0 = o.Guest.Lima0.String()
 	}
-	v.Docker = o.dockerVer
-	if o.dockerErr != nil {
-		v.Errors = append(v.Errors, o.dockerErr.Error())
+	v.Docker = o.DockerVersion
+	if o.DockerErr != nil {
+		v.Errors = append(v.Errors, o.DockerErr.Error())
 	}
-	if !cidr.IsValid() || o.guestErr != nil {
+	if !cidr.IsValid() || o.GuestErr != nil {
 		return
 	}
 	gs := &GuestStatus{}
@@ -245,8 +244,8 @@ func (s *Status) guestNetwork(o *observed, cidr netip.Prefix) {
 	spec := docker.KindNetworkSpec(cidr, guest.HostIf)
 	kn := &KindNetworkStatus{}
 	gs.KindNetwork = kn
-	switch have := o.network; {
-	case o.dockerErr != nil:
+	switch have := o.Network; {
+	case o.DockerErr != nil:
 		kn.Problems = append(kn.Problems, "unknown: Docker did not answer")
 	case have == nil:
 		kn.Problems = append(kn.Problems, "missing: `marina up` creates it")
@@ -257,12 +256,12 @@ func (s *Status) guestNetwork(o *observed, cidr netip.Prefix) {
 		kn.Problems = spec.Differences(have)
 	}
 	gs.OK = kn.Present && len(kn.Problems) == 0
-	checks, err := kindNet(cidr, o.mac).Checks(o.guest.Net)
+	checks, err := kindNet(cidr, o.Mac).Checks(o.Guest.Net)
 	if err != nil {
 		v.Errors = append(v.Errors, err.Error())
 	}
-	if o.guest.Net.Err != "" {
-		v.Errors = append(v.Errors, "reading the VM's firewall: "+o.guest.Net.Err)
+	if o.Guest.Net.Err != "" {
+		v.Errors = append(v.Errors, "reading the VM's firewall: "+o.Guest.Net.Err)
 	}
 	for _, c := range checks {
 		gs.Checks = append(gs.Checks, CheckStatus{What: c.What, OK: c.OK, Rule: c.Note})
@@ -273,10 +272,10 @@ func (s *Status) guestNetwork(o *observed, cidr netip.Prefix) {
 // clusters fills the clusters section from what Docker listed; a failure
 // joins the VM's errors, unless Docker did not answer the observation
 // either (that error is there already).
-func (s *Status) clusters(o *observed, infos []cluster.Info, err error) {
+func (s *Status) clusters(o *session.Observed, infos []cluster.Info, err error) {
 	if err != nil {
-		if o.dockerErr == nil {
-			s.VM.Errors = append(s.VM.Errors, "listing the clusters: "+dockerCause(err).Error())
+		if o.DockerErr == nil {
+			s.VM.Errors = append(s.VM.Errors, "listing the clusters: "+session.DockerCause(err).Error())
 		}
 		return
 	}
@@ -294,20 +293,10 @@ func (s *Status) clusters(o *observed, infos []cluster.Info, err error) {
 	s.Clusters = &list
 }
 
-// dockerCause is listClusters' error without its hint, which sends the
-// user to marina status: status itself, and destroy, say what they do
-// about it.
-func dockerCause(err error) error {
-	if inner := errors.Unwrap(err); inner != nil {
-		return inner
-	}
-	return err
-}
-
 // route fills the host route section; o is the running VM's observation,
 // nil when the VM is not running (the route is then looked up here and
 // judged without a gateway to compare with).
-func (s *Status) route(ctx context.Context, ses *session.Session, cidr netip.Prefix, o *observed, made madeRecord) {
+func (s *Status) route(ctx context.Context, ses *session.Session, cidr netip.Prefix, o *session.Observed, made madeRecord) {
 	if !cidr.IsValid() {
 		return
 	}
@@ -316,11 +305,11 @@ func (s *Status) route(ctx context.Context, ses *session.Session, cidr netip.Pre
 	var found *host.Route
 	var err error
 	if o != nil {
-		if o.guestErr == nil {
-			via = o.guest.Lima0.Addr()
+		if o.GuestErr == nil {
+			via = o.Guest.Lima0.Addr()
 			r.Want = via.String()
 		}
-		found, err = o.route, o.routeErr
+		found, err = o.Route, o.RouteErr
 	} else {
 		found, err = ses.Host.Lookup(ctx, cidr)
 	}

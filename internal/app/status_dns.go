@@ -43,7 +43,7 @@ type DNSLookupStatus struct {
 }
 
 // dnsSection fills s.DNS from the observation and one lookup.
-func (s *Status) dnsSection(ctx context.Context, ses *session.Session, o *observed, cidr netip.Prefix, made madeRecord) {
+func (s *Status) dnsSection(ctx context.Context, ses *session.Session, o *session.Observed, cidr netip.Prefix, made madeRecord) {
 	cfg := ses.File.Config
 	etcd, server := dns.Addrs(cidr)
 	d := &DNSStatus{Domain: cfg.DNS.Domain}
@@ -60,7 +60,7 @@ func (s *Status) dnsSection(ctx context.Context, ses *session.Session, o *observ
 		}
 	}
 	byName := map[string]string{}
-	for _, c := range o.dns {
+	for _, c := range o.DNS {
 		byName[c.Name] = c.State
 	}
 	for _, c := range []DNSContainer{{Name: dns.EtcdName, IP: etcd.String()}, {Name: dns.ServerName, IP: server.String()}} {

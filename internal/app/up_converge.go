@@ -67,17 +67,17 @@ func converge(ctx context.Context, s *session.Session, planned []Step, dryRun bo
 	if err := followLima0(ctx, s, stale); err != nil {
 		return err
 	}
-	if err := upgradeClusters(ctx, s, older, o.guest.Addons); err != nil {
+	if err := upgradeClusters(ctx, s, older, o.Guest.Addons); err != nil {
 		return err
 	}
-	printReady(s, o.guest.Lima0.Addr(), cidr)
+	printReady(s, o.Guest.Lima0.Addr(), cidr)
 	return nil
 }
 
 // planFor plans converge from one observation, with the label key, the
 // record of what marina made on the host and the host's resolver file,
 // and warns about what on the host marina will not change.
-func planFor(s *session.Session, o *observed) (convergePlan, error) {
+func planFor(s *session.Session, o *session.Observed) (convergePlan, error) {
 	e, cfg := s.Env, s.Config
 	key, err := loadLabelKey(e.Paths)
 	if err != nil {
@@ -110,7 +110,7 @@ func planFor(s *session.Session, o *observed) (convergePlan, error) {
 
 // observeStep observes the VM, its Docker and the host route (one guest
 // round trip), as a step of output unless dryRun.
-func observeStep(ctx context.Context, s *session.Session, cidr netip.Prefix, dryRun bool) (*observed, error) {
+func observeStep(ctx context.Context, s *session.Session, cidr netip.Prefix, dryRun bool) (*session.Observed, error) {
 	e := s.Env
 	wait := 2 * time.Minute
 	if dryRun {
@@ -118,24 +118,24 @@ func observeStep(ctx context.Context, s *session.Session, cidr netip.Prefix, dry
 	} else {
 		e.UI.Start("Looking at the VM, its Docker and this host's route")
 	}
-	o := observe(ctx, s, cidr, wait)
+	o := session.Observe(ctx, s, cidr, wait)
 	var err error
 	switch {
-	case o.guestErr != nil:
-		err = o.guestErr
-	case o.dockerErr != nil:
-		err = fmt.Errorf("%w\nLima forwards the socket: `marina down && marina up` re-creates it", o.dockerErr)
-	case o.routeErr != nil:
-		err = o.routeErr
+	case o.GuestErr != nil:
+		err = o.GuestErr
+	case o.DockerErr != nil:
+		err = fmt.Errorf("%w\nLima forwards the socket: `marina down && marina up` re-creates it", o.DockerErr)
+	case o.RouteErr != nil:
+		err = o.RouteErr
 	}
 	if err != nil {
 		e.UI.End(false)
 		return nil, err
 	}
-	e.UI.Relabel(fmt.Sprintf("VM address on lima0: %s (this host: %s); Docker %s answers on %s", o.guest.Lima0, o.mac, o.dockerVer, s.Socket()))
+	e.UI.Relabel(fmt.Sprintf("VM address on lima0: %s (this host: %s); Docker %s answers on %s", o.Guest.Lima0, o.Mac, o.DockerVersion, s.Socket()))
 	e.UI.End(true)
-	if all := o.guest.Lima0All; len(all) > 1 {
-		e.UI.Warnf("lima0 has %d IPv4 addresses (%v); marina uses %s", len(all), all, o.guest.Lima0)
+	if all := o.Guest.Lima0All; len(all) > 1 {
+		e.UI.Warnf("lima0 has %d IPv4 addresses (%v); marina uses %s", len(all), all, o.Guest.Lima0)
 	}
 	return o, nil
 }
@@ -160,11 +160,11 @@ type convergePlan struct {
 // what must change. It changes
 // nothing; it fails on what marina must not change (a foreign kind
 // network).
-func planConverge(cfg config.Config, o *observed, key labelKey, made *host.Made, h session.Host) (convergePlan, error) {
+func planConverge(cfg config.Config, o *session.Observed, key labelKey, made *host.Made, h session.Host) (convergePlan, error) {
 	cidr := netip.MustParsePrefix(cfg.Network.CIDR)
-	lima0 := o.guest.Lima0
-	p := convergePlan{network: docker.KindNetworkSpec(cidr, guest.HostIf), net: kindNet(cidr, o.mac)}
-	if have := o.network; have != nil {
+	lima0 := o.Guest.Lima0
+	p := convergePlan{network: docker.KindNetworkSpec(cidr, guest.HostIf), net: kindNet(cidr, o.Mac)}
+	if have := o.Network; have != nil {
 		if diff := p.network.Differences(have); len(diff) > 0 {
 			return p, networkMismatch(cfg.VM.Name, p.network, have, diff)
 		}
@@ -172,7 +172,7 @@ func planConverge(cfg config.Config, o *observed, key labelKey, made *host.Made,
 		p.createNet = true
 		p.steps = append(p.steps, Step{Do: "create the Docker network " + p.network.Name + ": " + p.network.CreateArgs()})
 	}
-	checks, err := p.net.Checks(o.guest.Net)
+	checks, err := p.net.Checks(o.Guest.Net)
 	if err != nil {
 		return p, err
 	}
@@ -196,15 +196,15 @@ func planConverge(cfg config.Config, o *observed, key labelKey, made *host.Made,
 		return p, err
 	}
 	p.key = key
-	p.mirrors = planMirrors(specs, o.mirrors, o.guest.RegistrySums)
+	p.mirrors = planMirrors(specs, o.Mirrors, o.Guest.RegistrySums)
 	p.steps = append(p.steps, p.mirrors.steps()...)
 	dnsSpecs, err := dns.Specs(cfg, key.key)
 	if err != nil {
 		return p, err
 	}
-	p.dns = planDNS(dnsSpecs, o.dns, o.guest.DNSSum, o.guest.EtcdAuth)
+	p.dns = planDNS(dnsSpecs, o.DNS, o.Guest.DNSSum, o.Guest.EtcdAuth)
 	p.made = made
-	p.route = host.Classify(cidr, lima0.Addr(), o.route, made.Gateways(cidr)...)
+	p.route = host.Classify(cidr, lima0.Addr(), o.Route, made.Gateways(cidr)...)
 	if p.routeFix = h.RouteFix(p.route); p.routeFix != nil {
 		p.steps = append(p.steps, Step{Do: "route " + cidr.String() + " to the VM: " + run.Quote(p.routeFix), Reason: "now " + string(p.route.State)})
 	}

@@ -16,7 +16,7 @@ import (
 )
 
 // inPlace is an observation of a VM where everything is as marina leaves it.
-func inPlace(t *testing.T, cfg config.Config, lima0 string) *observed {
+func inPlace(t *testing.T, cfg config.Config, lima0 string) *session.Observed {
 	t.Helper()
 	cidr := netip.MustParsePrefix(cfg.Network.CIDR)
 	l0 := netip.MustParsePrefix(lima0)
@@ -39,11 +39,11 @@ func inPlace(t *testing.T, cfg config.Config, lima0 string) *observed {
 		st.Chains[key] = append(st.Chains[key], r.Spec)
 	}
 	spec := docker.KindNetworkSpec(cidr, guest.HostIf)
-	return &observed{
-		mac:     mac,
-		guest:   guest.State{Lima0: l0, Lima0All: []netip.Prefix{l0}, Net: st, RegistrySums: map[string]string{}},
-		network: &docker.NetworkState{Driver: "bridge", Subnet: spec.Subnet, Gateway: spec.Gateway, IPRange: spec.IPRange, Options: spec.Options, Managed: true},
-		route:   &host.Route{Dest: cidr, Gateway: l0.Addr(), Interface: "bridge100"},
+	return &session.Observed{
+		Mac:     mac,
+		Guest:   guest.State{Lima0: l0, Lima0All: []netip.Prefix{l0}, Net: st, RegistrySums: map[string]string{}},
+		Network: &docker.NetworkState{Driver: "bridge", Subnet: spec.Subnet, Gateway: spec.Gateway, IPRange: spec.IPRange, Options: spec.Options, Managed: true},
+		Route:   &host.Route{Dest: cidr, Gateway: l0.Addr(), Interface: "bridge100"},
 	}
 }
 
@@ -61,7 +61,7 @@ func TestPlanConverge(t *testing.T) {
 	}
 	cases := []struct {
 		name   string
-		change func(o *observed)
+		change func(o *session.Observed)
 		create bool
 		rules  bool
 		route  bool
@@ -69,25 +69,27 @@ func TestPlanConverge(t *testing.T) {
 		err    string
 	}{
 		{name: "everything in place"},
-		{name: "no kind network", change: func(o *observed) { o.network = nil }, create: true, rules: true,
+		{name: "no kind network", change: func(o *session.Observed) { o.Network = nil }, create: true, rules: true,
 			steps: []string{"create the Docker network kind: docker network create -d bridge --subnet 172.30.0.0/16", "install and apply the VM's routing rules"}},
-		{name: "a network kind made", change: func(o *observed) {
-			o.network = &docker.NetworkState{Driver: "bridge", Subnet: netip.MustParsePrefix("172.18.0.0/16"), Containers: 2}
+		{name: "a network kind made", change: func(o *session.Observed) {
+			o.Network = &docker.NetworkState{Driver: "bridge", Subnet: netip.MustParsePrefix("172.18.0.0/16"), Containers: 2}
 		}, err: `the Docker network "kind" in VM marina is not the one marina needs`},
-		{name: "lima0 moved", change: func(o *observed) {
-			o.guest.Lima0 = netip.MustParsePrefix("192.168.70.2/24")
-			o.mac = netip.MustParseAddr("192.168.70.1")
+		{name: "lima0 moved", change: func(o *session.Observed) {
+			o.Guest.Lima0 = netip.MustParsePrefix("192.168.70.2/24")
+			o.Mac = netip.MustParseAddr("192.168.70.1")
 		}, rules: true, route: true, steps: []string{"install and apply the VM's routing rules", "route 172.30.0.0/16 to the VM"}},
-		{name: "FORWARD policy ACCEPT after a reboot", change: func(o *observed) {
-			o.guest.Net.Policies["filter FORWARD"] = "ACCEPT"
+		{name: "FORWARD policy ACCEPT after a reboot", change: func(o *session.Observed) {
+			o.Guest.Net.Policies["filter FORWARD"] = "ACCEPT"
 		}, rules: true, steps: []string{"not right yet: the VM forwards nothing it is not told to"}},
-		{name: "a VPN's route of the same network", change: func(o *observed) {
-			o.route = &host.Route{Dest: netip.MustParsePrefix("172.30.0.0/16"), Gateway: netip.MustParseAddr("100.64.0.1"), Interface: "utun3"}
+		{name: "a VPN's route of the same network", change: func(o *session.Observed) {
+			o.Route = &host.Route{Dest: netip.MustParsePrefix("172.30.0.0/16"), Gateway: netip.MustParseAddr("100.64.0.1"), Interface: "utun3"}
 		}},
-		{name: "no route", change: func(o *observed) { o.route = &host.Route{Dest: netip.MustParsePrefix("0.0.0.0/0"), Interface: "en0"} },
+		{name: "no route", change: func(o *session.Observed) {
+			o.Route = &host.Route{Dest: netip.MustParsePrefix("0.0.0.0/0"), Interface: "en0"}
+		},
 			route: true, steps: []string{"route 172.30.0.0/16 to the VM"}},
-		{name: "a VPN shadows part of it", change: func(o *observed) {
-			o.route = &host.Route{Dest: netip.MustParsePrefix("172.30.0.0/24"), Interface: "utun3"}
+		{name: "a VPN shadows part of it", change: func(o *session.Observed) {
+			o.Route = &host.Route{Dest: netip.MustParsePrefix("172.30.0.0/24"), Interface: "utun3"}
 		}},
 	}
 	for _, c := range cases {

@@ -21,8 +21,8 @@ import (
 // own. The kubeconfig files on this host say which clusters
 // there are; Docker is asked only when one of them has no such record, so
 // a warm up makes no extra call.
-func olderClusters(ctx context.Context, s *session.Session, o *observed) ([]cluster.Info, error) {
-	if o.dockerErr != nil || o.guestErr != nil {
+func olderClusters(ctx context.Context, s *session.Session, o *session.Observed) ([]cluster.Info, error) {
+	if o.DockerErr != nil || o.GuestErr != nil {
 		return nil, nil
 	}
 	want := s.Config.DNS.Domain
@@ -30,7 +30,7 @@ func olderClusters(ctx context.Context, s *session.Session, o *observed) ([]clus
 	behind := false
 	for _, f := range files {
 		n := strings.TrimSuffix(filepath.Base(f), ".kubeconfig")
-		if a, ok := o.guest.Addons[n]; !ok || a.DNS != want || !a.Auth {
+		if a, ok := o.Guest.Addons[n]; !ok || a.DNS != want || !a.Auth {
 			behind = true
 		}
 	}
@@ -45,7 +45,7 @@ func olderClusters(ctx context.Context, s *session.Session, o *observed) ([]clus
 	}
 	var out []cluster.Info
 	for _, c := range s.Clusters {
-		if a, ok := o.guest.Addons[c.Name]; c.Slot != 0 && c.Running() && (!ok || a.DNS != want || !a.Auth) {
+		if a, ok := o.Guest.Addons[c.Name]; c.Slot != 0 && c.Running() && (!ok || a.DNS != want || !a.Auth) {
 			out = append(out, c)
 		}
 	}

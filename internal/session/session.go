@@ -188,6 +188,16 @@ func (s *Session) ListClusters(ctx context.Context) ([]cluster.Info, error) {
 	return cluster.Group(nodes), nil
 }
 
+// DockerCause is ListClusters' error without its hint, which sends the
+// user to marina status: status itself, and destroy, say what they do
+// about it.
+func DockerCause(err error) error {
+	if inner := errors.Unwrap(err); inner != nil {
+		return inner
+	}
+	return err
+}
+
 // Server is the API server address a kubeconfig of a new cluster in slot
 // n uses: lima0's in direct mode, the Mac's loopback when Lima mirrors the
 // port.

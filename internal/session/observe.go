@@ -1,4 +1,4 @@
-package app
+package session
 
 import (
 	"context"
@@ -13,63 +13,62 @@ import (
 	"github.com/bcollard/marina/internal/guest"
 	"github.com/bcollard/marina/internal/host"
 	"github.com/bcollard/marina/internal/registry"
-	"github.com/bcollard/marina/internal/session"
 	"github.com/bcollard/marina/internal/vm"
 )
 
-// observed is one look at a running VM and the host. Its three parts are
+// Observed is one look at a running VM and the host. Its three parts are
 // read at the same time: the guest (one round trip), Docker (over the
 // forwarded socket, itself an ssh channel) and the host's route. Each part
 // keeps its own error, so status can print what it did learn.
-type observed struct {
-	guest    guest.State
-	guestErr error
-	// mac is this host's own address towards lima0: the one source the
+type Observed struct {
+	Guest    guest.State
+	GuestErr error
+	// Mac is this host's own address towards lima0: the one source the
 	// VM's rules let into the kind network.
-	mac netip.Addr
+	Mac netip.Addr
 
-	dockerVer  string
-	network    *docker.NetworkState // nil: no kind network
-	mirrors    []docker.Container   // containers labelled as marina's mirrors
-	dns        []docker.Container   // marina's DNS containers
-	dockerErr  error
-	route      *host.Route
-	routeErr   error
-	routeKnown bool
+	DockerVersion string
+	Network       *docker.NetworkState // nil: no kind network
+	Mirrors       []docker.Container   // containers labelled as marina's mirrors
+	DNS           []docker.Container   // marina's DNS containers
+	DockerErr     error
+	Route         *host.Route
+	RouteErr      error
+	RouteKnown    bool
 
-	// What doctor asks for besides (observeOpts): the host's routes that
+	// What doctor asks for besides (ObserveOptions): the host's routes that
 	// overlap the kind network, and the clusters Docker shows.
-	overlapping []host.Route
-	overErr     error
-	clusters    []cluster.Info
-	clustersErr error
+	Overlapping []host.Route
+	OverlapErr  error
+	Clusters    []cluster.Info
+	ClustersErr error
 }
 
-// observeOpts are what an observation reads beyond status's and up's.
-type observeOpts struct {
-	// wait is how long Docker may take to answer (a VM that just
+// ObserveOptions are what an observation reads beyond status's and up's.
+type ObserveOptions struct {
+	// Wait is how long Docker may take to answer (a VM that just
 	// booted); 0 asks once.
-	wait time.Duration
-	// probes go into the guest's round trip.
-	probes guest.Probes
-	// routes lists the host's routes overlapping the kind network too.
-	routes bool
-	// clusters lists the clusters from Docker too.
-	clusters bool
+	Wait time.Duration
+	// Probes go into the guest's round trip.
+	Probes guest.Probes
+	// Routes lists the host's routes overlapping the kind network too.
+	Routes bool
+	// Clusters lists the clusters from Docker too.
+	Clusters bool
 }
 
-// observe looks at the running VM name and at the host's route to cidr.
+// Observe looks at the running VM name and at the host's route to cidr.
 // dockerWait is how long Docker may take to answer (a VM that just booted);
 // 0 asks once.
-func observe(ctx context.Context, s *session.Session, cidr netip.Prefix, dockerWait time.Duration) *observed {
-	return observeWith(ctx, s, cidr, observeOpts{wait: dockerWait})
+func Observe(ctx context.Context, s *Session, cidr netip.Prefix, dockerWait time.Duration) *Observed {
+	return ObserveWith(ctx, s, cidr, ObserveOptions{Wait: dockerWait})
 }
 
-// observeWith is observe, reading what opts asks for as well at the same
+// ObserveWith is Observe, reading what opts asks for as well at the same
 // time: still one guest round trip.
-func observeWith(ctx context.Context, s *session.Session, cidr netip.Prefix, opts observeOpts) *observed {
-	o := &observed{}
-	dockerWait := opts.wait
+func ObserveWith(ctx context.Context, s *Session, cidr netip.Prefix, opts ObserveOptions) *Observed {
+	o := &Observed{}
+	dockerWait := opts.Wait
 	// A guest that cannot be reached fails up's observation whatever Docker
 	// says, and Lima forwards Docker's socket over the same ssh: waiting
 	// for Docker then only hides the guest's error for the whole wait.
@@ -79,8 +78,8 @@ func observeWith(ctx context.Context, s *session.Session, cidr netip.Prefix, opt
 	wg.Add(3)
 	go func() {
 		defer wg.Done()
-		o.guest, o.guestErr = observeGuest(ctx, s, opts)
-		if o.guestErr != nil {
+		o.Guest, o.GuestErr = observeGuest(ctx, s, opts)
+		if o.GuestErr != nil {
 			// Only a wait is worth stopping: asked once (status, doctor),
 			// Docker's own answer is part of the report.
 			if dockerWait > 0 {
@@ -88,7 +87,7 @@ func observeWith(ctx context.Context, s *session.Session, cidr netip.Prefix, opt
 			}
 			return
 		}
-		o.mac, o.guestErr = s.Host.SourceFor(o.guest.Lima0.Addr())
+		o.Mac, o.GuestErr = s.Host.SourceFor(o.Guest.Lima0.Addr())
 	}()
 	go func() {
 		defer wg.Done()
@@ -96,34 +95,34 @@ func observeWith(ctx context.Context, s *session.Session, cidr netip.Prefix, opt
 		ctx := dctx
 		var err error
 		if dockerWait > 0 {
-			o.dockerVer, err = dc.WaitReady(ctx, dockerWait)
+			o.DockerVersion, err = dc.WaitReady(ctx, dockerWait)
 		} else {
-			o.dockerVer, err = dc.Version(ctx)
+			o.DockerVersion, err = dc.Version(ctx)
 		}
 		if err != nil {
-			o.dockerErr = err
+			o.DockerErr = err
 			return
 		}
 		// Once Docker answers, its three reads go at once: each is a
 		// round trip over the forwarded socket.
 		var netErr, mirErr, dnsErr error
 		var dw sync.WaitGroup
-		dw.Go(func() { o.network, netErr = dc.InspectNetwork(ctx, docker.KindNetwork) })
-		dw.Go(func() { o.mirrors, mirErr = dc.ListLabeled(ctx, registry.LabelMirror) })
-		dw.Go(func() { o.dns, dnsErr = dc.ListLabeled(ctx, dns.LabelRole) })
-		if opts.clusters {
-			dw.Go(func() { o.clusters, o.clustersErr = s.ListClusters(ctx) })
+		dw.Go(func() { o.Network, netErr = dc.InspectNetwork(ctx, docker.KindNetwork) })
+		dw.Go(func() { o.Mirrors, mirErr = dc.ListLabeled(ctx, registry.LabelMirror) })
+		dw.Go(func() { o.DNS, dnsErr = dc.ListLabeled(ctx, dns.LabelRole) })
+		if opts.Clusters {
+			dw.Go(func() { o.Clusters, o.ClustersErr = s.ListClusters(ctx) })
 		}
 		dw.Wait()
-		o.dockerErr = errors.Join(netErr, mirErr, dnsErr)
+		o.DockerErr = errors.Join(netErr, mirErr, dnsErr)
 	}()
 	go func() {
 		defer wg.Done()
 		if cidr.IsValid() {
-			o.route, o.routeErr = s.Host.Lookup(ctx, cidr)
-			o.routeKnown = o.routeErr == nil
-			if opts.routes {
-				o.overlapping, o.overErr = s.Host.Overlapping(ctx, cidr)
+			o.Route, o.RouteErr = s.Host.Lookup(ctx, cidr)
+			o.RouteKnown = o.RouteErr == nil
+			if opts.Routes {
+				o.Overlapping, o.OverlapErr = s.Host.Overlapping(ctx, cidr)
 			}
 		}
 	}()
@@ -139,13 +138,13 @@ const guestRetry = time.Second
 // just booted), a connection that may pass (refused: sshd starting) is
 // tried again until the wait is over; one that cannot (sshd refuses the
 // key) is reported at once.
-func observeGuest(ctx context.Context, s *session.Session, opts observeOpts) (guest.State, error) {
-	deadline := time.Now().Add(opts.wait)
+func observeGuest(ctx context.Context, s *Session, opts ObserveOptions) (guest.State, error) {
+	deadline := time.Now().Add(opts.Wait)
 	for {
 		var st guest.State
 		var err error
-		if len(opts.probes.Upstreams) > 0 {
-			st, err = s.Guest.ObserveWith(ctx, opts.probes)
+		if len(opts.Probes.Upstreams) > 0 {
+			st, err = s.Guest.ObserveWith(ctx, opts.Probes)
 		} else {
 			st, err = s.Guest.Observe(ctx)
 		}
