@@ -11,6 +11,7 @@ import (
 	"github.com/bcollard/marina/internal/config"
 	"github.com/bcollard/marina/internal/docker"
 	"github.com/bcollard/marina/internal/registry"
+	"github.com/bcollard/marina/internal/session/sessiontest"
 )
 
 // hostileCache lays out the host registry cache as root in the VM can
@@ -18,9 +19,9 @@ import (
 // replaced by links out of the cache, and a link deep inside one. It
 // returns the user's folder the links point at, holding a file that must
 // survive, and that file's bytes.
-func hostileCache(t *testing.T, f *fixture) (docs string, secret []byte) {
+func hostileCache(t *testing.T, f *sessiontest.World) (docs string, secret []byte) {
 	t.Helper()
-	cache := f.e.Paths.RegistryCache()
+	cache := f.Env.Paths.RegistryCache()
 	home := filepath.Dir(filepath.Dir(cache)) // the cache is <home>/.marina/registry-cache
 	docs = filepath.Join(home, "Documents")
 	secret = []byte("the user's thesis\n")
@@ -66,39 +67,39 @@ func intact(t *testing.T, docs string, secret []byte) {
 func TestCleanCacheFollowsNoLink(t *testing.T) {
 	for _, mirror := range []string{"registry-quayio", "registry-dockerio"} {
 		t.Run(mirror, func(t *testing.T) {
-			f := newFixture(t)
-			f.config(nil)
+			f := sessiontest.New(t)
+			f.Config(nil)
 			docs, secret := hostileCache(t, f)
 			for _, m := range config.Default().Registries.Mirrors {
-				f.mirrors = append(f.mirrors, docker.Container{ID: m.Name + "-id", Name: m.Name, State: "running", Labels: map[string]string{registry.LabelMirror: m.Name}})
+				f.Mirrors = append(f.Mirrors, docker.Container{ID: m.Name + "-id", Name: m.Name, State: "running", Labels: map[string]string{registry.LabelMirror: m.Name}})
 			}
-			err := CleanCache(context.Background(), f.e, []string{mirror}, CleanCacheOptions{Yes: true})
-			path := filepath.Join(f.e.Paths.RegistryCache(), mirror)
+			err := CleanCache(context.Background(), f.Env, []string{mirror}, CleanCacheOptions{Yes: true})
+			path := filepath.Join(f.Env.Paths.RegistryCache(), mirror)
 			if err == nil || !strings.Contains(err.Error(), path+" is a symbolic link") {
 				t.Errorf("clean-cache %s: %v", mirror, err)
 			}
 			intact(t, docs, secret)
-			if _, err := os.Lstat(filepath.Join(filepath.Dir(filepath.Dir(f.e.Paths.RegistryCache())), ".marina", "config.yaml")); err != nil {
+			if _, err := os.Lstat(filepath.Join(filepath.Dir(filepath.Dir(f.Env.Paths.RegistryCache())), ".marina", "config.yaml")); err != nil {
 				t.Errorf("marina's own config went: %v", err)
 			}
 			if fi, err := os.Lstat(path); err != nil || fi.Mode()&os.ModeSymlink == 0 {
 				t.Errorf("the link itself was changed: %v", err)
 			}
 			// Refused before anything happened: no mirror was stopped.
-			if got := f.called("docker.remove"); len(got) != 0 {
+			if got := f.Called("docker.remove"); len(got) != 0 {
 				t.Errorf("mirrors stopped before the refusal: %v", got)
 			}
 		})
 	}
 	t.Run("a link inside a mirror's folder", func(t *testing.T) {
-		f := newFixture(t)
-		f.config(nil)
+		f := sessiontest.New(t)
+		f.Config(nil)
 		docs, secret := hostileCache(t, f)
-		if err := CleanCache(context.Background(), f.e, []string{"registry-gcrio"}, CleanCacheOptions{Yes: true}); err != nil {
-			t.Fatalf("%v\n%s", err, f.err.String())
+		if err := CleanCache(context.Background(), f.Env, []string{"registry-gcrio"}, CleanCacheOptions{Yes: true}); err != nil {
+			t.Fatalf("%v\n%s", err, f.Stderr.String())
 		}
 		intact(t, docs, secret)
-		ents, err := os.ReadDir(filepath.Join(f.e.Paths.RegistryCache(), "registry-gcrio"))
+		ents, err := os.ReadDir(filepath.Join(f.Env.Paths.RegistryCache(), "registry-gcrio"))
 		if err != nil || len(ents) != 0 {
 			t.Errorf("registry-gcrio after emptying: %v %v", ents, err)
 		}
@@ -108,13 +109,13 @@ func TestCleanCacheFollowsNoLink(t *testing.T) {
 // S1, measuring: registry list counts the real blob and nothing behind
 // either link, and shows a replaced folder as unmeasured.
 func TestRegistryListFollowsNoLink(t *testing.T) {
-	f := newFixture(t)
-	f.config(nil)
+	f := sessiontest.New(t)
+	f.Config(nil)
 	docs, _ := hostileCache(t, f)
 	if err := os.WriteFile(filepath.Join(docs, "big.iso"), bytes.Repeat([]byte("y"), 1<<20), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	rows, err := ListMirrors(context.Background(), f.e)
+	rows, err := ListMirrors(context.Background(), f.Env)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/netip"
 	"os"
-	"sort"
 	"strings"
 	"time"
 
@@ -252,7 +251,7 @@ func (p *createPlan) steps(cfg config.Config) []Step {
 	steps := []Step{
 		{Do: fmt.Sprintf("create kind cluster %s in slot %d: API server %s, services %s, pods %s, 1 control plane and %d workers from %s",
 			s.Name, s.Slot, p.server, slot.ServiceSubnet(s.Slot), slot.PodSubnet(s.Slot), s.Workers, p.image)},
-		{Do: "label its nodes " + labelString(s.NodeLabels())},
+		{Do: "label its nodes " + cluster.FormatLabels(s.NodeLabels())},
 		{Do: "point its nodes' containerd at " + mirrors},
 		{Do: fmt.Sprintf("install MetalLB %s with the LoadBalancer pool %s", cfg.Kind.MetalLBVersion, strings.Join(p.pool, ", "))},
 		{Do: fmt.Sprintf("install ExternalDNS %s: its LoadBalancer Services answer as <service>.<namespace>.%s", dns.ExternalDNSVersion, dns.ClusterZone(s.Name, cfg.DNS.Domain))},
@@ -274,19 +273,6 @@ func (p *createPlan) steps(cfg config.Config) []Step {
 		kc += " and merge it into " + p.target + " as context " + s.Name
 	}
 	return append(steps, Step{Do: kc})
-}
-
-func labelString(l cluster.Labels) string {
-	keys := make([]string, 0, len(l))
-	for k := range l {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	var parts []string
-	for _, k := range keys {
-		parts = append(parts, k+"="+l[k])
-	}
-	return strings.Join(parts, ",")
 }
 
 // rollbackTimeout bounds removing a half-made cluster: a VM that stopped

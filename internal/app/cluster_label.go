@@ -57,7 +57,7 @@ func labelSpecs(specs []string) (cluster.Labels, []string, []string, error) {
 	}
 	var what []string
 	if len(set) > 0 {
-		what = append(what, "set "+labelString(set))
+		what = append(what, "set "+cluster.FormatLabels(set))
 	}
 	if len(remove) > 0 {
 		what = append(what, "remove "+strings.Join(remove, ","))

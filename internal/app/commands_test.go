@@ -21,6 +21,7 @@ import (
 	"github.com/bcollard/marina/internal/kubeconfig"
 	"github.com/bcollard/marina/internal/registry"
 	"github.com/bcollard/marina/internal/session"
+	"github.com/bcollard/marina/internal/session/sessiontest"
 	"github.com/bcollard/marina/internal/vm"
 	"sigs.k8s.io/yaml"
 )
@@ -28,54 +29,54 @@ import (
 var errBoom = errors.New("boom")
 
 // createFixture is a fixture where kind creates cluster c1.
-func createFixture(t *testing.T, change func(*config.Config)) *fixture {
-	f := newFixture(t)
-	f.config(change)
-	f.dnsWarm()
-	f.scripts["kind create cluster c1"] = vm.Result{Stdout: []byte(f.export("c1"))}
+func createFixture(t *testing.T, change func(*config.Config)) *sessiontest.World {
+	f := sessiontest.New(t)
+	f.Config(change)
+	dnsWarm(f)
+	f.Scripts["kind create cluster c1"] = vm.Result{Stdout: []byte(f.Export("c1"))}
 	// kind's nodes appear once it ran.
-	f.before = func(call string) {
+	f.Before = func(call string) {
 		if call == "guest.run kind create cluster c1" {
-			f.mu.Lock()
-			f.nodes = append(f.nodes, docker.Node{Container: docker.Container{ID: "c1-cp", Name: "c1-control-plane", State: "running"}, Cluster: "c1", Role: "control-plane", APIPorts: []int{7001}})
-			f.mu.Unlock()
+			f.Mu.Lock()
+			f.NodeContainers = append(f.NodeContainers, docker.Node{Container: docker.Container{ID: "c1-cp", Name: "c1-control-plane", State: "running"}, Cluster: "c1", Role: "control-plane", APIPorts: []int{7001}})
+			f.Mu.Unlock()
 		}
 	}
 	return f
 }
 
-func (f *fixture) create(opts CreateOptions) error {
+func create(f *sessiontest.World, opts CreateOptions) error {
 	if opts.Name == "" {
 		opts.Name = "c1"
 	}
-	return CreateCluster(context.Background(), f.e, opts)
+	return CreateCluster(context.Background(), f.Env, opts)
 }
 
 // entries is the contexts of ~/.kube/config named name.
-func (f *fixture) hasContext(name string) bool {
-	f.t.Helper()
-	ok, err := kubeconfig.Has(f.kubeconfigFile(), name, f.e.KubeOwner(true))
+func hasContext(f *sessiontest.World, name string) bool {
+	f.T.Helper()
+	ok, err := kubeconfig.Has(f.KubeconfigFile(), name, f.Env.KubeOwner(true))
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		f.t.Fatal(err)
+		f.T.Fatal(err)
 	}
 	return ok
 }
 
 // hasOldContext reports whether ~/.kube/config holds a context name an
 // older marina marked, naming no home.
-func (f *fixture) hasOldContext(name string) bool {
-	f.t.Helper()
-	ok, err := kubeconfig.Has(f.kubeconfigFile(), name, kubeconfig.Owner{Home: "/no/such/home", Legacy: true})
+func hasOldContext(f *sessiontest.World, name string) bool {
+	f.T.Helper()
+	ok, err := kubeconfig.Has(f.KubeconfigFile(), name, kubeconfig.Owner{Home: "/no/such/home", Legacy: true})
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		f.t.Fatal(err)
+		f.T.Fatal(err)
 	}
 	return ok
 }
 
 func TestCreateSucceeds(t *testing.T) {
 	f := createFixture(t, nil)
-	if err := f.create(CreateOptions{}); err != nil {
-		t.Fatalf("%v\n%s", err, f.err.String())
+	if err := create(f, CreateOptions{}); err != nil {
+		t.Fatalf("%v\n%s", err, f.Stderr.String())
 	}
 	want := []string{
 		"kube c1 apply-metallb",
@@ -88,21 +89,21 @@ func TestCreateSucceeds(t *testing.T) {
 		"kube c1 coredns",
 		"kube c1 wait deployment kube-system/coredns available",
 	}
-	if got := f.called("kube "); strings.Join(got, "\n") != strings.Join(want, "\n") {
+	if got := f.Called("kube "); strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("addon calls:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
-	if f.addons["c1"].DNS != "demo.internal" {
-		t.Errorf("kind create wrote the addons record %+v", f.addons["c1"])
+	if f.Addons["c1"].DNS != "demo.internal" {
+		t.Errorf("kind create wrote the addons record %+v", f.Addons["c1"])
 	}
-	path, _ := f.e.Paths.Kubeconfig("c1")
-	if _, err := os.Stat(path); err != nil || !f.hasContext("c1") {
+	path, _ := f.Env.Paths.Kubeconfig("c1")
+	if _, err := os.Stat(path); err != nil || !hasContext(f, "c1") {
 		t.Errorf("kubeconfig not written and merged: %v", err)
 	}
-	if ents, _ := os.ReadDir(f.e.Paths.Slots()); len(ents) != 0 {
+	if ents, _ := os.ReadDir(f.Env.Paths.Slots()); len(ents) != 0 {
 		t.Errorf("the slot reservation is still held: %v", ents)
 	}
 	// It says what remains true of the Mac's DNS cache, and the way out.
-	if out := f.out.String(); !strings.Contains(out, "SERVICE.NAMESPACE.c1.demo.internal within seconds; a name the Mac looked up before it existed may stay missing on the Mac for about a minute (`marina dns flush`") {
+	if out := f.Stdout.String(); !strings.Contains(out, "SERVICE.NAMESPACE.c1.demo.internal within seconds; a name the Mac looked up before it existed may stay missing on the Mac for about a minute (`marina dns flush`") {
 		t.Errorf("output:\n%s", out)
 	}
 }
@@ -119,25 +120,25 @@ func TestCreateRollsBackAfterASignal(t *testing.T) {
 			f := createFixture(t, nil)
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
-			kind := f.before
-			f.before = func(call string) {
+			kind := f.Before
+			f.Before = func(call string) {
 				kind(call)
 				if call == c.at {
 					cancel()
-					f.mu.Lock()
-					f.fail[c.at] = context.Canceled
-					f.mu.Unlock()
+					f.Mu.Lock()
+					f.Fail[c.at] = context.Canceled
+					f.Mu.Unlock()
 				}
 			}
-			err := CreateCluster(ctx, f.e, CreateOptions{Name: "c1"})
+			err := CreateCluster(ctx, f.Env, CreateOptions{Name: "c1"})
 			if err == nil || !errors.Is(err, context.Canceled) {
 				t.Fatalf("error = %v", err)
 			}
-			if got := f.called(c.rollback); len(got) != 1 || len(f.called("guest.cancelled")) != 0 {
-				t.Errorf("the rollback did not run in the guest: %v\n%s", got, f.log())
+			if got := f.Called(c.rollback); len(got) != 1 || len(f.Called("guest.cancelled")) != 0 {
+				t.Errorf("the rollback did not run in the guest: %v\n%s", got, f.Log())
 			}
-			if strings.Contains(err.Error(), "failed too") || f.e.Leftover() != "" {
-				t.Errorf("error = %v, leftover %q", err, f.e.Leftover())
+			if strings.Contains(err.Error(), "failed too") || f.Env.Leftover() != "" {
+				t.Errorf("error = %v, leftover %q", err, f.Env.Leftover())
 			}
 		})
 	}
@@ -166,50 +167,50 @@ func TestCreateRollsBackAtEachStep(t *testing.T) {
 			// The user's kubeconfig, with an entry of marina's from an
 			// earlier c1 that this run did not write.
 			old := mustKubeconfig(t, f, "c1", "https://127.0.0.1:7009")
-			if err := kubeconfig.Merge(f.kubeconfigFile(), "c1", old, f.e.KubeOwner(true)); err != nil {
+			if err := kubeconfig.Merge(f.KubeconfigFile(), "c1", old, f.Env.KubeOwner(true)); err != nil {
 				t.Fatal(err)
 			}
 			if c.fail == "merge" {
 				// The merge fails: ~/.kube/config turns unreadable while kind runs.
-				kind := f.before
-				f.before = func(call string) {
+				kind := f.Before
+				f.Before = func(call string) {
 					kind(call)
 					if call == "guest.run kind create cluster c1" {
-						if err := os.WriteFile(f.kubeconfigFile(), []byte("{not: [yaml"), 0o600); err != nil {
+						if err := os.WriteFile(f.KubeconfigFile(), []byte("{not: [yaml"), 0o600); err != nil {
 							t.Fatal(err)
 						}
 					}
 				}
 			} else {
-				f.fail[c.fail] = errBoom
+				f.Fail[c.fail] = errBoom
 			}
-			before, _ := os.ReadFile(f.kubeconfigFile())
+			before, _ := os.ReadFile(f.KubeconfigFile())
 			if c.fail == "merge" {
 				before = []byte("{not: [yaml")
 			}
-			err := f.create(CreateOptions{})
+			err := create(f, CreateOptions{})
 			if err == nil || !strings.Contains(err.Error(), "cluster c1: "+c.step+" failed: ") || !strings.Contains(err.Error(), "the cluster was removed") {
 				t.Fatalf("error = %v, want the step %q named and the cluster removed", err, c.step)
 			}
 			if c.fail != "merge" && !strings.Contains(err.Error(), "boom") {
 				t.Errorf("error = %v, want the cause", err)
 			}
-			if got := f.called("guest.run kind delete cluster c1"); len(got) != 1 {
-				t.Errorf("the cluster was not removed once: %v\n%s", got, f.log())
+			if got := f.Called("guest.run kind delete cluster c1"); len(got) != 1 {
+				t.Errorf("the cluster was not removed once: %v\n%s", got, f.Log())
 			}
-			path, _ := f.e.Paths.Kubeconfig("c1")
+			path, _ := f.Env.Paths.Kubeconfig("c1")
 			if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
 				t.Errorf("the cluster's kubeconfig file is left: %v", err)
 			}
 			// Only what this run merged is removed: nothing, here.
-			if after, _ := os.ReadFile(f.kubeconfigFile()); string(after) != string(before) {
+			if after, _ := os.ReadFile(f.KubeconfigFile()); string(after) != string(before) {
 				t.Errorf("~/.kube/config changed:\n%s\nwas\n%s", after, before)
 			}
-			if ents, _ := os.ReadDir(f.e.Paths.Slots()); len(ents) != 0 {
+			if ents, _ := os.ReadDir(f.Env.Paths.Slots()); len(ents) != 0 {
 				t.Errorf("the slot reservation is still held: %v", ents)
 			}
-			if f.e.Leftover() != "" {
-				t.Errorf("leftover after a finished rollback: %q", f.e.Leftover())
+			if f.Env.Leftover() != "" {
+				t.Errorf("leftover after a finished rollback: %q", f.Env.Leftover())
 			}
 		})
 	}
@@ -217,49 +218,49 @@ func TestCreateRollsBackAtEachStep(t *testing.T) {
 
 func TestCreateRetainKeepsAFailedCluster(t *testing.T) {
 	f := createFixture(t, nil)
-	f.fail["kube c1 pool"] = errBoom
-	err := f.create(CreateOptions{Retain: true})
+	f.Fail["kube c1 pool"] = errBoom
+	err := create(f, CreateOptions{Retain: true})
 	if err == nil || !strings.Contains(err.Error(), "cluster c1: adding the MetalLB pool failed: boom") {
 		t.Fatalf("error = %v", err)
 	}
-	if got := f.called("guest.run kind delete"); len(got) != 0 {
+	if got := f.Called("guest.run kind delete"); len(got) != 0 {
 		t.Errorf("--retain removed the cluster: %v", got)
 	}
-	if !strings.Contains(f.err.String(), "--retain: cluster c1 is kept") {
-		t.Errorf("no word about the kept cluster:\n%s", f.err.String())
+	if !strings.Contains(f.Stderr.String(), "--retain: cluster c1 is kept") {
+		t.Errorf("no word about the kept cluster:\n%s", f.Stderr.String())
 	}
 }
 
 // A failed kind removes what kind left, and no addon step runs.
 func TestCreateKindFails(t *testing.T) {
 	f := createFixture(t, nil)
-	f.fail["guest.run kind create cluster c1"] = errBoom
-	err := f.create(CreateOptions{})
+	f.Fail["guest.run kind create cluster c1"] = errBoom
+	err := create(f, CreateOptions{})
 	if err == nil || !strings.Contains(err.Error(), "cluster c1: kind could not create it: boom") {
 		t.Fatalf("error = %v", err)
 	}
-	if len(f.called("guest.run remove cluster c1")) != 1 || len(f.called("kube ")) != 0 {
-		t.Errorf("calls:\n%s", f.log())
+	if len(f.Called("guest.run remove cluster c1")) != 1 || len(f.Called("kube ")) != 0 {
+		t.Errorf("calls:\n%s", f.Log())
 	}
 }
 
 // mustKubeconfig is marina's kubeconfig for name at server.
-func mustKubeconfig(t *testing.T, f *fixture, name, server string) []byte {
+func mustKubeconfig(t *testing.T, f *sessiontest.World, name, server string) []byte {
 	t.Helper()
-	kc, err := kubeconfigFromKind(f, name, server)
+	kc, err := sessiontest.KubeconfigFromKind(f, name, server)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return kc
 }
 
-func deleteFixture(t *testing.T) *fixture {
-	f := newFixture(t)
-	f.config(nil)
-	f.cluster("a", 1, "https://127.0.0.1:7001")
-	f.cluster("b", 2, "https://127.0.0.1:7002")
+func deleteFixture(t *testing.T) *sessiontest.World {
+	f := sessiontest.New(t)
+	f.Config(nil)
+	f.Cluster("a", 1, "https://127.0.0.1:7001")
+	f.Cluster("b", 2, "https://127.0.0.1:7002")
 	for _, n := range []string{"a", "b"} {
-		if err := kubeconfig.Merge(f.kubeconfigFile(), n, mustKubeconfig(t, f, n, "https://127.0.0.1:700"+map[string]string{"a": "1", "b": "2"}[n]), f.e.KubeOwner(true)); err != nil {
+		if err := kubeconfig.Merge(f.KubeconfigFile(), n, mustKubeconfig(t, f, n, "https://127.0.0.1:700"+map[string]string{"a": "1", "b": "2"}[n]), f.Env.KubeOwner(true)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -267,9 +268,9 @@ func deleteFixture(t *testing.T) *fixture {
 }
 
 // deleted is the clusters the delete script named.
-func (f *fixture) deleted() []string {
+func deleted(f *sessiontest.World) []string {
 	var out []string
-	body := f.bodies["kind delete cluster"]
+	body := f.Bodies["kind delete cluster"]
 	for _, n := range []string{"a", "b"} {
 		if strings.Contains(body, "\nkind_delete "+n+"\n") {
 			out = append(out, n)
@@ -305,9 +306,9 @@ func TestDeleteConfirmation(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			f := deleteFixture(t)
-			f.e.TTY = c.tty
-			f.e.Stdin = strings.NewReader(c.stdin)
-			err := DeleteClusters(context.Background(), f.e, c.opts)
+			f.Env.TTY = c.tty
+			f.Env.Stdin = strings.NewReader(c.stdin)
+			err := DeleteClusters(context.Background(), f.Env, c.opts)
 			if c.err != "" {
 				if err == nil || !strings.Contains(err.Error(), c.err) {
 					t.Fatalf("error = %v, want %q", err, c.err)
@@ -315,15 +316,15 @@ func TestDeleteConfirmation(t *testing.T) {
 			} else if err != nil {
 				t.Fatal(err)
 			}
-			if got := f.deleted(); strings.Join(got, ",") != strings.Join(c.want, ",") {
-				t.Errorf("deleted %v, want %v\n%s", got, c.want, f.log())
+			if got := deleted(f); strings.Join(got, ",") != strings.Join(c.want, ",") {
+				t.Errorf("deleted %v, want %v\n%s", got, c.want, f.Log())
 			}
 			for _, n := range []string{"a", "b"} {
 				gone := strings.Contains(","+strings.Join(c.want, ",")+",", ","+n+",")
-				path, _ := f.e.Paths.Kubeconfig(n)
+				path, _ := f.Env.Paths.Kubeconfig(n)
 				_, statErr := os.Stat(path)
-				if gone != errors.Is(statErr, os.ErrNotExist) || gone == f.hasContext(n) {
-					t.Errorf("cluster %s (deleted %v): kubeconfig file %v, entry %v", n, gone, statErr, f.hasContext(n))
+				if gone != errors.Is(statErr, os.ErrNotExist) || gone == hasContext(f, n) {
+					t.Errorf("cluster %s (deleted %v): kubeconfig file %v, entry %v", n, gone, statErr, hasContext(f, n))
 				}
 			}
 		})
@@ -339,20 +340,20 @@ func TestCleanCacheOrder(t *testing.T) {
 			name = "emptying fails"
 		}
 		t.Run(name, func(t *testing.T) {
-			f := newFixture(t)
-			f.config(func(c *config.Config) { c.Registries.CacheStorage = config.CacheGuest })
+			f := sessiontest.New(t)
+			f.Config(func(c *config.Config) { c.Registries.CacheStorage = config.CacheGuest })
 			for _, m := range config.Default().Registries.Mirrors {
-				f.mirrors = append(f.mirrors, docker.Container{ID: m.Name + "-id", Name: m.Name, State: "running", Labels: map[string]string{registry.LabelMirror: m.Name}})
+				f.Mirrors = append(f.Mirrors, docker.Container{ID: m.Name + "-id", Name: m.Name, State: "running", Labels: map[string]string{registry.LabelMirror: m.Name}})
 			}
 			if failEmpty {
-				f.fail["guest.run empty the mirror caches"] = errBoom
+				f.Fail["guest.run empty the mirror caches"] = errBoom
 			}
-			err := CleanCache(context.Background(), f.e, nil, CleanCacheOptions{Yes: true})
+			err := CleanCache(context.Background(), f.Env, nil, CleanCacheOptions{Yes: true})
 			if failEmpty != (err != nil) || (failEmpty && !strings.Contains(err.Error(), "boom")) {
 				t.Fatalf("error = %v", err)
 			}
 			var order []string
-			for _, c := range strings.Split(f.log(), "\n") {
+			for _, c := range strings.Split(f.Log(), "\n") {
 				switch {
 				case strings.HasPrefix(c, "docker.remove"):
 					order = append(order, "stop")
@@ -365,16 +366,16 @@ func TestCleanCacheOrder(t *testing.T) {
 			n := len(config.Default().Registries.Mirrors)
 			want := strings.Repeat("stop ", n) + "empty " + strings.Repeat("start ", n)
 			if got := strings.Join(order, " ") + " "; got != want {
-				t.Errorf("order %q, want %q\n%s", got, want, f.log())
+				t.Errorf("order %q, want %q\n%s", got, want, f.Log())
 			}
 			for _, m := range config.Default().Registries.Mirrors {
-				if !strings.Contains(f.bodies["empty the mirror caches"], "rm -rf -- /var/lib/marina/registry-cache/"+m.Name+"\n") {
-					t.Errorf("the cache of %s was not emptied:\n%s", m.Name, f.bodies["empty the mirror caches"])
+				if !strings.Contains(f.Bodies["empty the mirror caches"], "rm -rf -- /var/lib/marina/registry-cache/"+m.Name+"\n") {
+					t.Errorf("the cache of %s was not emptied:\n%s", m.Name, f.Bodies["empty the mirror caches"])
 				}
 			}
 			// The mirrors run again: nothing is left to say.
-			if f.e.Leftover() != "" {
-				t.Errorf("leftover %q after %s", f.e.Leftover(), name)
+			if f.Env.Leftover() != "" {
+				t.Errorf("leftover %q after %s", f.Env.Leftover(), name)
 			}
 		})
 	}
@@ -384,32 +385,32 @@ func TestCleanCacheOrder(t *testing.T) {
 // old address, merges them again where they were merged, and moves the
 // route marina made.
 func TestUpFollowsALima0Move(t *testing.T) {
-	f := newFixture(t)
-	f.config(func(c *config.Config) { c.Network.DisablePortMirroring = true })
-	f.cluster("old", 1, "https://192.168.64.3:7001")
-	f.cluster("cur", 2, "https://192.168.64.7:7002")
-	if err := kubeconfig.Merge(f.kubeconfigFile(), "old", mustKubeconfig(t, f, "old", "https://192.168.64.3:7001"), f.e.KubeOwner(true)); err != nil {
+	f := sessiontest.New(t)
+	f.Config(func(c *config.Config) { c.Network.DisablePortMirroring = true })
+	f.Cluster("old", 1, "https://192.168.64.3:7001")
+	f.Cluster("cur", 2, "https://192.168.64.7:7002")
+	if err := kubeconfig.Merge(f.KubeconfigFile(), "old", mustKubeconfig(t, f, "old", "https://192.168.64.3:7001"), f.Env.KubeOwner(true)); err != nil {
 		t.Fatal(err)
 	}
-	cidr := f.network.Subnet
+	cidr := f.Network.Subnet
 	made := mustMade(t, f)
-	if err := made.Add(cidr, f.lima0.Addr()); err != nil {
+	if err := made.Add(cidr, f.Lima0.Addr()); err != nil {
 		t.Fatal(err)
 	}
-	f.route = &hostRoute{Dest: cidr, Gateway: f.lima0.Addr(), Interface: "bridge100"}
-	curPath, _ := f.e.Paths.Kubeconfig("cur")
+	f.Route = &hostRoute{Dest: cidr, Gateway: f.Lima0.Addr(), Interface: "bridge100"}
+	curPath, _ := f.Env.Paths.Kubeconfig("cur")
 	curBefore, _ := os.ReadFile(curPath)
 
-	f.lima0 = mustPrefix("192.168.64.7/24")
-	f.scripts["export kubeconfigs"] = vm.Result{Stdout: []byte(f.export("old"))}
-	if err := Up(context.Background(), f.e, UpOptions{}); err != nil {
-		t.Fatalf("%v\n%s", err, f.err.String())
+	f.Lima0 = mustPrefix("192.168.64.7/24")
+	f.Scripts["export kubeconfigs"] = vm.Result{Stdout: []byte(f.Export("old"))}
+	if err := Up(context.Background(), f.Env, UpOptions{}); err != nil {
+		t.Fatalf("%v\n%s", err, f.Stderr.String())
 	}
-	body := f.bodies["export kubeconfigs"]
+	body := f.Bodies["export kubeconfigs"]
 	if !strings.Contains(body, "--name old\n") || strings.Contains(body, "cur") {
 		t.Errorf("exported:\n%s", body)
 	}
-	oldPath, _ := f.e.Paths.Kubeconfig("old")
+	oldPath, _ := f.Env.Paths.Kubeconfig("old")
 	kc, _ := os.ReadFile(oldPath)
 	if s, _ := kubeconfig.Server(kc); s != "https://192.168.64.7:7001" {
 		t.Errorf("old's kubeconfig names %s", s)
@@ -417,24 +418,24 @@ func TestUpFollowsALima0Move(t *testing.T) {
 	if after, _ := os.ReadFile(curPath); string(after) != string(curBefore) {
 		t.Errorf("cur's current kubeconfig was rewritten")
 	}
-	target, _ := os.ReadFile(f.kubeconfigFile())
+	target, _ := os.ReadFile(f.KubeconfigFile())
 	if !strings.Contains(string(target), "https://192.168.64.7:7001") || strings.Contains(string(target), "192.168.64.3") {
 		t.Errorf("~/.kube/config:\n%s", target)
 	}
-	if got := f.called("host.privileged ip route"); len(got) != 1 || !strings.Contains(got[0], "192.168.64.7") {
+	if got := f.Called("host.privileged ip route"); len(got) != 1 || !strings.Contains(got[0], "192.168.64.7") {
 		t.Errorf("route change: %v", got)
 	}
 	// A second up finds nothing stale and changes nothing.
-	f.calls = nil
-	f.route.Gateway = f.lima0.Addr()
-	f.registrySums = f.mirrorSums()
-	if err := Up(context.Background(), f.e, UpOptions{}); err != nil {
+	f.Calls = nil
+	f.Route.Gateway = f.Lima0.Addr()
+	f.RegistrySums = mirrorSums(f)
+	if err := Up(context.Background(), f.Env, UpOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if got := append(f.called("guest.run"), f.called("host.privileged")...); len(got) != 0 {
+	if got := append(f.Called("guest.run"), f.Called("host.privileged")...); len(got) != 0 {
 		t.Errorf("a warm up changed: %v", got)
 	}
-	if got := f.called("guest."); len(got) != 1 {
+	if got := f.Called("guest."); len(got) != 1 {
 		t.Errorf("a warm up made %d guest round trips, want 1: %v", len(got), got)
 	}
 }
@@ -443,17 +444,17 @@ func TestUpFollowsALima0Move(t *testing.T) {
 // current already, but a mirror container still carries the old config's
 // digest, and is recreated.
 func TestUpRecreatesAMirrorWithAStaleDigest(t *testing.T) {
-	f := newFixture(t)
-	specs := f.defaultMirrorsRunning()
-	f.mirrors[0].Labels[registry.LabelConfig] = "sha256:from-before"
-	f.dnsWarm()
-	if err := Up(context.Background(), f.e, UpOptions{}); err != nil {
-		t.Fatalf("%v\n%s", err, f.err.String())
+	f := sessiontest.New(t)
+	specs := defaultMirrorsRunning(f)
+	f.Mirrors[0].Labels[registry.LabelConfig] = "sha256:from-before"
+	dnsWarm(f)
+	if err := Up(context.Background(), f.Env, UpOptions{}); err != nil {
+		t.Fatalf("%v\n%s", err, f.Stderr.String())
 	}
-	if got := f.called("docker.run"); len(got) != 1 || got[0] != "docker.run "+specs[0].Name {
-		t.Errorf("recreated %v, want only %s\n%s", got, specs[0].Name, f.log())
+	if got := f.Called("docker.run"); len(got) != 1 || got[0] != "docker.run "+specs[0].Name {
+		t.Errorf("recreated %v, want only %s\n%s", got, specs[0].Name, f.Log())
 	}
-	if got := f.called("guest.run"); len(got) != 0 {
+	if got := f.Called("guest.run"); len(got) != 0 {
 		t.Errorf("current config files written again: %v", got)
 	}
 }
@@ -463,16 +464,16 @@ func TestUpRecreatesAMirrorWithAStaleDigest(t *testing.T) {
 // restarts until it can) would have Docker make a folder at the file's
 // path (the lab saw it happen).
 func TestUpRemovesAGoneMirrorBeforeItsConfigFile(t *testing.T) {
-	f := newFixture(t)
-	f.defaultMirrorsRunning()
-	f.mirrors = append(f.mirrors, docker.Container{ID: "registry-gone-id", Name: "registry-gone", State: "restarting", Labels: map[string]string{registry.LabelMirror: "registry-gone", registry.LabelConfig: "sha256:old"}})
-	f.registrySums[registry.ConfigDir+"/registry-gone.yml"] = "0123"
-	f.dnsWarm()
-	if err := Up(context.Background(), f.e, UpOptions{}); err != nil {
-		t.Fatalf("%v\n%s", err, f.err.String())
+	f := sessiontest.New(t)
+	defaultMirrorsRunning(f)
+	f.Mirrors = append(f.Mirrors, docker.Container{ID: "registry-gone-id", Name: "registry-gone", State: "restarting", Labels: map[string]string{registry.LabelMirror: "registry-gone", registry.LabelConfig: "sha256:old"}})
+	f.RegistrySums[registry.ConfigDir+"/registry-gone.yml"] = "0123"
+	dnsWarm(f)
+	if err := Up(context.Background(), f.Env, UpOptions{}); err != nil {
+		t.Fatalf("%v\n%s", err, f.Stderr.String())
 	}
 	removed, wrote := -1, -1
-	for i, c := range f.called("") {
+	for i, c := range f.Called("") {
 		switch {
 		case c == "docker.remove registry-gone-id":
 			removed = i
@@ -481,7 +482,7 @@ func TestUpRemovesAGoneMirrorBeforeItsConfigFile(t *testing.T) {
 		}
 	}
 	if removed < 0 || wrote < 0 || removed > wrote {
-		t.Errorf("registry-gone removed at call %d, its config file at %d: the container must go first\n%s", removed, wrote, f.log())
+		t.Errorf("registry-gone removed at call %d, its config file at %d: the container must go first\n%s", removed, wrote, f.Log())
 	}
 }
 
@@ -489,28 +490,28 @@ func TestUpRemovesAGoneMirrorBeforeItsConfigFile(t *testing.T) {
 // template that carries the guest's provisioning script, then brings the
 // VM's networking up.
 func TestUpCreatesTheVM(t *testing.T) {
-	f := newFixture(t)
-	f.instance = nil
-	if err := Up(context.Background(), f.e, UpOptions{}); err != nil {
-		t.Fatalf("%v\n%s", err, f.err.String())
+	f := sessiontest.New(t)
+	f.Instance = nil
+	if err := Up(context.Background(), f.Env, UpOptions{}); err != nil {
+		t.Fatalf("%v\n%s", err, f.Stderr.String())
 	}
-	if _, err := os.Stat(f.e.Paths.Config); err != nil {
+	if _, err := os.Stat(f.Env.Paths.Config); err != nil {
 		t.Errorf("no default config: %v", err)
 	}
-	if got := f.called("vm.create"); len(got) != 1 {
-		t.Fatalf("vm.create calls: %v\n%s", got, f.log())
+	if got := f.Called("vm.create"); len(got) != 1 {
+		t.Fatalf("vm.create calls: %v\n%s", got, f.Log())
 	}
 	var y struct {
 		Provision []struct{ Mode, Script string }
 	}
-	if err := yaml.Unmarshal(f.template, &y); err != nil {
+	if err := yaml.Unmarshal(f.Template, &y); err != nil {
 		t.Fatal(err)
 	}
 	if len(y.Provision) != 1 || y.Provision[0].Mode != "system" || y.Provision[0].Script != guest.Provision() {
-		t.Errorf("the template does not carry guest.Provision():\n%s", f.template)
+		t.Errorf("the template does not carry guest.Provision():\n%s", f.Template)
 	}
-	if len(f.called("guest.run install the VM's")) != 1 || len(f.called("host.privileged ip route")) != 1 {
-		t.Errorf("the VM's networking was not brought up:\n%s", f.log())
+	if len(f.Called("guest.run install the VM's")) != 1 || len(f.Called("host.privileged ip route")) != 1 {
+		t.Errorf("the VM's networking was not brought up:\n%s", f.Log())
 	}
 }
 
@@ -519,83 +520,83 @@ func TestUpCreatesTheVM(t *testing.T) {
 // writes neither that file nor marina's own.
 func TestUpRefusesAMissingNamedConfig(t *testing.T) {
 	for _, dry := range []bool{true, false} {
-		f := newFixture(t)
-		f.instance = nil
-		own := f.e.Paths.Config
-		f.e.Paths.Config, f.e.Paths.Named = filepath.Join(t.TempDir(), "typo.yaml"), true
-		err := Up(context.Background(), f.e, UpOptions{DryRun: dry})
-		if err == nil || !strings.Contains(err.Error(), "--config names "+f.e.Paths.Config+", which does not exist") {
+		f := sessiontest.New(t)
+		f.Instance = nil
+		own := f.Env.Paths.Config
+		f.Env.Paths.Config, f.Env.Paths.Named = filepath.Join(t.TempDir(), "typo.yaml"), true
+		err := Up(context.Background(), f.Env, UpOptions{DryRun: dry})
+		if err == nil || !strings.Contains(err.Error(), "--config names "+f.Env.Paths.Config+", which does not exist") {
 			t.Errorf("up (dry run %v) with a missing --config: %v", dry, err)
 		}
-		for _, p := range []string{f.e.Paths.Config, own} {
+		for _, p := range []string{f.Env.Paths.Config, own} {
 			if _, err := os.Stat(p); !errors.Is(err, os.ErrNotExist) {
 				t.Errorf("up (dry run %v) wrote %s: %v", dry, p, err)
 			}
 		}
-		if log := f.log(); log != "" || strings.Contains(f.out.String(), "write the default config") {
-			t.Errorf("up (dry run %v) went on:\n%s\n%s", dry, log, f.out.String())
+		if log := f.Log(); log != "" || strings.Contains(f.Stdout.String(), "write the default config") {
+			t.Errorf("up (dry run %v) went on:\n%s\n%s", dry, log, f.Stdout.String())
 		}
 	}
 }
 
 // destroy without a terminal and without -y changes nothing.
 func TestDestroyNeedsAConfirmation(t *testing.T) {
-	f := newFixture(t)
-	f.config(nil)
+	f := sessiontest.New(t)
+	f.Config(nil)
 	made := mustMade(t, f)
-	if err := made.Add(f.network.Subnet, f.lima0.Addr()); err != nil {
+	if err := made.Add(f.Network.Subnet, f.Lima0.Addr()); err != nil {
 		t.Fatal(err)
 	}
-	f.route = &hostRoute{Dest: f.network.Subnet, Gateway: f.lima0.Addr(), Interface: "bridge100"}
-	err := Destroy(context.Background(), f.e, DestroyOptions{})
+	f.Route = &hostRoute{Dest: f.Network.Subnet, Gateway: f.Lima0.Addr(), Interface: "bridge100"}
+	err := Destroy(context.Background(), f.Env, DestroyOptions{})
 	if err == nil || !strings.Contains(err.Error(), "needs a confirmation: run it in a terminal, or pass -y") {
 		t.Fatalf("error = %v", err)
 	}
-	for _, c := range strings.Split(f.log(), "\n") {
+	for _, c := range strings.Split(f.Log(), "\n") {
 		if !strings.HasPrefix(c, "vm.get") && !strings.HasPrefix(c, "host.lookup") && c != "docker.kind-nodes" {
 			t.Errorf("destroy did %q before its confirmation", c)
 		}
 	}
-	if f.instance == nil {
+	if f.Instance == nil {
 		t.Error("the VM is gone")
 	}
 	// With -y it goes, route and all.
-	if err := Destroy(context.Background(), f.e, DestroyOptions{Yes: true}); err != nil {
+	if err := Destroy(context.Background(), f.Env, DestroyOptions{Yes: true}); err != nil {
 		t.Fatal(err)
 	}
-	if f.instance != nil || len(f.called("host.privileged")) != 1 {
-		t.Errorf("destroy -y:\n%s", f.log())
+	if f.Instance != nil || len(f.Called("host.privileged")) != 1 {
+		t.Errorf("destroy -y:\n%s", f.Log())
 	}
 }
 
 // The session reads what a command needs and no more.
 func TestOpenReadsOnlyWhatIsNeeded(t *testing.T) {
-	f := newFixture(t)
-	f.config(nil)
-	s, err := session.Open(context.Background(), f.e, session.Needs{Config: session.VMOnly})
+	f := sessiontest.New(t)
+	f.Config(nil)
+	s, err := session.Open(context.Background(), f.Env, session.Needs{Config: session.VMOnly})
 	if err != nil {
 		t.Fatal(err)
 	}
 	s.Close()
-	if got := f.log(); got != "vm.get marina" {
+	if got := f.Log(); got != "vm.get marina" {
 		t.Errorf("calls:\n%s", got)
 	}
-	f.calls = nil
-	f.instance.Status = vm.StatusStopped
-	if _, err := session.Open(context.Background(), f.e, session.Needs{Config: session.Strict, Running: true, Lima0: true, Clusters: true}); err == nil || !strings.Contains(err.Error(), "VM marina is Stopped: start it with `marina up`") {
+	f.Calls = nil
+	f.Instance.Status = vm.StatusStopped
+	if _, err := session.Open(context.Background(), f.Env, session.Needs{Config: session.Strict, Running: true, Lima0: true, Clusters: true}); err == nil || !strings.Contains(err.Error(), "VM marina is Stopped: start it with `marina up`") {
 		t.Errorf("error = %v", err)
 	}
-	if got := f.log(); got != "vm.get marina" {
+	if got := f.Log(); got != "vm.get marina" {
 		t.Errorf("calls for a stopped VM:\n%s", got)
 	}
 	// A config marina up refuses: vm.name still opens the session.
-	if err := os.WriteFile(f.e.Paths.Config, []byte("vm:\n  cpus: many\n"), 0o600); err != nil {
+	if err := os.WriteFile(f.Env.Paths.Config, []byte("vm:\n  cpus: many\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := session.Open(context.Background(), f.e, session.Needs{Config: session.Strict}); err == nil {
+	if _, err := session.Open(context.Background(), f.Env, session.Needs{Config: session.Strict}); err == nil {
 		t.Error("strict open of an invalid config")
 	}
-	s, err = session.Open(context.Background(), f.e, session.Needs{Config: session.VMOnlyQuiet})
+	s, err = session.Open(context.Background(), f.Env, session.Needs{Config: session.VMOnlyQuiet})
 	if err != nil || s.File.Err == nil || s.Name != "marina" {
 		t.Errorf("lenient open: %v, %+v", err, s)
 	}
@@ -605,59 +606,59 @@ func TestOpenReadsOnlyWhatIsNeeded(t *testing.T) {
 // writes them into the VM.
 // dnsWarm puts the local DNS in the world as up leaves it: both
 // containers current, the Corefile in the VM, the resolver file written.
-func (f *fixture) dnsWarm() {
-	f.t.Helper()
-	key, err := loadLabelKey(f.e.Paths)
+func dnsWarm(f *sessiontest.World) {
+	f.T.Helper()
+	key, err := loadLabelKey(f.Env.Paths)
 	if err != nil {
-		f.t.Fatal(err)
+		f.T.Fatal(err)
 	}
-	if err := key.save(f.e.Paths); err != nil {
-		f.t.Fatal(err)
+	if err := key.save(f.Env.Paths); err != nil {
+		f.T.Fatal(err)
 	}
 	specs, err := dns.Specs(config.Default(), key.key)
 	if err != nil {
-		f.t.Fatal(err)
+		f.T.Fatal(err)
 	}
 	for _, s := range specs {
-		f.mirrors = append(f.mirrors, docker.Container{ID: s.Name + "-id", Name: s.Name, State: "running", Labels: map[string]string{dns.LabelRole: s.Role, dns.LabelConfig: s.Digest}})
+		f.Mirrors = append(f.Mirrors, docker.Container{ID: s.Name + "-id", Name: s.Name, State: "running", Labels: map[string]string{dns.LabelRole: s.Role, dns.LabelConfig: s.Digest}})
 	}
-	f.dnsSum = defaultCorefileSum(f.t, key.key)
-	f.etcdAuth = dns.EtcdName + "-id"
+	f.DNSSum = defaultCorefileSum(f.T, key.key)
+	f.EtcdAuth = dns.EtcdName + "-id"
 	_, server := dns.Addrs(netip.MustParsePrefix(config.DefaultCIDR))
-	path := filepath.Join(f.resolverDir, config.DefaultDNSDomain)
-	if err := os.MkdirAll(f.resolverDir, 0o755); err != nil {
-		f.t.Fatal(err)
+	path := filepath.Join(f.ResolverDir, config.DefaultDNSDomain)
+	if err := os.MkdirAll(f.ResolverDir, 0o755); err != nil {
+		f.T.Fatal(err)
 	}
 	if err := os.WriteFile(path, []byte(dns.ResolverFile(server)), 0o644); err != nil {
-		f.t.Fatal(err)
+		f.T.Fatal(err)
 	}
-	if err := mustMade(f.t, f).Wrote(path, dns.ResolverFile(server)); err != nil {
-		f.t.Fatal(err)
+	if err := mustMade(f.T, f).Wrote(path, dns.ResolverFile(server)); err != nil {
+		f.T.Fatal(err)
 	}
 }
 
 // defaultMirrorsRunning configures the defaults and puts the default
 // mirrors' containers, current, and their config files in the VM; it
 // returns their specs, in the order of f.mirrors.
-func (f *fixture) defaultMirrorsRunning() []registry.Spec {
-	f.t.Helper()
-	f.config(nil)
-	specs, err := mirrorSpecs(f.e.Paths, config.Default().Registries)
+func defaultMirrorsRunning(f *sessiontest.World) []registry.Spec {
+	f.T.Helper()
+	f.Config(nil)
+	specs, err := mirrorSpecs(f.Env.Paths, config.Default().Registries)
 	if err != nil {
-		f.t.Fatal(err)
+		f.T.Fatal(err)
 	}
 	for _, s := range specs {
-		f.mirrors = append(f.mirrors, docker.Container{ID: s.Name + "-id", Name: s.Name, State: "running", Labels: map[string]string{registry.LabelMirror: s.Name, registry.LabelConfig: s.Digest}})
+		f.Mirrors = append(f.Mirrors, docker.Container{ID: s.Name + "-id", Name: s.Name, State: "running", Labels: map[string]string{registry.LabelMirror: s.Name, registry.LabelConfig: s.Digest}})
 	}
-	f.registrySums = f.mirrorSums()
+	f.RegistrySums = mirrorSums(f)
 	return specs
 }
 
-func (f *fixture) mirrorSums() map[string]string {
-	f.t.Helper()
-	specs, err := mirrorSpecs(f.e.Paths, config.Default().Registries)
+func mirrorSums(f *sessiontest.World) map[string]string {
+	f.T.Helper()
+	specs, err := mirrorSpecs(f.Env.Paths, config.Default().Registries)
 	if err != nil {
-		f.t.Fatal(err)
+		f.T.Fatal(err)
 	}
 	sums := map[string]string{}
 	for _, s := range specs {
@@ -669,48 +670,48 @@ func (f *fixture) mirrorSums() map[string]string {
 // up --dry-run plans everything and changes nothing, not even marina's own
 // label key.
 func TestUpDryRunChangesNothing(t *testing.T) {
-	f := newFixture(t)
-	f.config(nil)
-	f.route = nil // no route yet
-	if err := Up(context.Background(), f.e, UpOptions{DryRun: true}); err != nil {
+	f := sessiontest.New(t)
+	f.Config(nil)
+	f.Route = nil // no route yet
+	if err := Up(context.Background(), f.Env, UpOptions{DryRun: true}); err != nil {
 		t.Fatal(err)
 	}
 	for _, step := range []string{"run the mirror registry-dockerio", "route 172.30.0.0/16 to the VM"} {
-		if !strings.Contains(f.out.String(), step) {
-			t.Errorf("plan lacks %q:\n%s", step, f.out.String())
+		if !strings.Contains(f.Stdout.String(), step) {
+			t.Errorf("plan lacks %q:\n%s", step, f.Stdout.String())
 		}
 	}
 	// Only looks: no call that changes anything.
 	looks := []string{"vm.get ", "host.lookup ", "guest.observe", "docker.version", "docker.wait-ready", "docker.inspect-network ", "docker.list ", "docker.kind-nodes"}
-	for _, c := range strings.Split(f.log(), "\n") {
+	for _, c := range strings.Split(f.Log(), "\n") {
 		if !slices.ContainsFunc(looks, func(p string) bool { return strings.HasPrefix(c, p) }) {
 			t.Errorf("dry run did %q", c)
 		}
 	}
-	if got := f.called("guest."); len(got) != 1 {
+	if got := f.Called("guest."); len(got) != 1 {
 		t.Errorf("dry run made %d guest round trips, want 1: %v", len(got), got)
 	}
-	if _, err := os.Stat(f.e.Paths.LabelKey()); !errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Stat(f.Env.Paths.LabelKey()); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("dry run wrote the label key: %v", err)
 	}
 }
 
 // status reads everything in one guest round trip and changes nothing.
 func TestStatusIsOneRoundTrip(t *testing.T) {
-	f := newFixture(t)
-	f.config(nil)
-	f.route = &hostRoute{Dest: f.network.Subnet, Gateway: f.lima0.Addr(), Interface: "bridge100"}
-	st, err := GetStatus(context.Background(), f.e)
+	f := sessiontest.New(t)
+	f.Config(nil)
+	f.Route = &hostRoute{Dest: f.Network.Subnet, Gateway: f.Lima0.Addr(), Interface: "bridge100"}
+	st, err := GetStatus(context.Background(), f.Env)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.Guest == nil || !st.Guest.OK || st.Route.State != "present" || st.VM.Lima0 != f.lima0.String() {
+	if st.Guest == nil || !st.Guest.OK || st.Route.State != "present" || st.VM.Lima0 != f.Lima0.String() {
 		t.Errorf("status: %+v, guest %+v", st, st.Guest)
 	}
-	if got := f.called("guest."); len(got) != 1 {
+	if got := f.Called("guest."); len(got) != 1 {
 		t.Errorf("status made %d guest round trips, want 1: %v", len(got), got)
 	}
-	if got := append(f.called("host.privileged"), f.called("docker.run")...); len(got) != 0 {
+	if got := append(f.Called("host.privileged"), f.Called("docker.run")...); len(got) != 0 {
 		t.Errorf("status changed: %v", got)
 	}
 }
@@ -733,26 +734,26 @@ func TestVerify(t *testing.T) {
 		{name: "the gateway", echo: "172.30.1.8", err: "outside the cluster's LoadBalancer pool"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			f := newFixture(t)
-			f.cluster("c1", 1, "https://127.0.0.1:7001")
-			f.seen = c.seen
+			f := sessiontest.New(t)
+			f.Cluster("c1", 1, "https://127.0.0.1:7001")
+			f.Seen = c.seen
 			if c.echo != "" {
-				f.echo = netip.MustParseAddr(c.echo)
+				f.Echo = netip.MustParseAddr(c.echo)
 			}
 			if c.fail != "" {
-				f.fail[c.fail] = errBoom
+				f.Fail[c.fail] = errBoom
 			}
-			err := VerifyCluster(context.Background(), f.e, VerifyOptions{Name: "c1"})
+			err := VerifyCluster(context.Background(), f.Env, VerifyOptions{Name: "c1"})
 			if c.err == "" && err != nil || c.err != "" && (err == nil || !strings.Contains(err.Error(), c.err)) {
 				t.Fatalf("error = %v, want %q", err, c.err)
 			}
-			if c.err == "" && !strings.Contains(f.out.String(), "answered this machine directly: it saw 192.168.64.1:50000") {
-				t.Errorf("output:\n%s", f.out.String())
+			if c.err == "" && !strings.Contains(f.Stdout.String(), "answered this machine directly: it saw 192.168.64.1:50000") {
+				t.Errorf("output:\n%s", f.Stdout.String())
 			}
-			if got := f.called("kube c1 delete-namespace"); len(got) != 1 {
-				t.Errorf("the workload was not removed:\n%s", f.log())
+			if got := f.Called("kube c1 delete-namespace"); len(got) != 1 {
+				t.Errorf("the workload was not removed:\n%s", f.Log())
 			}
-			if got := f.called("host.client-ip"); c.echo != "" && len(got) != 0 {
+			if got := f.Called("host.client-ip"); c.echo != "" && len(got) != 0 {
 				t.Errorf("called %s, outside the pool: %v", c.echo, got)
 			}
 		})

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/bcollard/marina/internal/config"
+	"github.com/bcollard/marina/internal/session/sessiontest"
 )
 
 // vm.rosetta on a Mac that is not Apple silicon is one warning that names
@@ -18,35 +19,35 @@ func TestWarnHostRosetta(t *testing.T) {
 		rosetta bool
 		warns   bool
 	}{{"amd64", true, true}, {"arm64", true, false}, {"amd64", false, false}, {"arm64", false, false}} {
-		f := newFixture(t)
-		f.e.HostArch = c.arch
-		f.config(func(cfg *config.Config) { cfg.VM.Rosetta = c.rosetta })
-		l, err := config.Read(f.e.Paths)
+		f := sessiontest.New(t)
+		f.Env.HostArch = c.arch
+		f.Config(func(cfg *config.Config) { cfg.VM.Rosetta = c.rosetta })
+		l, err := config.Read(f.Env.Paths)
 		if err != nil {
 			t.Fatal(err)
 		}
-		f.e.WarnHost(l)
-		got := f.err.String()
+		f.Env.WarnHost(l)
+		got := f.Stderr.String()
 		if !c.warns {
 			if got != "" {
 				t.Errorf("%s, rosetta %v: %q", c.arch, c.rosetta, got)
 			}
 			continue
 		}
-		b, _ := os.ReadFile(f.e.Paths.Config)
+		b, _ := os.ReadFile(f.Env.Paths.Config)
 		line := strings.Count(string(b)[:strings.Index(string(b), "rosetta:")], "\n") + 1
-		want := "WARNING: " + f.e.Paths.Config + ":" + strconv.Itoa(line) + ": vm.rosetta: true is ignored on this amd64 Mac: Rosetta runs x86_64 binaries on Apple silicon (arm64) only, so the VM is made without it; remove vm.rosetta from the config (or set it to false)\n"
+		want := "WARNING: " + f.Env.Paths.Config + ":" + strconv.Itoa(line) + ": vm.rosetta: true is ignored on this amd64 Mac: Rosetta runs x86_64 binaries on Apple silicon (arm64) only, so the VM is made without it; remove vm.rosetta from the config (or set it to false)\n"
 		if got != want {
 			t.Errorf("%s, rosetta %v:\n%q\nwant\n%q", c.arch, c.rosetta, got, want)
 		}
 	}
 	// A config read without its lines still names the file and the key.
-	f := newFixture(t)
-	f.e.HostArch = "amd64"
+	f := sessiontest.New(t)
+	f.Env.HostArch = "amd64"
 	cfg := config.Default()
 	cfg.VM.Rosetta = true
-	f.e.WarnHost(config.Lenient{Name: cfg.VM.Name, Config: cfg})
-	if got := f.err.String(); strings.Count(got, "WARNING:") != 1 || !strings.Contains(got, f.e.Paths.Config+": vm.rosetta: true is ignored") {
+	f.Env.WarnHost(config.Lenient{Name: cfg.VM.Name, Config: cfg})
+	if got := f.Stderr.String(); strings.Count(got, "WARNING:") != 1 || !strings.Contains(got, f.Env.Paths.Config+": vm.rosetta: true is ignored") {
 		t.Errorf("without lines: %q", got)
 	}
 }
@@ -56,27 +57,27 @@ func TestWarnHostRosetta(t *testing.T) {
 func TestRosettaIsWarnedOncePerStrictCommand(t *testing.T) {
 	for _, arch := range []string{"amd64", "arm64"} {
 		f := warmFixture(t)
-		f.config(func(c *config.Config) { c.VM.Rosetta = true })
-		f.e.HostArch = arch
-		if err := Up(context.Background(), f.e, UpOptions{}); err != nil {
-			t.Fatalf("%v\n%s", err, f.err.String())
+		f.Config(func(c *config.Config) { c.VM.Rosetta = true })
+		f.Env.HostArch = arch
+		if err := Up(context.Background(), f.Env, UpOptions{}); err != nil {
+			t.Fatalf("%v\n%s", err, f.Stderr.String())
 		}
-		n := strings.Count(f.err.String(), "vm.rosetta: true is ignored")
+		n := strings.Count(f.Stderr.String(), "vm.rosetta: true is ignored")
 		want := map[string]int{"amd64": 1, "arm64": 0}[arch]
 		if n != want {
-			t.Errorf("%s: up warned %d times, want %d:\n%s", arch, n, want, f.err.String())
+			t.Errorf("%s: up warned %d times, want %d:\n%s", arch, n, want, f.Stderr.String())
 		}
-		f.err.Reset()
-		_ = DeleteClusters(context.Background(), f.e, DeleteOptions{Names: []string{"x"}})
-		if n := strings.Count(f.err.String(), "vm.rosetta: true is ignored"); n != want {
-			t.Errorf("%s: cluster delete warned %d times:\n%s", arch, n, f.err.String())
+		f.Stderr.Reset()
+		_ = DeleteClusters(context.Background(), f.Env, DeleteOptions{Names: []string{"x"}})
+		if n := strings.Count(f.Stderr.String(), "vm.rosetta: true is ignored"); n != want {
+			t.Errorf("%s: cluster delete warned %d times:\n%s", arch, n, f.Stderr.String())
 		}
-		f.err.Reset()
-		if _, err := GetStatus(context.Background(), f.e); err != nil {
+		f.Stderr.Reset()
+		if _, err := GetStatus(context.Background(), f.Env); err != nil {
 			t.Fatal(err)
 		}
-		if strings.Contains(f.err.String(), "rosetta") {
-			t.Errorf("status warned: %s", f.err.String())
+		if strings.Contains(f.Stderr.String(), "rosetta") {
+			t.Errorf("status warned: %s", f.Stderr.String())
 		}
 	}
 }

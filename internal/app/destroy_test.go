@@ -11,6 +11,7 @@ import (
 	"github.com/bcollard/marina/internal/config"
 	"github.com/bcollard/marina/internal/host"
 	"github.com/bcollard/marina/internal/kubeconfig"
+	"github.com/bcollard/marina/internal/session/sessiontest"
 	"github.com/bcollard/marina/internal/vm"
 	"sigs.k8s.io/yaml"
 )
@@ -19,19 +20,19 @@ import (
 // its kubeconfig file and its entries merged into ~/.kube/config, next to
 // entries of the user's own (prod) and a file in marina's folder for a
 // cluster the VM does not have (gone).
-func destroyFixture(t *testing.T, change func(*config.Config)) *fixture {
+func destroyFixture(t *testing.T, change func(*config.Config)) *sessiontest.World {
 	t.Helper()
-	f := newFixture(t)
-	f.config(change)
+	f := sessiontest.New(t)
+	f.Config(change)
 	for i, n := range []string{"dev", "east"} {
 		server := "https://192.168.64.3:700" + string(rune('1'+i))
-		f.cluster(n, i+1, server)
-		if err := kubeconfig.Merge(f.kubeconfigFile(), n, mustKubeconfig(t, f, n, server), f.e.KubeOwner(true)); err != nil {
+		f.Cluster(n, i+1, server)
+		if err := kubeconfig.Merge(f.KubeconfigFile(), n, mustKubeconfig(t, f, n, server), f.Env.KubeOwner(true)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	f.userEntry("prod")
-	gone, _ := f.e.Paths.Kubeconfig("gone")
+	userEntry(f, "prod")
+	gone, _ := f.Env.Paths.Kubeconfig("gone")
 	if err := os.WriteFile(gone, mustKubeconfig(t, f, "gone", "https://192.168.64.3:7009"), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -40,45 +41,45 @@ func destroyFixture(t *testing.T, change func(*config.Config)) *fixture {
 
 // userEntry adds a cluster, user and context named name of the user's own
 // (no marina mark) to ~/.kube/config.
-func (f *fixture) userEntry(name string) {
-	f.t.Helper()
-	b, err := os.ReadFile(f.kubeconfigFile())
+func userEntry(f *sessiontest.World, name string) {
+	f.T.Helper()
+	b, err := os.ReadFile(f.KubeconfigFile())
 	if err != nil {
-		f.t.Fatal(err)
+		f.T.Fatal(err)
 	}
 	var kc map[string]any
 	if err := yaml.Unmarshal(b, &kc); err != nil {
-		f.t.Fatal(err)
+		f.T.Fatal(err)
 	}
 	add := func(sec string, item map[string]any) { kc[sec] = append(kc[sec].([]any), item) }
 	add("clusters", map[string]any{"name": name, "cluster": map[string]any{"server": "https://prod.example:6443"}})
 	add("users", map[string]any{"name": name, "user": map[string]any{"token": "secret"}})
 	add("contexts", map[string]any{"name": name, "context": map[string]any{"cluster": name, "user": name}})
 	if b, err = yaml.Marshal(kc); err != nil {
-		f.t.Fatal(err)
+		f.T.Fatal(err)
 	}
-	if err := os.WriteFile(f.kubeconfigFile(), b, 0o600); err != nil {
-		f.t.Fatal(err)
+	if err := os.WriteFile(f.KubeconfigFile(), b, 0o600); err != nil {
+		f.T.Fatal(err)
 	}
 }
 
-func (f *fixture) kubeconfigExists(name string) bool {
-	f.t.Helper()
-	p, err := f.e.Paths.Kubeconfig(name)
+func kubeconfigExists(f *sessiontest.World, name string) bool {
+	f.T.Helper()
+	p, err := f.Env.Paths.Kubeconfig(name)
 	if err != nil {
-		f.t.Fatal(err)
+		f.T.Fatal(err)
 	}
 	_, err = os.Lstat(p)
 	return err == nil
 }
 
 // userKept checks that the user's own prod entries are as they were.
-func (f *fixture) userKept() {
-	f.t.Helper()
-	b, _ := os.ReadFile(f.kubeconfigFile())
+func userKept(f *sessiontest.World) {
+	f.T.Helper()
+	b, _ := os.ReadFile(f.KubeconfigFile())
 	for _, want := range []string{"server: https://prod.example:6443", "token: secret", "name: prod"} {
 		if !strings.Contains(string(b), want) {
-			f.t.Errorf("the user's own entries went (%q):\n%s", want, b)
+			f.T.Errorf("the user's own entries went (%q):\n%s", want, b)
 		}
 	}
 }
@@ -88,11 +89,11 @@ func (f *fixture) userKept() {
 // confirmation name them.
 func TestDestroyRemovesTheClustersKubeconfigs(t *testing.T) {
 	f := destroyFixture(t, nil)
-	dir := f.e.Paths.KubeconfigDir()
-	target := f.kubeconfigFile()
+	dir := f.Env.Paths.KubeconfigDir()
+	target := f.KubeconfigFile()
 	before, _ := os.ReadFile(target)
 
-	if err := Destroy(context.Background(), f.e, DestroyOptions{DryRun: true}); err != nil {
+	if err := Destroy(context.Background(), f.Env, DestroyOptions{DryRun: true}); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{
@@ -100,45 +101,45 @@ func TestDestroyRemovesTheClustersKubeconfigs(t *testing.T) {
 		"  - remove the kubeconfig files dev.kubeconfig, east.kubeconfig from " + dir + "\n",
 		"  - remove the cluster, user and context entries of dev, east that marina wrote from " + target + " (kind.autoRemoveKubeconfig)\n",
 	} {
-		if !strings.Contains(f.out.String(), want) {
-			t.Errorf("the plan lacks %q:\n%s", want, f.out.String())
+		if !strings.Contains(f.Stdout.String(), want) {
+			t.Errorf("the plan lacks %q:\n%s", want, f.Stdout.String())
 		}
 	}
-	if after, _ := os.ReadFile(target); string(after) != string(before) || !f.kubeconfigExists("dev") || f.instance == nil {
+	if after, _ := os.ReadFile(target); string(after) != string(before) || !kubeconfigExists(f, "dev") || f.Instance == nil {
 		t.Fatal("the dry run changed something")
 	}
 
 	// Answered no: nothing goes.
-	f.e.TTY, f.e.Stdin = true, strings.NewReader("n\n")
-	if err := Destroy(context.Background(), f.e, DestroyOptions{}); err == nil || err.Error() != "nothing was deleted" {
+	f.Env.TTY, f.Env.Stdin = true, strings.NewReader("n\n")
+	if err := Destroy(context.Background(), f.Env, DestroyOptions{}); err == nil || err.Error() != "nothing was deleted" {
 		t.Fatalf("error = %v", err)
 	}
-	q := "Delete VM marina and every cluster and image in it (dev, east), with their kubeconfig files in " + dir + " and their entries in " + target + "? (the registry cache in " + f.e.Paths.RegistryCache() + " is kept) [y/N] "
-	if !strings.Contains(f.err.String(), q) {
-		t.Errorf("the question:\n%s\nwant:\n%s", f.err.String(), q)
+	q := "Delete VM marina and every cluster and image in it (dev, east), with their kubeconfig files in " + dir + " and their entries in " + target + "? (the registry cache in " + f.Env.Paths.RegistryCache() + " is kept) [y/N] "
+	if !strings.Contains(f.Stderr.String(), q) {
+		t.Errorf("the question:\n%s\nwant:\n%s", f.Stderr.String(), q)
 	}
-	if !f.kubeconfigExists("dev") || !f.hasContext("dev") || f.instance == nil {
+	if !kubeconfigExists(f, "dev") || !hasContext(f, "dev") || f.Instance == nil {
 		t.Fatal("an unconfirmed destroy removed something")
 	}
 
-	f.e.Stdin = strings.NewReader("y\n")
-	if err := Destroy(context.Background(), f.e, DestroyOptions{}); err != nil {
-		t.Fatalf("%v\n%s", err, f.err.String())
+	f.Env.Stdin = strings.NewReader("y\n")
+	if err := Destroy(context.Background(), f.Env, DestroyOptions{}); err != nil {
+		t.Fatalf("%v\n%s", err, f.Stderr.String())
 	}
 	for _, n := range []string{"dev", "east"} {
-		if f.kubeconfigExists(n) || f.hasContext(n) {
-			t.Errorf("%s's kubeconfig file (%v) or entries (%v) are left", n, f.kubeconfigExists(n), f.hasContext(n))
+		if kubeconfigExists(f, n) || hasContext(f, n) {
+			t.Errorf("%s's kubeconfig file (%v) or entries (%v) are left", n, kubeconfigExists(f, n), hasContext(f, n))
 		}
 	}
-	if f.instance != nil {
+	if f.Instance != nil {
 		t.Error("the VM is left")
 	}
 	// Docker said which clusters were the VM's: gone's file is not theirs.
-	if !f.kubeconfigExists("gone") {
+	if !kubeconfigExists(f, "gone") {
 		t.Error("the file of a cluster the VM did not have went")
 	}
-	f.userKept()
-	if got := f.called("guest."); len(got) != 0 {
+	userKept(f)
+	if got := f.Called("guest."); len(got) != 0 {
 		t.Errorf("destroy made guest round trips: %v", got)
 	}
 }
@@ -148,11 +149,11 @@ func TestDestroyRemovesTheClustersKubeconfigs(t *testing.T) {
 // warning that names it.
 func TestDestroyRemovesOnlyWhatMarinaWrote(t *testing.T) {
 	f := destroyFixture(t, nil)
-	dir := f.e.Paths.KubeconfigDir()
+	dir := f.Env.Paths.KubeconfigDir()
 	// Clusters of the VM whose files are not marina's: one without its
 	// mark, a link to elsewhere.
-	f.cluster("mine", 3, "")
-	f.cluster("link", 4, "")
+	f.Cluster("mine", 3, "")
+	f.Cluster("link", 4, "")
 	if err := os.WriteFile(filepath.Join(dir, "mine.kubeconfig"), []byte("apiVersion: v1\nkind: Config\ncontexts:\n- context: {cluster: x, user: x}\n  name: mine\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -166,16 +167,16 @@ func TestDestroyRemovesOnlyWhatMarinaWrote(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("mine"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := Destroy(context.Background(), f.e, DestroyOptions{Yes: true}); err != nil {
-		t.Fatalf("%v\n%s", err, f.err.String())
+	if err := Destroy(context.Background(), f.Env, DestroyOptions{Yes: true}); err != nil {
+		t.Fatalf("%v\n%s", err, f.Stderr.String())
 	}
 	for _, n := range []string{"dev", "east"} {
-		if f.kubeconfigExists(n) || f.hasContext(n) {
+		if kubeconfigExists(f, n) || hasContext(f, n) {
 			t.Errorf("%s's kubeconfig is left", n)
 		}
 	}
 	for _, n := range []string{"mine", "link", "gone"} {
-		if !f.kubeconfigExists(n) {
+		if !kubeconfigExists(f, n) {
 			t.Errorf("%s.kubeconfig, not marina's or not the VM's, went", n)
 		}
 	}
@@ -189,56 +190,56 @@ func TestDestroyRemovesOnlyWhatMarinaWrote(t *testing.T) {
 		filepath.Join(dir, "mine.kubeconfig") + " is left as it is: it is not marina's (yours); if it is a leftover, `rm " + filepath.Join(dir, "mine.kubeconfig") + "` removes it",
 		filepath.Join(dir, "link.kubeconfig") + " is left as it is: it is not a file marina wrote (L---------)",
 	} {
-		if !strings.Contains(f.err.String(), want) {
-			t.Errorf("no warning %q:\n%s", want, f.err.String())
+		if !strings.Contains(f.Stderr.String(), want) {
+			t.Errorf("no warning %q:\n%s", want, f.Stderr.String())
 		}
 	}
-	f.userKept()
+	userKept(f)
 }
 
 // snapshot is the bytes of every file in marina's kubeconfig folder and of
 // ~/.kube/config.
-func (f *fixture) snapshot() map[string]string {
-	f.t.Helper()
+func snapshot(f *sessiontest.World) map[string]string {
+	f.T.Helper()
 	out := map[string]string{}
-	dir := f.e.Paths.KubeconfigDir()
+	dir := f.Env.Paths.KubeconfigDir()
 	ents, err := os.ReadDir(dir)
 	if err != nil {
-		f.t.Fatal(err)
+		f.T.Fatal(err)
 	}
 	for _, d := range ents {
 		b, err := os.ReadFile(filepath.Join(dir, d.Name()))
 		if err != nil {
-			f.t.Fatal(err)
+			f.T.Fatal(err)
 		}
 		out[d.Name()] = string(b)
 	}
-	b, err := os.ReadFile(f.kubeconfigFile())
+	b, err := os.ReadFile(f.KubeconfigFile())
 	if err != nil {
-		f.t.Fatal(err)
+		f.T.Fatal(err)
 	}
 	out["~/.kube/config"] = string(b)
 	return out
 }
 
 // kept checks that nothing of before changed, byte for byte.
-func (f *fixture) kept(before map[string]string) {
-	f.t.Helper()
-	after := f.snapshot()
+func kept(f *sessiontest.World, before map[string]string) {
+	f.T.Helper()
+	after := snapshot(f)
 	for k, v := range before {
 		if got, ok := after[k]; !ok {
-			f.t.Errorf("%s went", k)
+			f.T.Errorf("%s went", k)
 		} else if got != v {
-			f.t.Errorf("%s changed:\n%s\nwas:\n%s", k, got, v)
+			f.T.Errorf("%s changed:\n%s\nwas:\n%s", k, got, v)
 		}
 	}
 }
 
 // keptNote is what destroy says of the kubeconfigs it leaves when it
 // cannot tell which are the VM's clusters'.
-func keptNote(f *fixture, why string) string {
+func keptNote(f *sessiontest.World, why string) string {
 	return "The kubeconfigs in ~/.kube/marina stay: " + why + ", so marina cannot tell which of them were its clusters' (~/.kube/marina is shared by every MARINA_HOME). " +
-		"There: dev.kubeconfig, east.kubeconfig, gone.kubeconfig. For one that was VM marina's, `marina kubeconfig remove NAME` removes its entries from " + f.kubeconfigFile() +
+		"There: dev.kubeconfig, east.kubeconfig, gone.kubeconfig. For one that was VM marina's, `marina kubeconfig remove NAME` removes its entries from " + f.KubeconfigFile() +
 		" and `rm ~/.kube/marina/NAME.kubeconfig` its file.\n"
 }
 
@@ -248,76 +249,76 @@ func keptNote(f *fixture, why string) string {
 func TestDestroyKeepsKubeconfigsItCannotTellAreTheVMs(t *testing.T) {
 	for _, c := range []struct {
 		name   string
-		change func(f *fixture)
+		change func(f *sessiontest.World)
 		why    string
 		plan   []string // the plan's lines, besides the route
 	}{
-		{"no VM", func(f *fixture) { f.instance = nil }, "VM marina does not exist", nil},
-		{"VM stopped", func(f *fixture) { f.instance.Status = vm.StatusStopped }, "VM marina is Stopped",
+		{"no VM", func(f *sessiontest.World) { f.Instance = nil }, "VM marina does not exist", nil},
+		{"VM stopped", func(f *sessiontest.World) { f.Instance.Status = vm.StatusStopped }, "VM marina is Stopped",
 			[]string{"  - delete VM marina (Stopped) and its disk, with every cluster and image in it\n"}},
-		{"Docker cannot list the clusters", func(f *fixture) { f.fail["docker.kind-nodes"] = errBoom }, "the clusters of VM marina cannot be listed (boom)",
+		{"Docker cannot list the clusters", func(f *sessiontest.World) { f.Fail["docker.kind-nodes"] = errBoom }, "the clusters of VM marina cannot be listed (boom)",
 			[]string{"  - delete VM marina (Running) and its disk, with every cluster and image in it\n"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			f := destroyFixture(t, nil)
 			c.change(f)
-			before := f.snapshot()
-			hadVM := f.instance != nil
+			before := snapshot(f)
+			hadVM := f.Instance != nil
 			note := keptNote(f, c.why)
 
-			if err := Destroy(context.Background(), f.e, DestroyOptions{DryRun: true}); err != nil {
-				t.Fatalf("%v\n%s", err, f.err.String())
+			if err := Destroy(context.Background(), f.Env, DestroyOptions{DryRun: true}); err != nil {
+				t.Fatalf("%v\n%s", err, f.Stderr.String())
 			}
-			if !strings.Contains(f.err.String(), note) {
-				t.Errorf("the dry run does not say what stays:\n%s\nwant:\n%s", f.err.String(), note)
+			if !strings.Contains(f.Stderr.String(), note) {
+				t.Errorf("the dry run does not say what stays:\n%s\nwant:\n%s", f.Stderr.String(), note)
 			}
 			for _, want := range c.plan {
-				if !strings.Contains(f.out.String(), want) {
-					t.Errorf("the plan lacks %q:\n%s", want, f.out.String())
+				if !strings.Contains(f.Stdout.String(), want) {
+					t.Errorf("the plan lacks %q:\n%s", want, f.Stdout.String())
 				}
 			}
-			if strings.Contains(f.out.String(), "kubeconfig") || strings.Contains(f.out.String(), "entries") {
-				t.Errorf("the plan removes kubeconfigs:\n%s", f.out.String())
+			if strings.Contains(f.Stdout.String(), "kubeconfig") || strings.Contains(f.Stdout.String(), "entries") {
+				t.Errorf("the plan removes kubeconfigs:\n%s", f.Stdout.String())
 			}
 			if c.name == "Docker cannot list the clusters" {
-				f.fail["docker.kind-nodes"] = errBoom
+				f.Fail["docker.kind-nodes"] = errBoom
 			}
 			// No terminal, no -y: a VM to delete needs a confirmation;
 			// without one there is nothing destructive to confirm.
-			f.out.Reset()
-			f.err.Reset()
-			err := Destroy(context.Background(), f.e, DestroyOptions{})
+			f.Stdout.Reset()
+			f.Stderr.Reset()
+			err := Destroy(context.Background(), f.Env, DestroyOptions{})
 			switch {
 			case hadVM && (err == nil || !strings.Contains(err.Error(), "needs a confirmation")):
 				t.Errorf("error = %v", err)
 			case !hadVM && err != nil:
-				t.Errorf("error = %v\n%s", err, f.err.String())
+				t.Errorf("error = %v\n%s", err, f.Stderr.String())
 			}
-			f.kept(before)
-			if !strings.Contains(f.err.String(), note) {
-				t.Errorf("destroy does not say what stays:\n%s", f.err.String())
+			kept(f, before)
+			if !strings.Contains(f.Stderr.String(), note) {
+				t.Errorf("destroy does not say what stays:\n%s", f.Stderr.String())
 			}
 			if !hadVM {
 				return
 			}
 			if c.name == "Docker cannot list the clusters" {
-				f.fail["docker.kind-nodes"] = errBoom
+				f.Fail["docker.kind-nodes"] = errBoom
 			}
 			// A terminal: the question says the kubeconfigs stay.
-			f.e.TTY, f.e.Stdin = true, strings.NewReader("y\n")
-			f.err.Reset()
-			if err := Destroy(context.Background(), f.e, DestroyOptions{}); err != nil {
-				t.Fatalf("%v\n%s", err, f.err.String())
+			f.Env.TTY, f.Env.Stdin = true, strings.NewReader("y\n")
+			f.Stderr.Reset()
+			if err := Destroy(context.Background(), f.Env, DestroyOptions{}); err != nil {
+				t.Fatalf("%v\n%s", err, f.Stderr.String())
 			}
-			q := "Delete VM marina and every cluster and image in it? (the kubeconfigs in ~/.kube/marina and the registry cache in " + f.e.Paths.RegistryCache() + " are kept) [y/N] "
-			if !strings.Contains(f.err.String(), q) {
-				t.Errorf("the question:\n%s\nwant:\n%s", f.err.String(), q)
+			q := "Delete VM marina and every cluster and image in it? (the kubeconfigs in ~/.kube/marina and the registry cache in " + f.Env.Paths.RegistryCache() + " are kept) [y/N] "
+			if !strings.Contains(f.Stderr.String(), q) {
+				t.Errorf("the question:\n%s\nwant:\n%s", f.Stderr.String(), q)
 			}
-			if f.instance != nil {
+			if f.Instance != nil {
 				t.Error("the VM is left")
 			}
-			f.kept(before)
-			f.userKept()
+			kept(f, before)
+			userKept(f)
 		})
 	}
 }
@@ -328,32 +329,32 @@ func TestDestroyKeepsKubeconfigsItCannotTellAreTheVMs(t *testing.T) {
 func TestDestroyOfAnotherHomeKeepsThisHomesKubeconfigs(t *testing.T) {
 	for _, c := range []struct {
 		name  string
-		vmOfB func(b *fixture)
+		vmOfB func(b *sessiontest.World)
 	}{
-		{"B has no VM", func(b *fixture) { b.instance = nil }},
-		{"B's VM is stopped", func(b *fixture) { b.instance.Status = vm.StatusStopped }},
+		{"B has no VM", func(b *sessiontest.World) { b.Instance = nil }},
+		{"B's VM is stopped", func(b *sessiontest.World) { b.Instance.Status = vm.StatusStopped }},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			a := destroyFixture(t, nil)
-			before := a.snapshot()
+			before := snapshot(a)
 			b := sharingHome(t, a)
 			c.vmOfB(b)
-			if err := Destroy(context.Background(), b.e, DestroyOptions{Yes: true}); err != nil {
-				t.Fatalf("%v\n%s", err, b.err.String())
+			if err := Destroy(context.Background(), b.Env, DestroyOptions{Yes: true}); err != nil {
+				t.Fatalf("%v\n%s", err, b.Stderr.String())
 			}
-			a.kept(before)
-			if b.instance != nil {
+			kept(a, before)
+			if b.Instance != nil {
 				t.Error("B's VM is left")
 			}
-			if a.instance == nil || len(a.called("vm.delete")) != 0 {
+			if a.Instance == nil || len(a.Called("vm.delete")) != 0 {
 				t.Error("A's VM was touched")
 			}
 			// A's own destroy still removes its clusters'.
-			if err := Destroy(context.Background(), a.e, DestroyOptions{Yes: true}); err != nil {
-				t.Fatalf("%v\n%s", err, a.err.String())
+			if err := Destroy(context.Background(), a.Env, DestroyOptions{Yes: true}); err != nil {
+				t.Fatalf("%v\n%s", err, a.Stderr.String())
 			}
 			for _, n := range []string{"dev", "east"} {
-				if a.kubeconfigExists(n) || a.hasContext(n) {
+				if kubeconfigExists(a, n) || hasContext(a, n) {
 					t.Errorf("A's destroy left %s's kubeconfig", n)
 				}
 			}
@@ -363,28 +364,28 @@ func TestDestroyOfAnotherHomeKeepsThisHomesKubeconfigs(t *testing.T) {
 
 // sharingHome is a second MARINA_HOME (its own config, Lima home and VM
 // world) under a's HOME.
-func sharingHome(t *testing.T, a *fixture) *fixture {
+func sharingHome(t *testing.T, a *sessiontest.World) *sessiontest.World {
 	t.Helper()
-	b := newFixture(t)
-	b.env["HOME"] = a.env["HOME"]
-	// Short, as newFixture's: Lima's socket paths under it must fit.
+	b := sessiontest.New(t)
+	b.Vars["HOME"] = a.Vars["HOME"]
+	// Short, as sessiontest.New's: Lima's socket paths under it must fit.
 	dir, err := os.MkdirTemp("", "b")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
-	b.env["MARINA_HOME"] = dir
-	paths, err := config.ResolvePaths(func(k string) string { return b.env[k] }, "")
+	b.Vars["MARINA_HOME"] = dir
+	paths, err := config.ResolvePaths(func(k string) string { return b.Vars[k] }, "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := os.MkdirAll(paths.Dir, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	b.e.Paths = paths
-	b.config(nil)
-	if paths.KubeconfigDir() != a.e.Paths.KubeconfigDir() || paths.Dir == a.e.Paths.Dir {
-		t.Fatalf("homes: %+v and %+v", paths, a.e.Paths)
+	b.Env.Paths = paths
+	b.Config(nil)
+	if paths.KubeconfigDir() != a.Env.Paths.KubeconfigDir() || paths.Dir == a.Env.Paths.Dir {
+		t.Fatalf("homes: %+v and %+v", paths, a.Env.Paths)
 	}
 	return b
 }
@@ -394,30 +395,30 @@ func sharingHome(t *testing.T, a *fixture) *fixture {
 func TestDestroyKeepsEntriesUnlessTheConfigSays(t *testing.T) {
 	for _, c := range []struct {
 		name  string
-		write func(f *fixture)
+		write func(f *sessiontest.World)
 		want  string
 	}{
-		{"autoRemoveKubeconfig false", func(f *fixture) { f.config(func(c *config.Config) { c.Kind.AutoRemoveKubeconfig = false }) },
+		{"autoRemoveKubeconfig false", func(f *sessiontest.World) { f.Config(func(c *config.Config) { c.Kind.AutoRemoveKubeconfig = false }) },
 			"The entries of dev, east in %s stay (kind.autoRemoveKubeconfig is false): `marina kubeconfig remove dev east` removes them"},
-		{"invalid config", func(f *fixture) {
-			if err := os.WriteFile(f.e.Paths.Config, []byte("vm:\n  cpus: many\n"), 0o600); err != nil {
-				f.t.Fatal(err)
+		{"invalid config", func(f *sessiontest.World) {
+			if err := os.WriteFile(f.Env.Paths.Config, []byte("vm:\n  cpus: many\n"), 0o600); err != nil {
+				f.T.Fatal(err)
 			}
 		}, "kind.autoRemoveKubeconfig is not read from an invalid config: the entries of dev, east in %s stay (`marina kubeconfig remove dev east` removes them)"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			f := destroyFixture(t, nil)
 			c.write(f)
-			if err := Destroy(context.Background(), f.e, DestroyOptions{Yes: true}); err != nil {
-				t.Fatalf("%v\n%s", err, f.err.String())
+			if err := Destroy(context.Background(), f.Env, DestroyOptions{Yes: true}); err != nil {
+				t.Fatalf("%v\n%s", err, f.Stderr.String())
 			}
 			for _, n := range []string{"dev", "east"} {
-				if f.kubeconfigExists(n) || !f.hasContext(n) {
-					t.Errorf("%s: file left %v, entries kept %v", n, f.kubeconfigExists(n), f.hasContext(n))
+				if kubeconfigExists(f, n) || !hasContext(f, n) {
+					t.Errorf("%s: file left %v, entries kept %v", n, kubeconfigExists(f, n), hasContext(f, n))
 				}
 			}
-			if want := strings.ReplaceAll(c.want, "%s", f.kubeconfigFile()); !strings.Contains(f.err.String(), want) {
-				t.Errorf("no %q:\n%s", want, f.err.String())
+			if want := strings.ReplaceAll(c.want, "%s", f.KubeconfigFile()); !strings.Contains(f.Stderr.String(), want) {
+				t.Errorf("no %q:\n%s", want, f.Stderr.String())
 			}
 		})
 	}
@@ -428,15 +429,15 @@ func TestDestroyKeepsEntriesUnlessTheConfigSays(t *testing.T) {
 func TestDestroyGoesOnWhenAKubeconfigCannotGo(t *testing.T) {
 	f := destroyFixture(t, nil)
 	made := mustMade(t, f)
-	if err := made.Add(f.network.Subnet, f.lima0.Addr()); err != nil {
+	if err := made.Add(f.Network.Subnet, f.Lima0.Addr()); err != nil {
 		t.Fatal(err)
 	}
-	f.route = &hostRoute{Dest: f.network.Subnet, Gateway: f.lima0.Addr(), Interface: "bridge100"}
-	devFile, _ := f.e.Paths.Kubeconfig("dev")
-	target := f.kubeconfigFile()
+	f.Route = &hostRoute{Dest: f.Network.Subnet, Gateway: f.Lima0.Addr(), Interface: "bridge100"}
+	devFile, _ := f.Env.Paths.Kubeconfig("dev")
+	target := f.KubeconfigFile()
 	// Between the plan and its end, dev's file becomes a folder with a
 	// file in it, and ~/.kube/config a link to nowhere.
-	f.before = func(call string) {
+	f.Before = func(call string) {
 		if call != "vm.delete marina" {
 			return
 		}
@@ -453,7 +454,7 @@ func TestDestroyGoesOnWhenAKubeconfigCannotGo(t *testing.T) {
 			t.Error(err)
 		}
 	}
-	err := Destroy(context.Background(), f.e, DestroyOptions{Yes: true})
+	err := Destroy(context.Background(), f.Env, DestroyOptions{Yes: true})
 	if err == nil {
 		t.Fatal("destroy succeeded with kubeconfigs left")
 	}
@@ -467,13 +468,13 @@ func TestDestroyGoesOnWhenAKubeconfigCannotGo(t *testing.T) {
 			t.Errorf("error lacks %q:\n%v", want, err)
 		}
 	}
-	if f.instance != nil {
+	if f.Instance != nil {
 		t.Error("the VM is left")
 	}
-	if got := f.called("host.privileged"); len(got) != 1 || !strings.Contains(got[0], "route") {
+	if got := f.Called("host.privileged"); len(got) != 1 || !strings.Contains(got[0], "route") {
 		t.Errorf("the route was not removed: %v", got)
 	}
-	if f.kubeconfigExists("east") {
+	if kubeconfigExists(f, "east") {
 		t.Error("east's file is left although it could go")
 	}
 }
@@ -482,12 +483,12 @@ func TestDestroyGoesOnWhenAKubeconfigCannotGo(t *testing.T) {
 // clusters are still there.
 func TestDestroyKeepsKubeconfigsWhenTheVMStays(t *testing.T) {
 	f := destroyFixture(t, nil)
-	f.fail["vm.delete"] = errBoom
-	if err := Destroy(context.Background(), f.e, DestroyOptions{Yes: true}); err == nil || !strings.Contains(err.Error(), "boom") {
+	f.Fail["vm.delete"] = errBoom
+	if err := Destroy(context.Background(), f.Env, DestroyOptions{Yes: true}); err == nil || !strings.Contains(err.Error(), "boom") {
 		t.Fatalf("error = %v", err)
 	}
 	for _, n := range []string{"dev", "east"} {
-		if !f.kubeconfigExists(n) || !f.hasContext(n) {
+		if !kubeconfigExists(f, n) || !hasContext(f, n) {
 			t.Errorf("%s's kubeconfig went with the VM still there", n)
 		}
 	}
@@ -497,32 +498,32 @@ func TestDestroyKeepsKubeconfigsWhenTheVMStays(t *testing.T) {
 // the VPN's resolver file with exactly what it holds, makes destroy delete
 // neither: only network.cidr's route and dns.domain's file are marina's.
 func TestDestroyLeavesWhatTheRecordCannotMakeMarinas(t *testing.T) {
-	f := newFixture(t)
-	f.config(nil)
+	f := sessiontest.New(t)
+	f.Config(nil)
 	vpn := netip.MustParsePrefix("10.0.0.0/8")
-	f.route = &host.Route{Dest: vpn, Gateway: netip.MustParseAddr("10.8.0.1"), Interface: "utun3"}
-	corp := filepath.Join(f.resolverDir, "corp.example.com")
-	if err := os.MkdirAll(f.resolverDir, 0o755); err != nil {
+	f.Route = &host.Route{Dest: vpn, Gateway: netip.MustParseAddr("10.8.0.1"), Interface: "utun3"}
+	corp := filepath.Join(f.ResolverDir, "corp.example.com")
+	if err := os.MkdirAll(f.ResolverDir, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(corp, []byte("nameserver 10.8.0.53\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	record := `{"routes":[{"cidr":"10.0.0.0/8","gateway":"10.8.0.1"}],"resolvers":[{"path":"` + corp + `","content":"nameserver 10.8.0.53\n"}]}`
-	if err := os.WriteFile(f.e.Paths.Routes(), []byte(record), 0o600); err != nil {
+	if err := os.WriteFile(f.Env.Paths.Routes(), []byte(record), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := Destroy(context.Background(), f.e, DestroyOptions{Yes: true}); err != nil {
-		t.Fatalf("%v\n%s", err, f.err.String())
+	if err := Destroy(context.Background(), f.Env, DestroyOptions{Yes: true}); err != nil {
+		t.Fatalf("%v\n%s", err, f.Stderr.String())
 	}
-	if got := f.called("host.privileged"); len(got) != 0 {
+	if got := f.Called("host.privileged"); len(got) != 0 {
 		t.Errorf("destroy ran as root: %v", got)
 	}
 	if _, err := os.Stat(corp); err != nil {
 		t.Errorf("the VPN's resolver file went: %v", err)
 	}
-	if !strings.Contains(f.err.String(), "a route to 10.0.0.0/8 via 10.8.0.1") {
-		t.Errorf("what was left is not said:\n%s", f.err.String())
+	if !strings.Contains(f.Stderr.String(), "a route to 10.0.0.0/8 via 10.8.0.1") {
+		t.Errorf("what was left is not said:\n%s", f.Stderr.String())
 	}
 }
 
@@ -534,36 +535,36 @@ func TestDestroyLeavesWhatTheRecordCannotMakeMarinas(t *testing.T) {
 func TestHomesDoNotTrustEachOthersVMs(t *testing.T) {
 	ctx := context.Background()
 	a := destroyFixture(t, nil)
-	before := a.snapshot()
+	before := snapshot(a)
 	b := sharingHome(t, a)
-	b.cluster("dev", 1, "")
-	b.scripts["export kubeconfigs"] = vm.Result{Stdout: []byte(b.export("dev"))}
+	b.Cluster("dev", 1, "")
+	b.Scripts["export kubeconfigs"] = vm.Result{Stdout: []byte(b.Export("dev"))}
 
-	if err := MergeKubeconfigs(ctx, b.e, nil, false); err == nil || !strings.Contains(err.Error(), "another marina home's ("+a.e.KubeOwner(false).Home+")") {
+	if err := MergeKubeconfigs(ctx, b.Env, nil, false); err == nil || !strings.Contains(err.Error(), "another marina home's ("+a.Env.KubeOwner(false).Home+")") {
 		t.Errorf("B's merge of every cluster: %v", err)
 	}
-	a.kept(before)
-	if err := MergeKubeconfigs(ctx, b.e, []string{"dev"}, false); err == nil || !strings.Contains(err.Error(), "another marina home's") {
+	kept(a, before)
+	if err := MergeKubeconfigs(ctx, b.Env, []string{"dev"}, false); err == nil || !strings.Contains(err.Error(), "another marina home's") {
 		t.Errorf("B's merge of dev: %v", err)
 	}
-	if err := RemoveKubeconfigs(b.e, []string{"dev"}); err == nil || !strings.Contains(err.Error(), "another marina home's") {
+	if err := RemoveKubeconfigs(b.Env, []string{"dev"}); err == nil || !strings.Contains(err.Error(), "another marina home's") {
 		t.Errorf("B's remove of dev: %v", err)
 	}
-	a.kept(before)
-	if err := DeleteClusters(ctx, b.e, DeleteOptions{Names: []string{"dev"}, Yes: true}); err != nil {
-		t.Fatalf("B's delete of dev: %v\n%s", err, b.err.String())
+	kept(a, before)
+	if err := DeleteClusters(ctx, b.Env, DeleteOptions{Names: []string{"dev"}, Yes: true}); err != nil {
+		t.Fatalf("B's delete of dev: %v\n%s", err, b.Stderr.String())
 	}
-	a.kept(before)
-	b.cluster("dev", 1, "")
-	if err := Destroy(ctx, b.e, DestroyOptions{Yes: true}); err != nil {
-		t.Fatalf("%v\n%s", err, b.err.String())
+	kept(a, before)
+	b.Cluster("dev", 1, "")
+	if err := Destroy(ctx, b.Env, DestroyOptions{Yes: true}); err != nil {
+		t.Fatalf("%v\n%s", err, b.Stderr.String())
 	}
-	a.kept(before)
-	if err := Destroy(ctx, a.e, DestroyOptions{Yes: true}); err != nil {
-		t.Fatalf("%v\n%s", err, a.err.String())
+	kept(a, before)
+	if err := Destroy(ctx, a.Env, DestroyOptions{Yes: true}); err != nil {
+		t.Fatalf("%v\n%s", err, a.Stderr.String())
 	}
 	for _, n := range []string{"dev", "east"} {
-		if a.kubeconfigExists(n) || a.hasContext(n) {
+		if kubeconfigExists(a, n) || hasContext(a, n) {
 			t.Errorf("A's destroy left %s's kubeconfig", n)
 		}
 	}
@@ -574,12 +575,12 @@ func TestHomesDoNotTrustEachOthersVMs(t *testing.T) {
 // them (the user named the cluster).
 func TestOlderMarksAreLeftAndSaid(t *testing.T) {
 	f := destroyFixture(t, nil)
-	for _, p := range []string{f.kubeconfigFile(), filepath.Join(f.e.Paths.KubeconfigDir(), "dev.kubeconfig")} {
+	for _, p := range []string{f.KubeconfigFile(), filepath.Join(f.Env.Paths.KubeconfigDir(), "dev.kubeconfig")} {
 		b, err := os.ReadFile(p)
 		if err != nil {
 			t.Fatal(err)
 		}
-		old := strings.ReplaceAll(string(b), "      home: "+f.e.KubeOwner(false).Home+"\n", "")
+		old := strings.ReplaceAll(string(b), "      home: "+f.Env.KubeOwner(false).Home+"\n", "")
 		if old == string(b) {
 			t.Fatalf("no home in the marks of %s (the test proves nothing):\n%s", p, b)
 		}
@@ -587,21 +588,21 @@ func TestOlderMarksAreLeftAndSaid(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := Destroy(context.Background(), f.e, DestroyOptions{Yes: true}); err != nil {
-		t.Fatalf("%v\n%s", err, f.err.String())
+	if err := Destroy(context.Background(), f.Env, DestroyOptions{Yes: true}); err != nil {
+		t.Fatalf("%v\n%s", err, f.Stderr.String())
 	}
 	// Every entry in ~/.kube/config is an older marina's now, and dev's
 	// file; east's file is this home's.
-	if !f.kubeconfigExists("dev") || !f.hasOldContext("dev") || !f.hasOldContext("east") {
+	if !kubeconfigExists(f, "dev") || !hasOldContext(f, "dev") || !hasOldContext(f, "east") {
 		t.Errorf("an older marina's kubeconfig went with destroy")
 	}
-	if f.kubeconfigExists("east") {
+	if kubeconfigExists(f, "east") {
 		t.Error("east's file, this home's, stayed")
 	}
-	if !strings.Contains(f.err.String(), "older marina") || !strings.Contains(f.err.String(), "marina kubeconfig remove dev") {
-		t.Errorf("what stays is not said:\n%s", f.err.String())
+	if !strings.Contains(f.Stderr.String(), "older marina") || !strings.Contains(f.Stderr.String(), "marina kubeconfig remove dev") {
+		t.Errorf("what stays is not said:\n%s", f.Stderr.String())
 	}
-	if err := RemoveKubeconfigs(f.e, []string{"dev"}); err != nil || f.hasOldContext("dev") {
+	if err := RemoveKubeconfigs(f.Env, []string{"dev"}); err != nil || hasOldContext(f, "dev") {
 		t.Errorf("an explicit remove of dev: %v", err)
 	}
 }

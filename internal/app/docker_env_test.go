@@ -15,51 +15,52 @@ import (
 
 	"github.com/bcollard/marina/internal/config"
 	"github.com/bcollard/marina/internal/dockerctx"
+	"github.com/bcollard/marina/internal/session/sessiontest"
 	"github.com/bcollard/marina/internal/vm"
 )
 
 // dockerFixture is a fixture whose home is sub inside the temporary one
 // (a path with a space and quotes, say), with the default config.
-func dockerFixture(t *testing.T, sub string) *fixture {
+func dockerFixture(t *testing.T, sub string) *sessiontest.World {
 	t.Helper()
-	f := newFixture(t)
+	f := sessiontest.New(t)
 	if sub != "" {
-		home := filepath.Join(f.env["HOME"], sub)
-		f.env["HOME"] = home
-		paths, err := config.ResolvePaths(func(k string) string { return f.env[k] }, "")
+		home := filepath.Join(f.Vars["HOME"], sub)
+		f.Vars["HOME"] = home
+		paths, err := config.ResolvePaths(func(k string) string { return f.Vars[k] }, "")
 		if err != nil {
 			t.Fatal(err)
 		}
-		f.e.Paths = paths
+		f.Env.Paths = paths
 		if err := os.MkdirAll(paths.Dir, 0o700); err != nil {
 			t.Fatal(err)
 		}
 	}
-	f.config(nil)
+	f.Config(nil)
 	return f
 }
 
-func (f *fixture) sock() string { return filepath.Join(f.env["HOME"], ".marina.docker.sock") }
+func sock(f *sessiontest.World) string { return filepath.Join(f.Vars["HOME"], ".marina.docker.sock") }
 
 // listen makes the VM's socket answer, as Lima's forward does.
-func (f *fixture) listen() {
-	l, err := net.Listen("unix", f.sock())
+func listen(f *sessiontest.World) {
+	l, err := net.Listen("unix", sock(f))
 	if err != nil {
-		f.t.Fatal(err)
+		f.T.Fatal(err)
 	}
-	f.t.Cleanup(func() { l.Close() })
+	f.T.Cleanup(func() { l.Close() })
 }
 
-func (f *fixture) reset() { f.out.Reset(); f.err.Reset() }
+func reset(f *sessiontest.World) { f.Stdout.Reset(); f.Stderr.Reset() }
 
-func (f *fixture) dockerEnv(o DockerEnvOptions) error {
-	f.reset()
-	return DockerEnv(context.Background(), f.e, o)
+func dockerEnv(f *sessiontest.World, o DockerEnvOptions) error {
+	reset(f)
+	return DockerEnv(context.Background(), f.Env, o)
 }
 
-func (f *fixture) dockerContext(o DockerContextOptions) error {
-	f.reset()
-	return DockerContext(context.Background(), f.e, o)
+func dockerContext(f *sessiontest.World, o DockerContextOptions) error {
+	reset(f)
+	return DockerContext(context.Background(), f.Env, o)
 }
 
 // shellRun runs script in the named shell and returns what it printed;
@@ -88,9 +89,9 @@ func shellRun(t *testing.T, sh shell, script string, env ...string) string {
 // machine has it, reads back exactly the socket's address.
 func TestDockerEnvQuotesForEachShell(t *testing.T) {
 	f := dockerFixture(t, `it\'s a "home" \ $HOME`)
-	f.listen()
-	host := "unix://" + f.sock()
-	tmp := strings.TrimSuffix(f.sock(), `/it\'s a "home" \ $HOME/.marina.docker.sock`)
+	listen(f)
+	host := "unix://" + sock(f)
+	tmp := strings.TrimSuffix(sock(f), `/it\'s a "home" \ $HOME/.marina.docker.sock`)
 	for _, c := range []struct {
 		sh         shell
 		set, unset string
@@ -107,10 +108,10 @@ func TestDockerEnvQuotesForEachShell(t *testing.T) {
 			`& marina docker-env --shell powershell | Invoke-Expression`, `Get-Content -Raw $Env:F | Invoke-Expression; if ($Env:DOCKER_HOST) { [Console]::Write($Env:DOCKER_HOST) } else { [Console]::Write('unset') }`},
 	} {
 		t.Run(string(c.sh), func(t *testing.T) {
-			if err := f.dockerEnv(DockerEnvOptions{Shell: string(c.sh)}); err != nil {
+			if err := dockerEnv(f, DockerEnvOptions{Shell: string(c.sh)}); err != nil {
 				t.Fatal(err)
 			}
-			set := f.out.String()
+			set := f.Stdout.String()
 			lines := strings.Split(strings.TrimSuffix(set, "\n"), "\n")
 			if lines[0] != c.set {
 				t.Errorf("got  %s\nwant %s", lines[0], c.set)
@@ -123,13 +124,13 @@ func TestDockerEnvQuotesForEachShell(t *testing.T) {
 			if !strings.Contains(set, "#   "+c.apply+"\n") {
 				t.Errorf("no usage line %q:\n%s", c.apply, set)
 			}
-			if f.err.Len() != 0 {
-				t.Errorf("warnings with the VM up and its socket answering:\n%s", f.err.String())
+			if f.Stderr.Len() != 0 {
+				t.Errorf("warnings with the VM up and its socket answering:\n%s", f.Stderr.String())
 			}
-			if err := f.dockerEnv(DockerEnvOptions{Shell: string(c.sh), Unset: true}); err != nil {
+			if err := dockerEnv(f, DockerEnvOptions{Shell: string(c.sh), Unset: true}); err != nil {
 				t.Fatal(err)
 			}
-			unset := f.out.String()
+			unset := f.Stdout.String()
 			if first, _, _ := strings.Cut(unset, "\n"); first != c.unset {
 				t.Errorf("unset: got %q, want %q", first, c.unset)
 			}
@@ -154,24 +155,24 @@ func TestDockerEnvShellFromSHELL(t *testing.T) {
 		"/usr/local/bin/pwsh": "$Env:DOCKER_HOST = '", "/bin/bash": "export DOCKER_HOST=",
 		"/bin/tcsh": "export DOCKER_HOST=", "": "export DOCKER_HOST=",
 	} {
-		f.env["SHELL"] = login
-		if err := f.dockerEnv(DockerEnvOptions{}); err != nil {
+		f.Vars["SHELL"] = login
+		if err := dockerEnv(f, DockerEnvOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		if !strings.HasPrefix(f.out.String(), want+"unix://") {
-			t.Errorf("SHELL=%s: %s", login, f.out.String())
+		if !strings.HasPrefix(f.Stdout.String(), want+"unix://") {
+			t.Errorf("SHELL=%s: %s", login, f.Stdout.String())
 		}
 		// The usage line is the bare command: $SHELL picks the same again.
-		if strings.Contains(f.out.String(), "--shell") {
-			t.Errorf("SHELL=%s: the usage names --shell:\n%s", login, f.out.String())
+		if strings.Contains(f.Stdout.String(), "--shell") {
+			t.Errorf("SHELL=%s: the usage names --shell:\n%s", login, f.Stdout.String())
 		}
 	}
-	f.env["SHELL"] = "/bin/zsh"
-	if err := f.dockerEnv(DockerEnvOptions{Shell: "tcsh"}); err == nil || !strings.Contains(err.Error(), "use bash, zsh, fish or powershell") {
+	f.Vars["SHELL"] = "/bin/zsh"
+	if err := dockerEnv(f, DockerEnvOptions{Shell: "tcsh"}); err == nil || !strings.Contains(err.Error(), "use bash, zsh, fish or powershell") {
 		t.Errorf("--shell tcsh: %v", err)
 	}
-	if f.out.Len() != 0 {
-		t.Errorf("a bad --shell printed:\n%s", f.out.String())
+	if f.Stdout.Len() != 0 {
+		t.Errorf("a bad --shell printed:\n%s", f.Stdout.String())
 	}
 }
 
@@ -180,34 +181,34 @@ func TestDockerEnvShellFromSHELL(t *testing.T) {
 func TestDockerEnvWarnings(t *testing.T) {
 	for _, c := range []struct {
 		name  string
-		setup func(*fixture)
+		setup func(*sessiontest.World)
 		want  string
 	}{
-		{"no VM", func(f *fixture) { f.instance = nil }, "VM marina does not exist, so nothing answers on " + "%s yet: create it with `marina up`"},
-		{"stopped", func(f *fixture) { f.instance.Status = vm.StatusStopped }, "VM marina is Stopped, so nothing answers on %s: start it with `marina up`"},
-		{"no socket", func(*fixture) {}, "%s does not exist: the VM's Docker socket is not forwarded; `marina up` forwards it again"},
-		{"a dead socket", func(f *fixture) {
-			l, err := net.Listen("unix", f.sock())
+		{"no VM", func(f *sessiontest.World) { f.Instance = nil }, "VM marina does not exist, so nothing answers on " + "%s yet: create it with `marina up`"},
+		{"stopped", func(f *sessiontest.World) { f.Instance.Status = vm.StatusStopped }, "VM marina is Stopped, so nothing answers on %s: start it with `marina up`"},
+		{"no socket", func(*sessiontest.World) {}, "%s does not exist: the VM's Docker socket is not forwarded; `marina up` forwards it again"},
+		{"a dead socket", func(f *sessiontest.World) {
+			l, err := net.Listen("unix", sock(f))
 			if err != nil {
 				t.Fatal(err)
 			}
 			l.(*net.UnixListener).SetUnlinkOnClose(false)
 			l.Close()
 		}, "nothing answers on %s ("},
-		{"TLS variables", func(f *fixture) { f.listen(); f.env["DOCKER_TLS_VERIFY"] = "1" }, "DOCKER_TLS_VERIFY is set: docker would ask for TLS on VM marina's socket, which speaks none, and fail; unset it: `unset DOCKER_TLS_VERIFY`"},
+		{"TLS variables", func(f *sessiontest.World) { listen(f); f.Vars["DOCKER_TLS_VERIFY"] = "1" }, "DOCKER_TLS_VERIFY is set: docker would ask for TLS on VM marina's socket, which speaks none, and fail; unset it: `unset DOCKER_TLS_VERIFY`"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			f := dockerFixture(t, "")
 			c.setup(f)
-			if err := f.dockerEnv(DockerEnvOptions{Shell: "bash"}); err != nil {
+			if err := dockerEnv(f, DockerEnvOptions{Shell: "bash"}); err != nil {
 				t.Fatal(err)
 			}
-			want := strings.Replace(c.want, "%s", f.sock(), 1)
-			if !strings.Contains(f.err.String(), "WARNING: "+want) {
-				t.Errorf("stderr:\n%s\nwant %s", f.err.String(), want)
+			want := strings.Replace(c.want, "%s", sock(f), 1)
+			if !strings.Contains(f.Stderr.String(), "WARNING: "+want) {
+				t.Errorf("stderr:\n%s\nwant %s", f.Stderr.String(), want)
 			}
-			if !strings.HasPrefix(f.out.String(), "export DOCKER_HOST=unix://"+f.sock()+"\n") || strings.Contains(f.out.String(), "WARNING") {
-				t.Errorf("stdout:\n%s", f.out.String())
+			if !strings.HasPrefix(f.Stdout.String(), "export DOCKER_HOST=unix://"+sock(f)+"\n") || strings.Contains(f.Stdout.String(), "WARNING") {
+				t.Errorf("stdout:\n%s", f.Stdout.String())
 			}
 		})
 	}
@@ -218,64 +219,64 @@ func TestDockerEnvWarnings(t *testing.T) {
 func TestDockerEnvReadsVMNameOnly(t *testing.T) {
 	f := dockerFixture(t, "")
 	bad := "vm:\n  name: lab\nregistries:\n  mirrors:\n    - name: quay.io\n      port: 5010\n      remoteURL: https://quay.io\n"
-	if err := os.WriteFile(f.e.Paths.Config, []byte(bad), 0o600); err != nil {
+	if err := os.WriteFile(f.Env.Paths.Config, []byte(bad), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := f.dockerEnv(DockerEnvOptions{Shell: "bash"}); err != nil {
+	if err := dockerEnv(f, DockerEnvOptions{Shell: "bash"}); err != nil {
 		t.Fatal(err)
 	}
-	if want := "export DOCKER_HOST=unix://" + filepath.Join(f.env["HOME"], ".lab.docker.sock") + "\n"; !strings.HasPrefix(f.out.String(), want) {
-		t.Errorf("stdout:\n%s", f.out.String())
+	if want := "export DOCKER_HOST=unix://" + filepath.Join(f.Vars["HOME"], ".lab.docker.sock") + "\n"; !strings.HasPrefix(f.Stdout.String(), want) {
+		t.Errorf("stdout:\n%s", f.Stdout.String())
 	}
-	if !strings.Contains(f.err.String(), "marina up refuses the config") {
-		t.Errorf("no warning about the rest of the config:\n%s", f.err.String())
+	if !strings.Contains(f.Stderr.String(), "marina up refuses the config") {
+		t.Errorf("no warning about the rest of the config:\n%s", f.Stderr.String())
 	}
-	if err := os.WriteFile(f.e.Paths.Config, []byte("vm:\n  name: Bad_Name\n"), 0o600); err != nil {
+	if err := os.WriteFile(f.Env.Paths.Config, []byte("vm:\n  name: Bad_Name\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := f.dockerEnv(DockerEnvOptions{Shell: "bash"}); err == nil || !strings.Contains(err.Error(), "vm.name") || f.out.Len() != 0 {
-		t.Errorf("a bad vm.name: %v\n%s", err, f.out.String())
+	if err := dockerEnv(f, DockerEnvOptions{Shell: "bash"}); err == nil || !strings.Contains(err.Error(), "vm.name") || f.Stdout.Len() != 0 {
+		t.Errorf("a bad vm.name: %v\n%s", err, f.Stdout.String())
 	}
 }
 
 func TestDockerEnvUnset(t *testing.T) {
 	f := dockerFixture(t, "")
-	f.env["DOCKER_HOST"] = "unix://" + f.sock()
-	if err := f.dockerEnv(DockerEnvOptions{Unset: true}); err != nil {
+	f.Vars["DOCKER_HOST"] = "unix://" + sock(f)
+	if err := dockerEnv(f, DockerEnvOptions{Unset: true}); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.HasPrefix(f.out.String(), "unset DOCKER_HOST\n") || !strings.Contains(f.out.String(), `#   eval "$(marina docker-env --unset)"`) || f.err.Len() != 0 {
-		t.Errorf("stdout:\n%s\nstderr:\n%s", f.out.String(), f.err.String())
+	if !strings.HasPrefix(f.Stdout.String(), "unset DOCKER_HOST\n") || !strings.Contains(f.Stdout.String(), `#   eval "$(marina docker-env --unset)"`) || f.Stderr.Len() != 0 {
+		t.Errorf("stdout:\n%s\nstderr:\n%s", f.Stdout.String(), f.Stderr.String())
 	}
 	// Another daemon's DOCKER_HOST is unset too (the user asked), with a
 	// word on stderr.
-	f.env["DOCKER_HOST"] = "tcp://10.1.2.3:2376"
-	if err := f.dockerEnv(DockerEnvOptions{Unset: true}); err != nil {
+	f.Vars["DOCKER_HOST"] = "tcp://10.1.2.3:2376"
+	if err := dockerEnv(f, DockerEnvOptions{Unset: true}); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.HasPrefix(f.out.String(), "unset DOCKER_HOST\n") || !strings.Contains(f.err.String(), "DOCKER_HOST is tcp://10.1.2.3:2376, not VM marina's socket") {
-		t.Errorf("stdout:\n%s\nstderr:\n%s", f.out.String(), f.err.String())
+	if !strings.HasPrefix(f.Stdout.String(), "unset DOCKER_HOST\n") || !strings.Contains(f.Stderr.String(), "DOCKER_HOST is tcp://10.1.2.3:2376, not VM marina's socket") {
+		t.Errorf("stdout:\n%s\nstderr:\n%s", f.Stdout.String(), f.Stderr.String())
 	}
 	// And without a config at all.
-	os.Remove(f.e.Paths.Config)
-	if err := f.dockerEnv(DockerEnvOptions{Unset: true}); err != nil || !strings.HasPrefix(f.out.String(), "unset DOCKER_HOST\n") {
-		t.Errorf("--unset without a config: %v\n%s", err, f.out.String())
+	os.Remove(f.Env.Paths.Config)
+	if err := dockerEnv(f, DockerEnvOptions{Unset: true}); err != nil || !strings.HasPrefix(f.Stdout.String(), "unset DOCKER_HOST\n") {
+		t.Errorf("--unset without a config: %v\n%s", err, f.Stdout.String())
 	}
-	if err := f.dockerEnv(DockerEnvOptions{}); err == nil || !strings.Contains(err.Error(), "marina up") {
+	if err := dockerEnv(f, DockerEnvOptions{}); err == nil || !strings.Contains(err.Error(), "marina up") {
 		t.Errorf("docker-env without a config: %v", err)
 	}
 }
 
 func TestDockerEnvRefusesAControlCharacter(t *testing.T) {
 	f := dockerFixture(t, "a\nrm -rf ~")
-	err := f.dockerEnv(DockerEnvOptions{Shell: "bash"})
-	if err == nil || !strings.Contains(err.Error(), "control character") || f.out.Len() != 0 {
-		t.Errorf("%v\n%s", err, f.out.String())
+	err := dockerEnv(f, DockerEnvOptions{Shell: "bash"})
+	if err == nil || !strings.Contains(err.Error(), "control character") || f.Stdout.Len() != 0 {
+		t.Errorf("%v\n%s", err, f.Stdout.String())
 	}
 }
 
 // dockerDir is the fixture's Docker config folder.
-func (f *fixture) dockerDir() string { return filepath.Join(f.env["HOME"], ".docker") }
+func dockerDir(f *sessiontest.World) string { return filepath.Join(f.Vars["HOME"], ".docker") }
 
 // readContext reads context name back with the docker CLI's own store,
 // and config.json's current context with its own configfile.
@@ -296,28 +297,28 @@ func readContext(t *testing.T, dir, name string) (host string, meta map[string]a
 
 func TestDockerContextCreateThenAlreadyCurrent(t *testing.T) {
 	f := dockerFixture(t, "")
-	f.listen()
-	host := "unix://" + f.sock()
-	if err := f.dockerContext(DockerContextOptions{}); err != nil {
+	listen(f)
+	host := "unix://" + sock(f)
+	if err := dockerContext(f, DockerContextOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	want := "Created Docker context marina with docker endpoint " + host + ".\n" +
 		"Docker's current context is now marina (it was default): docker talks to VM marina. `marina docker-context --unset` switches back.\n"
-	if f.out.String() != want || f.err.Len() != 0 {
-		t.Errorf("stdout:\n%s\nstderr:\n%s", f.out.String(), f.err.String())
+	if f.Stdout.String() != want || f.Stderr.Len() != 0 {
+		t.Errorf("stdout:\n%s\nstderr:\n%s", f.Stdout.String(), f.Stderr.String())
 	}
-	h, meta, cur := readContext(t, f.dockerDir(), "marina")
+	h, meta, cur := readContext(t, dockerDir(f), "marina")
 	if h != host || cur != "marina" || meta[dockerctx.ManagedKey] != dockerctx.ManagedValue {
 		t.Errorf("read back: host %s, current %s, metadata %v", h, cur, meta)
 	}
-	before := snapshotTree(t, f.dockerDir())
-	if err := f.dockerContext(DockerContextOptions{}); err != nil {
+	before := snapshotTree(t, dockerDir(f))
+	if err := dockerContext(f, DockerContextOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if want := "Docker context marina is already current, with docker endpoint " + host + ": nothing to change.\n"; f.out.String() != want {
-		t.Errorf("second run:\n%s", f.out.String())
+	if want := "Docker context marina is already current, with docker endpoint " + host + ": nothing to change.\n"; f.Stdout.String() != want {
+		t.Errorf("second run:\n%s", f.Stdout.String())
 	}
-	if after := snapshotTree(t, f.dockerDir()); after != before {
+	if after := snapshotTree(t, dockerDir(f)); after != before {
 		t.Errorf("the second run wrote:\n%s\n%s", before, after)
 	}
 }
@@ -374,33 +375,33 @@ func writeDockerConfig(t *testing.T, dir, body string) {
 // of the context stays.
 func TestDockerContextUpdate(t *testing.T) {
 	f := dockerFixture(t, "")
-	f.listen()
-	markedContext(t, f.dockerDir(), "marina", "unix:///old/home/.marina.docker.sock")
-	writeDockerConfig(t, f.dockerDir(), `{"auths": {}, "currentContext": "desktop-linux"}`)
-	if err := f.dockerContext(DockerContextOptions{DryRun: true}); err != nil {
+	listen(f)
+	markedContext(t, dockerDir(f), "marina", "unix:///old/home/.marina.docker.sock")
+	writeDockerConfig(t, dockerDir(f), `{"auths": {}, "currentContext": "desktop-linux"}`)
+	if err := dockerContext(f, DockerContextOptions{DryRun: true}); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{
-		"change the docker endpoint of Docker context marina to unix://" + f.sock() + " (it is unix:///old/home/.marina.docker.sock)",
-		"make marina Docker's current context in " + filepath.Join(f.dockerDir(), "config.json") + " (it is desktop-linux)",
+		"change the docker endpoint of Docker context marina to unix://" + sock(f) + " (it is unix:///old/home/.marina.docker.sock)",
+		"make marina Docker's current context in " + filepath.Join(dockerDir(f), "config.json") + " (it is desktop-linux)",
 	} {
-		if !strings.Contains(f.out.String(), want) {
-			t.Errorf("dry run lacks %q:\n%s", want, f.out.String())
+		if !strings.Contains(f.Stdout.String(), want) {
+			t.Errorf("dry run lacks %q:\n%s", want, f.Stdout.String())
 		}
 	}
-	if h, _, cur := readContext(t, f.dockerDir(), "marina"); cur != "desktop-linux" || h != "unix:///old/home/.marina.docker.sock" {
+	if h, _, cur := readContext(t, dockerDir(f), "marina"); cur != "desktop-linux" || h != "unix:///old/home/.marina.docker.sock" {
 		t.Errorf("--dry-run changed the context: %s, current %s", h, cur)
 	}
-	if err := f.dockerContext(DockerContextOptions{}); err != nil {
+	if err := dockerContext(f, DockerContextOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	want := "Changed the docker endpoint of Docker context marina to unix://" + f.sock() + " (it was unix:///old/home/.marina.docker.sock).\n" +
+	want := "Changed the docker endpoint of Docker context marina to unix://" + sock(f) + " (it was unix:///old/home/.marina.docker.sock).\n" +
 		"Docker's current context is now marina (it was desktop-linux)"
-	if !strings.HasPrefix(f.out.String(), want) {
-		t.Errorf("stdout:\n%s", f.out.String())
+	if !strings.HasPrefix(f.Stdout.String(), want) {
+		t.Errorf("stdout:\n%s", f.Stdout.String())
 	}
-	h, meta, cur := readContext(t, f.dockerDir(), "marina")
-	if h != "unix://"+f.sock() || cur != "marina" || meta["Description"] != "my lab" {
+	h, meta, cur := readContext(t, dockerDir(f), "marina")
+	if h != "unix://"+sock(f) || cur != "marina" || meta["Description"] != "my lab" {
 		t.Errorf("read back: host %s, current %s, metadata %v", h, cur, meta)
 	}
 }
@@ -409,84 +410,84 @@ func TestDockerContextUpdate(t *testing.T) {
 // byte, and the error names both ways out.
 func TestDockerContextRefusesAForeignContext(t *testing.T) {
 	f := dockerFixture(t, "")
-	s := store.New(filepath.Join(f.dockerDir(), "contexts"), store.NewConfig(nil))
+	s := store.New(filepath.Join(dockerDir(f), "contexts"), store.NewConfig(nil))
 	err := s.CreateOrUpdate(store.Metadata{Name: "marina", Metadata: map[string]any{},
 		Endpoints: map[string]any{docker.DockerEndpoint: docker.EndpointMeta{Host: "ssh://me@build-box"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	writeDockerConfig(t, f.dockerDir(), `{"auths": {}, "currentContext": "marina"}`)
-	before := snapshotTree(t, f.dockerDir())
+	writeDockerConfig(t, dockerDir(f), `{"auths": {}, "currentContext": "marina"}`)
+	before := snapshotTree(t, dockerDir(f))
 	for _, dry := range []bool{true, false} {
-		err := f.dockerContext(DockerContextOptions{DryRun: dry})
+		err := dockerContext(f, DockerContextOptions{DryRun: dry})
 		for _, want := range []string{"Docker context marina exists and was not made by marina (its docker endpoint is ssh://me@build-box)", "`docker context rm marina`", "another vm.name (`marina config edit`)"} {
 			if err == nil || !strings.Contains(err.Error(), want) {
 				t.Errorf("dry run %v: %v, want %q", dry, err, want)
 			}
 		}
-		if after := snapshotTree(t, f.dockerDir()); after != before {
+		if after := snapshotTree(t, dockerDir(f)); after != before {
 			t.Errorf("the foreign context changed:\n%s\n%s", before, after)
 		}
 	}
 	// --unset leaves it current: it is not marina's.
-	if err := f.dockerContext(DockerContextOptions{Unset: true}); err != nil {
+	if err := dockerContext(f, DockerContextOptions{Unset: true}); err != nil {
 		t.Fatal(err)
 	}
-	if want := "Docker's current context is marina, a context marina did not make: it is left as it is (`docker context use default` switches by hand).\n"; f.out.String() != want {
-		t.Errorf("--unset:\n%s", f.out.String())
+	if want := "Docker's current context is marina, a context marina did not make: it is left as it is (`docker context use default` switches by hand).\n"; f.Stdout.String() != want {
+		t.Errorf("--unset:\n%s", f.Stdout.String())
 	}
-	if after := snapshotTree(t, f.dockerDir()); after != before {
+	if after := snapshotTree(t, dockerDir(f)); after != before {
 		t.Errorf("--unset changed the foreign context:\n%s\n%s", before, after)
 	}
 }
 
 func TestDockerContextUnset(t *testing.T) {
 	f := dockerFixture(t, "")
-	f.listen()
-	if err := f.dockerContext(DockerContextOptions{}); err != nil {
+	listen(f)
+	if err := dockerContext(f, DockerContextOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	// --dry-run says it and changes nothing.
-	if err := f.dockerContext(DockerContextOptions{Unset: true, DryRun: true}); err != nil {
+	if err := dockerContext(f, DockerContextOptions{Unset: true, DryRun: true}); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(f.out.String(), "make default Docker's current context in ") {
-		t.Errorf("--unset --dry-run:\n%s", f.out.String())
+	if !strings.Contains(f.Stdout.String(), "make default Docker's current context in ") {
+		t.Errorf("--unset --dry-run:\n%s", f.Stdout.String())
 	}
-	if _, _, cur := readContext(t, f.dockerDir(), "marina"); cur != "marina" {
+	if _, _, cur := readContext(t, dockerDir(f), "marina"); cur != "marina" {
 		t.Errorf("--dry-run switched to %q", cur)
 	}
-	if err := f.dockerContext(DockerContextOptions{Unset: true}); err != nil {
+	if err := dockerContext(f, DockerContextOptions{Unset: true}); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.HasPrefix(f.out.String(), "Docker's current context is default again (it was marina).") {
-		t.Errorf("--unset:\n%s", f.out.String())
+	if !strings.HasPrefix(f.Stdout.String(), "Docker's current context is default again (it was marina).") {
+		t.Errorf("--unset:\n%s", f.Stdout.String())
 	}
 	// The context stays, for docker --context marina.
-	if h, _, cur := readContext(t, f.dockerDir(), "marina"); cur != "" || h != "unix://"+f.sock() {
+	if h, _, cur := readContext(t, dockerDir(f), "marina"); cur != "" || h != "unix://"+sock(f) {
 		t.Errorf("after --unset: current %q, host %s", cur, h)
 	}
-	if err := f.dockerContext(DockerContextOptions{Unset: true}); err != nil {
+	if err := dockerContext(f, DockerContextOptions{Unset: true}); err != nil {
 		t.Fatal(err)
 	}
-	if f.out.String() != "Docker's current context is already default: nothing to change.\n" {
-		t.Errorf("--unset again:\n%s", f.out.String())
+	if f.Stdout.String() != "Docker's current context is already default: nothing to change.\n" {
+		t.Errorf("--unset again:\n%s", f.Stdout.String())
 	}
 	// Someone else's current context is left alone.
-	markedContext(t, f.dockerDir(), "other", "unix:///x")
-	s := store.New(filepath.Join(f.dockerDir(), "contexts"), store.NewConfig(nil))
+	markedContext(t, dockerDir(f), "other", "unix:///x")
+	s := store.New(filepath.Join(dockerDir(f), "contexts"), store.NewConfig(nil))
 	if err := s.CreateOrUpdate(store.Metadata{Name: "desktop-linux", Endpoints: map[string]any{docker.DockerEndpoint: docker.EndpointMeta{Host: "unix:///d.sock"}}}); err != nil {
 		t.Fatal(err)
 	}
-	writeDockerConfig(t, f.dockerDir(), `{"auths": {}, "currentContext": "desktop-linux"}`)
-	before := snapshotTree(t, f.dockerDir())
-	if err := f.dockerContext(DockerContextOptions{Unset: true}); err != nil {
+	writeDockerConfig(t, dockerDir(f), `{"auths": {}, "currentContext": "desktop-linux"}`)
+	before := snapshotTree(t, dockerDir(f))
+	if err := dockerContext(f, DockerContextOptions{Unset: true}); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.HasPrefix(f.out.String(), "Docker's current context is desktop-linux, a context marina did not make: it is left as it is") {
-		t.Errorf("--unset over desktop-linux:\n%s", f.out.String())
+	if !strings.HasPrefix(f.Stdout.String(), "Docker's current context is desktop-linux, a context marina did not make: it is left as it is") {
+		t.Errorf("--unset over desktop-linux:\n%s", f.Stdout.String())
 	}
-	if after := snapshotTree(t, f.dockerDir()); after != before {
+	if after := snapshotTree(t, dockerDir(f)); after != before {
 		t.Errorf("--unset changed someone else's setup")
 	}
 }
@@ -495,21 +496,21 @@ func TestDockerContextUnset(t *testing.T) {
 // and the warning says how to unset it.
 func TestDockerContextWarnsAboutDOCKER_HOST(t *testing.T) {
 	f := dockerFixture(t, "")
-	f.listen()
-	f.env["DOCKER_HOST"] = "unix://" + f.sock()
-	f.env["DOCKER_CONTEXT"] = "desktop-linux"
-	if err := f.dockerContext(DockerContextOptions{}); err != nil {
+	listen(f)
+	f.Vars["DOCKER_HOST"] = "unix://" + sock(f)
+	f.Vars["DOCKER_CONTEXT"] = "desktop-linux"
+	if err := dockerContext(f, DockerContextOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{
-		"WARNING: DOCKER_HOST is set (unix://" + f.sock() + "): it overrides every Docker context, so docker does not use context marina while it is set; unset it: `unset DOCKER_HOST` (or `eval \"$(marina docker-env --unset)\"`)",
+		"WARNING: DOCKER_HOST is set (unix://" + sock(f) + "): it overrides every Docker context, so docker does not use context marina while it is set; unset it: `unset DOCKER_HOST` (or `eval \"$(marina docker-env --unset)\"`)",
 		"WARNING: DOCKER_CONTEXT is desktop-linux: it picks that context over the current one; unset it: `unset DOCKER_CONTEXT`",
 	} {
-		if !strings.Contains(f.err.String(), want) {
-			t.Errorf("stderr lacks %q:\n%s", want, f.err.String())
+		if !strings.Contains(f.Stderr.String(), want) {
+			t.Errorf("stderr lacks %q:\n%s", want, f.Stderr.String())
 		}
 	}
-	if _, _, cur := readContext(t, f.dockerDir(), "marina"); cur != "marina" {
+	if _, _, cur := readContext(t, dockerDir(f), "marina"); cur != "marina" {
 		t.Errorf("current = %q", cur)
 	}
 }
@@ -517,23 +518,23 @@ func TestDockerContextWarnsAboutDOCKER_HOST(t *testing.T) {
 func TestDockerContextHonoursDOCKER_CONFIG(t *testing.T) {
 	f := dockerFixture(t, "")
 	dir := filepath.Join(t.TempDir(), "dc")
-	f.env["DOCKER_CONFIG"] = dir
-	if err := f.dockerContext(DockerContextOptions{DryRun: true}); err != nil {
+	f.Vars["DOCKER_CONFIG"] = dir
+	if err := dockerContext(f, DockerContextOptions{DryRun: true}); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(f.out.String(), "create Docker context marina with docker endpoint unix://"+f.sock()+" ("+dir+"/contexts/meta/") {
-		t.Errorf("dry run:\n%s", f.out.String())
+	if !strings.Contains(f.Stdout.String(), "create Docker context marina with docker endpoint unix://"+sock(f)+" ("+dir+"/contexts/meta/") {
+		t.Errorf("dry run:\n%s", f.Stdout.String())
 	}
 	if _, err := os.Stat(dir); !os.IsNotExist(err) {
 		t.Errorf("--dry-run made %s: %v", dir, err)
 	}
-	if err := f.dockerContext(DockerContextOptions{}); err != nil {
+	if err := dockerContext(f, DockerContextOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if _, _, cur := readContext(t, dir, "marina"); cur != "marina" {
 		t.Errorf("current in DOCKER_CONFIG = %q", cur)
 	}
-	if _, err := os.Stat(f.dockerDir()); !os.IsNotExist(err) {
+	if _, err := os.Stat(dockerDir(f)); !os.IsNotExist(err) {
 		t.Errorf("~/.docker was written with DOCKER_CONFIG set: %v", err)
 	}
 }
@@ -542,21 +543,21 @@ func TestDockerContextHonoursDOCKER_CONFIG(t *testing.T) {
 // its own, a config.json docker cannot read.
 func TestDockerContextBadInput(t *testing.T) {
 	f := dockerFixture(t, "")
-	f.config(func(c *config.Config) { c.VM.Name = "default" })
-	err := f.dockerContext(DockerContextOptions{})
+	f.Config(func(c *config.Config) { c.VM.Name = "default" })
+	err := dockerContext(f, DockerContextOptions{})
 	if err == nil || !strings.Contains(err.Error(), "vm.name default cannot name a Docker context") || !strings.Contains(err.Error(), "set another vm.name") {
 		t.Errorf("vm.name default: %v", err)
 	}
-	if _, err := os.Stat(f.dockerDir()); !os.IsNotExist(err) {
-		t.Errorf("a refused name wrote %s", f.dockerDir())
+	if _, err := os.Stat(dockerDir(f)); !os.IsNotExist(err) {
+		t.Errorf("a refused name wrote %s", dockerDir(f))
 	}
-	f.config(nil)
-	writeDockerConfig(t, f.dockerDir(), `{"auths": {"x": {"auth": "not base64!"}}}`)
-	before := snapshotTree(t, f.dockerDir())
-	if err := f.dockerContext(DockerContextOptions{}); err == nil || !strings.Contains(err.Error(), "fix or move "+filepath.Join(f.dockerDir(), "config.json")) {
+	f.Config(nil)
+	writeDockerConfig(t, dockerDir(f), `{"auths": {"x": {"auth": "not base64!"}}}`)
+	before := snapshotTree(t, dockerDir(f))
+	if err := dockerContext(f, DockerContextOptions{}); err == nil || !strings.Contains(err.Error(), "fix or move "+filepath.Join(dockerDir(f), "config.json")) {
 		t.Errorf("unreadable config.json: %v", err)
 	}
-	if after := snapshotTree(t, f.dockerDir()); after != before {
+	if after := snapshotTree(t, dockerDir(f)); after != before {
 		t.Errorf("an unreadable config.json led to changes")
 	}
 }

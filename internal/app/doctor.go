@@ -341,7 +341,7 @@ func (d *doctor) run(ctx context.Context) DoctorReport {
 	case !guestOK:
 		add(skip(checkForwarding, noGuest), skip(checkFirewall, noGuest), skip(checkBoot, noGuest))
 	default:
-		net := kindNet(d.cidr, o.Mac)
+		net := guest.KindNet(d.cidr, o.Mac)
 		cs, err := net.Checks(o.Guest.Net)
 		// The script needs Docker's DOCKER-USER chain and the kind
 		// network's bridge: without them, --fix cannot run it yet.
@@ -1153,7 +1153,7 @@ func (d *doctor) repair(ctx context.Context, todo []repairStep) []string {
 		case repairNet:
 			err = s.Step("Installing and running the VM's network script", "", func() error {
 				b := guest.NewBatch()
-				if err := kindNet(d.cidr, o.Mac).Apply(b); err != nil {
+				if err := guest.KindNet(d.cidr, o.Mac).Apply(b); err != nil {
 					return err
 				}
 				_, err := s.Guest.Run(ctx, vm.Script{Name: "install the VM's routing rules", Body: b.Script(), Root: true})

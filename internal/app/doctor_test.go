@@ -26,181 +26,38 @@ import (
 	"github.com/bcollard/marina/internal/kubeconfig"
 	"github.com/bcollard/marina/internal/registry"
 	"github.com/bcollard/marina/internal/session"
+	"github.com/bcollard/marina/internal/session/sessiontest"
 	"github.com/bcollard/marina/internal/ui"
 	"github.com/bcollard/marina/internal/vm"
 
 	"github.com/bcollard/marina/internal/guest"
 	"github.com/bcollard/marina/internal/host"
-	"github.com/bcollard/marina/internal/slot"
 )
-
-// doctorWorld is what the fakes answer doctor's own questions with; its
-// zero value is a healthy lab on an Apple silicon Mac.
-type doctorWorld struct {
-	// health replaces the guest's health when set (the default: Docker
-	// active, kind's inotify limits, half the disk free, no Rosetta).
-	health *guest.Health
-	// net changes the guest's routing state before it is returned.
-	net func(*guest.NetState)
-	// upstreams answer the probes (the default: every upstream answers).
-	upstreams map[string]guest.UpstreamResult
-	// table is the host's routing table (nil: the route Lookup answers,
-	// and the default route).
-	table []host.Route
-	// dial is what a connection to the kind bridge's gateway gets.
-	dial error
-	// os is the host's (default darwin); rosetta: Rosetta 2 installed.
-	os      string
-	rosetta bool
-	// kubeErr fails a cluster's /version; noPool leaves a cluster without
-	// marina's pool; pools overrides what it holds.
-	kubeErr map[string]error
-	noPool  map[string]bool
-	pools   map[string][]string
-	// records is what etcd answers root for the local DNS's records, when
-	// doctor asks (nil: it does not answer).
-	records []byte
-}
-
-func (g fakeGuest) ObserveWith(_ context.Context, p guest.Probes) (guest.State, error) {
-	if err := g.call("guest.observe"); err != nil {
-		return guest.State{}, err
-	}
-	st := g.state()
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	dw := g.doctor
-	if dw.health != nil {
-		st.Health = *dw.health
-		st.Health.Upstreams = maps.Clone(dw.health.Upstreams)
-	} else {
-		st.Health = guest.Health{Docker: "active", InotifyWatches: 524288, InotifyInstances: 512,
-			Disk: guest.Disk{Known: true, Mount: "/", Used: 50 << 20, Avail: 50 << 20}}
-	}
-	if st.Health.Upstreams == nil {
-		st.Health.Upstreams = map[string]guest.UpstreamResult{}
-		for _, u := range p.Upstreams {
-			r, ok := dw.upstreams[u.Mirror]
-			if !ok {
-				r = guest.UpstreamResult{OK: true}
-			}
-			st.Health.Upstreams[u.Mirror] = r
-		}
-	}
-	if dw.net != nil {
-		dw.net(&st.Net)
-	}
-	if p.Records != "" && dw.records != nil {
-		st.Health.Records, st.Health.RecordsRead = dw.records, true
-	}
-	return st, nil
-}
-
-func (h fakeHost) Overlapping(ctx context.Context, p netip.Prefix) ([]host.Route, error) {
-	if err := h.call("host.routes " + p.String()); err != nil {
-		return nil, err
-	}
-	h.mu.Lock()
-	table := h.doctor.table
-	h.mu.Unlock()
-	if table == nil {
-		r, _ := h.Lookup(ctx, p)
-		table = []host.Route{*r}
-	}
-	var out []host.Route
-	for _, r := range table {
-		if r.Dest.Overlaps(p) {
-			out = append(out, r)
-		}
-	}
-	return out, nil
-}
-
-func (h fakeHost) Dial(_ context.Context, addr netip.AddrPort) error {
-	if err := h.call("host.dial " + addr.String()); err != nil {
-		return err
-	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.doctor.dial
-}
-
-func (h fakeHost) OS() string {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.doctor.os == "" {
-		return "darwin"
-	}
-	return h.doctor.os
-}
-
-func (h fakeHost) Rosetta() bool {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.doctor.rosetta
-}
-
-func (k fakeKube) ServerVersion(context.Context) (string, error) {
-	if err := k.call("kube " + k.name + " version"); err != nil {
-		return "", err
-	}
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	if err := k.doctor.kubeErr[k.name]; err != nil {
-		return "", err
-	}
-	return "v1.36.1", nil
-}
-
-func (k fakeKube) Ready(context.Context) error {
-	return k.call("kube " + k.name + " ready")
-}
-
-func (k fakeKube) MetalLBPool(_ context.Context, name string) ([]string, bool, error) {
-	if err := k.call("kube " + k.name + " read-pool " + name); err != nil {
-		return nil, false, err
-	}
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	if k.doctor.noPool[k.name] {
-		return nil, false, nil
-	}
-	if p, ok := k.doctor.pools[k.name]; ok {
-		return p, true, nil
-	}
-	for _, c := range k.nodes {
-		if c.Cluster == k.name && len(c.APIPorts) > 0 {
-			r, err := slot.MetalLBRanges(mustPrefix("172.30.0.0/16"), c.APIPorts[0]-slot.APIPort(0))
-			return r, true, err
-		}
-	}
-	return nil, true, nil
-}
 
 // doctorFixture is a healthy lab on an Apple silicon Mac: the default
 // config, its mirrors and local DNS running and current, marina's route
 // through lima0, Rosetta installed, and cluster dev in slot 1 (direct
 // mode) with its kubeconfig.
-func doctorFixture(t *testing.T) *fixture {
+func doctorFixture(t *testing.T) *sessiontest.World {
 	t.Helper()
-	f := newFixture(t)
-	f.defaultMirrorsRunning()
-	f.dnsWarm()
-	cidr := f.network.Subnet
-	if err := mustMade(t, f).Add(cidr, f.lima0.Addr()); err != nil {
+	f := sessiontest.New(t)
+	defaultMirrorsRunning(f)
+	dnsWarm(f)
+	cidr := f.Network.Subnet
+	if err := mustMade(t, f).Add(cidr, f.Lima0.Addr()); err != nil {
 		t.Fatal(err)
 	}
-	f.route = &hostRoute{Dest: cidr, Gateway: f.lima0.Addr(), Interface: "bridge100"}
-	f.doctor.rosetta = true
-	f.cluster("dev", 1, "https://192.168.64.3:7001")
+	f.Route = &hostRoute{Dest: cidr, Gateway: f.Lima0.Addr(), Interface: "bridge100"}
+	f.Doctor.Rosetta = true
+	f.Cluster("dev", 1, "https://192.168.64.3:7001")
 	return f
 }
 
-func (f *fixture) doctorRun(opts DoctorOptions) DoctorReport {
-	f.t.Helper()
-	r, err := Doctor(context.Background(), f.e, opts)
+func doctorRun(f *sessiontest.World, opts DoctorOptions) DoctorReport {
+	f.T.Helper()
+	r, err := Doctor(context.Background(), f.Env, opts)
 	if err != nil {
-		f.t.Fatalf("doctor: %v\n%s", err, f.err.String())
+		f.T.Fatalf("doctor: %v\n%s", err, f.Stderr.String())
 	}
 	return r
 }
@@ -265,7 +122,7 @@ func notOK(t *testing.T, r DoctorReport, want ...string) []DoctorCheck {
 // round trip, and nothing changed.
 func TestDoctorHealthyLab(t *testing.T) {
 	f := doctorFixture(t)
-	r := f.doctorRun(DoctorOptions{})
+	r := doctorRun(f, DoctorOptions{})
 	want := "config=ok limactl=ok vm=ok guest=ok docker=ok kind-network=ok forwarding=ok firewall=ok boot=ok route=ok dns=ok " +
 		"mirror registry-dockerio=ok mirror registry-quayio=ok mirror registry-gcrio=ok mirror registry-us-docker-pkgdev=ok mirror registry-us-central1-docker-pkgdev=ok " +
 		"cluster dev=ok inotify=ok disk=ok rosetta-host=ok rosetta-vm=ok local-network=ok"
@@ -275,10 +132,10 @@ func TestDoctorHealthyLab(t *testing.T) {
 	if r.Failed() || r.Summary.Line != "22 OK" || r.Summary.OK != 22 {
 		t.Errorf("summary %+v", r.Summary)
 	}
-	if got := f.called("guest."); len(got) != 1 {
+	if got := f.Called("guest."); len(got) != 1 {
 		t.Errorf("%d guest round trips, want 1: %v", len(got), got)
 	}
-	if got := append(append(f.called("host.privileged"), f.called("docker.run")...), f.called("guest.run")...); len(got) != 0 {
+	if got := append(append(f.Called("host.privileged"), f.Called("docker.run")...), f.Called("guest.run")...); len(got) != 0 {
 		t.Errorf("doctor changed: %v", got)
 	}
 	// The probes asked for are the configured mirrors' upstreams.
@@ -298,9 +155,9 @@ func TestDoctorJSONListsEveryCheck(t *testing.T) {
 	for _, stopped := range []bool{false, true} {
 		f := doctorFixture(t)
 		if stopped {
-			f.instance.Status = vm.StatusStopped
+			f.Instance.Status = vm.StatusStopped
 		}
-		r := f.doctorRun(DoctorOptions{})
+		r := doctorRun(f, DoctorOptions{})
 		var b bytes.Buffer
 		if err := ui.Render(&b, "json", r); err != nil {
 			t.Fatal(err)
@@ -344,11 +201,11 @@ func TestDoctorVMNotRunning(t *testing.T) {
 	} {
 		f := doctorFixture(t)
 		if c.status == "" {
-			f.instance = nil
+			f.Instance = nil
 		} else {
-			f.instance.Status, f.instance.Errors = c.status, []string{"disk missing"}
+			f.Instance.Status, f.Instance.Errors = c.status, []string{"disk missing"}
 		}
-		r := f.doctorRun(DoctorOptions{})
+		r := doctorRun(f, DoctorOptions{})
 		v := check(t, r, "vm")
 		if v.Status != DoctorFail || !strings.Contains(v.Finding, c.finding) || v.Fix != c.fix {
 			t.Errorf("%q: %+v", c.status, v)
@@ -364,7 +221,7 @@ func TestDoctorVMNotRunning(t *testing.T) {
 		if r.Summary.Fail != 1 || !strings.Contains(r.Summary.Line, "1 failed") || !strings.Contains(r.Summary.Line, "skipped") {
 			t.Errorf("%q: summary %+v", c.status, r.Summary)
 		}
-		if got := f.called("guest."); len(got) != 0 {
+		if got := f.Called("guest."); len(got) != 0 {
 			t.Errorf("%q: guest calls %v", c.status, got)
 		}
 	}
@@ -372,10 +229,10 @@ func TestDoctorVMNotRunning(t *testing.T) {
 
 func TestDoctorLimactl(t *testing.T) {
 	f := doctorFixture(t)
-	f.e.Deps.VM = func() (session.VM, error) {
+	f.Env.Deps.VM = func() (session.VM, error) {
 		return nil, errors.New("limactl was not found on your PATH: marina runs its VM with Lima; install Lima 2.x: `brew install lima`")
 	}
-	r := f.doctorRun(DoctorOptions{})
+	r := doctorRun(f, DoctorOptions{})
 	if c := check(t, r, "limactl"); c.Status != DoctorFail || c.Fix != "brew install lima" || !strings.Contains(c.Finding, "not found") {
 		t.Errorf("no limactl: %+v", c)
 	}
@@ -383,8 +240,8 @@ func TestDoctorLimactl(t *testing.T) {
 		t.Errorf("vm without limactl: %+v", c)
 	}
 	f = doctorFixture(t)
-	f.fail["vm.version"] = errors.New("Lima 1.2.0 is too old: marina needs Lima 2.0 or later; upgrade it: `brew upgrade lima`")
-	r = f.doctorRun(DoctorOptions{})
+	f.Fail["vm.version"] = errors.New("Lima 1.2.0 is too old: marina needs Lima 2.0 or later; upgrade it: `brew upgrade lima`")
+	r = doctorRun(f, DoctorOptions{})
 	if c := check(t, r, "limactl"); c.Status != DoctorFail || c.Fix != "brew upgrade lima" || !strings.Contains(c.Finding, "1.2.0 is too old") {
 		t.Errorf("old limactl: %+v", c)
 	}
@@ -393,10 +250,10 @@ func TestDoctorLimactl(t *testing.T) {
 func TestDoctorConfig(t *testing.T) {
 	// No file: the defaults, and a warning; the rest is checked.
 	f := doctorFixture(t)
-	if err := os.Remove(f.e.Paths.Config); err != nil {
+	if err := os.Remove(f.Env.Paths.Config); err != nil {
 		t.Fatal(err)
 	}
-	r := f.doctorRun(DoctorOptions{})
+	r := doctorRun(f, DoctorOptions{})
 	notOK(t, r, "config=warn")
 	if c := check(t, r, "config"); !strings.Contains(c.Finding, "checking against the defaults") || c.Fix != "marina up (writes the default config)" {
 		t.Errorf("no config: %+v", c)
@@ -406,10 +263,10 @@ func TestDoctorConfig(t *testing.T) {
 	}
 	// vm.name readable, the rest not: what needs the config is skipped.
 	f = doctorFixture(t)
-	if err := os.WriteFile(f.e.Paths.Config, []byte("vm:\n  name: marina\nnetwork:\n  cidr: 172.30.0.0/33\n"), 0o600); err != nil {
+	if err := os.WriteFile(f.Env.Paths.Config, []byte("vm:\n  name: marina\nnetwork:\n  cidr: 172.30.0.0/33\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	r = f.doctorRun(DoctorOptions{})
+	r = doctorRun(f, DoctorOptions{})
 	if c := check(t, r, "config"); c.Status != DoctorFail || c.Fix != "marina config edit" || !strings.Contains(c.Finding, "network.cidr") {
 		t.Errorf("bad config: %+v", c)
 	}
@@ -428,13 +285,13 @@ func TestDoctorConfig(t *testing.T) {
 // answered (observe stops only a wait for Docker, not its one question).
 func TestDoctorDockerAnswersWhileTheGuestFails(t *testing.T) {
 	f := doctorFixture(t)
-	f.fail["guest.observe"] = &vm.SSHError{Name: "observe the VM", Stderr: "Permission denied (publickey)."}
-	f.before = func(call string) {
+	f.Fail["guest.observe"] = &vm.SSHError{Name: "observe the VM", Stderr: "Permission denied (publickey)."}
+	f.Before = func(call string) {
 		if call == "docker.version" {
 			time.Sleep(50 * time.Millisecond)
 		}
 	}
-	r := f.doctorRun(DoctorOptions{})
+	r := doctorRun(f, DoctorOptions{})
 	if c := check(t, r, "docker"); c.Status == DoctorFail || strings.Contains(c.Finding, "context canceled") {
 		t.Errorf("docker, which answered: %+v", c)
 	}
@@ -442,8 +299,8 @@ func TestDoctorDockerAnswersWhileTheGuestFails(t *testing.T) {
 
 func TestDoctorGuestChannel(t *testing.T) {
 	f := doctorFixture(t)
-	f.fail["guest.observe"] = errors.New("observe the VM: cannot reach the VM over ssh (is it running? try `marina up`):\nConnection refused")
-	r := f.doctorRun(DoctorOptions{})
+	f.Fail["guest.observe"] = errors.New("observe the VM: cannot reach the VM over ssh (is it running? try `marina up`):\nConnection refused")
+	r := doctorRun(f, DoctorOptions{})
 	if c := check(t, r, "guest"); c.Status != DoctorFail || !strings.Contains(c.Finding, "cannot reach the VM over ssh") || c.Fix != "marina down && marina up" {
 		t.Errorf("guest: %+v", c)
 	}
@@ -464,10 +321,10 @@ func TestDoctorGuestChannel(t *testing.T) {
 func TestDoctorDocker(t *testing.T) {
 	for _, active := range []string{"inactive", "active"} {
 		f := doctorFixture(t)
-		f.fail["docker.version"] = errors.New("error during connect: EOF")
-		f.doctor.net = func(st *guest.NetState) { st.Forwarding = false }
-		f.doctor.health = &guest.Health{Docker: active, InotifyWatches: 524288, InotifyInstances: 512, Disk: guest.Disk{Known: true, Used: 1, Avail: 9}}
-		r := f.doctorRun(DoctorOptions{})
+		f.Fail["docker.version"] = errors.New("error during connect: EOF")
+		f.Doctor.Net = func(st *guest.NetState) { st.Forwarding = false }
+		f.Doctor.Health = &guest.Health{Docker: active, InotifyWatches: 524288, InotifyInstances: 512, Disk: guest.Disk{Known: true, Used: 1, Avail: 9}}
+		r := doctorRun(f, DoctorOptions{})
 		c := check(t, r, "docker")
 		switch active {
 		case "inactive":
@@ -494,24 +351,24 @@ func TestDoctorDocker(t *testing.T) {
 
 func TestDoctorKindNetwork(t *testing.T) {
 	f := doctorFixture(t)
-	f.network = nil
-	r := f.doctorRun(DoctorOptions{})
+	f.Network = nil
+	r := doctorRun(f, DoctorOptions{})
 	if c := check(t, r, "kind-network"); c.Status != DoctorFail || c.Fix != "marina up" || c.Finding != "there is no Docker network kind" {
 		t.Errorf("no network: %+v", c)
 	}
 	// The rules hang on the network's bridge: up makes both.
 	f = doctorFixture(t)
-	f.network = nil
-	f.doctor.net = func(st *guest.NetState) { delete(st.Chains, "filter MARINA-FORWARD") }
-	r = f.doctorRun(DoctorOptions{})
+	f.Network = nil
+	f.Doctor.Net = func(st *guest.NetState) { delete(st.Chains, "filter MARINA-FORWARD") }
+	r = doctorRun(f, DoctorOptions{})
 	if c := check(t, r, "firewall"); c.Status != DoctorFail || c.repair != repairNone || !strings.HasPrefix(c.Fix, "marina up") {
 		t.Errorf("rules without the network: %+v", c)
 	}
 	f = doctorFixture(t)
-	f.network.Options = maps.Clone(f.network.Options)
-	delete(f.network.Options, "com.docker.network.bridge.trusted_host_interfaces")
-	f.network.Managed = false
-	r = f.doctorRun(DoctorOptions{})
+	f.Network.Options = maps.Clone(f.Network.Options)
+	delete(f.Network.Options, "com.docker.network.bridge.trusted_host_interfaces")
+	f.Network.Managed = false
+	r = doctorRun(f, DoctorOptions{})
 	c := check(t, r, "kind-network")
 	if c.Status != DoctorFail || !strings.Contains(c.Finding, "trusted_host_interfaces") || !strings.Contains(c.Finding, "not made by marina") || !strings.Contains(c.Fix, "recreate") {
 		t.Errorf("foreign network: %+v", c)
@@ -544,8 +401,8 @@ func TestDoctorGuestRouting(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			f := doctorFixture(t)
-			f.doctor.net = c.change
-			r := f.doctorRun(DoctorOptions{})
+			f.Doctor.Net = c.change
+			r := doctorRun(f, DoctorOptions{})
 			want := []string{c.check + "=fail"}
 			if c.check != "boot" {
 				// What goes from this host through the VM waits for it.
@@ -568,47 +425,47 @@ func TestDoctorRoute(t *testing.T) {
 	gw := mustAddr("192.168.64.3")
 	for _, c := range []struct {
 		name    string
-		setup   func(f *fixture)
+		setup   func(f *sessiontest.World)
 		status  DoctorStatus
 		finding string
 		fix     string
 		repair  bool
 	}{
-		{"missing", func(f *fixture) { f.route = nil }, DoctorFail,
+		{"missing", func(f *sessiontest.World) { f.Route = nil }, DoctorFail,
 			"172.30.0.0/16 → missing (the host would send it along the default route via 192.168.1.1 on en0)",
 			"marina doctor --fix (runs: sudo ip route replace 172.30.0.0/16 via 192.168.64.3)", true},
-		{"wrong gateway", func(f *fixture) {
-			f.route.Gateway = mustAddr("192.168.64.7")
-			if err := mustMade(f.t, f).Add(f.network.Subnet, mustAddr("192.168.64.7")); err != nil {
-				f.t.Fatal(err)
+		{"wrong gateway", func(f *sessiontest.World) {
+			f.Route.Gateway = mustAddr("192.168.64.7")
+			if err := mustMade(f.T, f).Add(f.Network.Subnet, mustAddr("192.168.64.7")); err != nil {
+				f.T.Fatal(err)
 			}
 		}, DoctorFail, "wrong gateway (via 192.168.64.7; the VM's lima0 is 192.168.64.3)",
 			"marina doctor --fix (runs: sudo ip route replace 172.30.0.0/16 via 192.168.64.3)", true},
-		{"foreign", func(f *fixture) {
-			f.route.Gateway = mustAddr("192.168.64.9")
+		{"foreign", func(f *sessiontest.World) {
+			f.Route.Gateway = mustAddr("192.168.64.9")
 		}, DoctorFail, "taken by 172.30.0.0/16 via 192.168.64.9 on bridge100, a route marina did not make",
 			"if it is a leftover: sudo ip route del 172.30.0.0/16 via 192.168.64.9; else choose another network.cidr (marina config edit)", false},
-		{"a VPN's /24 inside it", func(f *fixture) {
-			f.doctor.table = []host.Route{
+		{"a VPN's /24 inside it", func(f *sessiontest.World) {
+			f.Doctor.Table = []host.Route{
 				{Dest: mustPrefix("0.0.0.0/0"), Gateway: mustAddr("192.168.1.1"), Interface: "en0"},
-				{Dest: f.network.Subnet, Gateway: gw, Interface: "bridge100"},
+				{Dest: f.Network.Subnet, Gateway: gw, Interface: "bridge100"},
 				{Dest: mustPrefix("172.30.5.0/24"), Gateway: mustAddr("10.8.0.1"), Interface: "utun4"},
 				{Dest: mustPrefix("10.8.0.0/16"), Gateway: mustAddr("10.8.0.1"), Interface: "utun4"},
 			}
 		}, DoctorFail, "172.30.0.0/16 → present (via 192.168.64.3), but 172.30.5.0/24 via 10.8.0.1 on utun4 take part of it: those addresses do not reach the VM (a VPN?)",
 			"disconnect the VPN that routes them, or remove a leftover: sudo ip route del 172.30.5.0/24 via 10.8.0.1; or choose another network.cidr (marina config edit)", false},
-		{"a VPN's route of the first addresses", func(f *fixture) {
-			f.route = &hostRoute{Dest: mustPrefix("172.30.0.0/24"), Interface: "utun4"}
+		{"a VPN's route of the first addresses", func(f *sessiontest.World) {
+			f.Route = &hostRoute{Dest: mustPrefix("172.30.0.0/24"), Interface: "utun4"}
 		}, DoctorFail, "172.30.0.0/16 → shadowed by 172.30.0.0/24 on utun4", "sudo ip route del 172.30.0.0/24", false},
-		{"a VPN's /24 over the local DNS", func(f *fixture) {
-			f.doctor.table = []host.Route{
-				{Dest: f.network.Subnet, Gateway: gw, Interface: "bridge100"},
+		{"a VPN's /24 over the local DNS", func(f *sessiontest.World) {
+			f.Doctor.Table = []host.Route{
+				{Dest: f.Network.Subnet, Gateway: gw, Interface: "bridge100"},
 				{Dest: mustPrefix("172.30.255.0/24"), Interface: "utun4"},
 			}
 		}, DoctorFail, "but 172.30.255.0/24 on utun4 take part of it", "sudo ip route del 172.30.255.0/24", false},
-		{"a route inside it through the VM itself", func(f *fixture) {
-			f.doctor.table = []host.Route{
-				{Dest: f.network.Subnet, Gateway: gw, Interface: "bridge100"},
+		{"a route inside it through the VM itself", func(f *sessiontest.World) {
+			f.Doctor.Table = []host.Route{
+				{Dest: f.Network.Subnet, Gateway: gw, Interface: "bridge100"},
 				{Dest: mustPrefix("172.30.1.200/32"), Gateway: gw, Interface: "bridge100", Cloned: true},
 			}
 		}, DoctorOK, "present (via 192.168.64.3); no other route inside it", "", false},
@@ -616,7 +473,7 @@ func TestDoctorRoute(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			f := doctorFixture(t)
 			c.setup(f)
-			r := f.doctorRun(DoctorOptions{})
+			r := doctorRun(f, DoctorOptions{})
 			rc := check(t, r, "route")
 			if rc.Status != c.status || !strings.Contains(rc.Finding, c.finding) || !strings.Contains(rc.Fix, c.fix) || (rc.repair == repairRoute) != c.repair {
 				t.Errorf("%+v\nwant %s %q fix %q repair %v", rc, c.status, c.finding, c.fix, c.repair)
@@ -642,18 +499,18 @@ func TestDoctorRoute(t *testing.T) {
 
 func TestDoctorDNS(t *testing.T) {
 	f := doctorFixture(t)
-	for i := range f.mirrors {
-		if f.mirrors[i].Name == dns.EtcdName {
-			f.mirrors[i].State = "exited"
+	for i := range f.Mirrors {
+		if f.Mirrors[i].Name == dns.EtcdName {
+			f.Mirrors[i].State = "exited"
 		}
 	}
-	r := f.doctorRun(DoctorOptions{})
+	r := doctorRun(f, DoctorOptions{})
 	if c := check(t, r, "dns"); c.Status != DoctorFail || !strings.Contains(c.Finding, "marina-dns-etcd at 172.30.255.52 is exited") || c.Fix != "marina up" {
 		t.Errorf("etcd exited: %+v", c)
 	}
 	f = doctorFixture(t)
-	f.fail["host.query"] = errors.New("read udp: i/o timeout")
-	r = f.doctorRun(DoctorOptions{})
+	f.Fail["host.query"] = errors.New("read udp: i/o timeout")
+	r = doctorRun(f, DoctorOptions{})
 	if c := check(t, r, "dns"); c.Status != DoctorFail || !strings.Contains(c.Finding, "lookup of marina-probe.demo.internal at 172.30.255.53 failed: read udp: i/o timeout") || !strings.Contains(c.Fix, "docker logs") {
 		t.Errorf("lookup fails: %+v", c)
 	}
@@ -661,7 +518,7 @@ func TestDoctorDNS(t *testing.T) {
 	if err := os.Remove(resolverFile(f, "demo.internal")); err != nil {
 		t.Fatal(err)
 	}
-	r = f.doctorRun(DoctorOptions{})
+	r = doctorRun(f, DoctorOptions{})
 	if c := check(t, r, "dns"); c.Status != DoctorFail || !strings.Contains(c.Finding, "resolver file") || !strings.Contains(c.Finding, "missing") || c.Fix != "marina up" {
 		t.Errorf("no resolver file: %+v", c)
 	}
@@ -669,19 +526,19 @@ func TestDoctorDNS(t *testing.T) {
 
 func TestDoctorMirrors(t *testing.T) {
 	f := doctorFixture(t)
-	for i := range f.mirrors {
-		switch f.mirrors[i].Name {
+	for i := range f.Mirrors {
+		switch f.Mirrors[i].Name {
 		case "registry-quayio":
-			f.mirrors[i].State = "exited"
+			f.Mirrors[i].State = "exited"
 		case "registry-gcrio":
-			f.mirrors[i].Labels = maps.Clone(f.mirrors[i].Labels)
-			f.mirrors[i].Labels[registry.LabelConfig] = "sha256:from-before"
+			f.Mirrors[i].Labels = maps.Clone(f.Mirrors[i].Labels)
+			f.Mirrors[i].Labels[registry.LabelConfig] = "sha256:from-before"
 		}
 	}
-	f.mirrors = slices.DeleteFunc(f.mirrors, func(c docker.Container) bool { return c.Name == "registry-us-docker-pkgdev" })
-	f.mirrors = append(f.mirrors, docker.Container{ID: "x", Name: "registry-old", State: "running", Labels: map[string]string{registry.LabelMirror: "registry-old"}})
-	f.doctor.upstreams = map[string]guest.UpstreamResult{"registry-dockerio": {Detail: "dial: line 1: registry-1.docker.io: Name or service not known"}}
-	r := f.doctorRun(DoctorOptions{})
+	f.Mirrors = slices.DeleteFunc(f.Mirrors, func(c docker.Container) bool { return c.Name == "registry-us-docker-pkgdev" })
+	f.Mirrors = append(f.Mirrors, docker.Container{ID: "x", Name: "registry-old", State: "running", Labels: map[string]string{registry.LabelMirror: "registry-old"}})
+	f.Doctor.Upstreams = map[string]guest.UpstreamResult{"registry-dockerio": {Detail: "dial: line 1: registry-1.docker.io: Name or service not known"}}
+	r := doctorRun(f, DoctorOptions{})
 	for name, want := range map[string]struct {
 		status       DoctorStatus
 		finding, fix string
@@ -704,47 +561,47 @@ func TestDoctorClusters(t *testing.T) {
 	certErr := fmt.Errorf("Get \"https://192.168.64.3:7001/version\": %w", &tls.CertificateVerificationError{Err: x509.UnknownAuthorityError{}})
 	for _, c := range []struct {
 		name    string
-		setup   func(f *fixture)
+		setup   func(f *sessiontest.World)
 		status  DoctorStatus
 		finding string
 		fix     string
 		stale   bool
 	}{
-		{"stale kubeconfig", func(f *fixture) {
-			f.nodes = nil
-			f.cluster("dev", 1, "https://192.168.64.9:7001")
+		{"stale kubeconfig", func(f *sessiontest.World) {
+			f.NodeContainers = nil
+			f.Cluster("dev", 1, "https://192.168.64.9:7001")
 		}, DoctorFail, "dev.kubeconfig names https://192.168.64.9:7001, but the cluster's API server is at https://192.168.64.3:7001 (lima0 moved?)",
 			"marina doctor --fix (or: marina kubeconfig merge dev)", true},
-		{"no kubeconfig", func(f *fixture) {
-			path, _ := f.e.Paths.Kubeconfig("dev")
+		{"no kubeconfig", func(f *sessiontest.World) {
+			path, _ := f.Env.Paths.Kubeconfig("dev")
 			os.Remove(path)
 		}, DoctorFail, "cluster dev has no kubeconfig at", "marina kubeconfig merge dev", true},
-		{"certificate", func(f *fixture) { f.doctor.kubeErr = map[string]error{"dev": certErr} }, DoctorFail,
+		{"certificate", func(f *sessiontest.World) { f.Doctor.KubeErr = map[string]error{"dev": certErr} }, DoctorFail,
 			"the API server at https://192.168.64.3:7001 has a certificate", "marina kubeconfig merge dev", false},
-		{"no answer", func(f *fixture) {
-			f.doctor.kubeErr = map[string]error{"dev": errors.New("dial tcp 192.168.64.3:7001: connect: connection refused")}
+		{"no answer", func(f *sessiontest.World) {
+			f.Doctor.KubeErr = map[string]error{"dev": errors.New("dial tcp 192.168.64.3:7001: connect: connection refused")}
 		}, DoctorFail, "the API server does not answer at https://192.168.64.3:7001: dial tcp", "marina shell -- docker logs --tail 50 dev-control-plane", false},
-		{"no pool", func(f *fixture) { f.doctor.noPool = map[string]bool{"dev": true} }, DoctorFail,
+		{"no pool", func(f *sessiontest.World) { f.Doctor.NoPool = map[string]bool{"dev": true} }, DoctorFail,
 			"MetalLB has no IPAddressPool marina", "marina cluster delete dev && marina cluster create dev", false},
-		{"another pool", func(f *fixture) { f.doctor.pools = map[string][]string{"dev": {"172.30.9.1-172.30.9.7"}} }, DoctorWarn,
+		{"another pool", func(f *sessiontest.World) { f.Doctor.Pools = map[string][]string{"dev": {"172.30.9.1-172.30.9.7"}} }, DoctorWarn,
 			"holds 172.30.9.1-172.30.9.7, not slot 1's 172.30.1.1-172.30.1.7, 172.30.1.16-172.30.1.254", "marina cluster create dev", false},
-		{"nodes stopped", func(f *fixture) { f.nodes[0].State = "exited" }, DoctorFail,
+		{"nodes stopped", func(f *sessiontest.World) { f.NodeContainers[0].State = "exited" }, DoctorFail,
 			"its nodes do not all run: dev-control-plane not running", "marina shell -- docker start dev-control-plane", false},
-		{"a cluster made with the API on the VM's loopback", func(f *fixture) {
-			f.nodes = nil
-			f.cluster("dev", 1, "https://127.0.0.1:7001")
-			f.nodes[0].APIHosts = map[int]string{7001: "127.0.0.1"}
+		{"a cluster made with the API on the VM's loopback", func(f *sessiontest.World) {
+			f.NodeContainers = nil
+			f.Cluster("dev", 1, "https://127.0.0.1:7001")
+			f.NodeContainers[0].APIHosts = map[int]string{7001: "127.0.0.1"}
 		}, DoctorOK, "answers at https://127.0.0.1:7001", "", false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			f := doctorFixture(t)
 			c.setup(f)
-			r := f.doctorRun(DoctorOptions{})
+			r := doctorRun(f, DoctorOptions{})
 			cc := check(t, r, "cluster dev")
 			if cc.Status != c.status || !strings.Contains(cc.Finding, c.finding) || !strings.Contains(cc.Fix, c.fix) || (cc.repair == repairKubeconfig) != c.stale {
 				t.Errorf("%+v\nwant %s %q %q stale %v", cc, c.status, c.finding, c.fix, c.stale)
 			}
-			if c.stale && len(f.called("kube dev version")) != 0 {
+			if c.stale && len(f.Called("kube dev version")) != 0 {
 				t.Error("the API was called at a stale address")
 			}
 		})
@@ -769,8 +626,8 @@ func TestDoctorInotifyAndDisk(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			f := doctorFixture(t)
-			f.doctor.health = &guest.Health{Docker: "active", InotifyWatches: c.watches, InotifyInstances: c.inst, Disk: guest.Disk{Known: true, Mount: "/", Used: c.used << 20, Avail: c.avail << 20}}
-			r := f.doctorRun(DoctorOptions{})
+			f.Doctor.Health = &guest.Health{Docker: "active", InotifyWatches: c.watches, InotifyInstances: c.inst, Disk: guest.Disk{Known: true, Mount: "/", Used: c.used << 20, Avail: c.avail << 20}}
+			r := doctorRun(f, DoctorOptions{})
 			if c.status == DoctorOK {
 				notOK(t, r)
 			} else {
@@ -809,25 +666,25 @@ func TestDoctorRosetta(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			f := doctorFixture(t)
-			f.config(func(cfg *config.Config) { cfg.VM.Rosetta = c.want })
-			f.doctor.os, f.doctor.rosetta, f.e.HostArch = c.os, c.installed, c.arch
-			f.doctor.health = &guest.Health{Docker: "active", InotifyWatches: 524288, InotifyInstances: 512, Disk: guest.Disk{Known: true, Used: 1, Avail: 1}, RosettaBinfmt: c.binfmt}
+			f.Config(func(cfg *config.Config) { cfg.VM.Rosetta = c.want })
+			f.Doctor.OS, f.Doctor.Rosetta, f.Env.HostArch = c.os, c.installed, c.arch
+			f.Doctor.Health = &guest.Health{Docker: "active", InotifyWatches: 524288, InotifyInstances: 512, Disk: guest.Disk{Known: true, Used: 1, Avail: 1}, RosettaBinfmt: c.binfmt}
 			if c.created {
 				// The VM's lima.yaml is the template of the config now.
-				cfg, err := config.Load(f.e.Paths)
+				cfg, err := config.Load(f.Env.Paths)
 				if err != nil {
 					t.Fatal(err)
 				}
-				tmpl, err := template(f.e, cfg)
+				tmpl, err := template(f.Env, cfg)
 				if err != nil {
 					t.Fatal(err)
 				}
-				f.instance.Dir = t.TempDir()
-				if err := os.WriteFile(filepath.Join(f.instance.Dir, "lima.yaml"), tmpl, 0o644); err != nil {
+				f.Instance.Dir = t.TempDir()
+				if err := os.WriteFile(filepath.Join(f.Instance.Dir, "lima.yaml"), tmpl, 0o644); err != nil {
 					t.Fatal(err)
 				}
 			}
-			r := f.doctorRun(DoctorOptions{})
+			r := doctorRun(f, DoctorOptions{})
 			h, v := check(t, r, "rosetta-host"), check(t, r, "rosetta-vm")
 			if h.Status != c.host || !strings.Contains(h.Finding, c.hostFinding) || h.Fix != c.hostFix {
 				t.Errorf("host: %+v", h)
@@ -858,13 +715,13 @@ func TestDoctorLocalNetwork(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			f := doctorFixture(t)
-			f.doctor.os, f.doctor.dial, f.env["TERM_PROGRAM"] = c.os, c.dial, c.term
-			r := f.doctorRun(DoctorOptions{})
+			f.Doctor.OS, f.Doctor.Dial, f.Vars["TERM_PROGRAM"] = c.os, c.dial, c.term
+			r := doctorRun(f, DoctorOptions{})
 			got := check(t, r, "local-network")
 			if got.Status != c.status || !strings.Contains(got.Finding, c.finding) || !strings.Contains(got.Fix, c.fix) {
 				t.Errorf("%+v", got)
 			}
-			if dials := f.called("host.dial"); (c.os == "darwin") != (len(dials) == 1) {
+			if dials := f.Called("host.dial"); (c.os == "darwin") != (len(dials) == 1) {
 				t.Errorf("dials: %v", dials)
 			}
 		})
@@ -872,49 +729,49 @@ func TestDoctorLocalNetwork(t *testing.T) {
 	// Blocked: the DNS lookup and the direct-mode clusters fail the same
 	// way, and are skipped with where to look instead of blamed.
 	f := doctorFixture(t)
-	f.doctor.os, f.doctor.dial = "darwin", unreach
-	r := f.doctorRun(DoctorOptions{})
+	f.Doctor.OS, f.Doctor.Dial = "darwin", unreach
+	r := doctorRun(f, DoctorOptions{})
 	if got := check(t, r, "dns"); got.Status != DoctorSkip || !strings.Contains(got.Finding, "see local-network") {
 		t.Errorf("dns while blocked: %+v", got)
 	}
 	// Without marina's kind network the gateway is not the VM's: no dial.
 	f = doctorFixture(t)
-	f.doctor.os, f.doctor.dial = "darwin", unreach
-	f.network = nil
-	r = f.doctorRun(DoctorOptions{})
-	if got := check(t, r, "local-network"); got.Status != DoctorSkip || len(f.called("host.dial")) != 0 {
+	f.Doctor.OS, f.Doctor.Dial = "darwin", unreach
+	f.Network = nil
+	r = doctorRun(f, DoctorOptions{})
+	if got := check(t, r, "local-network"); got.Status != DoctorSkip || len(f.Called("host.dial")) != 0 {
 		t.Errorf("without the kind network: %+v", got)
 	}
 	// No route: nothing to try.
 	f = doctorFixture(t)
-	f.route = nil
-	r = f.doctorRun(DoctorOptions{})
-	if got := check(t, r, "local-network"); got.Status != DoctorSkip || len(f.called("host.dial")) != 0 {
+	f.Route = nil
+	r = doctorRun(f, DoctorOptions{})
+	if got := check(t, r, "local-network"); got.Status != DoctorSkip || len(f.Called("host.dial")) != 0 {
 		t.Errorf("without the route: %+v", got)
 	}
 }
 
 // brokenForFix breaks the three things --fix repairs: forwarding, the
 // host route, a kubeconfig; the fakes make the repairs real.
-func brokenForFix(t *testing.T) *fixture {
+func brokenForFix(t *testing.T) *sessiontest.World {
 	f := doctorFixture(t)
-	f.doctor.net = func(st *guest.NetState) { st.Forwarding = false }
-	f.route = nil
+	f.Doctor.Net = func(st *guest.NetState) { st.Forwarding = false }
+	f.Route = nil
 	// No route, so no record of one: what --fix adds, it records itself.
-	if err := os.Remove(f.e.Paths.Routes()); err != nil {
+	if err := os.Remove(f.Env.Paths.Routes()); err != nil {
 		t.Fatal(err)
 	}
-	f.nodes = nil
-	f.cluster("dev", 1, "https://192.168.64.9:7001")
-	f.scripts["export kubeconfigs"] = vm.Result{Stdout: []byte(f.export("dev"))}
-	f.before = func(call string) {
-		f.mu.Lock()
-		defer f.mu.Unlock()
+	f.NodeContainers = nil
+	f.Cluster("dev", 1, "https://192.168.64.9:7001")
+	f.Scripts["export kubeconfigs"] = vm.Result{Stdout: []byte(f.Export("dev"))}
+	f.Before = func(call string) {
+		f.Mu.Lock()
+		defer f.Mu.Unlock()
 		switch {
 		case call == "guest.run install the VM's routing rules":
-			f.doctor.net = nil
+			f.Doctor.Net = nil
 		case strings.HasPrefix(call, "host.privileged ip route replace 172.30.0.0/16 via 192.168.64.3"):
-			f.route = &hostRoute{Dest: mustPrefix("172.30.0.0/16"), Gateway: f.lima0.Addr(), Interface: "bridge100"}
+			f.Route = &hostRoute{Dest: mustPrefix("172.30.0.0/16"), Gateway: f.Lima0.Addr(), Interface: "bridge100"}
 		}
 	}
 	return f
@@ -926,7 +783,7 @@ func brokenForFix(t *testing.T) *fixture {
 func TestDoctorFixRepairs(t *testing.T) {
 	f := brokenForFix(t)
 	var first *DoctorReport
-	r := f.doctorRun(DoctorOptions{Fix: true, Before: func(r DoctorReport) { first = &r }})
+	r := doctorRun(f, DoctorOptions{Fix: true, Before: func(r DoctorReport) { first = &r }})
 	if first == nil {
 		t.Fatal("the first report was not shown before the repairs")
 	}
@@ -943,19 +800,19 @@ func TestDoctorFixRepairs(t *testing.T) {
 			t.Errorf("repair %q", rp)
 		}
 	}
-	if got := f.called("guest."); strings.Join(got, ",") != "guest.observe,guest.run install the VM's routing rules,guest.run export kubeconfigs,guest.observe" {
+	if got := f.Called("guest."); strings.Join(got, ",") != "guest.observe,guest.run install the VM's routing rules,guest.run export kubeconfigs,guest.observe" {
 		t.Errorf("guest round trips: %v", got)
 	}
-	if body := f.bodies["install the VM's routing rules"]; !strings.Contains(body, guest.ScriptPath) || !strings.Contains(body, "systemctl enable "+guest.UnitName) {
+	if body := f.Bodies["install the VM's routing rules"]; !strings.Contains(body, guest.ScriptPath) || !strings.Contains(body, "systemctl enable "+guest.UnitName) {
 		t.Errorf("the network script was not installed and run:\n%s", body)
 	}
-	if got := f.called("host.privileged"); len(got) != 1 || got[0] != "host.privileged ip route replace 172.30.0.0/16 via 192.168.64.3" {
+	if got := f.Called("host.privileged"); len(got) != 1 || got[0] != "host.privileged ip route replace 172.30.0.0/16 via 192.168.64.3" {
 		t.Errorf("privileged: %v", got)
 	}
-	if gws := mustMade(t, f).Gateways(mustPrefix("172.30.0.0/16")); len(gws) != 1 || gws[0] != f.lima0.Addr() {
+	if gws := mustMade(t, f).Gateways(mustPrefix("172.30.0.0/16")); len(gws) != 1 || gws[0] != f.Lima0.Addr() {
 		t.Errorf("the route marina made is not recorded: %v", gws)
 	}
-	path, _ := f.e.Paths.Kubeconfig("dev")
+	path, _ := f.Env.Paths.Kubeconfig("dev")
 	kc, _ := os.ReadFile(path)
 	if s, _ := kubeconfig.Server(kc); s != "https://192.168.64.3:7001" {
 		t.Errorf("dev's kubeconfig names %s", s)
@@ -965,9 +822,9 @@ func TestDoctorFixRepairs(t *testing.T) {
 // --fix --dry-run lists the repairs and changes nothing.
 func TestDoctorFixDryRun(t *testing.T) {
 	f := brokenForFix(t)
-	path, _ := f.e.Paths.Kubeconfig("dev")
+	path, _ := f.Env.Paths.Kubeconfig("dev")
 	before, _ := os.ReadFile(path)
-	r := f.doctorRun(DoctorOptions{Fix: true, DryRun: true, Before: func(DoctorReport) { t.Error("Before called on a dry run") }})
+	r := doctorRun(f, DoctorOptions{Fix: true, DryRun: true, Before: func(DoctorReport) { t.Error("Before called on a dry run") }})
 	notOK(t, r, "forwarding=fail", "route=fail", "dns=skip", "cluster dev=fail", "local-network=skip")
 	want := []string{
 		"install and run the VM's network script (/usr/local/sbin/marina-network, marina-network.service, the docker.service drop-in): forwarding",
@@ -977,7 +834,7 @@ func TestDoctorFixDryRun(t *testing.T) {
 	if !slices.Equal(r.Repairs, want) {
 		t.Errorf("repairs:\n%q\nwant\n%q", r.Repairs, want)
 	}
-	if got := append(f.called("guest.run"), f.called("host.privileged")...); len(got) != 0 {
+	if got := append(f.Called("guest.run"), f.Called("host.privileged")...); len(got) != 0 {
 		t.Errorf("a dry run changed: %v", got)
 	}
 	if after, _ := os.ReadFile(path); string(after) != string(before) {
@@ -989,23 +846,23 @@ func TestDoctorFixDryRun(t *testing.T) {
 // stopped mirror, a missing pool, a full disk.
 func TestDoctorFixLeavesTheRestAlone(t *testing.T) {
 	f := doctorFixture(t)
-	f.doctor.table = []host.Route{
-		{Dest: f.network.Subnet, Gateway: f.lima0.Addr(), Interface: "bridge100"},
+	f.Doctor.Table = []host.Route{
+		{Dest: f.Network.Subnet, Gateway: f.Lima0.Addr(), Interface: "bridge100"},
 		{Dest: mustPrefix("172.30.5.0/24"), Gateway: mustAddr("10.8.0.1"), Interface: "utun4"},
 	}
-	f.mirrors[0].State = "exited"
-	f.doctor.noPool = map[string]bool{"dev": true}
-	f.doctor.health = &guest.Health{Docker: "active", InotifyWatches: 524288, InotifyInstances: 512, Disk: guest.Disk{Known: true, Used: 99, Avail: 1}}
-	r := f.doctorRun(DoctorOptions{Fix: true, Before: func(DoctorReport) { t.Error("nothing to repair, yet Before was called") }})
+	f.Mirrors[0].State = "exited"
+	f.Doctor.NoPool = map[string]bool{"dev": true}
+	f.Doctor.Health = &guest.Health{Docker: "active", InotifyWatches: 524288, InotifyInstances: 512, Disk: guest.Disk{Known: true, Used: 99, Avail: 1}}
+	r := doctorRun(f, DoctorOptions{Fix: true, Before: func(DoctorReport) { t.Error("nothing to repair, yet Before was called") }})
 	if len(r.Repairs) != 0 || !r.Failed() {
 		t.Errorf("repairs %q, failed %v", r.Repairs, r.Failed())
 	}
-	if got := append(append(f.called("guest.run"), f.called("host.privileged")...), f.called("docker.")...); len(slices.DeleteFunc(got, func(c string) bool {
+	if got := append(append(f.Called("guest.run"), f.Called("host.privileged")...), f.Called("docker.")...); len(slices.DeleteFunc(got, func(c string) bool {
 		return strings.HasPrefix(c, "docker.version") || strings.HasPrefix(c, "docker.list") || strings.HasPrefix(c, "docker.inspect") || strings.HasPrefix(c, "docker.kind-nodes")
 	})) != 0 {
 		t.Errorf("changed: %v", got)
 	}
-	if got := f.called("guest."); len(got) != 1 {
+	if got := f.Called("guest."); len(got) != 1 {
 		t.Errorf("round trips: %v", got)
 	}
 }
@@ -1013,21 +870,21 @@ func TestDoctorFixLeavesTheRestAlone(t *testing.T) {
 // A repair that fails is reported; the others are made all the same.
 func TestDoctorFixGoesOnAfterAFailure(t *testing.T) {
 	f := brokenForFix(t)
-	f.fail["host.privileged"] = errors.New("sudo: a password is required")
-	f.before = func(call string) {
+	f.Fail["host.privileged"] = errors.New("sudo: a password is required")
+	f.Before = func(call string) {
 		if call == "guest.run install the VM's routing rules" {
-			f.mu.Lock()
-			f.doctor.net = nil
-			f.mu.Unlock()
+			f.Mu.Lock()
+			f.Doctor.Net = nil
+			f.Mu.Unlock()
 		}
 	}
-	r := f.doctorRun(DoctorOptions{Fix: true})
+	r := doctorRun(f, DoctorOptions{Fix: true})
 	if len(r.Repairs) != 3 || !strings.Contains(r.Repairs[1], "failed: sudo: a password is required") {
 		t.Errorf("repairs %q", r.Repairs)
 	}
 	notOK(t, r, "route=fail", "dns=skip", "local-network=skip")
-	if !strings.Contains(f.err.String(), "a password is required") {
-		t.Errorf("the failure was not shown:\n%s", f.err.String())
+	if !strings.Contains(f.Stderr.String(), "a password is required") {
+		t.Errorf("the failure was not shown:\n%s", f.Stderr.String())
 	}
 }
 
@@ -1037,10 +894,10 @@ func mustAddr(s string) netip.Addr { return netip.MustParseAddr(s) }
 // port mirroring, not the VM's forwarding: it is checked all the same.
 func TestDoctorLoopbackClusterWithoutForwarding(t *testing.T) {
 	f := doctorFixture(t)
-	f.cluster("lo", 2, "https://127.0.0.1:7002")
-	f.nodes[len(f.nodes)-1].APIHosts = map[int]string{7002: "127.0.0.1"}
-	f.doctor.net = func(st *guest.NetState) { st.Forwarding = false }
-	r := f.doctorRun(DoctorOptions{})
+	f.Cluster("lo", 2, "https://127.0.0.1:7002")
+	f.NodeContainers[len(f.NodeContainers)-1].APIHosts = map[int]string{7002: "127.0.0.1"}
+	f.Doctor.Net = func(st *guest.NetState) { st.Forwarding = false }
+	r := doctorRun(f, DoctorOptions{})
 	notOK(t, r, "forwarding=fail", "dns=skip", "cluster dev=skip")
 	if c := check(t, r, "cluster lo"); c.Status != DoctorOK || !strings.Contains(c.Finding, "answers at https://127.0.0.1:7002") {
 		t.Errorf("loopback cluster: %+v", c)
@@ -1065,8 +922,8 @@ func TestDoctorReportsMalformedDNSValues(t *testing.T) {
 		"a bad value": {[]byte(bad), DoctorWarn},
 	} {
 		f := doctorFixture(t)
-		f.doctor.records = c.records
-		chk := check(t, f.doctorRun(DoctorOptions{}), checkDNS)
+		f.Doctor.Records = c.records
+		chk := check(t, doctorRun(f, DoctorOptions{}), checkDNS)
 		if chk.Status != c.want {
 			t.Errorf("%s: %s %s", what, chk.Status, chk.Finding)
 		}

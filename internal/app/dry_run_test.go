@@ -15,6 +15,7 @@ import (
 	"github.com/bcollard/marina/internal/config"
 	"github.com/bcollard/marina/internal/docker"
 	"github.com/bcollard/marina/internal/registry"
+	"github.com/bcollard/marina/internal/session/sessiontest"
 )
 
 // The --dry-run of the commands that have no test of their own for it
@@ -26,29 +27,29 @@ func TestDryRunsChangeNothing(t *testing.T) {
 	region := cluster.RegionLabel + "=r"
 	cases := []struct {
 		name string
-		run  func(f *fixture) error
+		run  func(f *sessiontest.World) error
 		plan string // a step the plan must name
 	}{
-		{"cluster delete", func(f *fixture) error {
-			return DeleteClusters(ctx, f.e, DeleteOptions{Names: []string{"a"}, DryRun: true})
+		{"cluster delete", func(f *sessiontest.World) error {
+			return DeleteClusters(ctx, f.Env, DeleteOptions{Names: []string{"a"}, DryRun: true})
 		}, "delete 1 cluster a with their kubeconfig files"},
-		{"cluster delete -l", func(f *fixture) error {
-			return DeleteClusters(ctx, f.e, DeleteOptions{Selector: region, DryRun: true})
+		{"cluster delete -l", func(f *sessiontest.World) error {
+			return DeleteClusters(ctx, f.Env, DeleteOptions{Selector: region, DryRun: true})
 		}, "delete 2 clusters a, b with their kubeconfig files"},
-		{"cluster label", func(f *fixture) error {
-			return LabelCluster(ctx, f.e, "a", []string{"team=net", "env-"}, true)
+		{"cluster label", func(f *sessiontest.World) error {
+			return LabelCluster(ctx, f.Env, "a", []string{"team=net", "env-"}, true)
 		}, "on every node of a: set team=net; remove env"},
-		{"fleet label", func(f *fixture) error {
-			return LabelFleet(ctx, f.e, "demo", []string{"team=net"}, true)
+		{"fleet label", func(f *sessiontest.World) error {
+			return LabelFleet(ctx, f.Env, "demo", []string{"team=net"}, true)
 		}, "on every node of a, b: set team=net"},
-		{"fleet delete", func(f *fixture) error {
-			return DeleteFleet(ctx, f.e, "demo", "", false, true)
+		{"fleet delete", func(f *sessiontest.World) error {
+			return DeleteFleet(ctx, f.Env, "demo", "", false, true)
 		}, "delete 2 clusters, in this order: a, b"},
-		{"kubeconfig merge", func(f *fixture) error {
-			return MergeKubeconfigs(ctx, f.e, nil, true)
+		{"kubeconfig merge", func(f *sessiontest.World) error {
+			return MergeKubeconfigs(ctx, f.Env, nil, true)
 		}, "export a from the cluster"},
-		{"registry clean-cache", func(f *fixture) error {
-			return CleanCache(ctx, f.e, nil, CleanCacheOptions{DryRun: true})
+		{"registry clean-cache", func(f *sessiontest.World) error {
+			return CleanCache(ctx, f.Env, nil, CleanCacheOptions{DryRun: true})
 		}, "registry-dockerio"},
 	}
 	// The calls that only look.
@@ -64,13 +65,13 @@ func TestDryRunsChangeNothing(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			f := deleteFixture(t)
-			f.labels = map[string]map[string]string{
+			f.Labels = map[string]map[string]string{
 				"a": {cluster.RegionLabel: "r", cluster.FleetLabel: "demo", "env": "dev"},
 				"b": {cluster.RegionLabel: "r", cluster.FleetLabel: "demo"},
 			}
 			for _, m := range config.Default().Registries.Mirrors {
-				f.mirrors = append(f.mirrors, docker.Container{ID: m.Name + "-id", Name: m.Name, State: "running", Labels: map[string]string{registry.LabelMirror: m.Name}})
-				blob := filepath.Join(f.e.Paths.RegistryCache(), m.Name, "docker", "blob")
+				f.Mirrors = append(f.Mirrors, docker.Container{ID: m.Name + "-id", Name: m.Name, State: "running", Labels: map[string]string{registry.LabelMirror: m.Name}})
+				blob := filepath.Join(f.Env.Paths.RegistryCache(), m.Name, "docker", "blob")
 				if err := os.MkdirAll(filepath.Dir(blob), 0o700); err != nil {
 					t.Fatal(err)
 				}
@@ -78,20 +79,20 @@ func TestDryRunsChangeNothing(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			before := homeFiles(t, f.env["HOME"])
-			f.calls = nil
+			before := homeFiles(t, f.Vars["HOME"])
+			f.Calls = nil
 			if err := c.run(f); err != nil {
-				t.Fatalf("%v\n%s", err, f.err.String())
+				t.Fatalf("%v\n%s", err, f.Stderr.String())
 			}
-			if out := f.out.String(); !strings.Contains(out, "Plan (--dry-run, nothing was changed):\n") || !strings.Contains(out, c.plan) {
+			if out := f.Stdout.String(); !strings.Contains(out, "Plan (--dry-run, nothing was changed):\n") || !strings.Contains(out, c.plan) {
 				t.Errorf("the plan lacks %q:\n%s", c.plan, out)
 			}
-			for _, call := range strings.Split(f.log(), "\n") {
+			for _, call := range strings.Split(f.Log(), "\n") {
 				if call != "" && !reads(call) {
 					t.Errorf("the dry run did %q", call)
 				}
 			}
-			if after := homeFiles(t, f.env["HOME"]); !slices.Equal(after, before) {
+			if after := homeFiles(t, f.Vars["HOME"]); !slices.Equal(after, before) {
 				t.Errorf("the dry run changed files:\nbefore %q\nafter  %q", before, after)
 			}
 		})

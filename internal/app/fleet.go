@@ -400,7 +400,7 @@ func runFleet(ctx context.Context, s *session.Session, f fleet.Fleet, rows []fle
 		if r.Action == fleet.Adopt {
 			done = "adopted"
 		}
-		err := e.Step(fmt.Sprintf("Setting %s on the nodes of %s", labelString(r.Set), r.Name), "", func() error {
+		err := e.Step(fmt.Sprintf("Setting %s on the nodes of %s", cluster.FormatLabels(r.Set), r.Name), "", func() error {
 			k, err := s.Kube(r.Name, 30*time.Second)
 			if err != nil {
 				return err

@@ -21,6 +21,7 @@ import (
 	"github.com/bcollard/marina/internal/cluster"
 	"github.com/bcollard/marina/internal/docker"
 	"github.com/bcollard/marina/internal/session"
+	"github.com/bcollard/marina/internal/session/sessiontest"
 	"github.com/bcollard/marina/internal/slot"
 	"github.com/bcollard/marina/internal/vm"
 )
@@ -48,22 +49,22 @@ spec:
 // fleetFixture is a fixture where kind creates any cluster: its node
 // appears in the slot the cluster's reservation holds, which is how the
 // fixture proves a slot is held while kind runs.
-func fleetFixture(t *testing.T, strategy string) (*fixture, string) {
-	f := newFixture(t)
-	f.config(nil)
-	f.dnsWarm()
+func fleetFixture(t *testing.T, strategy string) (*sessiontest.World, string) {
+	f := sessiontest.New(t)
+	f.Config(nil)
+	dnsWarm(f)
 	for _, n := range []string{"east", "west", "mesh", "other"} {
-		f.scripts["kind create cluster "+n] = vm.Result{Stdout: []byte(f.export(n))}
+		f.Scripts["kind create cluster "+n] = vm.Result{Stdout: []byte(f.Export(n))}
 	}
-	f.before = func(call string) {
+	f.Before = func(call string) {
 		name, ok := strings.CutPrefix(call, "guest.run kind create cluster ")
 		if !ok {
 			return
 		}
 		n := heldSlot(t, f, name)
-		f.mu.Lock()
-		f.nodes = append(f.nodes, docker.Node{Container: docker.Container{ID: name + "-cp", Name: name + "-control-plane", State: "running"}, Cluster: name, Role: "control-plane", APIPorts: []int{slot.APIPort(n)}})
-		f.mu.Unlock()
+		f.Mu.Lock()
+		f.NodeContainers = append(f.NodeContainers, docker.Node{Container: docker.Container{ID: name + "-cp", Name: name + "-control-plane", State: "running"}, Cluster: name, Role: "control-plane", APIPorts: []int{slot.APIPort(n)}})
+		f.Mu.Unlock()
 	}
 	file := filepath.Join(t.TempDir(), "fleet.yaml")
 	if err := os.WriteFile(file, fmt.Appendf(nil, demoFleet, strategy), 0o600); err != nil {
@@ -73,8 +74,8 @@ func fleetFixture(t *testing.T, strategy string) (*fixture, string) {
 }
 
 // heldSlot is the slot this process holds for name; 0 when none.
-func heldSlot(t *testing.T, f *fixture, name string) int {
-	rs, err := cluster.Reservations{Dir: f.e.Paths.Slots()}.List()
+func heldSlot(t *testing.T, f *sessiontest.World, name string) int {
+	rs, err := cluster.Reservations{Dir: f.Env.Paths.Slots()}.List()
 	if err != nil {
 		t.Error(err)
 	}
@@ -87,10 +88,10 @@ func heldSlot(t *testing.T, f *fixture, name string) int {
 	return 0
 }
 
-func (f *fixture) slotOf(name string) int {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	for _, c := range cluster.Group(f.nodes) {
+func slotOf(f *sessiontest.World, name string) int {
+	f.Mu.Lock()
+	defer f.Mu.Unlock()
+	for _, c := range cluster.Group(f.NodeContainers) {
 		if c.Name == name {
 			return c.Slot
 		}
@@ -100,10 +101,10 @@ func (f *fixture) slotOf(name string) int {
 
 // index is the position of the first call starting with prefix; -1 when
 // none.
-func (f *fixture) index(prefix string) int {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return slices.IndexFunc(f.calls, func(c string) bool { return strings.HasPrefix(c, prefix) })
+func index(f *sessiontest.World, prefix string) int {
+	f.Mu.Lock()
+	defer f.Mu.Unlock()
+	return slices.IndexFunc(f.Calls, func(c string) bool { return strings.HasPrefix(c, prefix) })
 }
 
 func lastIndex(calls []string, prefix string) int {
@@ -117,21 +118,21 @@ func lastIndex(calls []string, prefix string) int {
 
 func TestFleetApplyCreatesAlongTheDependencies(t *testing.T) {
 	f, file := fleetFixture(t, "FailFast")
-	if err := ApplyFleet(context.Background(), f.e, FleetOptions{File: file}); err != nil {
-		t.Fatalf("%v\n%s", err, f.err.String())
+	if err := ApplyFleet(context.Background(), f.Env, FleetOptions{File: file}); err != nil {
+		t.Fatalf("%v\n%s", err, f.Stderr.String())
 	}
 	for name, want := range map[string]int{"east": 1, "west": 5, "mesh": 2} {
-		if got := f.slotOf(name); got != want {
+		if got := slotOf(f, name); got != want {
 			t.Errorf("%s is in slot %d, want %d", name, got, want)
 		}
-		if !f.hasContext(name) {
+		if !hasContext(f, name) {
 			t.Errorf("%s's kubeconfig was not merged", name)
 		}
 	}
 	// mesh's kind runs only after both its dependencies are done.
-	f.mu.Lock()
-	calls := slices.Clone(f.calls)
-	f.mu.Unlock()
+	f.Mu.Lock()
+	calls := slices.Clone(f.Calls)
+	f.Mu.Unlock()
 	mesh := slices.Index(calls, "guest.run kind create cluster mesh")
 	for _, dep := range []string{"east", "west"} {
 		if done := lastIndex(calls, "kube "+dep+" "); mesh < done {
@@ -142,7 +143,7 @@ func TestFleetApplyCreatesAlongTheDependencies(t *testing.T) {
 		"east": {"env: demo", cluster.FleetLabel + ": demo"},
 		"mesh": {"env: demo", "role: hub", cluster.FleetLabel + ": demo"},
 	} {
-		body := kindConfigOf(t, f.bodies["kind create cluster "+name])
+		body := kindConfigOf(t, f.Bodies["kind create cluster "+name])
 		for _, w := range want {
 			if !strings.Contains(body, w) {
 				t.Errorf("%s's kind config has no %q", name, w)
@@ -150,63 +151,63 @@ func TestFleetApplyCreatesAlongTheDependencies(t *testing.T) {
 		}
 	}
 	// west pulls through the quay.io mirror alone.
-	west, east := f.bodies["kind create cluster west"], f.bodies["kind create cluster east"]
+	west, east := f.Bodies["kind create cluster west"], f.Bodies["kind create cluster east"]
 	if !strings.Contains(west, "quay.io") || strings.Contains(west, "docker.io") || !strings.Contains(east, "docker.io") {
 		t.Errorf("mirror subsets: west has quay.io %v, docker.io %v; east has docker.io %v",
 			strings.Contains(west, "quay.io"), strings.Contains(west, "docker.io"), strings.Contains(east, "docker.io"))
 	}
 	for _, c := range []string{"net.metrics-server-manifest v", "kube mesh apply-metrics-server insecure=true", "kube mesh wait deployment kube-system/metrics-server available"} {
-		if f.index(c) < 0 {
+		if index(f, c) < 0 {
 			t.Errorf("no %q call", c)
 		}
 	}
-	if f.index("kube east apply-metrics-server") >= 0 {
+	if index(f, "kube east apply-metrics-server") >= 0 {
 		t.Error("east got metrics-server, which only mesh asks for")
 	}
-	if !strings.Contains(f.out.String(), "apply complete: 3 created, 0 skipped, 0 failed") {
-		t.Errorf("summary:\n%s", f.out.String())
+	if !strings.Contains(f.Stdout.String(), "apply complete: 3 created, 0 skipped, 0 failed") {
+		t.Errorf("summary:\n%s", f.Stdout.String())
 	}
-	if ents, _ := os.ReadDir(f.e.Paths.Slots()); len(ents) != 0 {
+	if ents, _ := os.ReadDir(f.Env.Paths.Slots()); len(ents) != 0 {
 		t.Errorf("slot reservations are still held: %v", ents)
 	}
-	if f.e.Leftover() != "" {
-		t.Errorf("leftover after a finished apply: %q", f.e.Leftover())
+	if f.Env.Leftover() != "" {
+		t.Errorf("leftover after a finished apply: %q", f.Env.Leftover())
 	}
 
 	// Applying again changes nothing once the nodes carry the labels.
-	f.mu.Lock()
-	f.labels = map[string]map[string]string{
+	f.Mu.Lock()
+	f.Labels = map[string]map[string]string{
 		"east": {"env": "demo", cluster.FleetLabel: "demo"},
 		"west": {"env": "demo", cluster.FleetLabel: "demo"},
 		"mesh": {"env": "demo", "role": "hub", cluster.FleetLabel: "demo"},
 	}
-	before := len(f.calls)
-	f.mu.Unlock()
-	f.out.Reset()
-	if err := ApplyFleet(context.Background(), f.e, FleetOptions{File: file}); err != nil {
-		t.Fatalf("%v\n%s", err, f.err.String())
+	before := len(f.Calls)
+	f.Mu.Unlock()
+	f.Stdout.Reset()
+	if err := ApplyFleet(context.Background(), f.Env, FleetOptions{File: file}); err != nil {
+		t.Fatalf("%v\n%s", err, f.Stderr.String())
 	}
-	f.mu.Lock()
-	again := slices.Clone(f.calls[before:])
-	f.mu.Unlock()
+	f.Mu.Lock()
+	again := slices.Clone(f.Calls[before:])
+	f.Mu.Unlock()
 	for _, c := range again {
 		if strings.HasPrefix(c, "guest.run") || strings.Contains(c, "label-nodes") {
 			t.Errorf("the second apply changed something: %s", c)
 		}
 	}
-	if !strings.Contains(f.out.String(), "apply complete: 0 created, 3 skipped, 0 failed") || !strings.Contains(f.out.String(), "Nothing to do") {
-		t.Errorf("second apply:\n%s", f.out.String())
+	if !strings.Contains(f.Stdout.String(), "apply complete: 0 created, 3 skipped, 0 failed") || !strings.Contains(f.Stdout.String(), "Nothing to do") {
+		t.Errorf("second apply:\n%s", f.Stdout.String())
 	}
 }
 
 // The plan is printed and nothing is made or held.
 func TestFleetApplyDryRun(t *testing.T) {
 	f, file := fleetFixture(t, "FailFast")
-	f.cluster("dev", 1, "")
-	if err := ApplyFleet(context.Background(), f.e, FleetOptions{File: file, DryRun: true}); err != nil {
-		t.Fatalf("%v\n%s", err, f.err.String())
+	f.Cluster("dev", 1, "")
+	if err := ApplyFleet(context.Background(), f.Env, FleetOptions{File: file, DryRun: true}); err != nil {
+		t.Fatalf("%v\n%s", err, f.Stderr.String())
 	}
-	out := f.out.String()
+	out := f.Stdout.String()
 	for _, want := range []*regexp.Regexp{
 		regexp.MustCompile(`Fleet demo — maxParallel=2 strategy=FailFast`),
 		regexp.MustCompile(`NAME +NUM +ACTION +DEPENDS-ON +OPTIONS`),
@@ -219,10 +220,10 @@ func TestFleetApplyDryRun(t *testing.T) {
 			t.Errorf("plan has no %s:\n%s", want, out)
 		}
 	}
-	if got := f.called("guest.run"); len(got) != 0 {
+	if got := f.Called("guest.run"); len(got) != 0 {
 		t.Errorf("a dry run ran %v", got)
 	}
-	if ents, _ := os.ReadDir(f.e.Paths.Slots()); len(ents) != 0 {
+	if ents, _ := os.ReadDir(f.Env.Paths.Slots()); len(ents) != 0 {
 		t.Errorf("a dry run holds slots: %v", ents)
 	}
 }
@@ -230,27 +231,27 @@ func TestFleetApplyDryRun(t *testing.T) {
 // Under FailFast a failure rolls back its cluster and nothing new starts.
 func TestFleetApplyFailFast(t *testing.T) {
 	f, file := fleetFixture(t, "FailFast")
-	f.fail["kube east pool"] = errBoom
-	err := ApplyFleet(context.Background(), f.e, FleetOptions{File: file, MaxParallel: 1})
+	f.Fail["kube east pool"] = errBoom
+	err := ApplyFleet(context.Background(), f.Env, FleetOptions{File: file, MaxParallel: 1})
 	var exit *session.ExitError
 	if !errors.As(err, &exit) || exit.Code != 1 {
 		t.Fatalf("error = %v, want exit status 1", err)
 	}
-	if got := f.called("guest.run kind delete cluster east"); len(got) != 1 {
+	if got := f.Called("guest.run kind delete cluster east"); len(got) != 1 {
 		t.Errorf("east was not rolled back once: %v", got)
 	}
 	for _, n := range []string{"west", "mesh"} {
-		if f.index("guest.run kind create cluster "+n) >= 0 {
+		if index(f, "guest.run kind create cluster "+n) >= 0 {
 			t.Errorf("%s was started after east failed", n)
 		}
 	}
-	if !strings.Contains(f.out.String(), "apply complete: 0 created, 2 skipped, 1 failed") {
-		t.Errorf("summary:\n%s", f.out.String())
+	if !strings.Contains(f.Stdout.String(), "apply complete: 0 created, 2 skipped, 1 failed") {
+		t.Errorf("summary:\n%s", f.Stdout.String())
 	}
-	if !strings.Contains(f.err.String(), "cluster east: ") || !strings.Contains(f.err.String(), "boom") {
-		t.Errorf("the failure is not reported:\n%s", f.err.String())
+	if !strings.Contains(f.Stderr.String(), "cluster east: ") || !strings.Contains(f.Stderr.String(), "boom") {
+		t.Errorf("the failure is not reported:\n%s", f.Stderr.String())
 	}
-	if ents, _ := os.ReadDir(f.e.Paths.Slots()); len(ents) != 0 {
+	if ents, _ := os.ReadDir(f.Env.Paths.Slots()); len(ents) != 0 {
 		t.Errorf("slot reservations are still held: %v", ents)
 	}
 }
@@ -258,17 +259,17 @@ func TestFleetApplyFailFast(t *testing.T) {
 // Under ContinueOnError only the failure's dependents are skipped.
 func TestFleetApplyContinueOnError(t *testing.T) {
 	f, file := fleetFixture(t, "ContinueOnError")
-	f.fail["kube east pool"] = errBoom
-	err := ApplyFleet(context.Background(), f.e, FleetOptions{File: file, MaxParallel: 1, Output: "json"})
+	f.Fail["kube east pool"] = errBoom
+	err := ApplyFleet(context.Background(), f.Env, FleetOptions{File: file, MaxParallel: 1, Output: "json"})
 	if !errors.As(err, new(*session.ExitError)) {
 		t.Fatalf("error = %v, want an exit status", err)
 	}
-	if f.slotOf("west") != 5 || f.slotOf("mesh") != 0 {
-		t.Errorf("west in slot %d (want 5), mesh in slot %d (want none)", f.slotOf("west"), f.slotOf("mesh"))
+	if slotOf(f, "west") != 5 || slotOf(f, "mesh") != 0 {
+		t.Errorf("west in slot %d (want 5), mesh in slot %d (want none)", slotOf(f, "west"), slotOf(f, "mesh"))
 	}
 	var rep FleetReport
-	if err := jsonUnmarshal(f.out.Bytes(), &rep); err != nil {
-		t.Fatalf("%v\n%s", err, f.out.String())
+	if err := jsonUnmarshal(f.Stdout.Bytes(), &rep); err != nil {
+		t.Fatalf("%v\n%s", err, f.Stdout.String())
 	}
 	got := map[string]string{}
 	for _, c := range rep.Clusters {
@@ -289,29 +290,29 @@ func TestFleetApplyContinueOnError(t *testing.T) {
 // and made the fleet's with --adopt.
 func TestFleetApplyAdopts(t *testing.T) {
 	f, file := fleetFixture(t, "FailFast")
-	f.cluster("east", 3, "https://127.0.0.1:7003")
-	if err := ApplyFleet(context.Background(), f.e, FleetOptions{File: file, DryRun: true}); err != nil {
+	f.Cluster("east", 3, "https://127.0.0.1:7003")
+	if err := ApplyFleet(context.Background(), f.Env, FleetOptions{File: file, DryRun: true}); err != nil {
 		t.Fatal(err)
 	}
-	if !regexp.MustCompile(`east +3 +skip`).MatchString(f.out.String()) || !strings.Contains(f.out.String(), "east: exists without a fleet label: it is left as it is (--adopt makes it this fleet's)") {
-		t.Errorf("plan:\n%s", f.out.String())
+	if !regexp.MustCompile(`east +3 +skip`).MatchString(f.Stdout.String()) || !strings.Contains(f.Stdout.String(), "east: exists without a fleet label: it is left as it is (--adopt makes it this fleet's)") {
+		t.Errorf("plan:\n%s", f.Stdout.String())
 	}
-	f.out.Reset()
-	if err := ApplyFleet(context.Background(), f.e, FleetOptions{File: file, DryRun: true, Adopt: true}); err != nil {
+	f.Stdout.Reset()
+	if err := ApplyFleet(context.Background(), f.Env, FleetOptions{File: file, DryRun: true, Adopt: true}); err != nil {
 		t.Fatal(err)
 	}
-	if !regexp.MustCompile(`east +3 +adopt +- +mirrors=all, set env=demo,marina.dev/fleet=demo`).MatchString(f.out.String()) {
-		t.Errorf("plan with --adopt:\n%s", f.out.String())
+	if !regexp.MustCompile(`east +3 +adopt +- +mirrors=all, set env=demo,marina.dev/fleet=demo`).MatchString(f.Stdout.String()) {
+		t.Errorf("plan with --adopt:\n%s", f.Stdout.String())
 	}
-	if err := ApplyFleet(context.Background(), f.e, FleetOptions{File: file, Adopt: true}); err != nil {
-		t.Fatalf("%v\n%s", err, f.err.String())
+	if err := ApplyFleet(context.Background(), f.Env, FleetOptions{File: file, Adopt: true}); err != nil {
+		t.Fatalf("%v\n%s", err, f.Stderr.String())
 	}
-	if f.index("kube east label-nodes env=demo,marina.dev/fleet=demo") < 0 || f.index("guest.run kind create cluster east") >= 0 {
-		t.Errorf("east was not adopted in place:\n%s", f.log())
+	if index(f, "kube east label-nodes env=demo,marina.dev/fleet=demo") < 0 || index(f, "guest.run kind create cluster east") >= 0 {
+		t.Errorf("east was not adopted in place:\n%s", f.Log())
 	}
 	// The other clusters fill slots around east's.
-	if f.slotOf("west") != 5 || f.slotOf("mesh") != 1 {
-		t.Errorf("west in %d, mesh in %d", f.slotOf("west"), f.slotOf("mesh"))
+	if slotOf(f, "west") != 5 || slotOf(f, "mesh") != 1 {
+		t.Errorf("west in %d, mesh in %d", slotOf(f, "west"), slotOf(f, "mesh"))
 	}
 }
 
@@ -319,12 +320,12 @@ func TestFleetApplyAdopts(t *testing.T) {
 // is made.
 func TestFleetApplyPinnedSlotTaken(t *testing.T) {
 	f, file := fleetFixture(t, "FailFast")
-	f.cluster("dev", 5, "")
-	err := ApplyFleet(context.Background(), f.e, FleetOptions{File: file})
+	f.Cluster("dev", 5, "")
+	err := ApplyFleet(context.Background(), f.Env, FleetOptions{File: file})
 	if err == nil || !strings.Contains(err.Error(), "cluster west: num 5 is taken by cluster dev") {
 		t.Fatalf("error = %v", err)
 	}
-	if got := f.called("guest.run"); len(got) != 0 {
+	if got := f.Called("guest.run"); len(got) != 0 {
 		t.Errorf("ran %v", got)
 	}
 }
@@ -333,15 +334,15 @@ func TestFleetApplyPinnedSlotTaken(t *testing.T) {
 // slot the fleet planned, even one whose cluster has not started yet.
 func TestFleetSlotsAreHeldForTheWholeApply(t *testing.T) {
 	f, file := fleetFixture(t, "FailFast")
-	kind := f.before
+	kind := f.Before
 	var got int
-	f.before = func(call string) {
+	f.Before = func(call string) {
 		kind(call)
 		if call == "guest.run kind create cluster east" {
-			res, err := cluster.Reservations{Dir: f.e.Paths.Slots()}.Reserve(context.Background(), f.e.Paths.SlotsLock(), "other", func(ctx context.Context) ([]cluster.Info, error) {
-				f.mu.Lock()
-				defer f.mu.Unlock()
-				return cluster.Group(f.nodes), nil
+			res, err := cluster.Reservations{Dir: f.Env.Paths.Slots()}.Reserve(context.Background(), f.Env.Paths.SlotsLock(), "other", func(ctx context.Context) ([]cluster.Info, error) {
+				f.Mu.Lock()
+				defer f.Mu.Unlock()
+				return cluster.Group(f.NodeContainers), nil
 			})
 			if err != nil {
 				t.Error(err)
@@ -350,8 +351,8 @@ func TestFleetSlotsAreHeldForTheWholeApply(t *testing.T) {
 			res.Release()
 		}
 	}
-	if err := ApplyFleet(context.Background(), f.e, FleetOptions{File: file, MaxParallel: 1}); err != nil {
-		t.Fatalf("%v\n%s", err, f.err.String())
+	if err := ApplyFleet(context.Background(), f.Env, FleetOptions{File: file, MaxParallel: 1}); err != nil {
+		t.Fatalf("%v\n%s", err, f.Stderr.String())
 	}
 	if got == 1 || got == 2 || got == 5 || got == 0 {
 		t.Errorf("a create during the apply got slot %d; the fleet holds 1, 2 and 5", got)
@@ -361,26 +362,26 @@ func TestFleetSlotsAreHeldForTheWholeApply(t *testing.T) {
 // fleet delete -f deletes dependents first, and asks; from stdin it needs -y.
 func TestFleetDeleteOrder(t *testing.T) {
 	f, file := fleetFixture(t, "FailFast")
-	f.labels = map[string]map[string]string{}
+	f.Labels = map[string]map[string]string{}
 	for i, n := range []string{"east", "west", "mesh"} {
-		f.cluster(n, i+1, "https://127.0.0.1:700"+strconv.Itoa(i+1))
-		f.labels[n] = map[string]string{cluster.FleetLabel: "demo"}
+		f.Cluster(n, i+1, "https://127.0.0.1:700"+strconv.Itoa(i+1))
+		f.Labels[n] = map[string]string{cluster.FleetLabel: "demo"}
 	}
-	f.cluster("solo", 9, "https://127.0.0.1:7009") // no fleet label
-	if err := DeleteFleet(context.Background(), f.e, "", file, false, false); err == nil || !strings.Contains(err.Error(), "needs a confirmation") {
+	f.Cluster("solo", 9, "https://127.0.0.1:7009") // no fleet label
+	if err := DeleteFleet(context.Background(), f.Env, "", file, false, false); err == nil || !strings.Contains(err.Error(), "needs a confirmation") {
 		t.Fatalf("no terminal, no -y: %v", err)
 	}
-	f.e.Stdin = strings.NewReader(fmt.Sprintf(demoFleet, "FailFast"))
-	if err := DeleteFleet(context.Background(), f.e, "", "-", false, false); err == nil || !strings.Contains(err.Error(), "came from stdin") {
+	f.Env.Stdin = strings.NewReader(fmt.Sprintf(demoFleet, "FailFast"))
+	if err := DeleteFleet(context.Background(), f.Env, "", "-", false, false); err == nil || !strings.Contains(err.Error(), "came from stdin") {
 		t.Fatalf("stdin manifest without -y: %v", err)
 	}
-	if got := f.called("guest.run"); len(got) != 0 {
+	if got := f.Called("guest.run"); len(got) != 0 {
 		t.Fatalf("deleted without a confirmation: %v", got)
 	}
-	if err := DeleteFleet(context.Background(), f.e, "", file, true, false); err != nil {
-		t.Fatalf("%v\n%s", err, f.err.String())
+	if err := DeleteFleet(context.Background(), f.Env, "", file, true, false); err != nil {
+		t.Fatalf("%v\n%s", err, f.Stderr.String())
 	}
-	body := f.bodies["kind delete cluster"]
+	body := f.Bodies["kind delete cluster"]
 	order := regexp.MustCompile(`\nkind_delete (\S+)\n`).FindAllStringSubmatch(body, -1)
 	var names []string
 	for _, m := range order {
@@ -422,12 +423,12 @@ func TestReadmeFleetExample(t *testing.T) {
 	if err := os.WriteFile(file, []byte(m[1]), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := ApplyFleet(context.Background(), f.e, FleetOptions{File: file, DryRun: true}); err != nil {
+	if err := ApplyFleet(context.Background(), f.Env, FleetOptions{File: file, DryRun: true}); err != nil {
 		t.Fatalf("the README's fleet: %v", err)
 	}
 	for _, re := range []string{`east +1 +create`, `west +5 +create`, `mesh +2 +create +east,west +node=v1.36.4`} {
-		if !regexp.MustCompile(re).MatchString(f.out.String()) {
-			t.Errorf("plan lacks %s:\n%s", re, f.out.String())
+		if !regexp.MustCompile(re).MatchString(f.Stdout.String()) {
+			t.Errorf("plan lacks %s:\n%s", re, f.Stdout.String())
 		}
 	}
 }
@@ -437,32 +438,32 @@ func TestFleetApplyInterrupted(t *testing.T) {
 	f, file := fleetFixture(t, "FailFast")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	kind := f.before
-	f.before = func(call string) {
+	kind := f.Before
+	f.Before = func(call string) {
 		kind(call)
 		if call == "guest.run kind create cluster east" {
 			cancel()
 		}
 	}
-	err := ApplyFleet(ctx, f.e, FleetOptions{File: file, MaxParallel: 1, Output: "json"})
+	err := ApplyFleet(ctx, f.Env, FleetOptions{File: file, MaxParallel: 1, Output: "json"})
 	if err == nil {
 		t.Fatal("an interrupted apply succeeded")
 	}
 	for _, n := range []string{"west", "mesh"} {
-		if f.index("guest.run kind create cluster "+n) >= 0 {
+		if index(f, "guest.run kind create cluster "+n) >= 0 {
 			t.Errorf("%s started after the interrupt", n)
 		}
 	}
 	// The create in flight is rolled back, as one create's is.
-	if got := f.called("guest.run kind delete cluster east"); len(got) != 1 {
+	if got := f.Called("guest.run kind delete cluster east"); len(got) != 1 {
 		t.Errorf("east was not rolled back once: %v", got)
 	}
-	if f.e.Leftover() != "" {
-		t.Errorf("leftover after the rollback: %q", f.e.Leftover())
+	if f.Env.Leftover() != "" {
+		t.Errorf("leftover after the rollback: %q", f.Env.Leftover())
 	}
 	var rep FleetReport
-	if err := jsonUnmarshal(f.out.Bytes(), &rep); err != nil {
-		t.Fatalf("%v\n%s", err, f.out.String())
+	if err := jsonUnmarshal(f.Stdout.Bytes(), &rep); err != nil {
+		t.Fatalf("%v\n%s", err, f.Stdout.String())
 	}
 	for _, c := range rep.Clusters {
 		if c.Name == "east" && c.Result != "failed" {
@@ -478,26 +479,26 @@ func TestFleetApplyInterrupted(t *testing.T) {
 // manifest.
 func TestFleetDeleteByNameOrder(t *testing.T) {
 	f, file := fleetFixture(t, "FailFast")
-	if err := ApplyFleet(context.Background(), f.e, FleetOptions{File: file}); err != nil {
-		t.Fatalf("%v\n%s", err, f.err.String())
+	if err := ApplyFleet(context.Background(), f.Env, FleetOptions{File: file}); err != nil {
+		t.Fatalf("%v\n%s", err, f.Stderr.String())
 	}
-	f.mu.Lock()
-	f.labels = map[string]map[string]string{}
+	f.Mu.Lock()
+	f.Labels = map[string]map[string]string{}
 	for _, n := range []string{"east", "west", "mesh"} {
-		f.labels[n] = map[string]string{cluster.FleetLabel: "demo"}
+		f.Labels[n] = map[string]string{cluster.FleetLabel: "demo"}
 	}
-	f.mu.Unlock()
-	if err := DeleteFleet(context.Background(), f.e, "demo", "", true, false); err != nil {
-		t.Fatalf("%v\n%s", err, f.err.String())
+	f.Mu.Unlock()
+	if err := DeleteFleet(context.Background(), f.Env, "demo", "", true, false); err != nil {
+		t.Fatalf("%v\n%s", err, f.Stderr.String())
 	}
 	var names []string
-	for _, m := range regexp.MustCompile(`\nkind_delete (\S+)\n`).FindAllStringSubmatch(f.bodies["kind delete cluster"], -1) {
+	for _, m := range regexp.MustCompile(`\nkind_delete (\S+)\n`).FindAllStringSubmatch(f.Bodies["kind delete cluster"], -1) {
 		names = append(names, m[1])
 	}
 	if len(names) != 3 || names[0] != "mesh" {
 		t.Errorf("delete order %v, want mesh first", names)
 	}
-	if _, err := os.Stat(filepath.Join(f.e.Paths.Dir, "fleets", "demo.yaml")); !errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Stat(filepath.Join(f.Env.Paths.Dir, "fleets", "demo.yaml")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("the recorded manifest is left: %v", err)
 	}
 }
@@ -506,28 +507,28 @@ func TestFleetDeleteByNameOrder(t *testing.T) {
 // slot another marina then takes is not released by the apply's end.
 func TestFleetReleasesEachSlotOnce(t *testing.T) {
 	f, file := fleetFixture(t, "ContinueOnError")
-	f.fail["kube east pool"] = errBoom
-	kind := f.before
+	f.Fail["kube east pool"] = errBoom
+	kind := f.Before
 	var other cluster.Reservation
-	f.before = func(call string) {
+	f.Before = func(call string) {
 		kind(call)
 		if call == "guest.run kind create cluster west" {
 			var err error
-			other, err = cluster.Reservations{Dir: f.e.Paths.Slots()}.Reserve(context.Background(), f.e.Paths.SlotsLock(), "other", func(context.Context) ([]cluster.Info, error) {
-				f.mu.Lock()
-				defer f.mu.Unlock()
-				return cluster.Group(f.nodes), nil
+			other, err = cluster.Reservations{Dir: f.Env.Paths.Slots()}.Reserve(context.Background(), f.Env.Paths.SlotsLock(), "other", func(context.Context) ([]cluster.Info, error) {
+				f.Mu.Lock()
+				defer f.Mu.Unlock()
+				return cluster.Group(f.NodeContainers), nil
 			})
 			if err != nil {
 				t.Error(err)
 			}
 		}
 	}
-	_ = ApplyFleet(context.Background(), f.e, FleetOptions{File: file, MaxParallel: 1})
+	_ = ApplyFleet(context.Background(), f.Env, FleetOptions{File: file, MaxParallel: 1})
 	if other.Slot == 0 {
 		t.Fatal("the other create got no slot")
 	}
-	if _, err := os.Stat(filepath.Join(f.e.Paths.Slots(), strconv.Itoa(other.Slot))); err != nil {
+	if _, err := os.Stat(filepath.Join(f.Env.Paths.Slots(), strconv.Itoa(other.Slot))); err != nil {
 		t.Errorf("the other create's slot %d was released by the fleet: %v", other.Slot, err)
 	}
 	other.Release()
@@ -536,18 +537,18 @@ func TestFleetReleasesEachSlotOnce(t *testing.T) {
 // Under FailFast a failed adoption starts no create.
 func TestFleetApplyLabelFailureStopsCreates(t *testing.T) {
 	f, file := fleetFixture(t, "FailFast")
-	f.cluster("east", 3, "https://127.0.0.1:7003")
-	f.fail["kube east label-nodes"] = errBoom
-	err := ApplyFleet(context.Background(), f.e, FleetOptions{File: file, Adopt: true, Output: "json"})
+	f.Cluster("east", 3, "https://127.0.0.1:7003")
+	f.Fail["kube east label-nodes"] = errBoom
+	err := ApplyFleet(context.Background(), f.Env, FleetOptions{File: file, Adopt: true, Output: "json"})
 	if !errors.As(err, new(*session.ExitError)) {
 		t.Fatalf("error = %v, want an exit status", err)
 	}
-	if got := f.called("guest.run kind create"); len(got) != 0 {
+	if got := f.Called("guest.run kind create"); len(got) != 0 {
 		t.Errorf("creates ran after the failed adoption: %v", got)
 	}
 	var rep FleetReport
-	if err := jsonUnmarshal(f.out.Bytes(), &rep); err != nil {
-		t.Fatalf("%v\n%s", err, f.out.String())
+	if err := jsonUnmarshal(f.Stdout.Bytes(), &rep); err != nil {
+		t.Fatalf("%v\n%s", err, f.Stdout.String())
 	}
 	for _, c := range rep.Clusters {
 		if c.Name != "east" && (c.Result != "skipped" || !strings.Contains(c.Reason, "a label change failed")) {
@@ -561,10 +562,10 @@ func TestFleetApplyLabelFailureStopsCreates(t *testing.T) {
 func TestFleetNamesCannotLeaveTheirFolder(t *testing.T) {
 	f, _ := fleetFixture(t, "FailFast")
 	for _, name := range []string{"../../etc/passwd", "..", "a/b", "-rf", ""} {
-		if err := DeleteFleet(context.Background(), f.e, name, "", true, false); err == nil || name != "" && !strings.Contains(err.Error(), "cannot be a marina.dev/fleet label value") {
+		if err := DeleteFleet(context.Background(), f.Env, name, "", true, false); err == nil || name != "" && !strings.Contains(err.Error(), "cannot be a marina.dev/fleet label value") {
 			t.Errorf("fleet delete %q: %v", name, err)
 		}
-		if err := AdoptClusters(context.Background(), f.e, name, []string{"east"}); err == nil {
+		if err := AdoptClusters(context.Background(), f.Env, name, []string{"east"}); err == nil {
 			t.Errorf("fleet adopt %q accepted", name)
 		}
 	}
@@ -573,10 +574,10 @@ func TestFleetNamesCannotLeaveTheirFolder(t *testing.T) {
 	if err := os.WriteFile(file, []byte(bad), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := ApplyFleet(context.Background(), f.e, FleetOptions{File: file}); err == nil || !strings.Contains(err.Error(), "bad.yaml:3: metadata.name") {
+	if err := ApplyFleet(context.Background(), f.Env, FleetOptions{File: file}); err == nil || !strings.Contains(err.Error(), "bad.yaml:3: metadata.name") {
 		t.Errorf("apply of a fleet named ../x: %v", err)
 	}
-	if got := f.called("guest."); len(got) != 0 {
+	if got := f.Called("guest."); len(got) != 0 {
 		t.Errorf("refused names reached the guest: %v", got)
 	}
 }

@@ -21,34 +21,35 @@ import (
 	"github.com/bcollard/marina/internal/host"
 	"github.com/bcollard/marina/internal/kubeconfig"
 	"github.com/bcollard/marina/internal/session"
+	"github.com/bcollard/marina/internal/session/sessiontest"
 	"github.com/bcollard/marina/internal/vm"
 )
 
 // klimaxVM is klimax's Lima (LIMA_HOME ~/.klimax): its instance is there
 // while its folder is.
 type klimaxVM struct {
-	fakeVM
+	sessiontest.VM
 	dir    string
 	status *string
 }
 
 func (v klimaxVM) Get(_ context.Context, name string) (*vm.Instance, error) {
-	if err := v.call("klimax.get " + name); err != nil {
+	if err := v.Call("klimax.get " + name); err != nil {
 		return nil, err
 	}
 	if !fileExists(filepath.Join(v.dir, name, "lima.yaml")) {
 		return nil, nil
 	}
-	v.mu.Lock()
-	defer v.mu.Unlock()
+	v.Mu.Lock()
+	defer v.Mu.Unlock()
 	return &vm.Instance{Name: name, Status: *v.status, Dir: filepath.Join(v.dir, name)}, nil
 }
 func (v klimaxVM) Stop(_ context.Context, name string) error {
-	if err := v.call("klimax.stop " + name); err != nil {
+	if err := v.Call("klimax.stop " + name); err != nil {
 		return err
 	}
-	v.mu.Lock()
-	defer v.mu.Unlock()
+	v.Mu.Lock()
+	defer v.Mu.Unlock()
 	*v.status = vm.StatusStopped
 	return nil
 }
@@ -57,42 +58,42 @@ func (v klimaxVM) Stop(_ context.Context, name string) error {
 // klimax's VM running with one cluster (klimax's labels) on klimax's kind
 // network, a mirror container of klimax's, a host cache, the cluster's
 // kubeconfig, merged into ~/.kube/config beside the user's own.
-func klimaxFixture(t *testing.T) *fixture {
+func klimaxFixture(t *testing.T) *sessiontest.World {
 	t.Helper()
-	f := newFixture(t)
-	home := f.env["HOME"]
+	f := sessiontest.New(t)
+	home := f.Vars["HOME"]
 	kdir := filepath.Join(home, ".klimax")
 	status := vm.StatusRunning
-	f.e.Deps.VMAt = func(limaHome string) (session.VM, error) {
+	f.Env.Deps.VMAt = func(limaHome string) (session.VM, error) {
 		if limaHome != kdir {
 			t.Fatalf("VMAt(%s), want klimax's %s", limaHome, kdir)
 		}
-		return klimaxVM{fakeVM{f.world}, kdir, &status}, nil
+		return klimaxVM{sessiontest.VM{Fakes: f.Fakes}, kdir, &status}, nil
 	}
 	// marina's Lima sees the instance once its folder is there.
-	f.instance = nil
-	marinaDir := filepath.Join(f.e.Paths.LimaHome(), "klimax")
-	f.before = func(call string) {
+	f.Instance = nil
+	marinaDir := filepath.Join(f.Env.Paths.LimaHome(), "klimax")
+	f.Before = func(call string) {
 		if call != "vm.get klimax" {
 			return
 		}
-		f.mu.Lock()
-		defer f.mu.Unlock()
-		if f.instance == nil && fileExists(filepath.Join(marinaDir, "lima.yaml")) {
-			f.instance = &vm.Instance{Name: "klimax", Status: vm.StatusStopped, Dir: marinaDir}
+		f.Mu.Lock()
+		defer f.Mu.Unlock()
+		if f.Instance == nil && fileExists(filepath.Join(marinaDir, "lima.yaml")) {
+			f.Instance = &vm.Instance{Name: "klimax", Status: vm.StatusStopped, Dir: marinaDir}
 		}
 	}
 	spec := docker.KindNetworkSpec(netip.MustParsePrefix(config.DefaultCIDR), guest.HostIf)
-	f.network = &docker.NetworkState{Driver: "bridge", Subnet: spec.Subnet, Gateway: spec.Gateway,
+	f.Network = &docker.NetworkState{Driver: "bridge", Subnet: spec.Subnet, Gateway: spec.Gateway,
 		Options: map[string]string{"com.docker.network.bridge.enable_ip_masquerade": "true", "com.docker.network.driver.mtu": "1500"}, Containers: 2}
 	// klimax's route to the kind network, through the VM.
-	f.route = &host.Route{Dest: spec.Subnet, Gateway: f.lima0.Addr(), Interface: "bridge100"}
-	f.mirrors = []docker.Container{{ID: "k-mirror", Name: "registry-dockerio", State: "running", Image: "registry:2"}}
-	f.nodes = []docker.Node{{
+	f.Route = &host.Route{Dest: spec.Subnet, Gateway: f.Lima0.Addr(), Interface: "bridge100"}
+	f.Mirrors = []docker.Container{{ID: "k-mirror", Name: "registry-dockerio", State: "running", Image: "registry:2"}}
+	f.NodeContainers = []docker.Node{{
 		Container: docker.Container{ID: "dev-cp", Name: "dev-control-plane", State: "running", IP: "172.30.0.2"},
 		Cluster:   "dev", Role: "control-plane", APIPorts: []int{7001},
 	}}
-	f.labels = map[string]map[string]string{"dev": {cluster.ManagedBy: "klimax", "klimax.dev/fleet": "demo", cluster.RegionLabel: "europe-west1"}}
+	f.Labels = map[string]map[string]string{"dev": {cluster.ManagedBy: "klimax", "klimax.dev/fleet": "demo", cluster.RegionLabel: "europe-west1"}}
 	write := func(p, body string, perm os.FileMode) {
 		t.Helper()
 		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
@@ -118,17 +119,17 @@ kind:
 	write(filepath.Join(kdir, "registry-cache", "registry-dockerio", "docker", "registry", "v2", "blob"), "layer", 0o600)
 	kc := klimaxKubeconfig(t, f, "dev")
 	write(filepath.Join(home, ".kube", "klimax", "dev.kubeconfig"), string(kc), 0o600)
-	write(f.kubeconfigFile(), strings.Replace(string(kc), "current-context: dev", "current-context: mine", 1)+"", 0o600)
+	write(f.KubeconfigFile(), strings.Replace(string(kc), "current-context: dev", "current-context: mine", 1)+"", 0o600)
 	return f
 }
 
 // klimaxKubeconfig is cluster name's kubeconfig as klimax exported it:
 // kind's, renamed, pointing at lima0.
-func klimaxKubeconfig(t *testing.T, f *fixture, name string) []byte {
+func klimaxKubeconfig(t *testing.T, f *sessiontest.World, name string) []byte {
 	t.Helper()
-	ex := guest.ParseExports(f.export(name))[name]
+	ex := guest.ParseExports(f.Export(name))[name]
 	s := strings.ReplaceAll(string(ex.Kubeconfig), "kind-"+name, name)
-	s = strings.Replace(s, "https://127.0.0.1:6443", "https://"+f.lima0.Addr().String()+":7001", 1)
+	s = strings.Replace(s, "https://127.0.0.1:6443", "https://"+f.Lima0.Addr().String()+":7001", 1)
 	return []byte(s)
 }
 
@@ -164,20 +165,20 @@ func homeTree(t *testing.T, home string) map[string]string {
 
 func TestMigrateDryRunChangesNothing(t *testing.T) {
 	f := klimaxFixture(t)
-	before := homeTree(t, f.env["HOME"])
-	if err := Migrate(context.Background(), f.e, MigrateOptions{DryRun: true, Skill: []byte("skill")}); err != nil {
+	before := homeTree(t, f.Vars["HOME"])
+	if err := Migrate(context.Background(), f.Env, MigrateOptions{DryRun: true, Skill: []byte("skill")}); err != nil {
 		t.Fatal(err)
 	}
-	if after := homeTree(t, f.env["HOME"]); !maps.Equal(before, after) {
+	if after := homeTree(t, f.Vars["HOME"]); !maps.Equal(before, after) {
 		t.Fatalf("--dry-run changed the home folder:\nbefore %v\nafter  %v", before, after)
 	}
-	out := f.out.String()
-	for _, want := range []string{"Plan (--dry-run", "write " + f.e.Paths.Config, "stop klimax's VM klimax", "registry-dockerio mirror's cache", "convert the Docker network kind", "run marina up", "relabel the clusters' nodes", "nodeVersion"} {
+	out := f.Stdout.String()
+	for _, want := range []string{"Plan (--dry-run", "write " + f.Env.Paths.Config, "stop klimax's VM klimax", "registry-dockerio mirror's cache", "convert the Docker network kind", "run marina up", "relabel the clusters' nodes", "nodeVersion"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("the plan does not say %q:\n%s", want, out)
 		}
 	}
-	for _, c := range f.called("") {
+	for _, c := range f.Called("") {
 		if strings.HasPrefix(c, "klimax.stop") || strings.HasPrefix(c, "vm.start") || strings.HasPrefix(c, "docker.reattach") || strings.HasPrefix(c, "guest.run") {
 			t.Errorf("--dry-run called %s", c)
 		}
@@ -186,9 +187,9 @@ func TestMigrateDryRunChangesNothing(t *testing.T) {
 
 // migrated checks the end state of a migration, whichever way it got
 // there.
-func migrated(t *testing.T, f *fixture) {
+func migrated(t *testing.T, f *sessiontest.World) {
 	t.Helper()
-	home, p := f.env["HOME"], f.e.Paths
+	home, p := f.Vars["HOME"], f.Env.Paths
 	cfg, err := config.Load(p)
 	if err != nil {
 		t.Fatalf("the migrated config does not load: %v", err)
@@ -206,7 +207,7 @@ func migrated(t *testing.T, f *fixture) {
 	if b, err := os.ReadFile(filepath.Join(inst, "diffdisk")); err != nil || string(b) != "the VM's disk" {
 		t.Errorf("the VM's disk did not come over: %q %v", b, err)
 	}
-	want, err := template(f.e, cfg)
+	want, err := template(f.Env, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -229,27 +230,27 @@ func migrated(t *testing.T, f *fixture) {
 	if _, err := kubeconfig.ReadFile(kcPath, "dev"); err != nil {
 		t.Errorf("marina's kubeconfig of dev: %v", err)
 	}
-	if ok, err := kubeconfig.Has(f.kubeconfigFile(), "dev", f.e.KubeOwner(false)); err != nil || !ok {
+	if ok, err := kubeconfig.Has(f.KubeconfigFile(), "dev", f.Env.KubeOwner(false)); err != nil || !ok {
 		t.Errorf("the merged entries of dev are not marina's: %v %v", ok, err)
 	}
-	if cur, _ := kubeconfig.Current(f.kubeconfigFile()); cur != "mine" {
+	if cur, _ := kubeconfig.Current(f.KubeconfigFile()); cur != "mine" {
 		t.Errorf("current-context changed to %q", cur)
 	}
-	l := f.labels["dev"]
+	l := f.Labels["dev"]
 	if l[cluster.ManagedBy] != "marina" || l[cluster.FleetLabel] != "demo" || l["klimax.dev/fleet"] != "" || l[cluster.RegionLabel] != "europe-west1" {
 		t.Errorf("dev's labels: %v", l)
 	}
 	spec := docker.KindNetworkSpec(netip.MustParsePrefix(config.DefaultCIDR), guest.HostIf)
-	if f.network == nil || !f.network.Managed || len(spec.Differences(f.network)) > 0 {
-		t.Errorf("the kind network is not marina's: %+v", f.network)
+	if f.Network == nil || !f.Network.Managed || len(spec.Differences(f.Network)) > 0 {
+		t.Errorf("the kind network is not marina's: %+v", f.Network)
 	}
 	// Every container is back on it with the address it had under klimax.
-	for _, n := range f.nodes {
-		if f.detached[n.Name] || n.IP != "172.30.0.2" {
-			t.Errorf("%s is on the kind network %v, at %s; want 172.30.0.2", n.Name, !f.detached[n.Name], n.IP)
+	for _, n := range f.NodeContainers {
+		if f.Detached[n.Name] || n.IP != "172.30.0.2" {
+			t.Errorf("%s is on the kind network %v, at %s; want 172.30.0.2", n.Name, !f.Detached[n.Name], n.IP)
 		}
 	}
-	for _, c := range f.mirrors {
+	for _, c := range f.Mirrors {
 		if c.ID == "k-mirror" {
 			t.Error("klimax's mirror container is still there")
 		}
@@ -261,7 +262,7 @@ func migrated(t *testing.T, f *fixture) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if gws := made.Gateways(spec.Subnet); len(gws) != 1 || gws[0] != f.lima0.Addr() {
+	if gws := made.Gateways(spec.Subnet); len(gws) != 1 || gws[0] != f.Lima0.Addr() {
 		t.Errorf("klimax's route is not recorded as marina's: %v", gws)
 	}
 }
@@ -269,32 +270,32 @@ func migrated(t *testing.T, f *fixture) {
 func TestMigrateAdoptsKlimaxVM(t *testing.T) {
 	f := klimaxFixture(t)
 	ctx := context.Background()
-	if err := Migrate(ctx, f.e, MigrateOptions{Yes: true, Skill: []byte("skill")}); err != nil {
-		t.Fatalf("%v\n%s\n%s", err, f.out.String(), f.err.String())
+	if err := Migrate(ctx, f.Env, MigrateOptions{Yes: true, Skill: []byte("skill")}); err != nil {
+		t.Fatalf("%v\n%s\n%s", err, f.Stdout.String(), f.Stderr.String())
 	}
 	migrated(t, f)
 	// A second run plans nothing.
-	f.out.Reset()
-	before := homeTree(t, f.env["HOME"])
-	if err := Migrate(ctx, f.e, MigrateOptions{Yes: true, Skill: []byte("skill")}); err != nil {
+	f.Stdout.Reset()
+	before := homeTree(t, f.Vars["HOME"])
+	if err := Migrate(ctx, f.Env, MigrateOptions{Yes: true, Skill: []byte("skill")}); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(f.out.String(), "Nothing to migrate") {
-		t.Errorf("a second run planned:\n%s", f.out.String())
+	if !strings.Contains(f.Stdout.String(), "Nothing to migrate") {
+		t.Errorf("a second run planned:\n%s", f.Stdout.String())
 	}
-	if after := homeTree(t, f.env["HOME"]); !maps.Equal(before, after) {
+	if after := homeTree(t, f.Vars["HOME"]); !maps.Equal(before, after) {
 		t.Error("a second run changed the home folder")
 	}
 }
 
 func TestMigrateWithoutATerminalAsksForYes(t *testing.T) {
 	f := klimaxFixture(t)
-	before := homeTree(t, f.env["HOME"])
-	err := Migrate(context.Background(), f.e, MigrateOptions{Skill: []byte("skill")})
+	before := homeTree(t, f.Vars["HOME"])
+	err := Migrate(context.Background(), f.Env, MigrateOptions{Skill: []byte("skill")})
 	if err == nil || !strings.Contains(err.Error(), "-y") {
 		t.Fatalf("Migrate = %v; want a refusal naming -y", err)
 	}
-	if after := homeTree(t, f.env["HOME"]); !maps.Equal(before, after) {
+	if after := homeTree(t, f.Vars["HOME"]); !maps.Equal(before, after) {
 		t.Error("a refused migration changed the home folder")
 	}
 }
@@ -309,19 +310,19 @@ func TestMigrateResumesAfterEachStep(t *testing.T) {
 	for _, at := range []string{"klimax.stop", "vm.start", "guest.run remove klimax", "docker.named", "docker.endpoints", "docker.reattach", "docker.reattach-half", "kube dev nodes", "kube dev label-nodes"} {
 		t.Run(at, func(t *testing.T) {
 			f := klimaxFixture(t)
-			f.readdress = true
-			f.fail[at] = errors.New("injected")
+			f.Readdress = true
+			f.Fail[at] = errors.New("injected")
 			ctx := context.Background()
-			if err := Migrate(ctx, f.e, MigrateOptions{Yes: true, Skill: []byte("skill")}); err == nil || !strings.Contains(err.Error(), "injected") {
+			if err := Migrate(ctx, f.Env, MigrateOptions{Yes: true, Skill: []byte("skill")}); err == nil || !strings.Contains(err.Error(), "injected") {
 				t.Fatalf("Migrate = %v; want the injected failure", err)
 			} else if !strings.Contains(err.Error(), "marina migrate") {
 				t.Errorf("the error does not say how to carry on: %v", err)
 			}
-			if _, ok := f.fail[at]; ok {
+			if _, ok := f.Fail[at]; ok {
 				t.Fatalf("%s was never called", at)
 			}
-			if err := Migrate(ctx, f.e, MigrateOptions{Yes: true, Skill: []byte("skill")}); err != nil {
-				t.Fatalf("the second run: %v\n%s", err, f.err.String())
+			if err := Migrate(ctx, f.Env, MigrateOptions{Yes: true, Skill: []byte("skill")}); err != nil {
+				t.Fatalf("the second run: %v\n%s", err, f.Stderr.String())
 			}
 			migrated(t, f)
 		})
@@ -333,8 +334,8 @@ func TestMigrateResumesAfterEachStep(t *testing.T) {
 // as a Fleet that fleet apply reads, after marina up, to make them again.
 func TestMigrateKeepsKlimaxVMAndExportsItsClusters(t *testing.T) {
 	f := klimaxFixture(t)
-	p := f.e.Paths
-	f.labels["dev"]["team"] = "net"
+	p := f.Env.Paths
+	f.Labels["dev"]["team"] = "net"
 	mine := "vm:\n  cpus: 2\n"
 	if err := os.MkdirAll(p.Dir, 0o700); err != nil {
 		t.Fatal(err)
@@ -343,12 +344,12 @@ func TestMigrateKeepsKlimaxVMAndExportsItsClusters(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	kdir := filepath.Join(f.env["HOME"], ".klimax", "klimax")
+	kdir := filepath.Join(f.Vars["HOME"], ".klimax", "klimax")
 	before := homeTree(t, kdir)
-	if err := Migrate(ctx, f.e, MigrateOptions{Yes: true, Skill: []byte("skill")}); err != nil {
-		t.Fatalf("%v\n%s\n%s", err, f.out.String(), f.err.String())
+	if err := Migrate(ctx, f.Env, MigrateOptions{Yes: true, Skill: []byte("skill")}); err != nil {
+		t.Fatalf("%v\n%s\n%s", err, f.Stdout.String(), f.Stderr.String())
 	}
-	out := f.out.String()
+	out := f.Stdout.String()
 	if !strings.Contains(out, "was there before this migration") || !strings.Contains(out, "a Fleet of klimax's clusters dev") {
 		t.Errorf("the plan does not say why the VM stays or what is written instead:\n%s", out)
 	}
@@ -358,7 +359,7 @@ func TestMigrateKeepsKlimaxVMAndExportsItsClusters(t *testing.T) {
 	if b, _ := os.ReadFile(p.Config); string(b) != mine {
 		t.Errorf("the user's marina config changed:\n%s", b)
 	}
-	for _, c := range f.called("") {
+	for _, c := range f.Called("") {
 		if strings.HasPrefix(c, "klimax.stop") || strings.HasPrefix(c, "vm.") || strings.HasPrefix(c, "docker.reattach") || strings.HasPrefix(c, "guest.") {
 			t.Errorf("a migration that keeps klimax's VM called %s", c)
 		}
@@ -380,12 +381,12 @@ func TestMigrateKeepsKlimaxVMAndExportsItsClusters(t *testing.T) {
 	}
 	// klimax's VM runs and keeps its caches; the kubeconfigs are there
 	// for when the clusters are made again: a second run plans nothing.
-	f.out.Reset()
-	if err := Migrate(ctx, f.e, MigrateOptions{Yes: true, Skill: []byte("skill")}); err != nil {
+	f.Stdout.Reset()
+	if err := Migrate(ctx, f.Env, MigrateOptions{Yes: true, Skill: []byte("skill")}); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(f.out.String(), "Nothing to migrate") {
-		t.Errorf("a second run:\n%s", f.out.String())
+	if !strings.Contains(f.Stdout.String(), "Nothing to migrate") {
+		t.Errorf("a second run:\n%s", f.Stdout.String())
 	}
 }
 
@@ -408,20 +409,20 @@ func TestMigrateEveryKlimaxConfig(t *testing.T) {
 				t.Fatal(err)
 			}
 			f := klimaxFixture(t)
-			home, p := f.env["HOME"], f.e.Paths
+			home, p := f.Vars["HOME"], f.Env.Paths
 			if err := os.WriteFile(filepath.Join(home, ".klimax", "config.yaml"), body, 0o600); err != nil {
 				t.Fatal(err)
 			}
 			ctx := context.Background()
 			before := homeTree(t, home)
-			if err := Migrate(ctx, f.e, MigrateOptions{DryRun: true, Skill: []byte("skill")}); err != nil {
+			if err := Migrate(ctx, f.Env, MigrateOptions{DryRun: true, Skill: []byte("skill")}); err != nil {
 				t.Fatal(err)
 			}
 			if after := homeTree(t, home); !maps.Equal(before, after) {
 				t.Fatal("--dry-run changed the home folder")
 			}
-			if err := Migrate(ctx, f.e, MigrateOptions{Yes: true, Skill: []byte("skill")}); err != nil {
-				t.Fatalf("%v\n%s", err, f.err.String())
+			if err := Migrate(ctx, f.Env, MigrateOptions{Yes: true, Skill: []byte("skill")}); err != nil {
+				t.Fatalf("%v\n%s", err, f.Stderr.String())
 			}
 			cfg, err := config.Load(p)
 			if err != nil {
@@ -438,10 +439,10 @@ func TestMigrateEveryKlimaxConfig(t *testing.T) {
 			if _, err := kubeconfig.ReadFile(kcPath, "dev"); adopted && err != nil {
 				t.Errorf("marina's kubeconfig of dev: %v", err)
 			}
-			f.out.Reset()
+			f.Stdout.Reset()
 			before = homeTree(t, home)
-			if err := Migrate(ctx, f.e, MigrateOptions{Yes: true, Skill: []byte("skill")}); err != nil || !strings.Contains(f.out.String(), "Nothing to migrate") {
-				t.Errorf("a second run: %v\n%s", err, f.out.String())
+			if err := Migrate(ctx, f.Env, MigrateOptions{Yes: true, Skill: []byte("skill")}); err != nil || !strings.Contains(f.Stdout.String(), "Nothing to migrate") {
+				t.Errorf("a second run: %v\n%s", err, f.Stdout.String())
 			}
 			if after := homeTree(t, home); !maps.Equal(before, after) {
 				t.Error("a second run changed the home folder")
@@ -454,7 +455,7 @@ func TestMigrateEveryKlimaxConfig(t *testing.T) {
 // of Documents moves into marina's cache, and the plan says so.
 func TestMigrateLeavesALinkedCacheAlone(t *testing.T) {
 	f := klimaxFixture(t)
-	home := f.env["HOME"]
+	home := f.Vars["HOME"]
 	kcache := filepath.Join(home, ".klimax", "registry-cache")
 	docs := filepath.Join(home, "Documents")
 	for _, d := range []string{filepath.Join(docs, "Photos"), filepath.Join(docs, "registry-dockerio")} {
@@ -469,26 +470,26 @@ func TestMigrateLeavesALinkedCacheAlone(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := homeTree(t, docs)
-	if err := Migrate(context.Background(), f.e, MigrateOptions{Yes: true, Skill: []byte("skill")}); err != nil {
-		t.Fatalf("%v\n%s", err, f.err.String())
+	if err := Migrate(context.Background(), f.Env, MigrateOptions{Yes: true, Skill: []byte("skill")}); err != nil {
+		t.Fatalf("%v\n%s", err, f.Stderr.String())
 	}
 	if after := homeTree(t, docs); !maps.Equal(before, after) {
 		t.Errorf("Documents changed:\nbefore %v\nafter  %v", before, after)
 	}
-	if ents, _ := os.ReadDir(f.e.Paths.RegistryCache()); len(ents) != 0 {
+	if ents, _ := os.ReadDir(f.Env.Paths.RegistryCache()); len(ents) != 0 {
 		t.Errorf("marina's cache got %v", ents)
 	}
-	if !strings.Contains(f.out.String(), kcache+" is a link to "+docs) {
-		t.Errorf("the plan does not say why:\n%s", f.out.String())
+	if !strings.Contains(f.Stdout.String(), kcache+" is a link to "+docs) {
+		t.Errorf("the plan does not say why:\n%s", f.Stdout.String())
 	}
 }
 
 // S2: the link leads to marina's own cache: the cache is not deleted.
 func TestMigrateKeepsMarinasCacheBehindALink(t *testing.T) {
 	f := klimaxFixture(t)
-	home := f.env["HOME"]
+	home := f.Vars["HOME"]
 	kcache := filepath.Join(home, ".klimax", "registry-cache")
-	ours := filepath.Join(f.e.Paths.RegistryCache(), "registry-dockerio", "blob")
+	ours := filepath.Join(f.Env.Paths.RegistryCache(), "registry-dockerio", "blob")
 	if err := os.MkdirAll(filepath.Dir(ours), 0o700); err != nil {
 		t.Fatal(err)
 	}
@@ -498,10 +499,10 @@ func TestMigrateKeepsMarinasCacheBehindALink(t *testing.T) {
 	if err := os.RemoveAll(kcache); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Symlink(f.e.Paths.RegistryCache(), kcache); err != nil {
+	if err := os.Symlink(f.Env.Paths.RegistryCache(), kcache); err != nil {
 		t.Fatal(err)
 	}
-	_ = Migrate(context.Background(), f.e, MigrateOptions{Yes: true, Skill: []byte("skill")})
+	_ = Migrate(context.Background(), f.Env, MigrateOptions{Yes: true, Skill: []byte("skill")})
 	if b, err := os.ReadFile(ours); err != nil || string(b) != "cached" {
 		t.Fatalf("marina's cache: %q, %v", b, err)
 	}
@@ -510,7 +511,7 @@ func TestMigrateKeepsMarinasCacheBehindALink(t *testing.T) {
 // S2: ~/.klimax itself a link: refused, nothing changed anywhere.
 func TestMigrateRefusesALinkedKlimaxFolder(t *testing.T) {
 	f := klimaxFixture(t)
-	home := f.env["HOME"]
+	home := f.Vars["HOME"]
 	real := filepath.Join(home, "klimax-real")
 	if err := os.Rename(filepath.Join(home, ".klimax"), real); err != nil {
 		t.Fatal(err)
@@ -519,7 +520,7 @@ func TestMigrateRefusesALinkedKlimaxFolder(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := homeTree(t, home)
-	err := Migrate(context.Background(), f.e, MigrateOptions{Yes: true, Skill: []byte("skill")})
+	err := Migrate(context.Background(), f.Env, MigrateOptions{Yes: true, Skill: []byte("skill")})
 	if err == nil || !strings.Contains(err.Error(), "is a link to "+real) {
 		t.Fatalf("Migrate = %v", err)
 	}
@@ -532,7 +533,7 @@ func TestMigrateRefusesALinkedKlimaxFolder(t *testing.T) {
 // marina config of the user's own, klimax's VM stays klimax's.
 func TestMigrateJournalOverridesNoRefusal(t *testing.T) {
 	f := klimaxFixture(t)
-	p := f.e.Paths
+	p := f.Env.Paths
 	if err := os.MkdirAll(p.Dir, 0o700); err != nil {
 		t.Fatal(err)
 	}
@@ -542,12 +543,12 @@ func TestMigrateJournalOverridesNoRefusal(t *testing.T) {
 	if err := os.WriteFile(journalPath(p), []byte(`{"adopt": true, "vm": "klimax", "done": {}}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	kdir := filepath.Join(f.env["HOME"], ".klimax", "klimax")
-	if err := Migrate(context.Background(), f.e, MigrateOptions{Yes: true, Skill: []byte("skill")}); err != nil {
-		t.Fatalf("%v\n%s", err, f.err.String())
+	kdir := filepath.Join(f.Vars["HOME"], ".klimax", "klimax")
+	if err := Migrate(context.Background(), f.Env, MigrateOptions{Yes: true, Skill: []byte("skill")}); err != nil {
+		t.Fatalf("%v\n%s", err, f.Stderr.String())
 	}
-	if !fileExists(filepath.Join(kdir, "diffdisk")) || len(f.called("klimax.stop")) != 0 {
-		t.Errorf("klimax's VM was taken over on the journal's word:\n%s", f.out.String())
+	if !fileExists(filepath.Join(kdir, "diffdisk")) || len(f.Called("klimax.stop")) != 0 {
+		t.Errorf("klimax's VM was taken over on the journal's word:\n%s", f.Stdout.String())
 	}
 }
 
@@ -556,21 +557,21 @@ func TestMigrateJournalOverridesNoRefusal(t *testing.T) {
 // nothing.
 func TestMigrateWithoutItsJournalAfterTheMove(t *testing.T) {
 	f := klimaxFixture(t)
-	f.fail["vm.start"] = errors.New("injected")
+	f.Fail["vm.start"] = errors.New("injected")
 	ctx := context.Background()
-	if err := Migrate(ctx, f.e, MigrateOptions{Yes: true, Skill: []byte("skill")}); err == nil {
+	if err := Migrate(ctx, f.Env, MigrateOptions{Yes: true, Skill: []byte("skill")}); err == nil {
 		t.Fatal("the injected failure did not stop migrate")
 	}
-	if err := os.Remove(journalPath(f.e.Paths)); err != nil {
+	if err := os.Remove(journalPath(f.Env.Paths)); err != nil {
 		t.Fatal(err)
 	}
-	f.out.Reset()
-	before := homeTree(t, f.env["HOME"])
-	err := Migrate(ctx, f.e, MigrateOptions{Yes: true, Skill: []byte("skill")})
-	if err == nil || !strings.Contains(err.Error(), "cannot tell what of the adoption is left") || strings.Contains(f.out.String(), "Nothing to migrate") {
-		t.Fatalf("Migrate = %v\n%s", err, f.out.String())
+	f.Stdout.Reset()
+	before := homeTree(t, f.Vars["HOME"])
+	err := Migrate(ctx, f.Env, MigrateOptions{Yes: true, Skill: []byte("skill")})
+	if err == nil || !strings.Contains(err.Error(), "cannot tell what of the adoption is left") || strings.Contains(f.Stdout.String(), "Nothing to migrate") {
+		t.Fatalf("Migrate = %v\n%s", err, f.Stdout.String())
 	}
-	if after := homeTree(t, f.env["HOME"]); !maps.Equal(before, after) {
+	if after := homeTree(t, f.Vars["HOME"]); !maps.Equal(before, after) {
 		t.Error("it changed the home folder")
 	}
 }
@@ -579,21 +580,21 @@ func TestMigrateWithoutItsJournalAfterTheMove(t *testing.T) {
 // the config it wrote (as an offline Mac names its DNS images).
 func TestMigrateResumesAfterTheConfigIsEdited(t *testing.T) {
 	f := klimaxFixture(t)
-	f.fail["vm.start"] = errors.New("injected")
+	f.Fail["vm.start"] = errors.New("injected")
 	ctx := context.Background()
-	if err := Migrate(ctx, f.e, MigrateOptions{Yes: true, Skill: []byte("skill")}); err == nil {
+	if err := Migrate(ctx, f.Env, MigrateOptions{Yes: true, Skill: []byte("skill")}); err == nil {
 		t.Fatal("the injected failure did not stop migrate")
 	}
-	delete(f.fail, "vm.start")
-	b, err := os.ReadFile(f.e.Paths.Config)
+	delete(f.Fail, "vm.start")
+	b, err := os.ReadFile(f.Env.Paths.Config)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(f.e.Paths.Config, append(b, "# edited by hand\n"...), 0o600); err != nil {
+	if err := os.WriteFile(f.Env.Paths.Config, append(b, "# edited by hand\n"...), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := Migrate(ctx, f.e, MigrateOptions{Yes: true, Skill: []byte("skill")}); err != nil {
-		t.Fatalf("%v\n%s", err, f.err.String())
+	if err := Migrate(ctx, f.Env, MigrateOptions{Yes: true, Skill: []byte("skill")}); err != nil {
+		t.Fatalf("%v\n%s", err, f.Stderr.String())
 	}
 	migrated(t, f)
 }
@@ -603,14 +604,14 @@ func TestMigrateResumesAfterTheConfigIsEdited(t *testing.T) {
 // VM is not adopted.
 func TestMigrateReadsNothingUnbounded(t *testing.T) {
 	f := klimaxFixture(t)
-	key := filepath.Join(f.env["HOME"], ".klimax", "_config", "user")
+	key := filepath.Join(f.Vars["HOME"], ".klimax", "_config", "user")
 	if err := os.Remove(key); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.Symlink("/dev/zero", key); err != nil {
 		t.Fatal(err)
 	}
-	ours := filepath.Join(f.e.Paths.LimaHome(), "_config", "user")
+	ours := filepath.Join(f.Env.Paths.LimaHome(), "_config", "user")
 	if err := os.MkdirAll(filepath.Dir(ours), 0o700); err != nil {
 		t.Fatal(err)
 	}
@@ -619,12 +620,12 @@ func TestMigrateReadsNothingUnbounded(t *testing.T) {
 	}
 	done := make(chan error, 1)
 	go func() {
-		done <- Migrate(context.Background(), f.e, MigrateOptions{DryRun: true, Skill: []byte("skill")})
+		done <- Migrate(context.Background(), f.Env, MigrateOptions{DryRun: true, Skill: []byte("skill")})
 	}()
 	select {
 	case err := <-done:
-		if err != nil || !strings.Contains(f.out.String(), "SSH key of its own") {
-			t.Errorf("Migrate = %v\n%s", err, f.out.String())
+		if err != nil || !strings.Contains(f.Stdout.String(), "SSH key of its own") {
+			t.Errorf("Migrate = %v\n%s", err, f.Stdout.String())
 		}
 	case <-time.After(20 * time.Second):
 		t.Fatal("the dry run still reads after 20 s")
@@ -637,20 +638,20 @@ func TestMigrateReadsNothingUnbounded(t *testing.T) {
 // is not directly on it.
 func TestMigrateLeavesAVPNRouteUnrecorded(t *testing.T) {
 	f := klimaxFixture(t)
-	f.route.Interface = "utun3"
-	f.lima0Route = &host.Route{Dest: netip.MustParsePrefix("192.168.64.0/24"), Gateway: netip.MustParseAddr("10.8.0.1"), Interface: "utun3"}
-	if err := Migrate(context.Background(), f.e, MigrateOptions{Yes: true, Skill: []byte("skill")}); err != nil {
-		t.Fatalf("%v\n%s", err, f.err.String())
+	f.Route.Interface = "utun3"
+	f.Lima0Route = &host.Route{Dest: netip.MustParsePrefix("192.168.64.0/24"), Gateway: netip.MustParseAddr("10.8.0.1"), Interface: "utun3"}
+	if err := Migrate(context.Background(), f.Env, MigrateOptions{Yes: true, Skill: []byte("skill")}); err != nil {
+		t.Fatalf("%v\n%s", err, f.Stderr.String())
 	}
-	made, err := host.LoadMade(f.e.Paths.Routes(), hostOwn(config.Default(), true))
+	made, err := host.LoadMade(f.Env.Paths.Routes(), hostOwn(config.Default(), true))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if gws := made.Gateways(f.route.Dest); len(gws) != 0 {
+	if gws := made.Gateways(f.Route.Dest); len(gws) != 0 {
 		t.Errorf("the VPN's route was recorded as marina's: %v", gws)
 	}
-	if !strings.Contains(f.err.String(), "goes out on utun3") {
-		t.Errorf("no word of it:\n%s", f.err.String())
+	if !strings.Contains(f.Stderr.String(), "goes out on utun3") {
+		t.Errorf("no word of it:\n%s", f.Stderr.String())
 	}
 	// The same route on the vzNAT bridge, with lima0 on it: recorded
 	// (migrated checks that for the plain fixture).
@@ -662,23 +663,23 @@ func TestMigrateLeavesAVPNRouteUnrecorded(t *testing.T) {
 // back on the next run.
 func TestMigrateResumesAHalfConvertedNetwork(t *testing.T) {
 	f := klimaxFixture(t)
-	kl, err := f.e.Deps.VMAt(filepath.Join(f.env["HOME"], ".klimax"))
+	kl, err := f.Env.Deps.VMAt(filepath.Join(f.Vars["HOME"], ".klimax"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := kl.Stop(context.Background(), "klimax"); err != nil {
 		t.Fatal(err)
 	}
-	f.fail["docker.reattach-half"] = errors.New("injected")
+	f.Fail["docker.reattach-half"] = errors.New("injected")
 	ctx := context.Background()
-	if err := Migrate(ctx, f.e, MigrateOptions{Yes: true, Skill: []byte("skill")}); err == nil || !strings.Contains(err.Error(), "injected") {
+	if err := Migrate(ctx, f.Env, MigrateOptions{Yes: true, Skill: []byte("skill")}); err == nil || !strings.Contains(err.Error(), "injected") {
 		t.Fatalf("Migrate = %v; want the injected failure", err)
 	}
-	if len(f.detached) == 0 {
+	if len(f.Detached) == 0 {
 		t.Fatal("the failure left every container on the network (the test proves nothing)")
 	}
-	if err := Migrate(ctx, f.e, MigrateOptions{Yes: true, Skill: []byte("skill")}); err != nil {
-		t.Fatalf("the second run: %v\n%s", err, f.err.String())
+	if err := Migrate(ctx, f.Env, MigrateOptions{Yes: true, Skill: []byte("skill")}); err != nil {
+		t.Fatalf("the second run: %v\n%s", err, f.Stderr.String())
 	}
 	migrated(t, f)
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/bcollard/marina/internal/session"
+	"github.com/bcollard/marina/internal/session/sessiontest"
 	"github.com/bcollard/marina/internal/vm"
 )
 
@@ -14,18 +15,18 @@ import (
 // own words: Docker's wait (Lima forwards its socket over the same ssh)
 // is cancelled, not sat out, and the guest is not tried again.
 func TestUpStopsAtOnceWhenSSHIsRefused(t *testing.T) {
-	f := newFixture(t)
-	f.config(nil)
-	f.dockerHangs = true
-	f.fail["guest.observe"] = &vm.SSHError{Name: "observe the VM", Stderr: "lima@127.0.0.1: Permission denied (publickey)."}
-	err := Up(context.Background(), f.e, UpOptions{})
+	f := sessiontest.New(t)
+	f.Config(nil)
+	f.DockerHangs = true
+	f.Fail["guest.observe"] = &vm.SSHError{Name: "observe the VM", Stderr: "lima@127.0.0.1: Permission denied (publickey)."}
+	err := Up(context.Background(), f.Env, UpOptions{})
 	if !vm.FinalSSH(err) || !strings.Contains(err.Error(), "Permission denied (publickey)") {
 		t.Fatalf("Up = %v; want ssh's refusal", err)
 	}
-	if got := f.called("docker.wait-ready cancelled"); len(got) != 1 {
-		t.Errorf("Docker's wait was not cancelled when the guest failed for good: %v", f.called("docker."))
+	if got := f.Called("docker.wait-ready cancelled"); len(got) != 1 {
+		t.Errorf("Docker's wait was not cancelled when the guest failed for good: %v", f.Called("docker."))
 	}
-	if got := f.called("guest.observe"); len(got) != 1 {
+	if got := f.Called("guest.observe"); len(got) != 1 {
 		t.Errorf("a final ssh error was tried %d times", len(got))
 	}
 }
@@ -33,15 +34,15 @@ func TestUpStopsAtOnceWhenSSHIsRefused(t *testing.T) {
 // A refused connection (sshd still starting) is tried again, and up goes
 // on once the guest answers.
 func TestUpRetriesARefusedSSHConnection(t *testing.T) {
-	f := newFixture(t)
-	f.config(nil)
-	f.dnsWarm()
-	f.registrySums = f.mirrorSums()
-	f.fail["guest.observe"] = &vm.SSHError{Name: "observe the VM", Stderr: "ssh: connect to host 127.0.0.1 port 60022: Connection refused"}
-	if err := Up(context.Background(), f.e, UpOptions{}); err != nil {
-		t.Fatalf("Up = %v\n%s", err, f.err.String())
+	f := sessiontest.New(t)
+	f.Config(nil)
+	dnsWarm(f)
+	f.RegistrySums = mirrorSums(f)
+	f.Fail["guest.observe"] = &vm.SSHError{Name: "observe the VM", Stderr: "ssh: connect to host 127.0.0.1 port 60022: Connection refused"}
+	if err := Up(context.Background(), f.Env, UpOptions{}); err != nil {
+		t.Fatalf("Up = %v\n%s", err, f.Stderr.String())
 	}
-	if got := f.called("guest.observe"); len(got) != 2 {
+	if got := f.Called("guest.observe"); len(got) != 2 {
 		t.Errorf("the guest was observed %d times, want 2 (one refused, one answered)", len(got))
 	}
 }
@@ -49,8 +50,8 @@ func TestUpRetriesARefusedSSHConnection(t *testing.T) {
 // With no config file yet there is no VM yet: a command that needs it
 // running exits 3, as for a VM not created, and says how to make one.
 func TestNoConfigIsNoVM(t *testing.T) {
-	f := newFixture(t)
-	_, err := ListClusters(context.Background(), f.e, "")
+	f := sessiontest.New(t)
+	_, err := ListClusters(context.Background(), f.Env, "")
 	exit, ok := errors.AsType[*session.ExitError](err)
 	if !ok || exit.Code != session.ExitNotRunning || !strings.Contains(err.Error(), "marina up") {
 		t.Fatalf("ListClusters without a config = %v", err)

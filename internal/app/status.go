@@ -256,7 +256,7 @@ func (s *Status) guestNetwork(o *session.Observed, cidr netip.Prefix) {
 		kn.Problems = spec.Differences(have)
 	}
 	gs.OK = kn.Present && len(kn.Problems) == 0
-	checks, err := kindNet(cidr, o.Mac).Checks(o.Guest.Net)
+	checks, err := guest.KindNet(cidr, o.Mac).Checks(o.Guest.Net)
 	if err != nil {
 		v.Errors = append(v.Errors, err.Error())
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/bcollard/marina/internal/dns"
 	"github.com/bcollard/marina/internal/docker"
+	"github.com/bcollard/marina/internal/session/sessiontest"
 	"github.com/bcollard/marina/internal/ui"
 	"github.com/bcollard/marina/internal/vm"
 )
@@ -22,15 +23,15 @@ import (
 // status lists the VM's clusters from Docker, in the same single guest
 // round trip as before.
 func TestStatusListsTheClusters(t *testing.T) {
-	f := newFixture(t)
-	f.config(nil)
-	f.cluster("dev", 1, "")
+	f := sessiontest.New(t)
+	f.Config(nil)
+	f.Cluster("dev", 1, "")
 	// east: its worker stopped; west: its control plane.
-	f.nodes = append(f.nodes,
+	f.NodeContainers = append(f.NodeContainers,
 		docker.Node{Container: docker.Container{ID: "e-cp", Name: "east-control-plane", State: "running"}, Cluster: "east", Role: "control-plane", APIPorts: []int{7002}},
 		docker.Node{Container: docker.Container{ID: "e-w", Name: "east-worker", State: "exited"}, Cluster: "east", Role: "worker"},
 		docker.Node{Container: docker.Container{ID: "w-cp", Name: "west-control-plane", State: "exited"}, Cluster: "west", Role: "control-plane", APIPorts: []int{7003}})
-	st, err := GetStatus(context.Background(), f.e)
+	st, err := GetStatus(context.Background(), f.Env)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,10 +39,10 @@ func TestStatusListsTheClusters(t *testing.T) {
 	if st.Clusters == nil || !reflect.DeepEqual(*st.Clusters, want) {
 		t.Errorf("clusters = %+v, want %+v", st.Clusters, want)
 	}
-	if got := f.called("guest."); len(got) != 1 {
+	if got := f.Called("guest."); len(got) != 1 {
 		t.Errorf("status made %d guest round trips, want 1: %v", len(got), got)
 	}
-	if got := f.called("docker.kind-nodes"); len(got) != 1 {
+	if got := f.Called("docker.kind-nodes"); len(got) != 1 {
 		t.Errorf("Docker was asked for the nodes %d times, want 1", len(got))
 	}
 	if len(st.VM.Errors) != 0 {
@@ -74,9 +75,9 @@ func TestStatusClustersField(t *testing.T) {
 		v, ok := m["clusters"]
 		return v, ok
 	}
-	f := newFixture(t)
-	f.config(nil)
-	st, err := GetStatus(context.Background(), f.e)
+	f := sessiontest.New(t)
+	f.Config(nil)
+	st, err := GetStatus(context.Background(), f.Env)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,22 +89,22 @@ func TestStatusClustersField(t *testing.T) {
 		t.Errorf("-o yaml without clusters (%v):\n%s", err, y.String())
 	}
 	for _, state := range []string{vm.StatusStopped, ""} {
-		f := newFixture(t)
-		f.config(nil)
-		f.cluster("dev", 1, "")
+		f := sessiontest.New(t)
+		f.Config(nil)
+		f.Cluster("dev", 1, "")
 		if state == "" {
-			f.instance = nil
+			f.Instance = nil
 		} else {
-			f.instance.Status = state
+			f.Instance.Status = state
 		}
-		st, err := GetStatus(context.Background(), f.e)
+		st, err := GetStatus(context.Background(), f.Env)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if v, ok := field(t, st); ok {
 			t.Errorf("VM %q: clusters = %s, want none", state, v)
 		}
-		if got := f.called("docker."); len(got) != 0 {
+		if got := f.Called("docker."); len(got) != 0 {
 			t.Errorf("VM %q: Docker was asked %v", state, got)
 		}
 	}
@@ -112,10 +113,10 @@ func TestStatusClustersField(t *testing.T) {
 // A Docker that cannot list the nodes lands in the VM's errors; the rest
 // of status stands.
 func TestStatusClustersDockerError(t *testing.T) {
-	f := newFixture(t)
-	f.config(nil)
-	f.fail["docker.kind-nodes"] = errBoom
-	st, err := GetStatus(context.Background(), f.e)
+	f := sessiontest.New(t)
+	f.Config(nil)
+	f.Fail["docker.kind-nodes"] = errBoom
+	st, err := GetStatus(context.Background(), f.Env)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,11 +131,11 @@ func TestStatusClustersDockerError(t *testing.T) {
 	}
 	// Docker down altogether: its error is said once, not once more for
 	// the clusters.
-	f = newFixture(t)
-	f.config(nil)
-	f.fail["docker.version"] = errBoom
-	f.fail["docker.kind-nodes"] = errBoom
-	st, err = GetStatus(context.Background(), f.e)
+	f = sessiontest.New(t)
+	f.Config(nil)
+	f.Fail["docker.version"] = errBoom
+	f.Fail["docker.kind-nodes"] = errBoom
+	st, err = GetStatus(context.Background(), f.Env)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -149,42 +150,42 @@ func TestStatusClustersDockerError(t *testing.T) {
 func TestStatusProblems(t *testing.T) {
 	for _, c := range []struct {
 		name    string
-		breakIt func(*fixture)
+		breakIt func(*sessiontest.World)
 		want    []string // each a prefix of one problem, in order
 	}{
-		{"healthy", func(*fixture) {}, nil},
-		{"stopped", func(f *fixture) { f.instance.Status = vm.StatusStopped }, nil},
-		{"not created", func(f *fixture) { f.instance = nil }, nil},
-		{"broken", func(f *fixture) {
-			f.instance.Status, f.instance.Errors = vm.StatusBroken, []string{"the hostagent died"}
+		{"healthy", func(*sessiontest.World) {}, nil},
+		{"stopped", func(f *sessiontest.World) { f.Instance.Status = vm.StatusStopped }, nil},
+		{"not created", func(f *sessiontest.World) { f.Instance = nil }, nil},
+		{"broken", func(f *sessiontest.World) {
+			f.Instance.Status, f.Instance.Errors = vm.StatusBroken, []string{"the hostagent died"}
 		},
 			[]string{"VM marina is Broken", "the hostagent died"}},
-		{"guest unreachable", func(f *fixture) { f.fail["guest.observe"] = errors.New("ssh: connection refused") },
+		{"guest unreachable", func(f *sessiontest.World) { f.Fail["guest.observe"] = errors.New("ssh: connection refused") },
 			[]string{"ssh: connection refused"}},
-		{"Docker down", func(f *fixture) { f.fail["docker.version"] = errBoom; f.fail["docker.kind-nodes"] = errBoom },
+		{"Docker down", func(f *sessiontest.World) { f.Fail["docker.version"] = errBoom; f.Fail["docker.kind-nodes"] = errBoom },
 			[]string{"boom", "guest network: kind network"}},
-		{"kind network untrusted", func(f *fixture) {
-			delete(f.network.Options, "com.docker.network.bridge.trusted_host_interfaces")
+		{"kind network untrusted", func(f *sessiontest.World) {
+			delete(f.Network.Options, "com.docker.network.bridge.trusted_host_interfaces")
 		}, []string{"guest network: kind network"}},
-		{"local DNS down", func(f *fixture) {
-			f.mirrors = slices.DeleteFunc(f.mirrors, func(c docker.Container) bool { return c.Name == dns.ServerName })
+		{"local DNS down", func(f *sessiontest.World) {
+			f.Mirrors = slices.DeleteFunc(f.Mirrors, func(c docker.Container) bool { return c.Name == dns.ServerName })
 		}, []string{"local DNS: marina-dns missing"}},
-		{"lima0 moved", func(f *fixture) {
+		{"lima0 moved", func(f *sessiontest.World) {
 			// marina's own route, through lima0's old address.
 			old := netip.MustParseAddr("192.168.64.9")
-			if err := mustMade(t, f).Add(f.network.Subnet, old); err != nil {
+			if err := mustMade(t, f).Add(f.Network.Subnet, old); err != nil {
 				t.Fatal(err)
 			}
-			f.route.Gateway = old
+			f.Route.Gateway = old
 		}, []string{"host route: 172.30.0.0/16 → wrong gateway (via 192.168.64.9; the VM's lima0 is 192.168.64.3)"}},
-		{"a VPN's route", func(f *fixture) { f.route.Gateway = netip.MustParseAddr("10.8.0.1") },
+		{"a VPN's route", func(f *sessiontest.World) { f.Route.Gateway = netip.MustParseAddr("10.8.0.1") },
 			[]string{"host route: 172.30.0.0/16 → taken by"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			f := doctorFixture(t)
-			f.network.Options = maps.Clone(f.network.Options)
+			f.Network.Options = maps.Clone(f.Network.Options)
 			c.breakIt(f)
-			st, err := GetStatus(context.Background(), f.e)
+			st, err := GetStatus(context.Background(), f.Env)
 			if err != nil {
 				t.Fatal(err)
 			}

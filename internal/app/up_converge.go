@@ -19,12 +19,6 @@ import (
 	"github.com/bcollard/marina/internal/vm"
 )
 
-// kindNet is the guest-side description of the kind network, open to the
-// Mac at mac.
-func kindNet(cidr netip.Prefix, mac netip.Addr) guest.Net {
-	return guest.Net{Kind: cidr, Bridge: docker.KindBridge, Mac: mac}
-}
-
 // converge brings a running VM's networking and services to the config:
 // the kind network, the guest's routing rules, the registry mirrors and
 // the host route. It observes (one guest round trip), plans, and applies
@@ -163,7 +157,7 @@ type convergePlan struct {
 func planConverge(cfg config.Config, o *session.Observed, key labelKey, made *host.Made, h session.Host) (convergePlan, error) {
 	cidr := netip.MustParsePrefix(cfg.Network.CIDR)
 	lima0 := o.Guest.Lima0
-	p := convergePlan{network: docker.KindNetworkSpec(cidr, guest.HostIf), net: kindNet(cidr, o.Mac)}
+	p := convergePlan{network: docker.KindNetworkSpec(cidr, guest.HostIf), net: guest.KindNet(cidr, o.Mac)}
 	if have := o.Network; have != nil {
 		if diff := p.network.Differences(have); len(diff) > 0 {
 			return p, networkMismatch(cfg.VM.Name, p.network, have, diff)

@@ -13,6 +13,7 @@ import (
 	"github.com/bcollard/marina/internal/host"
 	"github.com/bcollard/marina/internal/run"
 	"github.com/bcollard/marina/internal/session"
+	"github.com/bcollard/marina/internal/session/sessiontest"
 )
 
 // inPlace is an observation of a VM where everything is as marina leaves it.
@@ -21,7 +22,7 @@ func inPlace(t *testing.T, cfg config.Config, lima0 string) *session.Observed {
 	cidr := netip.MustParsePrefix(cfg.Network.CIDR)
 	l0 := netip.MustParsePrefix(lima0)
 	mac := l0.Masked().Addr().Next()
-	n := kindNet(cidr, mac)
+	n := guest.KindNet(cidr, mac)
 	files, err := n.Files()
 	if err != nil {
 		t.Fatal(err)
@@ -98,7 +99,7 @@ func TestPlanConverge(t *testing.T) {
 			if c.change != nil {
 				c.change(o)
 			}
-			p, err := planConverge(cfg, o, labelKey{key: make([]byte, 32)}, made, fakeHost{real: host.New(run.Runner{}, false, nil, io.Discard)})
+			p, err := planConverge(cfg, o, labelKey{key: make([]byte, 32)}, made, sessiontest.Host{Real: host.New(run.Runner{}, false, nil, io.Discard)})
 			if c.err != "" {
 				if err == nil || !strings.Contains(err.Error(), c.err) {
 					t.Fatalf("error = %v, want %q", err, c.err)

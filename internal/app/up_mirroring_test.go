@@ -12,6 +12,7 @@ import (
 	"github.com/bcollard/marina/internal/config"
 	"github.com/bcollard/marina/internal/docker"
 	"github.com/bcollard/marina/internal/kubeconfig"
+	"github.com/bcollard/marina/internal/session/sessiontest"
 	"github.com/bcollard/marina/internal/slot"
 	"github.com/bcollard/marina/internal/vm"
 )
@@ -19,56 +20,56 @@ import (
 // madeWith gives the fixture's VM an instance folder whose lima.yaml is
 // marina's template rendered with disablePortMirroring = disable, as
 // Lima keeps it.
-func (f *fixture) madeWith(disable bool) string {
-	f.t.Helper()
+func madeWith(f *sessiontest.World, disable bool) string {
+	f.T.Helper()
 	cfg := config.Default()
 	cfg.Network.DisablePortMirroring = disable
-	b, err := template(f.e, cfg)
+	b, err := template(f.Env, cfg)
 	if err != nil {
-		f.t.Fatal(err)
+		f.T.Fatal(err)
 	}
-	files, err := f.e.Paths.VM("marina")
+	files, err := f.Env.Paths.VM("marina")
 	if err != nil {
-		f.t.Fatal(err)
+		f.T.Fatal(err)
 	}
 	dir := files.InstanceDir
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		f.t.Fatal(err)
+		f.T.Fatal(err)
 	}
 	p := filepath.Join(dir, "lima.yaml")
 	if err := os.WriteFile(p, b, 0o644); err != nil {
-		f.t.Fatal(err)
+		f.T.Fatal(err)
 	}
-	f.instance.Dir = dir
+	f.Instance.Dir = dir
 	return p
 }
 
 // loopback marks cluster name as published on the VM's loopback, as a
 // cluster made in loopback mode is.
-func (f *fixture) loopback(name string) {
-	for i, n := range f.nodes {
+func loopback(f *sessiontest.World, name string) {
+	for i, n := range f.NodeContainers {
 		if n.Cluster == name && n.Role == "control-plane" {
-			f.nodes[i].APIHosts = map[int]string{n.APIPorts[0]: "127.0.0.1"}
+			f.NodeContainers[i].APIHosts = map[int]string{n.APIPorts[0]: "127.0.0.1"}
 		}
 	}
 }
 
-func (f *fixture) mirroring(p string) bool {
-	f.t.Helper()
+func mirroring(f *sessiontest.World, p string) bool {
+	f.T.Helper()
 	b, err := os.ReadFile(p)
 	if err != nil {
-		f.t.Fatal(err)
+		f.T.Fatal(err)
 	}
 	m, err := vm.PortMirroring(b, []int{7001, 7002})
 	if err != nil {
-		f.t.Fatal(err)
+		f.T.Fatal(err)
 	}
 	return m
 }
 
-func serverOf(t *testing.T, f *fixture, name string) string {
+func serverOf(t *testing.T, f *sessiontest.World, name string) string {
 	t.Helper()
-	p, _ := f.e.Paths.Kubeconfig(name)
+	p, _ := f.Env.Paths.Kubeconfig(name)
 	b, err := os.ReadFile(p)
 	if err != nil {
 		t.Fatal(err)
@@ -85,56 +86,56 @@ func serverOf(t *testing.T, f *fixture, name string) string {
 // limactl with the new portForwards, and the direct cluster keeps its
 // lima0 kubeconfig throughout.
 func TestUpOffersARestartForPortMirroring(t *testing.T) {
-	f := newFixture(t)
-	f.config(func(c *config.Config) { c.Network.DisablePortMirroring = false })
-	lima := f.madeWith(true)
-	lima0 := "https://" + f.lima0.Addr().String() + ":7001"
-	f.cluster("direct", 1, lima0)
+	f := sessiontest.New(t)
+	f.Config(func(c *config.Config) { c.Network.DisablePortMirroring = false })
+	lima := madeWith(f, true)
+	lima0 := "https://" + f.Lima0.Addr().String() + ":7001"
+	f.Cluster("direct", 1, lima0)
 
-	if err := Up(context.Background(), f.e, UpOptions{}); err != nil {
-		t.Fatalf("%v\n%s", err, f.err.String())
+	if err := Up(context.Background(), f.Env, UpOptions{}); err != nil {
+		t.Fatalf("%v\n%s", err, f.Stderr.String())
 	}
-	if !strings.Contains(f.err.String(), "run `marina up --yes`") || len(f.called("vm.stop")) != 0 || f.mirroring(lima) {
-		t.Fatalf("without a terminal up restarted the VM or did not say how:\n%s\n%s", f.err.String(), f.log())
+	if !strings.Contains(f.Stderr.String(), "run `marina up --yes`") || len(f.Called("vm.stop")) != 0 || mirroring(f, lima) {
+		t.Fatalf("without a terminal up restarted the VM or did not say how:\n%s\n%s", f.Stderr.String(), f.Log())
 	}
 
-	f.out.Reset()
-	if err := Up(context.Background(), f.e, UpOptions{DryRun: true}); err != nil {
+	f.Stdout.Reset()
+	if err := Up(context.Background(), f.Env, UpOptions{DryRun: true}); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(f.out.String(), "restart VM marina to turn Lima's port mirroring on (network.disablePortMirroring: false)") || len(f.called("vm.stop")) != 0 {
-		t.Errorf("dry run:\n%s", f.out.String())
+	if !strings.Contains(f.Stdout.String(), "restart VM marina to turn Lima's port mirroring on (network.disablePortMirroring: false)") || len(f.Called("vm.stop")) != 0 {
+		t.Errorf("dry run:\n%s", f.Stdout.String())
 	}
 
-	f.e.TTY, f.e.Stdin = true, strings.NewReader("n\n")
-	if err := Up(context.Background(), f.e, UpOptions{}); err != nil {
+	f.Env.TTY, f.Env.Stdin = true, strings.NewReader("n\n")
+	if err := Up(context.Background(), f.Env, UpOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(f.err.String(), "Restart VM marina now to turn Lima's port mirroring on") || len(f.called("vm.stop")) != 0 {
-		t.Errorf("no at the prompt:\n%s", f.err.String())
+	if !strings.Contains(f.Stderr.String(), "Restart VM marina now to turn Lima's port mirroring on") || len(f.Called("vm.stop")) != 0 {
+		t.Errorf("no at the prompt:\n%s", f.Stderr.String())
 	}
 
-	f.calls = nil
-	f.e.TTY = false
+	f.Calls = nil
+	f.Env.TTY = false
 	// The VM's stop stops the node containers; Docker does not start
 	// them again by itself.
-	f.cluster("stopped", 3, "")
-	f.nodes[len(f.nodes)-1].State = "exited"
-	f.before = func(call string) {
+	f.Cluster("stopped", 3, "")
+	f.NodeContainers[len(f.NodeContainers)-1].State = "exited"
+	f.Before = func(call string) {
 		if call == "vm.stop marina" {
-			f.mu.Lock()
-			for i := range f.nodes {
-				f.nodes[i].State = "exited"
+			f.Mu.Lock()
+			for i := range f.NodeContainers {
+				f.NodeContainers[i].State = "exited"
 			}
-			f.mu.Unlock()
+			f.Mu.Unlock()
 		}
 	}
-	if err := Up(context.Background(), f.e, UpOptions{Yes: true}); err != nil {
-		t.Fatalf("%v\n%s", err, f.err.String())
+	if err := Up(context.Background(), f.Env, UpOptions{Yes: true}); err != nil {
+		t.Fatalf("%v\n%s", err, f.Stderr.String())
 	}
-	f.before = nil
+	f.Before = nil
 	order := []string{"vm.stop marina", "vm.set marina .portForwards = ", "vm.start marina", "docker.start direct-cp", "guest.observe", "kube direct nodes"}
-	log := f.log()
+	log := f.Log()
 	at := 0
 	for _, want := range order {
 		i := strings.Index(log[at:], want)
@@ -143,21 +144,21 @@ func TestUpOffersARestartForPortMirroring(t *testing.T) {
 		}
 		at += i
 	}
-	if !f.mirroring(lima) {
+	if !mirroring(f, lima) {
 		t.Error("the VM's lima.yaml still ignores every port")
 	}
-	if got := f.called("docker.start"); len(got) != 1 {
+	if got := f.Called("docker.start"); len(got) != 1 {
 		t.Errorf("started %v, want only the cluster that ran before", got)
 	}
 	if s := serverOf(t, f, "direct"); s != lima0 {
 		t.Errorf("the direct cluster's kubeconfig names %s, want %s", s, lima0)
 	}
 	// Applied: the next up has nothing to restart.
-	f.calls = nil
-	if err := Up(context.Background(), f.e, UpOptions{Yes: true}); err != nil {
+	f.Calls = nil
+	if err := Up(context.Background(), f.Env, UpOptions{Yes: true}); err != nil {
 		t.Fatal(err)
 	}
-	if got := f.called("vm.stop"); len(got) != 0 {
+	if got := f.Called("vm.stop"); len(got) != 0 {
 		t.Errorf("a second up restarted again: %v", got)
 	}
 }
@@ -166,27 +167,27 @@ func TestUpOffersARestartForPortMirroring(t *testing.T) {
 // loopback: up names it and how to recreate it, and restarts nothing,
 // even with --yes; its kubeconfig keeps working.
 func TestUpNeverStrandsALoopbackCluster(t *testing.T) {
-	f := newFixture(t)
-	f.config(func(c *config.Config) { c.Network.DisablePortMirroring = true })
-	lima := f.madeWith(false)
-	f.cluster("lo", 2, "https://127.0.0.1:7002")
-	f.loopback("lo")
+	f := sessiontest.New(t)
+	f.Config(func(c *config.Config) { c.Network.DisablePortMirroring = true })
+	lima := madeWith(f, false)
+	f.Cluster("lo", 2, "https://127.0.0.1:7002")
+	loopback(f, "lo")
 	for _, o := range []UpOptions{{DryRun: true}, {Yes: true}} {
-		f.err.Reset()
-		f.out.Reset()
-		if err := Up(context.Background(), f.e, o); err != nil {
-			t.Fatalf("%+v: %v\n%s", o, err, f.err.String())
+		f.Stderr.Reset()
+		f.Stdout.Reset()
+		if err := Up(context.Background(), f.Env, o); err != nil {
+			t.Fatalf("%+v: %v\n%s", o, err, f.Stderr.String())
 		}
 		for _, want := range []string{"1 cluster (lo) would then be unreachable", "marina cluster delete lo", "marina cluster create NAME"} {
-			if !strings.Contains(f.err.String(), want) {
-				t.Errorf("%+v: the warning lacks %q:\n%s", o, want, f.err.String())
+			if !strings.Contains(f.Stderr.String(), want) {
+				t.Errorf("%+v: the warning lacks %q:\n%s", o, want, f.Stderr.String())
 			}
 		}
-		if strings.Contains(f.out.String(), "restart VM") {
-			t.Errorf("%+v: the plan restarts:\n%s", o, f.out.String())
+		if strings.Contains(f.Stdout.String(), "restart VM") {
+			t.Errorf("%+v: the plan restarts:\n%s", o, f.Stdout.String())
 		}
 	}
-	if got := f.called("vm.stop"); len(got) != 0 || !f.mirroring(lima) {
+	if got := f.Called("vm.stop"); len(got) != 0 || !mirroring(f, lima) {
 		t.Errorf("the VM was restarted: %v", got)
 	}
 	if s := serverOf(t, f, "lo"); s != "https://127.0.0.1:7002" {
@@ -198,16 +199,16 @@ func TestUpNeverStrandsALoopbackCluster(t *testing.T) {
 // still mirrors, up re-exported loopback clusters' kubeconfigs to lima0,
 // where nothing listens. Each cluster keeps its own mode's address.
 func TestUpKeepsALoopbackClustersAddress(t *testing.T) {
-	f := newFixture(t)
-	f.config(func(c *config.Config) { c.Network.DisablePortMirroring = true })
-	f.madeWith(false)
-	f.cluster("lo", 2, "https://127.0.0.1:7002")
-	f.loopback("lo")
-	f.scripts["export kubeconfigs"] = vm.Result{Stdout: []byte(f.export("lo"))}
-	if err := Up(context.Background(), f.e, UpOptions{}); err != nil {
-		t.Fatalf("%v\n%s", err, f.err.String())
+	f := sessiontest.New(t)
+	f.Config(func(c *config.Config) { c.Network.DisablePortMirroring = true })
+	madeWith(f, false)
+	f.Cluster("lo", 2, "https://127.0.0.1:7002")
+	loopback(f, "lo")
+	f.Scripts["export kubeconfigs"] = vm.Result{Stdout: []byte(f.Export("lo"))}
+	if err := Up(context.Background(), f.Env, UpOptions{}); err != nil {
+		t.Fatalf("%v\n%s", err, f.Stderr.String())
 	}
-	if got := f.called("guest.run export kubeconfigs"); len(got) != 0 {
+	if got := f.Called("guest.run export kubeconfigs"); len(got) != 0 {
 		t.Errorf("up re-exported: %v", got)
 	}
 	if s := serverOf(t, f, "lo"); s != "https://127.0.0.1:7002" {
@@ -219,17 +220,17 @@ func TestUpKeepsALoopbackClustersAddress(t *testing.T) {
 // whatever the config says now.
 func TestMergeUsesEachClustersMode(t *testing.T) {
 	for _, disable := range []bool{true, false} {
-		f := newFixture(t)
-		f.config(func(c *config.Config) { c.Network.DisablePortMirroring = disable })
-		f.cluster("direct", 1, "")
-		f.cluster("lo", 2, "")
-		f.loopback("lo")
-		f.scripts["export kubeconfigs"] = vm.Result{Stdout: []byte(f.export("direct") + f.export("lo"))}
-		if err := MergeKubeconfigs(context.Background(), f.e, nil, false); err != nil {
-			t.Fatalf("%v\n%s", err, f.err.String())
+		f := sessiontest.New(t)
+		f.Config(func(c *config.Config) { c.Network.DisablePortMirroring = disable })
+		f.Cluster("direct", 1, "")
+		f.Cluster("lo", 2, "")
+		loopback(f, "lo")
+		f.Scripts["export kubeconfigs"] = vm.Result{Stdout: []byte(f.Export("direct") + f.Export("lo"))}
+		if err := MergeKubeconfigs(context.Background(), f.Env, nil, false); err != nil {
+			t.Fatalf("%v\n%s", err, f.Stderr.String())
 		}
 		want := map[string]string{
-			"direct": "https://" + f.lima0.Addr().String() + ":" + strconv.Itoa(slot.APIPort(1)),
+			"direct": "https://" + f.Lima0.Addr().String() + ":" + strconv.Itoa(slot.APIPort(1)),
 			"lo":     "https://127.0.0.1:" + strconv.Itoa(slot.APIPort(2)),
 		}
 		for n, w := range want {
@@ -243,14 +244,14 @@ func TestMergeUsesEachClustersMode(t *testing.T) {
 // A loopback-mode cluster on a VM that does not mirror ports would have a
 // kubeconfig where nothing answers: refused before kind runs.
 func TestCreateRefusesLoopbackModeOnAVMThatDoesNotMirror(t *testing.T) {
-	f := newFixture(t)
-	f.config(func(c *config.Config) { c.Network.DisablePortMirroring = false })
-	f.madeWith(true)
-	err := CreateCluster(context.Background(), f.e, CreateOptions{Name: "x"})
+	f := sessiontest.New(t)
+	f.Config(func(c *config.Config) { c.Network.DisablePortMirroring = false })
+	madeWith(f, true)
+	err := CreateCluster(context.Background(), f.Env, CreateOptions{Name: "x"})
 	if err == nil || !strings.Contains(err.Error(), "Run `marina up`") {
 		t.Fatalf("err = %v", err)
 	}
-	if got := f.called("guest.run"); len(got) != 0 {
+	if got := f.Called("guest.run"); len(got) != 0 {
 		t.Errorf("it ran in the guest: %v", got)
 	}
 }
@@ -258,12 +259,12 @@ func TestCreateRefusesLoopbackModeOnAVMThatDoesNotMirror(t *testing.T) {
 // A restart that fails after the stop says what is left: the VM, and the
 // clusters' nodes with the command that starts them.
 func TestFailedRestartNamesWhatItLeft(t *testing.T) {
-	f := newFixture(t)
-	f.config(func(c *config.Config) { c.Network.DisablePortMirroring = false })
-	f.madeWith(true)
-	f.cluster("direct", 1, "https://"+f.lima0.Addr().String()+":7001")
-	f.fail["vm.start"] = errors.New("start VM marina: boot timed out")
-	err := Up(context.Background(), f.e, UpOptions{Yes: true})
+	f := sessiontest.New(t)
+	f.Config(func(c *config.Config) { c.Network.DisablePortMirroring = false })
+	madeWith(f, true)
+	f.Cluster("direct", 1, "https://"+f.Lima0.Addr().String()+":7001")
+	f.Fail["vm.start"] = errors.New("start VM marina: boot timed out")
+	err := Up(context.Background(), f.Env, UpOptions{Yes: true})
 	if err == nil || !strings.Contains(err.Error(), "`marina up` starts it, then `marina shell -- docker start direct-control-plane` starts the clusters' nodes") {
 		t.Fatalf("err = %v", err)
 	}
@@ -272,32 +273,32 @@ func TestFailedRestartNamesWhatItLeft(t *testing.T) {
 // A VM that does not stop is not edited: limactl would change its file
 // and leave the running VM as it was.
 func TestRestartNeedsTheVMStopped(t *testing.T) {
-	f := newFixture(t)
-	f.config(func(c *config.Config) { c.Network.DisablePortMirroring = false })
-	lima := f.madeWith(true)
-	f.before = func(call string) {
-		if call == "vm.get marina" && len(f.called("vm.stop")) > 0 {
-			f.mu.Lock()
-			f.instance.Status = vm.StatusRunning
-			f.mu.Unlock()
+	f := sessiontest.New(t)
+	f.Config(func(c *config.Config) { c.Network.DisablePortMirroring = false })
+	lima := madeWith(f, true)
+	f.Before = func(call string) {
+		if call == "vm.get marina" && len(f.Called("vm.stop")) > 0 {
+			f.Mu.Lock()
+			f.Instance.Status = vm.StatusRunning
+			f.Mu.Unlock()
 		}
 	}
-	err := Up(context.Background(), f.e, UpOptions{Yes: true})
-	if err == nil || !strings.Contains(err.Error(), "did not stop") || len(f.called("vm.set")) != 0 || f.mirroring(lima) {
-		t.Fatalf("err = %v\n%s", err, f.log())
+	err := Up(context.Background(), f.Env, UpOptions{Yes: true})
+	if err == nil || !strings.Contains(err.Error(), "did not stop") || len(f.Called("vm.set")) != 0 || mirroring(f, lima) {
+		t.Fatalf("err = %v\n%s", err, f.Log())
 	}
 }
 
 // A cluster with a stopped worker still answers on its control plane: a
 // lima0 move re-exports its kubeconfig.
 func TestUpFollowsAClusterWithAStoppedWorker(t *testing.T) {
-	f := newFixture(t)
-	f.cluster("dev", 1, "https://192.168.64.3:7001")
-	f.nodes = append(f.nodes, docker.Node{Container: docker.Container{ID: "dev-w", Name: "dev-worker", State: "exited"}, Cluster: "dev", Role: "worker"})
-	f.lima0 = mustPrefix("192.168.64.7/24")
-	f.scripts["export kubeconfigs"] = vm.Result{Stdout: []byte(f.export("dev"))}
-	if err := Up(context.Background(), f.e, UpOptions{}); err != nil {
-		t.Fatalf("%v\n%s", err, f.err.String())
+	f := sessiontest.New(t)
+	f.Cluster("dev", 1, "https://192.168.64.3:7001")
+	f.NodeContainers = append(f.NodeContainers, docker.Node{Container: docker.Container{ID: "dev-w", Name: "dev-worker", State: "exited"}, Cluster: "dev", Role: "worker"})
+	f.Lima0 = mustPrefix("192.168.64.7/24")
+	f.Scripts["export kubeconfigs"] = vm.Result{Stdout: []byte(f.Export("dev"))}
+	if err := Up(context.Background(), f.Env, UpOptions{}); err != nil {
+		t.Fatalf("%v\n%s", err, f.Stderr.String())
 	}
 	if s := serverOf(t, f, "dev"); s != "https://192.168.64.7:7001" {
 		t.Errorf("dev's kubeconfig names %s", s)

@@ -26,6 +26,7 @@ import (
 	"github.com/bcollard/marina/internal/golden"
 	"github.com/bcollard/marina/internal/registry"
 	"github.com/bcollard/marina/internal/session"
+	"github.com/bcollard/marina/internal/session/sessiontest"
 	"github.com/bcollard/marina/internal/ui"
 	"github.com/bcollard/marina/internal/vm"
 )
@@ -34,20 +35,20 @@ import (
 // view: dev runs in fleet demo with labels, east is stopped and has no
 // kubeconfig, the local DNS holds two names, and a mirror container the
 // config no longer has is left over.
-func viewsFixture(t *testing.T) *fixture {
+func viewsFixture(t *testing.T) *sessiontest.World {
 	f := doctorFixture(t)
-	f.labels = map[string]map[string]string{"dev": {
+	f.Labels = map[string]map[string]string{"dev": {
 		"managed-by": "marina", cluster.RegionLabel: "europe-west1", cluster.ZoneLabel: "europe-west1-b",
 		cluster.FleetLabel: "demo", "team": "net",
 	}}
-	f.nodes = append(f.nodes, docker.Node{
+	f.NodeContainers = append(f.NodeContainers, docker.Node{
 		Container: docker.Container{ID: "east-cp", Name: "east-control-plane", State: "exited"},
 		Cluster:   "east", Role: "control-plane", APIPorts: []int{7002},
 	})
-	f.instance.VMType, f.instance.Arch = "vz", "aarch64"
-	f.instance.Dir = filepath.Join(f.env["HOME"], ".marina", "lima", "marina")
+	f.Instance.VMType, f.Instance.Arch = "vz", "aarch64"
+	f.Instance.Dir = filepath.Join(f.Vars["HOME"], ".marina", "lima", "marina")
 	// One mirror has pulled something through.
-	cache, err := f.e.Paths.MirrorCache("registry-dockerio")
+	cache, err := f.Env.Paths.MirrorCache("registry-dockerio")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,11 +58,11 @@ func viewsFixture(t *testing.T) *fixture {
 	if err := os.WriteFile(filepath.Join(cache, "blob"), make([]byte, 3<<20), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	f.mirrors = append(f.mirrors, docker.Container{ID: "old-id", Name: "registry-old", State: "exited", Labels: map[string]string{registry.LabelMirror: "registry-old"}})
+	f.Mirrors = append(f.Mirrors, docker.Container{ID: "old-id", Name: "registry-old", State: "exited", Labels: map[string]string{registry.LabelMirror: "registry-old"}})
 	kv := func(k, v string) string {
 		return fmt.Sprintf(`{"key":%q,"value":%q}`, base64.StdEncoding.EncodeToString([]byte(k)), base64.StdEncoding.EncodeToString([]byte(v)))
 	}
-	f.scripts["read the local DNS records"] = vm.Result{Stdout: []byte(`{"kvs":[` + strings.Join([]string{
+	f.Scripts["read the local DNS records"] = vm.Result{Stdout: []byte(`{"kvs":[` + strings.Join([]string{
 		kv("/skydns/internal/demo/dev/shop/web/1a2b3c4d", `{"host":"172.30.1.1","targetstrip":1}`),
 		kv("/skydns/internal/demo/dev/shop/a-web/5e6f7a8b", `{"text":"\"heritage=external-dns,external-dns/owner=dev\"","targetstrip":1}`),
 		kv("/skydns/internal/demo/dev/default/api/0a0b0c0d", `{"host":"172.30.1.2","targetstrip":1}`),
@@ -91,14 +92,14 @@ func (w view) render(t *testing.T, format string) []byte {
 }
 
 // views are every view with data in it, from one viewsFixture.
-func views(t *testing.T) (*fixture, []view) {
+func views(t *testing.T) (*sessiontest.World, []view) {
 	t.Helper()
 	f := viewsFixture(t)
 	ctx := context.Background()
 	must := func(v any, err error) any {
 		t.Helper()
 		if err != nil {
-			t.Fatalf("%v\n%s", err, f.err.String())
+			t.Fatalf("%v\n%s", err, f.Stderr.String())
 		}
 		return v
 	}
@@ -107,22 +108,22 @@ func views(t *testing.T) (*fixture, []view) {
 		t.Fatal(err)
 	}
 	// east, stopped, fails its check; registry-old warns.
-	doctor := f.doctorRun(DoctorOptions{})
+	doctor := doctorRun(f, DoctorOptions{})
 	return f, []view{
-		{name: "status", v: must(GetStatus(ctx, f.e))},
-		{name: "cluster-list", v: must(ListClusters(ctx, f.e, ""))},
-		{name: "registry-list", v: must(ListMirrors(ctx, f.e))},
-		{name: "dns-list", v: must(ListDNS(ctx, f.e, ""))},
-		{name: "fleet-list", v: must(ListFleets(ctx, f.e))},
-		{name: "fleet-describe", v: must(DescribeFleet(ctx, f.e, "demo"))},
+		{name: "status", v: must(GetStatus(ctx, f.Env))},
+		{name: "cluster-list", v: must(ListClusters(ctx, f.Env, ""))},
+		{name: "registry-list", v: must(ListMirrors(ctx, f.Env))},
+		{name: "dns-list", v: must(ListDNS(ctx, f.Env, ""))},
+		{name: "fleet-list", v: must(ListFleets(ctx, f.Env))},
+		{name: "fleet-describe", v: must(DescribeFleet(ctx, f.Env, "demo"))},
 		{name: "doctor", v: doctor},
 		{name: "version", v: fixedVersion()},
 		{name: "fleet-apply", v: FleetReport{}, rendered: func(format string) []byte {
-			f.out.Reset()
-			if err := ApplyFleet(ctx, f.e, FleetOptions{File: fleet, DryRun: true, Output: format}); err != nil {
-				t.Fatalf("fleet apply -o %s: %v\n%s", format, err, f.err.String())
+			f.Stdout.Reset()
+			if err := ApplyFleet(ctx, f.Env, FleetOptions{File: fleet, DryRun: true, Output: format}); err != nil {
+				t.Fatalf("fleet apply -o %s: %v\n%s", format, err, f.Stderr.String())
 			}
-			return bytes.Clone(f.out.Bytes())
+			return bytes.Clone(f.Stdout.Bytes())
 		}},
 	}
 }
@@ -143,22 +144,22 @@ func sparseViews(t *testing.T) []view {
 	t.Helper()
 	var out []view
 	for _, state := range []string{"", vm.StatusStopped} {
-		f := newFixture(t)
-		f.config(nil)
+		f := sessiontest.New(t)
+		f.Config(nil)
 		if state == "" {
-			f.instance = nil
+			f.Instance = nil
 		} else {
-			f.instance.Status = state
+			f.Instance.Status = state
 		}
-		st, err := GetStatus(context.Background(), f.e)
+		st, err := GetStatus(context.Background(), f.Env)
 		if err != nil {
 			t.Fatal(err)
 		}
-		mirrors, err := ListMirrors(context.Background(), f.e)
+		mirrors, err := ListMirrors(context.Background(), f.Env)
 		if err != nil {
 			t.Fatal(err)
 		}
-		out = append(out, view{name: "status " + state, v: st}, view{name: "registry list " + state, v: mirrors}, view{name: "doctor " + state, v: f.doctorRun(DoctorOptions{})})
+		out = append(out, view{name: "status " + state, v: st}, view{name: "registry list " + state, v: mirrors}, view{name: "doctor " + state, v: doctorRun(f, DoctorOptions{})})
 	}
 	return out
 }
@@ -285,11 +286,11 @@ func TestViewsFieldNamesAreCamelCase(t *testing.T) {
 // The fixture's temporary paths read as a Mac's.
 func TestGoldenViews(t *testing.T) {
 	f, full := views(t)
-	home := f.env["HOME"]
+	home := f.Vars["HOME"]
 	names := []string{}
 	for _, w := range full {
 		b := w.render(t, "json")
-		b = bytes.ReplaceAll(b, []byte(f.resolverDir), []byte("/etc/resolver"))
+		b = bytes.ReplaceAll(b, []byte(f.ResolverDir), []byte("/etc/resolver"))
 		b = bytes.ReplaceAll(b, []byte(home), []byte("/Users/dev"))
 		golden.Check(t, filepath.Join("views", w.name+".json"), b)
 		names = append(names, w.name+".json")
@@ -309,25 +310,25 @@ func TestGoldenViews(t *testing.T) {
 func TestSelectors(t *testing.T) {
 	f := viewsFixture(t)
 	ctx := context.Background()
-	if recs, err := ListDNS(ctx, f.e, "cluster=nosuch"); err != nil || len(recs) != 0 {
+	if recs, err := ListDNS(ctx, f.Env, "cluster=nosuch"); err != nil || len(recs) != 0 {
 		t.Errorf("dns list -l cluster=nosuch = %v, %v", recs, err)
 	}
-	if recs, err := ListDNS(ctx, f.e, "owner=dev"); err != nil || len(recs) != 1 || recs[0].Name != "web.shop.dev.demo.internal" {
+	if recs, err := ListDNS(ctx, f.Env, "owner=dev"); err != nil || len(recs) != 1 || recs[0].Name != "web.shop.dev.demo.internal" {
 		t.Errorf("dns list -l owner=dev = %v, %v", recs, err)
 	}
-	if rows, err := ListClusters(ctx, f.e, "team=nosuch"); err != nil || len(rows) != 0 {
+	if rows, err := ListClusters(ctx, f.Env, "team=nosuch"); err != nil || len(rows) != 0 {
 		t.Errorf("cluster list -l team=nosuch = %v, %v", rows, err)
 	}
 	for _, list := range []func(string) error{
-		func(s string) error { _, err := ListDNS(ctx, f.e, s); return err },
-		func(s string) error { _, err := ListClusters(ctx, f.e, s); return err },
+		func(s string) error { _, err := ListDNS(ctx, f.Env, s); return err },
+		func(s string) error { _, err := ListClusters(ctx, f.Env, s); return err },
 	} {
 		if err := list("tier in (gold"); session.Code(err) != session.ExitUsage {
 			t.Errorf("a broken selector: %v (exit %d)", err, session.Code(err))
 		}
 	}
-	f.fail["kube dev node-labels"] = errBoom
-	if rows, err := ListClusters(ctx, f.e, "team=net"); err == nil || session.Code(err) != session.ExitFailed || !strings.Contains(err.Error(), "cannot read its labels to match -l team=net") {
+	f.Fail["kube dev node-labels"] = errBoom
+	if rows, err := ListClusters(ctx, f.Env, "team=net"); err == nil || session.Code(err) != session.ExitFailed || !strings.Contains(err.Error(), "cannot read its labels to match -l team=net") {
 		t.Errorf("labels unreadable: %v, %v", rows, err)
 	}
 }

@@ -243,3 +243,17 @@ func (s Spec) KindConfig() ([]byte, error) {
 	}
 	return yaml.Marshal(c)
 }
+
+// FormatLabels is l as k=v pairs joined by commas, sorted by key.
+func FormatLabels(l Labels) string {
+	keys := make([]string, 0, len(l))
+	for k := range l {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var parts []string
+	for _, k := range keys {
+		parts = append(parts, k+"="+l[k])
+	}
+	return strings.Join(parts, ",")
+}

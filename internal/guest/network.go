@@ -10,6 +10,7 @@ import (
 	"text/template"
 
 	"github.com/bcollard/marina/internal/dns"
+	"github.com/bcollard/marina/internal/docker"
 )
 
 // Where the routing rules live in the guest. The script is what every path
@@ -38,6 +39,12 @@ type Net struct {
 	// Mac is the Mac's own address on the vzNAT network, as the VM sees
 	// its packets: the only host on lima0 the kind network is open to.
 	Mac netip.Addr
+}
+
+// KindNet is the kind network cidr on marina's bridge (docker.KindBridge),
+// open to the Mac at mac.
+func KindNet(cidr netip.Prefix, mac netip.Addr) Net {
+	return Net{Kind: cidr, Bridge: docker.KindBridge, Mac: mac}
 }
 
 var ifName = regexp.MustCompile(`^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,14}$`)

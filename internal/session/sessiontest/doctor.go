@@ -1,0 +1,154 @@
+package sessiontest
+
+import (
+	"context"
+	"maps"
+	"net/netip"
+
+	"github.com/bcollard/marina/internal/guest"
+	"github.com/bcollard/marina/internal/host"
+	"github.com/bcollard/marina/internal/slot"
+)
+
+// DoctorWorld is what the fakes answer doctor's own questions with; its
+// zero value is a healthy lab on an Apple silicon Mac.
+type DoctorWorld struct {
+	// Health replaces the guest's Health when set (the default: Docker
+	// active, kind's inotify limits, half the disk free, no Rosetta).
+	Health *guest.Health
+	// Net changes the guest's routing state before it is returned.
+	Net func(*guest.NetState)
+	// Upstreams answer the probes (the default: every upstream answers).
+	Upstreams map[string]guest.UpstreamResult
+	// Table is the host's routing Table (nil: the route Lookup answers,
+	// and the default route).
+	Table []host.Route
+	// Dial is what a connection to the kind bridge's gateway gets.
+	Dial error
+	// OS is the host's (default darwin); rosetta: Rosetta 2 installed.
+	OS      string
+	Rosetta bool
+	// KubeErr fails a cluster's /version; noPool leaves a cluster without
+	// marina's pool; pools overrides what it holds.
+	KubeErr map[string]error
+	NoPool  map[string]bool
+	Pools   map[string][]string
+	// Records is what etcd answers root for the local DNS's Records, when
+	// doctor asks (nil: it does not answer).
+	Records []byte
+}
+
+func (g Guest) ObserveWith(_ context.Context, p guest.Probes) (guest.State, error) {
+	if err := g.Call("guest.observe"); err != nil {
+		return guest.State{}, err
+	}
+	st := g.State()
+	g.Mu.Lock()
+	defer g.Mu.Unlock()
+	dw := g.Doctor
+	if dw.Health != nil {
+		st.Health = *dw.Health
+		st.Health.Upstreams = maps.Clone(dw.Health.Upstreams)
+	} else {
+		st.Health = guest.Health{Docker: "active", InotifyWatches: 524288, InotifyInstances: 512,
+			Disk: guest.Disk{Known: true, Mount: "/", Used: 50 << 20, Avail: 50 << 20}}
+	}
+	if st.Health.Upstreams == nil {
+		st.Health.Upstreams = map[string]guest.UpstreamResult{}
+		for _, u := range p.Upstreams {
+			r, ok := dw.Upstreams[u.Mirror]
+			if !ok {
+				r = guest.UpstreamResult{OK: true}
+			}
+			st.Health.Upstreams[u.Mirror] = r
+		}
+	}
+	if dw.Net != nil {
+		dw.Net(&st.Net)
+	}
+	if p.Records != "" && dw.Records != nil {
+		st.Health.Records, st.Health.RecordsRead = dw.Records, true
+	}
+	return st, nil
+}
+
+func (h Host) Overlapping(ctx context.Context, p netip.Prefix) ([]host.Route, error) {
+	if err := h.Call("host.routes " + p.String()); err != nil {
+		return nil, err
+	}
+	h.Mu.Lock()
+	table := h.Doctor.Table
+	h.Mu.Unlock()
+	if table == nil {
+		r, _ := h.Lookup(ctx, p)
+		table = []host.Route{*r}
+	}
+	var out []host.Route
+	for _, r := range table {
+		if r.Dest.Overlaps(p) {
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}
+
+func (h Host) Dial(_ context.Context, addr netip.AddrPort) error {
+	if err := h.Call("host.dial " + addr.String()); err != nil {
+		return err
+	}
+	h.Mu.Lock()
+	defer h.Mu.Unlock()
+	return h.Doctor.Dial
+}
+
+func (h Host) OS() string {
+	h.Mu.Lock()
+	defer h.Mu.Unlock()
+	if h.Doctor.OS == "" {
+		return "darwin"
+	}
+	return h.Doctor.OS
+}
+
+func (h Host) Rosetta() bool {
+	h.Mu.Lock()
+	defer h.Mu.Unlock()
+	return h.Doctor.Rosetta
+}
+
+func (k Kube) ServerVersion(context.Context) (string, error) {
+	if err := k.Call("kube " + k.Name + " version"); err != nil {
+		return "", err
+	}
+	k.Mu.Lock()
+	defer k.Mu.Unlock()
+	if err := k.Doctor.KubeErr[k.Name]; err != nil {
+		return "", err
+	}
+	return "v1.36.1", nil
+}
+
+func (k Kube) Ready(context.Context) error {
+	return k.Call("kube " + k.Name + " ready")
+}
+
+func (k Kube) MetalLBPool(_ context.Context, name string) ([]string, bool, error) {
+	if err := k.Call("kube " + k.Name + " read-pool " + name); err != nil {
+		return nil, false, err
+	}
+	k.Mu.Lock()
+	defer k.Mu.Unlock()
+	if k.Doctor.NoPool[k.Name] {
+		return nil, false, nil
+	}
+	if p, ok := k.Doctor.Pools[k.Name]; ok {
+		return p, true, nil
+	}
+	for _, c := range k.NodeContainers {
+		if c.Cluster == k.Name && len(c.APIPorts) > 0 {
+			r, err := slot.MetalLBRanges(netip.MustParsePrefix("172.30.0.0/16"), c.APIPorts[0]-slot.APIPort(0))
+			return r, true, err
+		}
+	}
+	return nil, true, nil
+}
