@@ -31,6 +31,7 @@ import (
 	"github.com/bcollard/marina/internal/kubeconfig"
 	"github.com/bcollard/marina/internal/migrate"
 	"github.com/bcollard/marina/internal/session"
+	"github.com/bcollard/marina/internal/skill"
 	"github.com/bcollard/marina/internal/slot"
 	"github.com/bcollard/marina/internal/ui"
 	"github.com/bcollard/marina/internal/vm"
@@ -1037,8 +1038,8 @@ func (m *migration) planSkill(content []byte) {
 		return
 	}
 	kept := filepath.Join(k.Kept(), "skill-klimax")
-	m.add("replace klimax's agent skill "+k.Skill()+" with marina's "+SkillPath(e.Paths.Home), "klimax's is kept as "+kept, func(ctx context.Context) error {
-		if _, err := InstallSkill(e.Paths.Home, content, SkillOptions{}); err != nil {
+	m.add("replace klimax's agent skill "+k.Skill()+" with marina's "+skill.Path(e.Paths.Home), "klimax's is kept as "+kept, func(ctx context.Context) error {
+		if _, err := skill.Install(e.Paths.Home, content, skill.Options{}); err != nil {
 			return err
 		}
 		_, err := migrate.Mover{}.Move(k.Skill(), kept)

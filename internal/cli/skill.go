@@ -11,8 +11,8 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/bcollard/marina/internal/app"
 	"github.com/bcollard/marina/internal/config"
+	"github.com/bcollard/marina/internal/skill"
 	"github.com/bcollard/marina/internal/version"
 )
 
@@ -39,7 +39,7 @@ no VM.`,
 		// Needs no config, no VM.
 		PersistentPreRunE: func(*cobra.Command, []string) error { return nil },
 	})
-	var o app.SkillOptions
+	var o skill.Options
 	var toStdout bool
 	install := &cobra.Command{
 		Use:   "install",
@@ -54,20 +54,20 @@ writes this marina's.`,
   marina skill install -f`,
 		Args: cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
-			skill, err := skillFile()
+			text, err := skillFile()
 			if err != nil {
 				return err
 			}
 			if toStdout {
-				_, err := io.WriteString(r.stdout, skill)
+				_, err := io.WriteString(r.stdout, text)
 				return err
 			}
 			home, err := skillHome(r)
 			if err != nil {
 				return err
 			}
-			path := app.SkillPath(home)
-			done, err := app.InstallSkill(home, []byte(skill), o)
+			path := skill.Path(home)
+			done, err := skill.Install(home, []byte(text), o)
 			if err != nil {
 				return err
 			}
@@ -87,7 +87,7 @@ writes this marina's.`,
 			if err != nil {
 				return err
 			}
-			p := app.SkillPath(home)
+			p := skill.Path(home)
 			fmt.Fprintln(r.stdout, p)
 			if _, err := os.Lstat(p); err != nil {
 				fmt.Fprintln(r.stderr, "(not installed yet: marina skill install writes it)")
@@ -113,19 +113,19 @@ func skillHome(r *root) (string, error) {
 	return p.Home, nil
 }
 
-func (r *root) reportSkill(path string, done app.SkillOutcome, dryRun bool) {
+func (r *root) reportSkill(path string, done skill.Outcome, dryRun bool) {
 	switch {
-	case done == app.SkillWritten && dryRun:
+	case done == skill.Written && dryRun:
 		fmt.Fprintf(r.stdout, "Would write the marina skill to %s\n", path)
-	case done == app.SkillWritten:
+	case done == skill.Written:
 		fmt.Fprintf(r.stdout, "Wrote the marina skill to %s\n", path)
-	case done == app.SkillReplaced && dryRun:
+	case done == skill.Replaced && dryRun:
 		fmt.Fprintf(r.stdout, "Would replace %s with this marina's skill\n", path)
-	case done == app.SkillReplaced:
+	case done == skill.Replaced:
 		fmt.Fprintf(r.stdout, "Replaced %s with this marina's skill\n", path)
-	case done == app.SkillUnchanged:
+	case done == skill.Unchanged:
 		fmt.Fprintf(r.stdout, "%s is this marina's skill already: nothing to do\n", path)
-	case done == app.SkillKept:
+	case done == skill.Kept:
 		fmt.Fprintf(r.stdout, "%s is there with other content and was kept: marina skill install -f replaces it (marina skill install --print shows the new one)\n", path)
 	}
 }

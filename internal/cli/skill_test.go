@@ -12,11 +12,10 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/bcollard/marina/internal/skill"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"gopkg.in/yaml.v3"
-
-	"github.com/bcollard/marina/internal/app"
 )
 
 // skillChecker finds every marina command and every flag a text names, and
@@ -425,8 +424,8 @@ func renderedSkill(t *testing.T) string {
 // The words: a test fails if the skill names a command or flag the
 // CLI does not have.
 func TestSkillNamesOnlyRealCommandsAndFlags(t *testing.T) {
-	skill := renderedSkill(t)
-	for _, p := range newSkillChecker(freshRoot()).check(skill) {
+	rendered := renderedSkill(t)
+	for _, p := range newSkillChecker(freshRoot()).check(rendered) {
 		t.Errorf("the skill names what marina does not have: %s", p)
 	}
 
@@ -485,8 +484,8 @@ func TestSkillNamesOnlyRealCommandsAndFlags(t *testing.T) {
 	})
 
 	t.Run("the real skill with a made-up line fails", func(t *testing.T) {
-		bad := strings.Replace(skill, "\n## Troubleshooting\n", "\n## Troubleshooting\n\nIf stuck, marina cluster frobnicate --no-such-flag helps.\n", 1)
-		if bad == skill {
+		bad := strings.Replace(rendered, "\n## Troubleshooting\n", "\n## Troubleshooting\n\nIf stuck, marina cluster frobnicate --no-such-flag helps.\n", 1)
+		if bad == rendered {
 			t.Fatal("no Troubleshooting section to add the line to")
 		}
 		got := newSkillChecker(freshRoot()).check(bad)
@@ -534,8 +533,8 @@ func shownCommands(c *cobra.Command) []*cobra.Command {
 }
 
 func TestSkillReferenceHasEveryCommand(t *testing.T) {
-	skill := renderedSkill(t)
-	_, ref, ok := strings.Cut(skill, "\n## Command reference\n")
+	rendered := renderedSkill(t)
+	_, ref, ok := strings.Cut(rendered, "\n## Command reference\n")
 	if !ok {
 		t.Fatal("no Command reference section")
 	}
@@ -609,11 +608,11 @@ func TestSkillReferenceHasEveryCommand(t *testing.T) {
 }
 
 func TestSkillFrontMatter(t *testing.T) {
-	skill := renderedSkill(t)
-	rest, ok := strings.CutPrefix(skill, "---\n")
+	rendered := renderedSkill(t)
+	rest, ok := strings.CutPrefix(rendered, "---\n")
 	fm, body, ok2 := strings.Cut(rest, "\n---\n")
 	if !ok || !ok2 {
-		t.Fatalf("no front matter:\n%.200s", skill)
+		t.Fatalf("no front matter:\n%.200s", rendered)
 	}
 	var m map[string]string
 	if err := yaml.Unmarshal([]byte(fm), &m); err != nil {
@@ -638,7 +637,7 @@ func TestSkillFrontMatter(t *testing.T) {
 	if strings.Contains(body, "{{") || strings.Contains(body, "<no value>") {
 		t.Error("the template left a placeholder")
 	}
-	if s2, _ := skillFile(); s2 != skill {
+	if s2, _ := skillFile(); s2 != rendered {
 		t.Error("two renderings differ")
 	}
 }
@@ -670,7 +669,7 @@ func skillHomeWithBadConfig(t *testing.T) string {
 }
 
 func TestSkillInstall(t *testing.T) {
-	skill := renderedSkill(t)
+	rendered := renderedSkill(t)
 	for _, umask := range []int{0o077, 0o000} {
 		t.Run(fmt.Sprintf("umask %03o", umask), func(t *testing.T) {
 			home := skillHomeWithBadConfig(t)
@@ -681,7 +680,7 @@ func TestSkillInstall(t *testing.T) {
 				t.Fatalf("skill install: %d %q %q", code, out, errs)
 			}
 			b, err := os.ReadFile(path)
-			if err != nil || string(b) != skill {
+			if err != nil || string(b) != rendered {
 				t.Fatalf("the file is not the skill (%v)", err)
 			}
 			if m := mode(t, path); m != 0o644 {
@@ -704,7 +703,7 @@ func TestSkillInstall(t *testing.T) {
 	t.Run("a file that is there is kept without -f, replaced with -f", func(t *testing.T) {
 		home := skillHomeWithBadConfig(t)
 		withUmask(t, 0o077)
-		path := app.SkillPath(home)
+		path := skill.Path(home)
 		mine := "---\nname: marina\ndescription: my own notes\n---\nkeep me\n"
 		writeFile(t, path, mine)
 		dir := filepath.Dir(path)
@@ -732,7 +731,7 @@ func TestSkillInstall(t *testing.T) {
 		if code != 0 || !strings.Contains(out, "Replaced "+path) {
 			t.Fatalf("install --force: %d %q %q", code, out, errs)
 		}
-		if b, _ := os.ReadFile(path); string(b) != skill {
+		if b, _ := os.ReadFile(path); string(b) != rendered {
 			t.Error("-f did not write the skill")
 		}
 		if m := mode(t, path); m != 0o644 {
@@ -751,7 +750,7 @@ func TestSkillInstall(t *testing.T) {
 	// or without -f: nothing is written through it.
 	t.Run("a link at SKILL.md or at its folder is refused", func(t *testing.T) {
 		home := skillHomeWithBadConfig(t)
-		path := app.SkillPath(home)
+		path := skill.Path(home)
 		target := filepath.Join(home, "dotfiles", "SKILL.md")
 		writeFile(t, target, "dotfiles\n")
 		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
@@ -770,7 +769,7 @@ func TestSkillInstall(t *testing.T) {
 		}
 
 		home = skillHomeWithBadConfig(t)
-		path = app.SkillPath(home)
+		path = skill.Path(home)
 		elsewhere := filepath.Join(home, "Documents")
 		if err := os.MkdirAll(elsewhere, 0o755); err != nil {
 			t.Fatal(err)
@@ -791,7 +790,7 @@ func TestSkillInstall(t *testing.T) {
 
 	t.Run("a folder there is an error", func(t *testing.T) {
 		home := skillHomeWithBadConfig(t)
-		path := app.SkillPath(home)
+		path := skill.Path(home)
 		if err := os.MkdirAll(path, 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -804,11 +803,11 @@ func TestSkillInstall(t *testing.T) {
 		home := skillHomeWithBadConfig(t)
 		before := homeFiles(t, home)
 		out, errs, code := runCLI(t, "skill", "install", "--print")
-		if code != 0 || out != skill || errs != "" {
-			t.Errorf("--print: exit %d, stderr %q, stdout is the skill: %v", code, errs, out == skill)
+		if code != 0 || out != rendered || errs != "" {
+			t.Errorf("--print: exit %d, stderr %q, stdout is the skill: %v", code, errs, out == rendered)
 		}
 		out, _, code = runCLI(t, "skill", "install", "--dry-run")
-		if code != 0 || !strings.Contains(out, "Would write the marina skill to "+app.SkillPath(home)) {
+		if code != 0 || !strings.Contains(out, "Would write the marina skill to "+skill.Path(home)) {
 			t.Errorf("--dry-run: %d %q", code, out)
 		}
 		if after := homeFiles(t, home); !sameTree(before, after) {

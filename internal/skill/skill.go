@@ -1,4 +1,6 @@
-package app
+// Package skill installs marina's agent skill where Claude Code finds it,
+// never writing through a link.
+package skill
 
 import (
 	"bytes"
@@ -11,37 +13,37 @@ import (
 	"github.com/bcollard/marina/internal/fileutil"
 )
 
-// SkillPath is where Claude Code finds the marina skill of the user whose
+// Path is where Claude Code finds the marina skill of the user whose
 // home folder is home.
-func SkillPath(home string) string {
+func Path(home string) string {
 	return filepath.Join(home, ".claude", "skills", "marina", "SKILL.md")
 }
 
-// SkillOptions are marina skill install's flags.
-type SkillOptions struct {
+// Options are marina skill install's flags.
+type Options struct {
 	Force  bool // replace a file that is there
 	DryRun bool // say what would happen, write nothing
 }
 
-// SkillOutcome is what InstallSkill did, or would do with DryRun.
-type SkillOutcome int
+// Outcome is what Install did, or would do with DryRun.
+type Outcome int
 
 const (
-	// SkillWritten: there was no file; it was written.
-	SkillWritten SkillOutcome = iota
-	// SkillReplaced: a file was there and Force replaced it.
-	SkillReplaced
-	// SkillUnchanged: the file there is this content already.
-	SkillUnchanged
-	// SkillKept: a file with other content is there and was kept (no Force).
-	SkillKept
+	// Written: there was no file; it was written.
+	Written Outcome = iota
+	// Replaced: a file was there and Force replaced it.
+	Replaced
+	// Unchanged: the file there is this content already.
+	Unchanged
+	// Kept: a file with other content is there and was kept (no Force).
+	Kept
 )
 
-// skillMax bounds what InstallSkill reads of a file that is there, to
+// maxRead bounds what Install reads of a file that is there, to
 // compare it: a skill is tens of kilobytes.
-const skillMax = 4 << 20
+const maxRead = 4 << 20
 
-// InstallSkill writes content to SkillPath(home): the file 0644, and each
+// Install writes content to Path(home): the file 0644, and each
 // folder it creates 0755 (~/.claude itself, when missing, 0700: it holds
 // Claude Code's own credentials and history), whatever the umask. A file
 // that is there is kept byte for byte unless o.Force; with it, the file is
@@ -49,11 +51,11 @@ const skillMax = 4 << 20
 // folder and a regular file: a link at either (or a FIFO, a device) is
 // refused, naming it, so nothing is written through it (S12). Nothing is
 // read or written outside ~/.claude/skills/marina.
-func InstallSkill(home string, content []byte, o SkillOptions) (SkillOutcome, error) {
+func Install(home string, content []byte, o Options) (Outcome, error) {
 	if home == "" {
 		return 0, errors.New("cannot find your home folder: set HOME")
 	}
-	path := SkillPath(home)
+	path := Path(home)
 	if st, err := os.Lstat(filepath.Dir(path)); err == nil && !st.IsDir() {
 		return 0, fmt.Errorf("%s is %s, not a folder: marina writes its skill into a folder of its own only, and changed nothing; remove it (rm %s) and run it again", filepath.Dir(path), kindOf(st.Mode()), filepath.Dir(path))
 	}
@@ -64,15 +66,15 @@ func InstallSkill(home string, content []byte, o SkillOptions) (SkillOutcome, er
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		if o.DryRun {
-			return SkillWritten, nil
+			return Written, nil
 		}
-		if err := skillDirs(home); err != nil {
+		if err := makeDirs(home); err != nil {
 			return 0, err
 		}
 		if err := fileutil.WriteAtomic(path, content, 0o644); err != nil {
 			return 0, err
 		}
-		return SkillWritten, nil
+		return Written, nil
 	case err != nil:
 		return 0, err
 	case st.IsDir():
@@ -80,17 +82,17 @@ func InstallSkill(home string, content []byte, o SkillOptions) (SkillOutcome, er
 	}
 	if !o.Force {
 		if sameFile(path, content) {
-			return SkillUnchanged, nil
+			return Unchanged, nil
 		}
-		return SkillKept, nil
+		return Kept, nil
 	}
 	if o.DryRun {
-		return SkillReplaced, nil
+		return Replaced, nil
 	}
 	if err := fileutil.WriteAtomic(path, content, 0o644); err != nil {
 		return 0, err
 	}
-	return SkillReplaced, nil
+	return Replaced, nil
 }
 
 // sameFile reports whether path is a regular file (through a symlink too)
@@ -100,14 +102,14 @@ func sameFile(path string, content []byte) bool {
 	if err != nil || !st.Mode().IsRegular() || st.Size() != int64(len(content)) {
 		return false
 	}
-	b, err := fileutil.ReadRegular(path, skillMax)
+	b, err := fileutil.ReadRegular(path, maxRead)
 	return err == nil && bytes.Equal(b, content)
 }
 
-// skillDirs creates the folders of SkillPath(home) that are missing, with
+// makeDirs creates the folders of Path(home) that are missing, with
 // their modes set explicitly so that the umask does not narrow them;
 // folders that exist are left as they are.
-func skillDirs(home string) error {
+func makeDirs(home string) error {
 	claude := filepath.Join(home, ".claude")
 	skills := filepath.Join(claude, "skills")
 	for _, d := range []struct {
