@@ -28,6 +28,7 @@ import (
 	"github.com/bcollard/marina/internal/session"
 	"github.com/bcollard/marina/internal/session/sessiontest"
 	"github.com/bcollard/marina/internal/ui"
+	"github.com/bcollard/marina/internal/version"
 	"github.com/bcollard/marina/internal/vm"
 )
 
@@ -131,10 +132,10 @@ func views(t *testing.T) (*sessiontest.World, []view) {
 // fixedVersion is version's view with what differs between machines and
 // builds (marina's own version, Go's, the platform, the limactl found)
 // set to fixed values: its pins are what the code says.
-func fixedVersion() VersionInfo {
-	v := GetVersion(context.Background(), func(string) string { return "/nonexistent/limactl" })
+func fixedVersion() version.Report {
+	v := version.GetReport(context.Background(), func(string) string { return "/nonexistent/limactl" })
 	v.Version, v.Commit, v.Modified, v.GoVersion, v.Platform = "v0.4.0", "0123456789abcdef0123456789abcdef01234567", true, "go1.26.8", "darwin/arm64"
-	v.Limactl = LimactlVersion{Path: "/opt/homebrew/bin/limactl", Version: "2.0.3"}
+	v.Limactl = version.Limactl{Path: "/opt/homebrew/bin/limactl", Version: "2.0.3"}
 	return v
 }
 

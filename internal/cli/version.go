@@ -10,8 +10,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/bcollard/marina/internal/app"
 	"github.com/bcollard/marina/internal/session"
+	"github.com/bcollard/marina/internal/version"
 )
 
 func versionCmd(r *root) *cobra.Command {
@@ -28,13 +28,13 @@ else the PATH). It reads no config and does not reach the VM.`,
 		Args: cobra.NoArgs,
 		// Needs no config, no VM.
 		PersistentPreRunE: func(*cobra.Command, []string) error { return nil },
-	}, func(ctx context.Context, _ *session.Env) (app.VersionInfo, error) {
-		return app.GetVersion(ctx, os.Getenv), nil
+	}, func(ctx context.Context, _ *session.Env) (version.Report, error) {
+		return version.GetReport(ctx, os.Getenv), nil
 	}, printVersion)
 }
 
 // printVersion writes the text form of marina version.
-func printVersion(w io.Writer, v app.VersionInfo) {
+func printVersion(w io.Writer, v version.Report) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	row := func(k, format string, args ...any) { fmt.Fprintf(tw, "%s\t"+format+"\n", append([]any{k}, args...)...) }
 	row("marina", "%s", v.Version)

@@ -12,9 +12,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/bcollard/marina/internal/app"
 	"github.com/bcollard/marina/internal/golden"
 	"github.com/bcollard/marina/internal/ui"
+	"github.com/bcollard/marina/internal/version"
 )
 
 // appViews holds the json of every -o view, rendered by internal/app's
@@ -134,13 +134,13 @@ func TestTextViewsPrintNoControlCharacter(t *testing.T) {
 		t.Run(name, func(t *testing.T) { check(t, out(t)) })
 	}
 	// JSON keeps the value exactly (escaped by the encoder).
-	var v app.VersionInfo
+	var v version.Report
 	fill(reflect.ValueOf(&v).Elem(), hostile)
 	var b bytes.Buffer
 	if err := ui.Render(&b, "json", v); err != nil {
 		t.Fatal(err)
 	}
-	var back app.VersionInfo
+	var back version.Report
 	if err := json.Unmarshal(b.Bytes(), &back); err != nil || back.Version != hostile {
 		t.Errorf("json lost the exact value: %q, %v", back.Version, err)
 	}

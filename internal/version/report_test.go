@@ -1,4 +1,4 @@
-package app
+package version
 
 import (
 	"context"
@@ -20,7 +20,7 @@ func TestVersionDoesNotWaitForAHungLimactl(t *testing.T) {
 	limactlWait = 100 * time.Millisecond
 	t.Cleanup(func() { limactlWait = wait })
 	env := map[string]string{"HOME": t.TempDir(), "LIMACTL": bin}
-	v := GetVersion(context.Background(), func(k string) string { return env[k] })
+	v := GetReport(context.Background(), func(k string) string { return env[k] })
 	if l := v.Limactl; l.Path != bin || l.Version != "" || !strings.Contains(l.Note, "`"+bin+" --version` did not answer within 100ms") {
 		t.Errorf("a hung limactl: %+v", l)
 	}

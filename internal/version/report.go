@@ -1,4 +1,4 @@
-package app
+package version
 
 import (
 	"context"
@@ -10,26 +10,25 @@ import (
 	"github.com/bcollard/marina/internal/config"
 	"github.com/bcollard/marina/internal/dns"
 	"github.com/bcollard/marina/internal/run"
-	"github.com/bcollard/marina/internal/version"
 	"github.com/bcollard/marina/internal/vm"
 )
 
-// VersionInfo is what `marina version` reports: this marina, the versions
+// Report is what `marina version` reports: this marina, the versions
 // it pins for what it runs (built in; a config can pin other node images),
 // and the limactl it finds.
-type VersionInfo struct {
-	Version   string         `json:"version"`
-	Commit    string         `json:"commit,omitempty"`
-	Modified  bool           `json:"modified,omitempty"`
-	GoVersion string         `json:"goVersion"`
-	Platform  string         `json:"platform"`
-	Pins      VersionPins    `json:"pins"`
-	Limactl   LimactlVersion `json:"limactl"`
+type Report struct {
+	Version   string  `json:"version"`
+	Commit    string  `json:"commit,omitempty"`
+	Modified  bool    `json:"modified,omitempty"`
+	GoVersion string  `json:"goVersion"`
+	Platform  string  `json:"platform"`
+	Pins      Pins    `json:"pins"`
+	Limactl   Limactl `json:"limactl"`
 }
 
-// VersionPins are the versions marina runs, each read from where marina
+// Pins are the versions marina runs, each read from where marina
 // uses it.
-type VersionPins struct {
+type Pins struct {
 	Kind string `json:"kind"` // the kind CLI in the VM
 	// NodeVersion is the default Kubernetes version; NodeVersions every
 	// one with a digest-pinned node image, newest first.
@@ -47,9 +46,9 @@ type VersionPins struct {
 	LimaMinimum           string   `json:"limaMinimum"` // the oldest Lima marina works with
 }
 
-// LimactlVersion is the limactl marina would run: its path and version,
+// Limactl is the limactl marina would run: its path and version,
 // or a note saying why there is none.
-type LimactlVersion struct {
+type Limactl struct {
 	Path    string `json:"path,omitempty"`
 	Version string `json:"version,omitempty"`
 	Note    string `json:"note,omitempty"`
@@ -59,15 +58,15 @@ type LimactlVersion struct {
 // even when limactl hangs.
 var limactlWait = 2 * time.Second
 
-// GetVersion reports this marina's version and pins, and asks the limactl
+// GetReport reports this marina's version and pins, and asks the limactl
 // found as marina finds it ($LIMACTL, else the PATH) for its version. It
 // reads no config and never reaches the VM.
-func GetVersion(ctx context.Context, getenv func(string) string) VersionInfo {
-	b := version.Get()
+func GetReport(ctx context.Context, getenv func(string) string) Report {
+	b := Get()
 	ms := addons.MetricsServerVersions()
-	info := VersionInfo{
+	info := Report{
 		Version: b.Version, Commit: b.Commit, Modified: b.Modified, GoVersion: b.Go, Platform: b.Platform,
-		Pins: VersionPins{
+		Pins: Pins{
 			Kind:                  vm.KindVersion,
 			NodeVersion:           config.DefaultNodeVersion,
 			NodeVersions:          config.Kind{}.NodeVersions(),
@@ -84,12 +83,12 @@ func GetVersion(ctx context.Context, getenv func(string) string) VersionInfo {
 	return info
 }
 
-func findLimactl(ctx context.Context, getenv func(string) string) LimactlVersion {
+func findLimactl(ctx context.Context, getenv func(string) string) Limactl {
 	bin, err := vm.FindLimactl(getenv)
 	if err != nil {
-		return LimactlVersion{Note: err.Error()}
+		return Limactl{Note: err.Error()}
 	}
-	found := LimactlVersion{Path: bin}
+	found := Limactl{Path: bin}
 	limaHome := ""
 	if p, err := config.ResolvePaths(getenv, ""); err == nil {
 		limaHome = p.LimaHome()
