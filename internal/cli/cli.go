@@ -470,7 +470,7 @@ line.`,
 			Use:   "path",
 			Short: "Print the config file's path",
 			Args:  cobra.NoArgs,
-			RunE:  func(*cobra.Command, []string) error { return app.ConfigPath(r.env.Load()) },
+			RunE:  func(*cobra.Command, []string) error { return configPath(r.env.Load()) },
 			Long: `Print the path of the config file marina reads: --config's, else
 $MARINA_HOME/config.yaml (MARINA_HOME defaults to ~/.marina). When there is no
 file there yet, stderr says which commands create it.`,
@@ -481,7 +481,7 @@ file there yet, stderr says which commands create it.`,
 			Use:   "show",
 			Short: "Print the effective config, defaults included (passwords masked)",
 			Args:  cobra.NoArgs,
-			RunE:  func(*cobra.Command, []string) error { return app.ShowConfig(r.env.Load()) },
+			RunE:  func(*cobra.Command, []string) error { return showConfig(r.env.Load()) },
 			Long: `Print, as YAML, the config marina runs with: the file's values with every
 default filled in, registry passwords masked. Without a file, the defaults
 (stderr says so).`,
@@ -492,7 +492,7 @@ default filled in, registry passwords masked. Without a file, the defaults
 			Use:   "edit",
 			Short: "Edit the config in $VISUAL or $EDITOR, then check it",
 			Args:  cobra.NoArgs,
-			RunE:  func(c *cobra.Command, _ []string) error { return app.EditConfig(c.Context(), r.env.Load()) },
+			RunE:  func(c *cobra.Command, _ []string) error { return editConfig(c.Context(), r.env.Load()) },
 			Long: `Open the config file in $VISUAL, else $EDITOR, else vi (through the shell, so
 that "code -w" works), writing the commented default file first when
 $MARINA_HOME/config.yaml is not there yet (a file --config names must exist);

@@ -1,4 +1,4 @@
-package app
+package cli
 
 import (
 	"context"
@@ -11,9 +11,9 @@ import (
 	"github.com/bcollard/marina/internal/ui"
 )
 
-// ShowConfig prints the effective configuration, defaults included and
+// showConfig prints the effective configuration, defaults included and
 // passwords masked.
-func ShowConfig(e *session.Env) error {
+func showConfig(e *session.Env) error {
 	cfg, err := config.Load(e.Paths)
 	if errors.Is(err, config.ErrNotFound) {
 		fmt.Fprintf(e.Stderr, "# %s does not exist yet: these are the defaults\n", e.Paths.Config)
@@ -30,10 +30,10 @@ func ShowConfig(e *session.Env) error {
 	return err
 }
 
-// EditConfig opens the config in $VISUAL or $EDITOR (run by the shell, so
+// editConfig opens the config in $VISUAL or $EDITOR (run by the shell, so
 // "code -w" works), creating the default file first if needed, and checks
 // the result.
-func EditConfig(ctx context.Context, e *session.Env) error {
+func editConfig(ctx context.Context, e *session.Env) error {
 	if _, err := config.WriteDefault(e.Paths.Config); err != nil {
 		return err
 	}
@@ -54,8 +54,8 @@ func EditConfig(ctx context.Context, e *session.Env) error {
 	return nil
 }
 
-// ConfigPath prints where the config file is.
-func ConfigPath(e *session.Env) error {
+// configPath prints where the config file is.
+func configPath(e *session.Env) error {
 	fmt.Fprintln(e.Stdout, e.Paths.Config)
 	if _, err := os.Stat(e.Paths.Config); errors.Is(err, os.ErrNotExist) {
 		fmt.Fprintln(e.Stderr, "(it does not exist yet: `marina up` or `marina config edit` creates it)")
