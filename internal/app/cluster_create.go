@@ -89,7 +89,7 @@ func CreateCluster(ctx context.Context, e *session.Env, opts CreateOptions) erro
 		return err
 	}
 	if opts.DryRun {
-		printPlan(e, p.steps(s.Config), "")
+		e.PrintPlan(p.steps(s.Config), "")
 		fmt.Fprintf(e.Stdout, "\nkind config:\n%s", p.kindConfig)
 		return nil
 	}
@@ -242,13 +242,13 @@ func (p *createPlan) forSlot(s *session.Session, opts CreateOptions, userLabels 
 	return err
 }
 
-func (p *createPlan) steps(cfg config.Config) []Step {
+func (p *createPlan) steps(cfg config.Config) []session.Step {
 	s := p.spec
 	mirrors := "no registry mirrors"
 	if len(p.mirrors) > 0 {
 		mirrors = "registry mirrors " + strings.Join(p.mirrors, ", ")
 	}
-	steps := []Step{
+	steps := []session.Step{
 		{Do: fmt.Sprintf("create kind cluster %s in slot %d: API server %s, services %s, pods %s, 1 control plane and %d workers from %s",
 			s.Name, s.Slot, p.server, slot.ServiceSubnet(s.Slot), slot.PodSubnet(s.Slot), s.Workers, p.image)},
 		{Do: "label its nodes " + cluster.FormatLabels(s.NodeLabels())},
@@ -261,18 +261,18 @@ func (p *createPlan) steps(cfg config.Config) []Step {
 		if ms.InsecureTLS {
 			do += " with " + addons.InsecureTLSArg
 		}
-		steps = append(steps, Step{Do: do})
+		steps = append(steps, session.Step{Do: do})
 	}
 	var ds []string
 	for _, r := range coreDNSForwards(cfg) {
 		ds = append(ds, r.Domain+" → "+strings.Join(r.Resolvers, " "))
 	}
-	steps = append(steps, Step{Do: "forward from CoreDNS: " + strings.Join(ds, ", ")})
+	steps = append(steps, session.Step{Do: "forward from CoreDNS: " + strings.Join(ds, ", ")})
 	kc := "write " + p.kubeconfig
 	if p.target != "" {
 		kc += " and merge it into " + p.target + " as context " + s.Name
 	}
-	return append(steps, Step{Do: kc})
+	return append(steps, session.Step{Do: kc})
 }
 
 // rollbackTimeout bounds removing a half-made cluster: a VM that stopped

@@ -67,7 +67,7 @@ func DeleteClusters(ctx context.Context, e *session.Env, opts DeleteOptions) err
 		return err
 	}
 	if opts.DryRun {
-		printPlan(e, steps, "")
+		e.PrintPlan(steps, "")
 		return nil
 	}
 	if confirm {
@@ -125,7 +125,7 @@ func chooseDeletions(ctx context.Context, s *session.Session, opts DeleteOptions
 
 // planDeletes is the guest script, the kubeconfig files and the printed
 // steps of deleting names, in that order; sep goes before the names.
-func planDeletes(s *session.Session, names []string, sep string) (string, []string, []Step, error) {
+func planDeletes(s *session.Session, names []string, sep string) (string, []string, []session.Step, error) {
 	script, err := deleteScript(s.Config, s.Paths, names)
 	if err != nil {
 		return "", nil, nil, err
@@ -136,9 +136,9 @@ func planDeletes(s *session.Session, names []string, sep string) (string, []stri
 			return "", nil, nil, err
 		}
 	}
-	steps := []Step{{Do: "delete " + ui.Plural(len(names), "cluster") + sep + strings.Join(names, ", ") + " with their kubeconfig files and their names in the local DNS"}}
+	steps := []session.Step{{Do: "delete " + ui.Plural(len(names), "cluster") + sep + strings.Join(names, ", ") + " with their kubeconfig files and their names in the local DNS"}}
 	if s.Config.Kind.AutoRemoveKubeconfig {
-		steps = append(steps, Step{Do: "remove their entries from " + s.KubeconfigTarget()})
+		steps = append(steps, session.Step{Do: "remove their entries from " + s.KubeconfigTarget()})
 	}
 	return script, files, steps, nil
 }

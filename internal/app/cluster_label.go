@@ -30,7 +30,7 @@ func LabelCluster(ctx context.Context, e *session.Env, name string, specs []stri
 		return fmt.Errorf("there is no cluster %s (clusters: %s)", name, strings.Join(ui.OrNone(cluster.Names(s.Clusters)), ", "))
 	}
 	if dryRun {
-		printPlan(e, []Step{{Do: "on every node of " + name + ": " + strings.Join(what, "; ")}}, "")
+		e.PrintPlan([]session.Step{{Do: "on every node of " + name + ": " + strings.Join(what, "; ")}}, "")
 		return nil
 	}
 	k, err := s.Kube(name, 30*time.Second)

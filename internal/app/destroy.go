@@ -40,13 +40,13 @@ func Destroy(ctx context.Context, e *session.Env, opts DestroyOptions) error {
 	defer s.Close()
 	name, in := s.Name, s.Instance
 	sock := s.Socket()
-	var steps []Step
+	var steps []session.Step
 	if in != nil {
-		steps = append(steps, Step{Do: fmt.Sprintf("delete VM %s (%s) and its disk, with every cluster and image in it", name, in.Status)})
+		steps = append(steps, session.Step{Do: fmt.Sprintf("delete VM %s (%s) and its disk, with every cluster and image in it", name, in.Status)})
 	}
 	removeSock := staleSocket(sock, in)
 	if removeSock {
-		steps = append(steps, Step{Do: "remove the Docker socket " + sock})
+		steps = append(steps, session.Step{Do: "remove the Docker socket " + sock})
 	}
 	kc := kubeconfigCleanup(ctx, s)
 	steps = append(steps, kc.steps()...)
@@ -62,7 +62,7 @@ func Destroy(ctx context.Context, e *session.Env, opts DestroyOptions) error {
 		return nil
 	}
 	if opts.DryRun {
-		printPlan(e, steps, "")
+		e.PrintPlan(steps, "")
 		return nil
 	}
 	// Whatever cannot be made again is asked for: the VM, and the
@@ -292,17 +292,17 @@ func marinaKubeconfig(path, name string, o kubeconfig.Owner) (bool, error) {
 }
 
 // steps are the plan lines of the kubeconfig cleanup.
-func (kc kubeconfigs) steps() []Step {
-	var out []Step
+func (kc kubeconfigs) steps() []session.Step {
+	var out []session.Step
 	if len(kc.files) > 0 {
 		base := make([]string, len(kc.files))
 		for i, f := range kc.files {
 			base[i] = filepath.Base(f)
 		}
-		out = append(out, Step{Do: fmt.Sprintf("remove the kubeconfig %s %s from %s", map[bool]string{true: "file", false: "files"}[len(base) == 1], strings.Join(base, ", "), filepath.Dir(kc.files[0]))})
+		out = append(out, session.Step{Do: fmt.Sprintf("remove the kubeconfig %s %s from %s", map[bool]string{true: "file", false: "files"}[len(base) == 1], strings.Join(base, ", "), filepath.Dir(kc.files[0]))})
 	}
 	if len(kc.entries) > 0 {
-		out = append(out, Step{Do: fmt.Sprintf("remove the cluster, user and context entries of %s that marina wrote from %s", strings.Join(kc.entries, ", "), kc.target), Reason: "kind.autoRemoveKubeconfig"})
+		out = append(out, session.Step{Do: fmt.Sprintf("remove the cluster, user and context entries of %s that marina wrote from %s", strings.Join(kc.entries, ", "), kc.target), Reason: "kind.autoRemoveKubeconfig"})
 	}
 	return out
 }

@@ -76,11 +76,11 @@ func FlushDNS(ctx context.Context, e *session.Env, opts FlushDNSOptions) error {
 		return err
 	}
 	if opts.DryRun {
-		var steps []Step
+		var steps []session.Step
 		for _, c := range cmds {
-			steps = append(steps, Step{Do: "run `sudo " + run.Quote(c) + "`"})
+			steps = append(steps, session.Step{Do: "run `sudo " + run.Quote(c) + "`"})
 		}
-		printPlan(e, steps, "")
+		e.PrintPlan(steps, "")
 		return nil
 	}
 	return e.Step("Emptying the Mac's DNS cache", "Emptied the Mac's DNS cache: names are looked up afresh", func() error {

@@ -273,17 +273,17 @@ func DockerContext(ctx context.Context, e *session.Env, opts DockerContextOption
 	warnReach(ctx, e, name, sock)
 	warnDockerEnv(e, name)
 	if opts.DryRun {
-		var steps []Step
+		var steps []session.Step
 		switch {
 		case p.Create:
-			steps = append(steps, Step{Do: fmt.Sprintf("create Docker context %s with docker endpoint %s (%s)", name, host, st.Path(name))})
+			steps = append(steps, session.Step{Do: fmt.Sprintf("create Docker context %s with docker endpoint %s (%s)", name, host, st.Path(name))})
 		case p.Write:
-			steps = append(steps, Step{Do: fmt.Sprintf("change the docker endpoint of Docker context %s to %s", name, host), Reason: "it is " + orDash(p.Was)})
+			steps = append(steps, session.Step{Do: fmt.Sprintf("change the docker endpoint of Docker context %s to %s", name, host), Reason: "it is " + orDash(p.Was)})
 		}
 		if p.Use {
-			steps = append(steps, Step{Do: fmt.Sprintf("make %s Docker's current context in %s", name, st.ConfigFile), Reason: "it is " + p.From})
+			steps = append(steps, session.Step{Do: fmt.Sprintf("make %s Docker's current context in %s", name, st.ConfigFile), Reason: "it is " + p.From})
 		}
-		printPlan(e, steps, fmt.Sprintf("Docker context %s is current, with docker endpoint %s", name, host))
+		e.PrintPlan(steps, fmt.Sprintf("Docker context %s is current, with docker endpoint %s", name, host))
 		return nil
 	}
 	if p.None() {
@@ -318,7 +318,7 @@ func unsetDockerContext(e *session.Env, dir string, dryRun bool) error {
 	cur := st.Current
 	if cur == dockerctx.Default {
 		if dryRun {
-			printPlan(e, nil, "Docker's current context is default")
+			e.PrintPlan(nil, "Docker's current context is default")
 			return nil
 		}
 		fmt.Fprintln(e.Stdout, "Docker's current context is already default: nothing to change.")
@@ -333,7 +333,7 @@ func unsetDockerContext(e *session.Env, dir string, dryRun bool) error {
 		return nil
 	}
 	if dryRun {
-		printPlan(e, []Step{{Do: fmt.Sprintf("make default Docker's current context in %s", st.ConfigFile), Reason: "it is " + cur + ", which marina made; the context itself stays"}}, "")
+		e.PrintPlan([]session.Step{{Do: fmt.Sprintf("make default Docker's current context in %s", st.ConfigFile), Reason: "it is " + cur + ", which marina made; the context itself stays"}}, "")
 		return nil
 	}
 	if err := st.UseDefault(); err != nil {

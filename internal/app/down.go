@@ -25,9 +25,9 @@ func Down(ctx context.Context, e *session.Env, opts DownOptions) error {
 	defer s.Close()
 	name, in := s.Name, s.Instance
 	running := s.Running()
-	var steps []Step
+	var steps []session.Step
 	if running {
-		steps = append(steps, Step{Do: "stop VM " + name, Reason: "clusters, images and caches are kept; `marina up` starts it again"})
+		steps = append(steps, session.Step{Do: "stop VM " + name, Reason: "clusters, images and caches are kept; `marina up` starts it again"})
 	}
 	var unroute []routeRemoval
 	if opts.RemoveRoute {
@@ -43,7 +43,7 @@ func Down(ctx context.Context, e *session.Env, opts DownOptions) error {
 		if in != nil {
 			state = "is " + in.Status
 		}
-		printPlan(e, steps, "VM "+name+" "+state)
+		e.PrintPlan(steps, "VM "+name+" "+state)
 		return nil
 	}
 	if running {
@@ -65,11 +65,11 @@ type routeRemoval struct {
 	resolver *host.Removal
 }
 
-func (r routeRemoval) step() Step {
+func (r routeRemoval) step() session.Step {
 	if r.resolver != nil {
-		return Step{Do: "remove the resolver file " + r.resolver.Path + ": " + run.Quote(r.resolver.Argv)}
+		return session.Step{Do: "remove the resolver file " + r.resolver.Path + ": " + run.Quote(r.resolver.Argv)}
 	}
-	return Step{Do: "remove the host's route to " + r.status.Want.String() + " via " + r.status.Found.Gateway.String() + ": " + run.Quote(r.argv)}
+	return session.Step{Do: "remove the host's route to " + r.status.Want.String() + " via " + r.status.Found.Gateway.String() + ": " + run.Quote(r.argv)}
 }
 
 // routeRemovals are the host routes to delete: of the networks marina

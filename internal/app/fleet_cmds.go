@@ -186,7 +186,7 @@ func LabelFleet(ctx context.Context, e *session.Env, name string, specs []string
 		names = append(names, r.Name)
 	}
 	if dryRun {
-		printPlan(e, []Step{{Do: "on every node of " + strings.Join(names, ", ") + ": " + strings.Join(what, "; ")}}, "")
+		e.PrintPlan([]session.Step{{Do: "on every node of " + strings.Join(names, ", ") + ": " + strings.Join(what, "; ")}}, "")
 		return nil
 	}
 	var errs []error
@@ -287,7 +287,7 @@ func DeleteFleet(ctx context.Context, e *session.Env, name, file string, yes, dr
 		return err
 	}
 	if dryRun {
-		printPlan(e, steps, "")
+		e.PrintPlan(steps, "")
 		return nil
 	}
 	if !yes {

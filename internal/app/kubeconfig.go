@@ -81,12 +81,12 @@ func MergeKubeconfigs(ctx context.Context, e *session.Env, names []string, dryRu
 		}
 	}
 	if dryRun {
-		var steps []Step
+		var steps []session.Step
 		for _, c := range infos {
 			kc, _ := e.Paths.Kubeconfig(c.Name)
-			steps = append(steps, Step{Do: fmt.Sprintf("export %s from the cluster (API server %s) to %s and merge it into %s", c.Name, s.ClusterServer(c), kc, target)})
+			steps = append(steps, session.Step{Do: fmt.Sprintf("export %s from the cluster (API server %s) to %s and merge it into %s", c.Name, s.ClusterServer(c), kc, target)})
 		}
-		printPlan(e, steps, "")
+		e.PrintPlan(steps, "")
 		return nil
 	}
 	return e.Step("Exporting "+strings.Join(cluster.Names(infos), ", "), "Merged "+strings.Join(cluster.Names(infos), ", ")+" into "+target, func() error {
@@ -232,8 +232,8 @@ func staleAfterMove(ctx context.Context, s *session.Session, o *session.Observed
 }
 
 // followStep is the plan line of followLima0.
-func followStep(s *session.Session, stale []cluster.Info) Step {
-	return Step{Do: "export the kubeconfigs of " + strings.Join(cluster.Names(stale), ", ") + " again with the API servers at " + s.Lima0.String(), Reason: "lima0's address changed"}
+func followStep(s *session.Session, stale []cluster.Info) session.Step {
+	return session.Step{Do: "export the kubeconfigs of " + strings.Join(cluster.Names(stale), ", ") + " again with the API servers at " + s.Lima0.String(), Reason: "lima0's address changed"}
 }
 
 // followLima0 re-exports the kubeconfigs that still name an old lima0

@@ -123,12 +123,12 @@ type migration struct {
 
 // mstep is one step of the plan: what it does, and doing it.
 type mstep struct {
-	Step
+	session.Step
 	run func(ctx context.Context) error
 }
 
 func (m *migration) add(do, why string, run func(ctx context.Context) error) {
-	m.steps = append(m.steps, mstep{Step: Step{Do: do, Reason: why}, run: run})
+	m.steps = append(m.steps, mstep{Step: session.Step{Do: do, Reason: why}, run: run})
 }
 
 // Migrate brings the klimax installation in the user's home over to

@@ -178,7 +178,7 @@ func CleanCache(ctx context.Context, e *session.Env, names []string, opts CleanC
 		return err
 	}
 	if opts.DryRun {
-		printPlan(e, steps, "")
+		e.PrintPlan(steps, "")
 		return nil
 	}
 	if len(selected) > 1 && !opts.Yes {
@@ -195,9 +195,9 @@ func CleanCache(ctx context.Context, e *session.Env, names []string, opts CleanC
 
 // cacheDirs are the folders to empty, each a plain child of the cache
 // root, with the plan's steps.
-func cacheDirs(s *session.Session, selected []config.Mirror) ([]string, []Step, error) {
+func cacheDirs(s *session.Session, selected []config.Mirror) ([]string, []session.Step, error) {
 	dirs := make([]string, len(selected))
-	var steps []Step
+	var steps []session.Step
 	for i, m := range selected {
 		var err error
 		where := ""
@@ -215,7 +215,7 @@ func cacheDirs(s *session.Session, selected []config.Mirror) ([]string, []Step, 
 		if err != nil {
 			return nil, nil, err
 		}
-		st := Step{Do: "empty the cache of " + m.Name + " (" + where + ")"}
+		st := session.Step{Do: "empty the cache of " + m.Name + " (" + where + ")"}
 		if s.Running() {
 			st.Reason = "its container is removed first and started again"
 		}

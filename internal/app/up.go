@@ -18,19 +18,6 @@ import (
 	"github.com/bcollard/marina/internal/vm"
 )
 
-// Step is one change a plan makes, printable for --dry-run.
-type Step struct {
-	Do     string // what, as a sentence
-	Reason string // why, when it is not obvious
-}
-
-func (s Step) String() string {
-	if s.Reason == "" {
-		return s.Do
-	}
-	return s.Do + " (" + s.Reason + ")"
-}
-
 // VMChange is what up does to the VM.
 type VMChange int
 
@@ -46,7 +33,7 @@ type UpPlan struct {
 	WriteConfig bool
 	VM          VMChange
 	Edits       vm.Edits
-	Steps       []Step
+	Steps       []session.Step
 	Warnings    []string
 }
 
@@ -56,15 +43,15 @@ func PlanUp(cfg config.Config, paths config.Paths, in *vm.Instance, configMissin
 	var p UpPlan
 	if configMissing {
 		p.WriteConfig = true
-		p.Steps = append(p.Steps, Step{Do: "write the default config to " + paths.Config})
+		p.Steps = append(p.Steps, session.Step{Do: "write the default config to " + paths.Config})
 	}
 	name := cfg.VM.Name
 	if in == nil {
 		p.VM = VMCreate
 		if cfg.Registries.CacheStorage == config.CacheHost {
-			p.Steps = append(p.Steps, Step{Do: "create the registry cache folder " + paths.RegistryCache()})
+			p.Steps = append(p.Steps, session.Step{Do: "create the registry cache folder " + paths.RegistryCache()})
 		}
-		p.Steps = append(p.Steps, Step{Do: fmt.Sprintf("create and boot VM %s (vz, %d CPUs, %s memory, %s disk, Ubuntu 24.04, Docker %d, kind %s)",
+		p.Steps = append(p.Steps, session.Step{Do: fmt.Sprintf("create and boot VM %s (vz, %d CPUs, %s memory, %s disk, Ubuntu 24.04, Docker %d, kind %s)",
 			name, cfg.VM.CPUs, cfg.VM.Memory, cfg.VM.Disk, vm.DockerMajor, vm.KindVersion)})
 		return p, nil
 	}
@@ -85,7 +72,7 @@ func PlanUp(cfg config.Config, paths config.Paths, in *vm.Instance, configMissin
 				p.Warnings = append(p.Warnings, d.text)
 			}
 		}
-		s := Step{Do: "start VM " + name}
+		s := session.Step{Do: "start VM " + name}
 		if len(what) > 0 {
 			s.Do += " with " + strings.Join(what, ", ")
 		}
@@ -183,11 +170,11 @@ func Up(ctx context.Context, e *session.Env, opts UpOptions) error {
 	if opts.DryRun && plan.VM != VMKeep {
 		if mirroring != nil {
 			// Which clusters it would strand is known once the VM runs.
-			plan.Steps = append(plan.Steps, Step{Do: fmt.Sprintf("then restart VM %s to %s, unless a cluster would be left unreachable", s.Name, mirroring.what()), Reason: "asks first; --yes does not"})
+			plan.Steps = append(plan.Steps, session.Step{Do: fmt.Sprintf("then restart VM %s to %s, unless a cluster would be left unreachable", s.Name, mirroring.what()), Reason: "asks first; --yes does not"})
 		}
 		// The guest cannot be looked at before it runs: say what follows.
-		plan.Steps = append(plan.Steps, Step{Do: fmt.Sprintf("then make sure of the Docker network %s, the VM's routing rules, the local DNS, the host's route to %s and its resolver file", docker.KindNetwork, cfg.Network.CIDR)})
-		printPlan(e, plan.Steps, "")
+		plan.Steps = append(plan.Steps, session.Step{Do: fmt.Sprintf("then make sure of the Docker network %s, the VM's routing rules, the local DNS, the host's route to %s and its resolver file", docker.KindNetwork, cfg.Network.CIDR)})
+		e.PrintPlan(plan.Steps, "")
 		return nil
 	}
 	if !opts.DryRun {
@@ -195,7 +182,7 @@ func Up(ctx context.Context, e *session.Env, opts UpOptions) error {
 			return err
 		}
 	}
-	var planned []Step
+	var planned []session.Step
 	if opts.DryRun {
 		planned = plan.Steps
 	}
@@ -248,17 +235,6 @@ func creationDrift(e *session.Env, cfg config.Config, in *vm.Instance) []string 
 // script.
 func template(e *session.Env, cfg config.Config) ([]byte, error) {
 	return vm.Template(vm.TemplateInput{Config: cfg, Paths: e.Paths, HostArch: e.HostArch, Provision: guest.Provision()})
-}
-
-func printPlan(e *session.Env, steps []Step, none string) {
-	if len(steps) == 0 {
-		fmt.Fprintf(e.Stdout, "No changes: %s.\n", none)
-		return
-	}
-	fmt.Fprintln(e.Stdout, "Plan (--dry-run, nothing was changed):")
-	for _, s := range steps {
-		fmt.Fprintf(e.Stdout, "  - %s\n", s)
-	}
 }
 
 func applyUp(ctx context.Context, s *session.Session, plan UpPlan) error {

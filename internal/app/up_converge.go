@@ -24,7 +24,7 @@ import (
 // the host route. It observes (one guest round trip), plans, and applies
 // only what differs, so a warm run changes nothing. With dryRun it prints
 // planned (the steps decided before it) and its own, and changes nothing.
-func converge(ctx context.Context, s *session.Session, planned []Step, dryRun bool) error {
+func converge(ctx context.Context, s *session.Session, planned []session.Step, dryRun bool) error {
 	e, cfg, name := s.Env, s.Config, s.Name
 	cidr := netip.MustParsePrefix(cfg.Network.CIDR) // validated
 	o, err := observeStep(ctx, s, cidr, dryRun)
@@ -52,7 +52,7 @@ func converge(ctx context.Context, s *session.Session, planned []Step, dryRun bo
 		if len(older) > 0 {
 			steps = append(steps, olderStep(s, older))
 		}
-		printPlan(e, steps, "VM "+name+" and its networking match the config")
+		e.PrintPlan(steps, "VM "+name+" and its networking match the config")
 		return nil
 	}
 	if err := applyConverge(ctx, s, p); err != nil {
@@ -136,7 +136,7 @@ func observeStep(ctx context.Context, s *session.Session, cidr netip.Prefix, dry
 
 // convergePlan is what converge changes.
 type convergePlan struct {
-	steps      []Step
+	steps      []session.Step
 	network    docker.NetworkSpec
 	createNet  bool
 	net        guest.Net
@@ -164,7 +164,7 @@ func planConverge(cfg config.Config, o *session.Observed, key labelKey, made *ho
 		}
 	} else {
 		p.createNet = true
-		p.steps = append(p.steps, Step{Do: "create the Docker network " + p.network.Name + ": " + p.network.CreateArgs()})
+		p.steps = append(p.steps, session.Step{Do: "create the Docker network " + p.network.Name + ": " + p.network.CreateArgs()})
 	}
 	checks, err := p.net.Checks(o.Guest.Net)
 	if err != nil {
@@ -173,7 +173,7 @@ func planConverge(cfg config.Config, o *session.Observed, key labelKey, made *ho
 	// A new network makes Docker insert its MASQUERADE rule above marina's.
 	p.applyRules = p.createNet || !guest.AllOK(checks)
 	if p.applyRules {
-		s := Step{Do: "install and apply the VM's routing rules (" + guest.ScriptPath + ", " + guest.UnitName + ", a docker.service drop-in)"}
+		s := session.Step{Do: "install and apply the VM's routing rules (" + guest.ScriptPath + ", " + guest.UnitName + ", a docker.service drop-in)"}
 		var bad []string
 		for _, c := range checks {
 			if !c.OK {
@@ -200,7 +200,7 @@ func planConverge(cfg config.Config, o *session.Observed, key labelKey, made *ho
 	p.made = made
 	p.route = host.Classify(cidr, lima0.Addr(), o.Route, made.Gateways(cidr)...)
 	if p.routeFix = h.RouteFix(p.route); p.routeFix != nil {
-		p.steps = append(p.steps, Step{Do: "route " + cidr.String() + " to the VM: " + run.Quote(p.routeFix), Reason: "now " + string(p.route.State)})
+		p.steps = append(p.steps, session.Step{Do: "route " + cidr.String() + " to the VM: " + run.Quote(p.routeFix), Reason: "now " + string(p.route.State)})
 	}
 	return p, nil
 }

@@ -79,14 +79,14 @@ func planDNS(specs []dns.Spec, have []docker.Container, sum, authed string) dnsP
 	return p
 }
 
-func (p dnsPlan) steps() []Step {
-	var out []Step
+func (p dnsPlan) steps() []session.Step {
+	var out []session.Step
 	if p.writes {
-		out = append(out, Step{Do: "write the local DNS server's Corefile to " + dns.CorefilePath + " in the VM"})
+		out = append(out, session.Step{Do: "write the local DNS server's Corefile to " + dns.CorefilePath + " in the VM"})
 	}
 	for _, c := range p.remove {
 		if !p.recreates(c.Name) {
-			out = append(out, Step{Do: "remove the container " + c.Name, Reason: p.reasons[c.Name]})
+			out = append(out, session.Step{Do: "remove the container " + c.Name, Reason: p.reasons[c.Name]})
 		}
 	}
 	for _, s := range p.create {
@@ -94,16 +94,16 @@ func (p dnsPlan) steps() []Step {
 		if p.reasons[s.Name] != "new" {
 			verb = "recreate"
 		}
-		out = append(out, Step{Do: fmt.Sprintf("%s the local DNS's %s at %s (%s)", verb, s.Name, s.IP, s.Image), Reason: p.reasons[s.Name]})
+		out = append(out, session.Step{Do: fmt.Sprintf("%s the local DNS's %s at %s (%s)", verb, s.Name, s.IP, s.Image), Reason: p.reasons[s.Name]})
 	}
 	if p.auth {
-		out = append(out, Step{Do: "set up the users of the local DNS's etcd and turn its authentication on: marina's root, marina-dns reading every name, and one per cluster for its ExternalDNS, which may use its own zone only"})
+		out = append(out, session.Step{Do: "set up the users of the local DNS's etcd and turn its authentication on: marina's root, marina-dns reading every name, and one per cluster for its ExternalDNS, which may use its own zone only"})
 	}
 	if p.fix != nil {
-		out = append(out, Step{Do: "send names under " + filepath.Base(p.resolver.Path) + " to the local DNS: " + host.Quoted(p.fix, run.Quote), Reason: "now " + string(p.resolver.State)})
+		out = append(out, session.Step{Do: "send names under " + filepath.Base(p.resolver.Path) + " to the local DNS: " + host.Quoted(p.fix, run.Quote), Reason: "now " + string(p.resolver.State)})
 	}
 	for _, r := range p.drop {
-		out = append(out, Step{Do: "remove the resolver file " + r.Path + ", which marina wrote for another dns.domain: sudo " + run.Quote(r.Argv)})
+		out = append(out, session.Step{Do: "remove the resolver file " + r.Path + ", which marina wrote for another dns.domain: sudo " + run.Quote(r.Argv)})
 	}
 	return out
 }

@@ -129,7 +129,7 @@ or keep mirroring: set network.disablePortMirroring: false again`,
 // dryRun it returns the step instead. It never strands a cluster: while
 // one would be, it only warns. resumed are the clusters started again,
 // whose API servers waitAPIs then waits for.
-func restartForMirroring(ctx context.Context, s *session.Session, m *mirroringChange, opts UpOptions) (step *Step, resumed []cluster.Info, err error) {
+func restartForMirroring(ctx context.Context, s *session.Session, m *mirroringChange, opts UpOptions) (step *session.Step, resumed []cluster.Info, err error) {
 	e, name := s.Env, s.Name
 	cs, err := s.ListClusters(ctx)
 	if err != nil {
@@ -139,7 +139,7 @@ func restartForMirroring(ctx context.Context, s *session.Session, m *mirroringCh
 		e.UI.Warnf("%s", strandedWarning(name, m, st))
 		return nil, nil, nil
 	}
-	step = &Step{Do: fmt.Sprintf("restart VM %s to %s: stop it, set its portForwards through limactl, start it and the clusters that run now; every cluster keeps its API address", name, m.what()), Reason: "asks first; --yes does not"}
+	step = &session.Step{Do: fmt.Sprintf("restart VM %s to %s: stop it, set its portForwards through limactl, start it and the clusters that run now; every cluster keeps its API address", name, m.what()), Reason: "asks first; --yes does not"}
 	if opts.DryRun {
 		return step, nil, nil
 	}

@@ -117,26 +117,26 @@ func containerDrift(c docker.Container, found bool, name, digest, digestLabel st
 
 // steps are in the order up takes them: removals, the config files, then
 // the containers to run.
-func (p mirrorPlan) steps() []Step {
-	var out []Step
+func (p mirrorPlan) steps() []session.Step {
+	var out []session.Step
 	recreated := map[string]bool{}
 	for _, s := range p.create {
 		recreated[s.Name] = true
 	}
 	for _, c := range p.remove {
 		if !recreated[c.Name] {
-			out = append(out, Step{Do: "remove the mirror container " + c.Name, Reason: p.reasons[c.Name]})
+			out = append(out, session.Step{Do: "remove the mirror container " + c.Name, Reason: p.reasons[c.Name]})
 		}
 	}
 	if p.writes {
-		out = append(out, Step{Do: "write the mirrors' configs to " + registry.ConfigDir + " in the VM (root only)"})
+		out = append(out, session.Step{Do: "write the mirrors' configs to " + registry.ConfigDir + " in the VM (root only)"})
 	}
 	for _, s := range p.create {
 		verb := "run"
 		if p.reasons[s.Name] != "new" {
 			verb = "recreate"
 		}
-		out = append(out, Step{Do: fmt.Sprintf("%s the mirror %s (%s, port %d)", verb, s.Name, s.Upstream, s.Port), Reason: p.reasons[s.Name]})
+		out = append(out, session.Step{Do: fmt.Sprintf("%s the mirror %s (%s, port %d)", verb, s.Name, s.Upstream, s.Port), Reason: p.reasons[s.Name]})
 	}
 	return out
 }

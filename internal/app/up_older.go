@@ -53,8 +53,8 @@ func olderClusters(ctx context.Context, s *session.Session, o *session.Observed)
 }
 
 // olderStep is the plan line of upgradeClusters.
-func olderStep(s *session.Session, older []cluster.Info) Step {
-	return Step{Do: fmt.Sprintf("put %s on the local DNS: ExternalDNS %s, and CoreDNS forwarding %s", strings.Join(cluster.Names(older), ", "), dns.ExternalDNSVersion, s.Config.DNS.Domain),
+func olderStep(s *session.Session, older []cluster.Info) session.Step {
+	return session.Step{Do: fmt.Sprintf("put %s on the local DNS: ExternalDNS %s, and CoreDNS forwarding %s", strings.Join(cluster.Names(older), ", "), dns.ExternalDNSVersion, s.Config.DNS.Domain),
 		Reason: "made before marina served " + s.Config.DNS.Domain}
 }
 
