@@ -1,13 +1,12 @@
 package cli
 
 import (
+	"github.com/bcollard/marina/internal/dockerctx"
 	"github.com/spf13/cobra"
-
-	"github.com/bcollard/marina/internal/app"
 )
 
 func (r *root) dockerEnvCmd() *cobra.Command {
-	var o app.DockerEnvOptions
+	var o dockerctx.EnvOptions
 	c := &cobra.Command{
 		Use:   "docker-env",
 		Short: "Print the DOCKER_HOST export that points docker at the VM's Docker (for eval)",
@@ -21,7 +20,7 @@ else the one $SHELL names, else bash.`,
   & marina docker-env --shell powershell | Invoke-Expression
   eval "$(marina docker-env --unset)"`,
 		Args: cobra.NoArgs,
-		RunE: func(c *cobra.Command, _ []string) error { return app.DockerEnv(c.Context(), r.env.Load(), o) },
+		RunE: func(c *cobra.Command, _ []string) error { return dockerctx.Env(c.Context(), r.env.Load(), o) },
 	}
 	c.Flags().BoolVar(&o.Unset, "unset", false, "print the command that unsets DOCKER_HOST instead")
 	c.Flags().StringVar(&o.Shell, "shell", "", "the shell to print for: bash, zsh, fish or powershell (default: $SHELL's, else bash)")
@@ -30,7 +29,7 @@ else the one $SHELL names, else bash.`,
 }
 
 func (r *root) dockerContextCmd() *cobra.Command {
-	var o app.DockerContextOptions
+	var o dockerctx.ContextOptions
 	c := &cobra.Command{
 		Use:   "docker-context",
 		Short: "Make a Docker context for the VM's Docker and make it current",
@@ -45,7 +44,7 @@ the context itself stays.`,
   docker --context marina ps
   marina docker-context --unset`,
 		Args: cobra.NoArgs,
-		RunE: func(c *cobra.Command, _ []string) error { return app.DockerContext(c.Context(), r.env.Load(), o) },
+		RunE: func(c *cobra.Command, _ []string) error { return dockerctx.UseContext(c.Context(), r.env.Load(), o) },
 	}
 	c.Flags().BoolVar(&o.Unset, "unset", false, "make default Docker's current context again, if the current one is marina's")
 	dryRunFlag(c, &o.DryRun)

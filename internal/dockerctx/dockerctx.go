@@ -7,6 +7,9 @@
 //
 // A context marina made carries ManagedKey in its metadata. A context of
 // the same name without it belongs to someone else and is never written.
+//
+// The commands that point docker at the VM live here too: docker-env
+// (Env: the shell lines) and docker-context (UseContext).
 package dockerctx
 
 import (

@@ -1,4 +1,4 @@
-package app
+package dockerctx
 
 import (
 	"context"
@@ -14,7 +14,6 @@ import (
 	"github.com/docker/cli/cli/context/store"
 
 	"github.com/bcollard/marina/internal/config"
-	"github.com/bcollard/marina/internal/dockerctx"
 	"github.com/bcollard/marina/internal/session/sessiontest"
 	"github.com/bcollard/marina/internal/vm"
 )
@@ -53,14 +52,14 @@ func listen(f *sessiontest.World) {
 
 func reset(f *sessiontest.World) { f.Stdout.Reset(); f.Stderr.Reset() }
 
-func dockerEnv(f *sessiontest.World, o DockerEnvOptions) error {
+func dockerEnv(f *sessiontest.World, o EnvOptions) error {
 	reset(f)
-	return DockerEnv(context.Background(), f.Env, o)
+	return Env(context.Background(), f.Env, o)
 }
 
-func dockerContext(f *sessiontest.World, o DockerContextOptions) error {
+func dockerContext(f *sessiontest.World, o ContextOptions) error {
 	reset(f)
-	return DockerContext(context.Background(), f.Env, o)
+	return UseContext(context.Background(), f.Env, o)
 }
 
 // shellRun runs script in the named shell and returns what it printed;
@@ -108,7 +107,7 @@ func TestDockerEnvQuotesForEachShell(t *testing.T) {
 			`& marina docker-env --shell powershell | Invoke-Expression`, `Get-Content -Raw $Env:F | Invoke-Expression; if ($Env:DOCKER_HOST) { [Console]::Write($Env:DOCKER_HOST) } else { [Console]::Write('unset') }`},
 	} {
 		t.Run(string(c.sh), func(t *testing.T) {
-			if err := dockerEnv(f, DockerEnvOptions{Shell: string(c.sh)}); err != nil {
+			if err := dockerEnv(f, EnvOptions{Shell: string(c.sh)}); err != nil {
 				t.Fatal(err)
 			}
 			set := f.Stdout.String()
@@ -127,7 +126,7 @@ func TestDockerEnvQuotesForEachShell(t *testing.T) {
 			if f.Stderr.Len() != 0 {
 				t.Errorf("warnings with the VM up and its socket answering:\n%s", f.Stderr.String())
 			}
-			if err := dockerEnv(f, DockerEnvOptions{Shell: string(c.sh), Unset: true}); err != nil {
+			if err := dockerEnv(f, EnvOptions{Shell: string(c.sh), Unset: true}); err != nil {
 				t.Fatal(err)
 			}
 			unset := f.Stdout.String()
@@ -156,7 +155,7 @@ func TestDockerEnvShellFromSHELL(t *testing.T) {
 		"/bin/tcsh": "export DOCKER_HOST=", "": "export DOCKER_HOST=",
 	} {
 		f.Vars["SHELL"] = login
-		if err := dockerEnv(f, DockerEnvOptions{}); err != nil {
+		if err := dockerEnv(f, EnvOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		if !strings.HasPrefix(f.Stdout.String(), want+"unix://") {
@@ -168,7 +167,7 @@ func TestDockerEnvShellFromSHELL(t *testing.T) {
 		}
 	}
 	f.Vars["SHELL"] = "/bin/zsh"
-	if err := dockerEnv(f, DockerEnvOptions{Shell: "tcsh"}); err == nil || !strings.Contains(err.Error(), "use bash, zsh, fish or powershell") {
+	if err := dockerEnv(f, EnvOptions{Shell: "tcsh"}); err == nil || !strings.Contains(err.Error(), "use bash, zsh, fish or powershell") {
 		t.Errorf("--shell tcsh: %v", err)
 	}
 	if f.Stdout.Len() != 0 {
@@ -200,7 +199,7 @@ func TestDockerEnvWarnings(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			f := dockerFixture(t, "")
 			c.setup(f)
-			if err := dockerEnv(f, DockerEnvOptions{Shell: "bash"}); err != nil {
+			if err := dockerEnv(f, EnvOptions{Shell: "bash"}); err != nil {
 				t.Fatal(err)
 			}
 			want := strings.Replace(c.want, "%s", sock(f), 1)
@@ -222,7 +221,7 @@ func TestDockerEnvReadsVMNameOnly(t *testing.T) {
 	if err := os.WriteFile(f.Env.Paths.Config, []byte(bad), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := dockerEnv(f, DockerEnvOptions{Shell: "bash"}); err != nil {
+	if err := dockerEnv(f, EnvOptions{Shell: "bash"}); err != nil {
 		t.Fatal(err)
 	}
 	if want := "export DOCKER_HOST=unix://" + filepath.Join(f.Vars["HOME"], ".lab.docker.sock") + "\n"; !strings.HasPrefix(f.Stdout.String(), want) {
@@ -234,7 +233,7 @@ func TestDockerEnvReadsVMNameOnly(t *testing.T) {
 	if err := os.WriteFile(f.Env.Paths.Config, []byte("vm:\n  name: Bad_Name\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := dockerEnv(f, DockerEnvOptions{Shell: "bash"}); err == nil || !strings.Contains(err.Error(), "vm.name") || f.Stdout.Len() != 0 {
+	if err := dockerEnv(f, EnvOptions{Shell: "bash"}); err == nil || !strings.Contains(err.Error(), "vm.name") || f.Stdout.Len() != 0 {
 		t.Errorf("a bad vm.name: %v\n%s", err, f.Stdout.String())
 	}
 }
@@ -242,7 +241,7 @@ func TestDockerEnvReadsVMNameOnly(t *testing.T) {
 func TestDockerEnvUnset(t *testing.T) {
 	f := dockerFixture(t, "")
 	f.Vars["DOCKER_HOST"] = "unix://" + sock(f)
-	if err := dockerEnv(f, DockerEnvOptions{Unset: true}); err != nil {
+	if err := dockerEnv(f, EnvOptions{Unset: true}); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.HasPrefix(f.Stdout.String(), "unset DOCKER_HOST\n") || !strings.Contains(f.Stdout.String(), `#   eval "$(marina docker-env --unset)"`) || f.Stderr.Len() != 0 {
@@ -251,7 +250,7 @@ func TestDockerEnvUnset(t *testing.T) {
 	// Another daemon's DOCKER_HOST is unset too (the user asked), with a
 	// word on stderr.
 	f.Vars["DOCKER_HOST"] = "tcp://10.1.2.3:2376"
-	if err := dockerEnv(f, DockerEnvOptions{Unset: true}); err != nil {
+	if err := dockerEnv(f, EnvOptions{Unset: true}); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.HasPrefix(f.Stdout.String(), "unset DOCKER_HOST\n") || !strings.Contains(f.Stderr.String(), "DOCKER_HOST is tcp://10.1.2.3:2376, not VM marina's socket") {
@@ -259,17 +258,17 @@ func TestDockerEnvUnset(t *testing.T) {
 	}
 	// And without a config at all.
 	os.Remove(f.Env.Paths.Config)
-	if err := dockerEnv(f, DockerEnvOptions{Unset: true}); err != nil || !strings.HasPrefix(f.Stdout.String(), "unset DOCKER_HOST\n") {
+	if err := dockerEnv(f, EnvOptions{Unset: true}); err != nil || !strings.HasPrefix(f.Stdout.String(), "unset DOCKER_HOST\n") {
 		t.Errorf("--unset without a config: %v\n%s", err, f.Stdout.String())
 	}
-	if err := dockerEnv(f, DockerEnvOptions{}); err == nil || !strings.Contains(err.Error(), "marina up") {
+	if err := dockerEnv(f, EnvOptions{}); err == nil || !strings.Contains(err.Error(), "marina up") {
 		t.Errorf("docker-env without a config: %v", err)
 	}
 }
 
 func TestDockerEnvRefusesAControlCharacter(t *testing.T) {
 	f := dockerFixture(t, "a\nrm -rf ~")
-	err := dockerEnv(f, DockerEnvOptions{Shell: "bash"})
+	err := dockerEnv(f, EnvOptions{Shell: "bash"})
 	if err == nil || !strings.Contains(err.Error(), "control character") || f.Stdout.Len() != 0 {
 		t.Errorf("%v\n%s", err, f.Stdout.String())
 	}
@@ -299,7 +298,7 @@ func TestDockerContextCreateThenAlreadyCurrent(t *testing.T) {
 	f := dockerFixture(t, "")
 	listen(f)
 	host := "unix://" + sock(f)
-	if err := dockerContext(f, DockerContextOptions{}); err != nil {
+	if err := dockerContext(f, ContextOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	want := "Created Docker context marina with docker endpoint " + host + ".\n" +
@@ -308,11 +307,11 @@ func TestDockerContextCreateThenAlreadyCurrent(t *testing.T) {
 		t.Errorf("stdout:\n%s\nstderr:\n%s", f.Stdout.String(), f.Stderr.String())
 	}
 	h, meta, cur := readContext(t, dockerDir(f), "marina")
-	if h != host || cur != "marina" || meta[dockerctx.ManagedKey] != dockerctx.ManagedValue {
+	if h != host || cur != "marina" || meta[ManagedKey] != ManagedValue {
 		t.Errorf("read back: host %s, current %s, metadata %v", h, cur, meta)
 	}
 	before := snapshotTree(t, dockerDir(f))
-	if err := dockerContext(f, DockerContextOptions{}); err != nil {
+	if err := dockerContext(f, ContextOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if want := "Docker context marina is already current, with docker endpoint " + host + ": nothing to change.\n"; f.Stdout.String() != want {
@@ -354,7 +353,7 @@ func markedContext(t *testing.T, dir, name, host string) {
 	t.Helper()
 	s := store.New(filepath.Join(dir, "contexts"), store.NewConfig(nil))
 	err := s.CreateOrUpdate(store.Metadata{Name: name,
-		Metadata:  map[string]any{"Description": "my lab", dockerctx.ManagedKey: dockerctx.ManagedValue},
+		Metadata:  map[string]any{"Description": "my lab", ManagedKey: ManagedValue},
 		Endpoints: map[string]any{docker.DockerEndpoint: docker.EndpointMeta{Host: host}}})
 	if err != nil {
 		t.Fatal(err)
@@ -378,7 +377,7 @@ func TestDockerContextUpdate(t *testing.T) {
 	listen(f)
 	markedContext(t, dockerDir(f), "marina", "unix:///old/home/.marina.docker.sock")
 	writeDockerConfig(t, dockerDir(f), `{"auths": {}, "currentContext": "desktop-linux"}`)
-	if err := dockerContext(f, DockerContextOptions{DryRun: true}); err != nil {
+	if err := dockerContext(f, ContextOptions{DryRun: true}); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{
@@ -392,7 +391,7 @@ func TestDockerContextUpdate(t *testing.T) {
 	if h, _, cur := readContext(t, dockerDir(f), "marina"); cur != "desktop-linux" || h != "unix:///old/home/.marina.docker.sock" {
 		t.Errorf("--dry-run changed the context: %s, current %s", h, cur)
 	}
-	if err := dockerContext(f, DockerContextOptions{}); err != nil {
+	if err := dockerContext(f, ContextOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	want := "Changed the docker endpoint of Docker context marina to unix://" + sock(f) + " (it was unix:///old/home/.marina.docker.sock).\n" +
@@ -419,7 +418,7 @@ func TestDockerContextRefusesAForeignContext(t *testing.T) {
 	writeDockerConfig(t, dockerDir(f), `{"auths": {}, "currentContext": "marina"}`)
 	before := snapshotTree(t, dockerDir(f))
 	for _, dry := range []bool{true, false} {
-		err := dockerContext(f, DockerContextOptions{DryRun: dry})
+		err := dockerContext(f, ContextOptions{DryRun: dry})
 		for _, want := range []string{"Docker context marina exists and was not made by marina (its docker endpoint is ssh://me@build-box)", "`docker context rm marina`", "another vm.name (`marina config edit`)"} {
 			if err == nil || !strings.Contains(err.Error(), want) {
 				t.Errorf("dry run %v: %v, want %q", dry, err, want)
@@ -430,7 +429,7 @@ func TestDockerContextRefusesAForeignContext(t *testing.T) {
 		}
 	}
 	// --unset leaves it current: it is not marina's.
-	if err := dockerContext(f, DockerContextOptions{Unset: true}); err != nil {
+	if err := dockerContext(f, ContextOptions{Unset: true}); err != nil {
 		t.Fatal(err)
 	}
 	if want := "Docker's current context is marina, a context marina did not make: it is left as it is (`docker context use default` switches by hand).\n"; f.Stdout.String() != want {
@@ -444,11 +443,11 @@ func TestDockerContextRefusesAForeignContext(t *testing.T) {
 func TestDockerContextUnset(t *testing.T) {
 	f := dockerFixture(t, "")
 	listen(f)
-	if err := dockerContext(f, DockerContextOptions{}); err != nil {
+	if err := dockerContext(f, ContextOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	// --dry-run says it and changes nothing.
-	if err := dockerContext(f, DockerContextOptions{Unset: true, DryRun: true}); err != nil {
+	if err := dockerContext(f, ContextOptions{Unset: true, DryRun: true}); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(f.Stdout.String(), "make default Docker's current context in ") {
@@ -457,7 +456,7 @@ func TestDockerContextUnset(t *testing.T) {
 	if _, _, cur := readContext(t, dockerDir(f), "marina"); cur != "marina" {
 		t.Errorf("--dry-run switched to %q", cur)
 	}
-	if err := dockerContext(f, DockerContextOptions{Unset: true}); err != nil {
+	if err := dockerContext(f, ContextOptions{Unset: true}); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.HasPrefix(f.Stdout.String(), "Docker's current context is default again (it was marina).") {
@@ -467,7 +466,7 @@ func TestDockerContextUnset(t *testing.T) {
 	if h, _, cur := readContext(t, dockerDir(f), "marina"); cur != "" || h != "unix://"+sock(f) {
 		t.Errorf("after --unset: current %q, host %s", cur, h)
 	}
-	if err := dockerContext(f, DockerContextOptions{Unset: true}); err != nil {
+	if err := dockerContext(f, ContextOptions{Unset: true}); err != nil {
 		t.Fatal(err)
 	}
 	if f.Stdout.String() != "Docker's current context is already default: nothing to change.\n" {
@@ -481,7 +480,7 @@ func TestDockerContextUnset(t *testing.T) {
 	}
 	writeDockerConfig(t, dockerDir(f), `{"auths": {}, "currentContext": "desktop-linux"}`)
 	before := snapshotTree(t, dockerDir(f))
-	if err := dockerContext(f, DockerContextOptions{Unset: true}); err != nil {
+	if err := dockerContext(f, ContextOptions{Unset: true}); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.HasPrefix(f.Stdout.String(), "Docker's current context is desktop-linux, a context marina did not make: it is left as it is") {
@@ -499,7 +498,7 @@ func TestDockerContextWarnsAboutDOCKER_HOST(t *testing.T) {
 	listen(f)
 	f.Vars["DOCKER_HOST"] = "unix://" + sock(f)
 	f.Vars["DOCKER_CONTEXT"] = "desktop-linux"
-	if err := dockerContext(f, DockerContextOptions{}); err != nil {
+	if err := dockerContext(f, ContextOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{
@@ -519,7 +518,7 @@ func TestDockerContextHonoursDOCKER_CONFIG(t *testing.T) {
 	f := dockerFixture(t, "")
 	dir := filepath.Join(t.TempDir(), "dc")
 	f.Vars["DOCKER_CONFIG"] = dir
-	if err := dockerContext(f, DockerContextOptions{DryRun: true}); err != nil {
+	if err := dockerContext(f, ContextOptions{DryRun: true}); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(f.Stdout.String(), "create Docker context marina with docker endpoint unix://"+sock(f)+" ("+dir+"/contexts/meta/") {
@@ -528,7 +527,7 @@ func TestDockerContextHonoursDOCKER_CONFIG(t *testing.T) {
 	if _, err := os.Stat(dir); !os.IsNotExist(err) {
 		t.Errorf("--dry-run made %s: %v", dir, err)
 	}
-	if err := dockerContext(f, DockerContextOptions{}); err != nil {
+	if err := dockerContext(f, ContextOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if _, _, cur := readContext(t, dir, "marina"); cur != "marina" {
@@ -544,7 +543,7 @@ func TestDockerContextHonoursDOCKER_CONFIG(t *testing.T) {
 func TestDockerContextBadInput(t *testing.T) {
 	f := dockerFixture(t, "")
 	f.Config(func(c *config.Config) { c.VM.Name = "default" })
-	err := dockerContext(f, DockerContextOptions{})
+	err := dockerContext(f, ContextOptions{})
 	if err == nil || !strings.Contains(err.Error(), "vm.name default cannot name a Docker context") || !strings.Contains(err.Error(), "set another vm.name") {
 		t.Errorf("vm.name default: %v", err)
 	}
@@ -554,7 +553,7 @@ func TestDockerContextBadInput(t *testing.T) {
 	f.Config(nil)
 	writeDockerConfig(t, dockerDir(f), `{"auths": {"x": {"auth": "not base64!"}}}`)
 	before := snapshotTree(t, dockerDir(f))
-	if err := dockerContext(f, DockerContextOptions{}); err == nil || !strings.Contains(err.Error(), "fix or move "+filepath.Join(dockerDir(f), "config.json")) {
+	if err := dockerContext(f, ContextOptions{}); err == nil || !strings.Contains(err.Error(), "fix or move "+filepath.Join(dockerDir(f), "config.json")) {
 		t.Errorf("unreadable config.json: %v", err)
 	}
 	if after := snapshotTree(t, dockerDir(f)); after != before {

@@ -1,4 +1,4 @@
-package app
+package dockerctx
 
 import (
 	"context"
@@ -10,7 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/bcollard/marina/internal/dockerctx"
 	"github.com/bcollard/marina/internal/run"
 	"github.com/bcollard/marina/internal/session"
 	"github.com/bcollard/marina/internal/vm"
@@ -22,18 +21,18 @@ const (
 	envDockerContext = "DOCKER_CONTEXT"
 )
 
-// DockerEnvOptions are the flags of marina docker-env.
-type DockerEnvOptions struct {
+// EnvOptions are the flags of marina docker-env.
+type EnvOptions struct {
 	Unset bool
 	// Shell is bash, zsh, fish or powershell; "" picks the one $SHELL
 	// names (bash when it names another).
 	Shell string
 }
 
-// DockerEnv prints the shell commands that point docker at the VM's
+// Env prints the shell commands that point docker at the VM's
 // Docker (DOCKER_HOST), or with Unset that stop doing so. Only those go
 // to stdout, which is meant for eval; what is wrong goes to stderr.
-func DockerEnv(ctx context.Context, e *session.Env, opts DockerEnvOptions) error {
+func Env(ctx context.Context, e *session.Env, opts EnvOptions) error {
 	sh, err := pickShell(opts.Shell, e.Getenv("SHELL"))
 	if err != nil {
 		return err
@@ -235,18 +234,18 @@ func warnReach(ctx context.Context, e *session.Env, name, sock string) {
 	}
 }
 
-// DockerContextOptions are the flags of marina docker-context.
-type DockerContextOptions struct {
+// ContextOptions are the flags of marina docker-context.
+type ContextOptions struct {
 	Unset  bool
 	DryRun bool
 }
 
-// DockerContext makes a Docker context named after the VM, with the VM's
+// UseContext makes a Docker context named after the VM, with the VM's
 // socket as its docker endpoint, and makes it Docker's current context;
 // with Unset it makes default current again, if the current one is
 // marina's.
-func DockerContext(ctx context.Context, e *session.Env, opts DockerContextOptions) error {
-	dir := dockerctx.Dir(e.Getenv, e.Paths.Home)
+func UseContext(ctx context.Context, e *session.Env, opts ContextOptions) error {
+	dir := Dir(e.Getenv, e.Paths.Home)
 	if opts.Unset {
 		return unsetDockerContext(e, dir, opts.DryRun)
 	}
@@ -254,16 +253,16 @@ func DockerContext(ctx context.Context, e *session.Env, opts DockerContextOption
 	if err != nil {
 		return err
 	}
-	if err := dockerctx.CheckName(name); err != nil {
+	if err := CheckName(name); err != nil {
 		return fmt.Errorf("vm.name %s cannot name a Docker context (%v): set another vm.name (`marina config edit`)", name, err)
 	}
-	st, err := dockerctx.Read(dir, name)
+	st, err := Read(dir, name)
 	if err != nil {
 		return err
 	}
 	host := "unix://" + sock
 	p, err := st.Ensure(name, host, "Docker in marina's VM "+name)
-	var foreign *dockerctx.ForeignError
+	var foreign *ForeignError
 	if errors.As(err, &foreign) {
 		return fmt.Errorf("%w, in %s: marina never overwrites a context it did not make. Remove or rename that one (`docker context rm %s`; `docker context export %s` keeps a copy first), or give marina's VM another vm.name (`marina config edit`)", err, st.Path(name), name, name)
 	}
@@ -308,15 +307,15 @@ func DockerContext(ctx context.Context, e *session.Env, opts DockerContextOption
 }
 
 func unsetDockerContext(e *session.Env, dir string, dryRun bool) error {
-	st, err := dockerctx.Read(dir, dockerctx.Default)
+	st, err := Read(dir, Default)
 	if err != nil {
 		return err
 	}
-	if env := e.Getenv(envDockerContext); env != "" && env != dockerctx.Default {
+	if env := e.Getenv(envDockerContext); env != "" && env != Default {
 		e.UI.Warnf("DOCKER_CONTEXT is %s: it picks the context whatever %s says; unset it: `unset DOCKER_CONTEXT`", env, st.ConfigFile)
 	}
 	cur := st.Current
-	if cur == dockerctx.Default {
+	if cur == Default {
 		if dryRun {
 			e.PrintPlan(nil, "Docker's current context is default")
 			return nil
