@@ -216,7 +216,7 @@ func (p *createPlan) forSlot(s *session.Session, opts CreateOptions, userLabels 
 	if p.pool, err = slot.MetalLBRanges(netip.MustParsePrefix(cfg.Network.CIDR), n); err != nil {
 		return err
 	}
-	etcd, pw, ok, err := dnsEtcd(cfg, s.Paths)
+	etcd, pw, ok, err := session.DNSEtcd(cfg, s.Paths)
 	if err != nil {
 		return err
 	}

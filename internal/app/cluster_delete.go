@@ -47,7 +47,7 @@ func DeleteClusters(ctx context.Context, e *session.Env, opts DeleteOptions) err
 			return err
 		}
 	}
-	sel, err := parseSelector(opts.Selector)
+	sel, err := session.ParseSelector(opts.Selector)
 	if err != nil {
 		return err
 	}
@@ -200,7 +200,7 @@ func deleteScript(cfg config.Config, paths config.Paths, names []string) (string
 	if err != nil {
 		return "", err
 	}
-	etcd, _, ok, err := dnsEtcd(cfg, paths)
+	etcd, _, ok, err := session.DNSEtcd(cfg, paths)
 	if err != nil || !ok {
 		return script, err
 	}

@@ -31,7 +31,7 @@ const labelTimeout = 5 * time.Second
 // ListClusters lists the clusters in the VM; a selector keeps those whose
 // control-plane node matches it.
 func ListClusters(ctx context.Context, e *session.Env, selector string) ([]ClusterRow, error) {
-	sel, err := parseSelector(selector)
+	sel, err := session.ParseSelector(selector)
 	if err != nil {
 		return nil, err
 	}
@@ -86,17 +86,6 @@ func clusterRows(ctx context.Context, s *session.Session, sel labels.Selector, s
 		}
 	}
 	return out, nil
-}
-
-func parseSelector(s string) (labels.Selector, error) {
-	if s == "" {
-		return nil, nil
-	}
-	sel, err := labels.Parse(s)
-	if err != nil {
-		return nil, session.Usagef("-l %q is not a label selector: %v (write it like region=europe-west1,env!=prod)", s, err)
-	}
-	return sel, nil
 }
 
 // nodeLabels are the labels of cluster name's control-plane node.

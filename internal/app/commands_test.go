@@ -608,21 +608,21 @@ func TestOpenReadsOnlyWhatIsNeeded(t *testing.T) {
 // containers current, the Corefile in the VM, the resolver file written.
 func dnsWarm(f *sessiontest.World) {
 	f.T.Helper()
-	key, err := loadLabelKey(f.Env.Paths)
+	key, err := session.LoadLabelKey(f.Env.Paths)
 	if err != nil {
 		f.T.Fatal(err)
 	}
-	if err := key.save(f.Env.Paths); err != nil {
+	if err := key.Save(f.Env.Paths); err != nil {
 		f.T.Fatal(err)
 	}
-	specs, err := dns.Specs(config.Default(), key.key)
+	specs, err := dns.Specs(config.Default(), key.Key)
 	if err != nil {
 		f.T.Fatal(err)
 	}
 	for _, s := range specs {
 		f.Mirrors = append(f.Mirrors, docker.Container{ID: s.Name + "-id", Name: s.Name, State: "running", Labels: map[string]string{dns.LabelRole: s.Role, dns.LabelConfig: s.Digest}})
 	}
-	f.DNSSum = defaultCorefileSum(f.T, key.key)
+	f.DNSSum = defaultCorefileSum(f.T, key.Key)
 	f.EtcdAuth = dns.EtcdName + "-id"
 	_, server := dns.Addrs(netip.MustParsePrefix(config.DefaultCIDR))
 	path := filepath.Join(f.ResolverDir, config.DefaultDNSDomain)

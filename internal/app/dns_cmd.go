@@ -19,7 +19,7 @@ import (
 // round trip: etcd is reachable from the VM and the kind network only).
 // selector filters on the labels cluster and owner.
 func ListDNS(ctx context.Context, e *session.Env, selector string) ([]dns.Record, error) {
-	sel, err := parseSelector(selector)
+	sel, err := session.ParseSelector(selector)
 	if err != nil {
 		return nil, err
 	}
@@ -29,7 +29,7 @@ func ListDNS(ctx context.Context, e *session.Env, selector string) ([]dns.Record
 	}
 	defer s.Close()
 	cfg := s.Config
-	etcd, _, ok, err := dnsEtcd(cfg, s.Paths)
+	etcd, _, ok, err := session.DNSEtcd(cfg, s.Paths)
 	if err != nil {
 		return nil, err
 	}

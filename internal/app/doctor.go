@@ -262,7 +262,7 @@ func (d *doctor) run(ctx context.Context) DoctorReport {
 	s, e := d.s, d.s.Env
 	d.o, d.fixes, d.stale, d.throughVM, d.shadows = nil, nil, nil, nil, nil
 	d.route = host.RouteStatus{}
-	d.made = loadMade(e.Paths, hostOwn(s.File.Config, s.File.Err == nil))
+	d.made = loadMade(e.Paths, session.HostOwn(s.File.Config, s.File.Err == nil))
 	checks := []DoctorCheck{d.config}
 	add := func(c ...DoctorCheck) { checks = append(checks, c...) }
 	hostOS := s.Host.OS()
@@ -302,7 +302,7 @@ func (d *doctor) run(ctx context.Context) DoctorReport {
 			probes.Upstreams = append(probes.Upstreams, u)
 		}
 		// The local DNS's records, read as root, for values that are none.
-		if etcd, _, ok, err := dnsEtcd(s.Config, s.Paths); err == nil && ok {
+		if etcd, _, ok, err := session.DNSEtcd(s.Config, s.Paths); err == nil && ok {
 			probes.Records, _ = guest.DNSRecordsProbe(etcd, s.Config.DNS.Domain)
 		}
 	}
@@ -780,8 +780,8 @@ func (d *doctor) judgeMirrors(o *session.Observed, probeErrs map[string]error, g
 	}
 	// Out of date mirrors, judged as up judges them.
 	reasons := map[string]string{}
-	if key, err := loadLabelKey(s.Paths); err == nil {
-		if specs, err := registry.Specs(cfg, vm.GuestCacheDir, key.key); err == nil {
+	if key, err := session.LoadLabelKey(s.Paths); err == nil {
+		if specs, err := registry.Specs(cfg, vm.GuestCacheDir, key.Key); err == nil {
 			reasons = planMirrors(specs, o.Mirrors, o.Guest.RegistrySums).reasons
 		}
 	}
@@ -1162,7 +1162,7 @@ func (d *doctor) repair(ctx context.Context, todo []repairStep) []string {
 		case repairRoute:
 			fix := s.Host.RouteFix(d.route)
 			err = s.Step(fmt.Sprintf("Routing %s from this host via %s", d.route.Want, d.route.Via), "", func() error {
-				made, err := host.LoadMade(s.Paths.Routes(), hostOwn(s.Config, true))
+				made, err := host.LoadMade(s.Paths.Routes(), session.HostOwn(s.Config, true))
 				if err != nil {
 					return err
 				}

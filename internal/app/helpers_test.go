@@ -7,6 +7,7 @@ import (
 	"github.com/bcollard/marina/internal/config"
 	"github.com/bcollard/marina/internal/dns"
 	"github.com/bcollard/marina/internal/host"
+	"github.com/bcollard/marina/internal/session"
 	"github.com/bcollard/marina/internal/session/sessiontest"
 )
 
@@ -17,7 +18,7 @@ func mustPrefix(s string) netip.Prefix { return netip.MustParsePrefix(s) }
 // mustMade is marina's record of the routes it made, in the fixture's home.
 func mustMade(t *testing.T, f *sessiontest.World) *host.Made {
 	t.Helper()
-	m, err := host.LoadMade(f.Env.Paths.Routes(), hostOwn(config.Default(), true))
+	m, err := host.LoadMade(f.Env.Paths.Routes(), session.HostOwn(config.Default(), true))
 	if err != nil {
 		t.Fatal(err)
 	}

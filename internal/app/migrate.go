@@ -972,7 +972,7 @@ func (m *migration) adoptRoute(ctx context.Context) error {
 		return err
 	}
 	defer s.Close()
-	made, err := host.LoadMade(m.e.Paths.Routes(), hostOwn(m.conv.Config, true))
+	made, err := host.LoadMade(m.e.Paths.Routes(), session.HostOwn(m.conv.Config, true))
 	if err != nil {
 		return err
 	}

@@ -258,7 +258,7 @@ func migrated(t *testing.T, f *sessiontest.World) {
 	if !fileExists(filepath.Join(home, ".klimax")) {
 		t.Error("~/.klimax went without --cleanup")
 	}
-	made, err := host.LoadMade(p.Routes(), hostOwn(config.Default(), true))
+	made, err := host.LoadMade(p.Routes(), session.HostOwn(config.Default(), true))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -643,7 +643,7 @@ func TestMigrateLeavesAVPNRouteUnrecorded(t *testing.T) {
 	if err := Migrate(context.Background(), f.Env, MigrateOptions{Yes: true, Skill: []byte("skill")}); err != nil {
 		t.Fatalf("%v\n%s", err, f.Stderr.String())
 	}
-	made, err := host.LoadMade(f.Env.Paths.Routes(), hostOwn(config.Default(), true))
+	made, err := host.LoadMade(f.Env.Paths.Routes(), session.HostOwn(config.Default(), true))
 	if err != nil {
 		t.Fatal(err)
 	}

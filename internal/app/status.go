@@ -189,7 +189,7 @@ func GetStatus(ctx context.Context, e *session.Env) (Status, error) {
 	}
 	// What marina made on the host, read once for the route and the
 	// resolver file.
-	made := loadMade(ses.Paths, hostOwn(file.Config, file.Err == nil))
+	made := loadMade(ses.Paths, session.HostOwn(file.Config, file.Err == nil))
 	if in == nil {
 		s.route(ctx, ses, cidr, nil, made)
 		return s, nil

@@ -47,7 +47,7 @@ func (s *Status) dnsSection(ctx context.Context, ses *session.Session, o *sessio
 	cfg := ses.File.Config
 	etcd, server := dns.Addrs(cidr)
 	d := &DNSStatus{Domain: cfg.DNS.Domain}
-	r, err := readResolver(cfg, made.Made)
+	r, err := session.ReadResolver(cfg, made.Made)
 	if made.err != nil {
 		err = made.err
 	}

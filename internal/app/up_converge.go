@@ -73,7 +73,7 @@ func converge(ctx context.Context, s *session.Session, planned []session.Step, d
 // and warns about what on the host marina will not change.
 func planFor(s *session.Session, o *session.Observed) (convergePlan, error) {
 	e, cfg := s.Env, s.Config
-	key, err := loadLabelKey(e.Paths)
+	key, err := session.LoadLabelKey(e.Paths)
 	if err != nil {
 		return convergePlan{}, err
 	}
@@ -81,7 +81,7 @@ func planFor(s *session.Session, o *session.Observed) (convergePlan, error) {
 	if err != nil {
 		return convergePlan{}, err
 	}
-	res, err := readResolver(cfg, made)
+	res, err := session.ReadResolver(cfg, made)
 	if err != nil {
 		return convergePlan{}, err
 	}
@@ -145,8 +145,8 @@ type convergePlan struct {
 	dns        dnsPlan
 	route      host.RouteStatus
 	routeFix   []string
-	made       *host.Made // the routes marina made
-	key        labelKey   // of the mirrors' label digests
+	made       *host.Made       // the routes marina made
+	key        session.LabelKey // of the mirrors' label digests
 }
 
 // planConverge decides, from one observation, the key of the mirrors'
@@ -154,7 +154,7 @@ type convergePlan struct {
 // what must change. It changes
 // nothing; it fails on what marina must not change (a foreign kind
 // network).
-func planConverge(cfg config.Config, o *session.Observed, key labelKey, made *host.Made, h session.Host) (convergePlan, error) {
+func planConverge(cfg config.Config, o *session.Observed, key session.LabelKey, made *host.Made, h session.Host) (convergePlan, error) {
 	cidr := netip.MustParsePrefix(cfg.Network.CIDR)
 	lima0 := o.Guest.Lima0
 	p := convergePlan{network: docker.KindNetworkSpec(cidr, guest.HostIf), net: guest.KindNet(cidr, o.Mac)}
@@ -185,14 +185,14 @@ func planConverge(cfg config.Config, o *session.Observed, key labelKey, made *ho
 		}
 		p.steps = append(p.steps, s)
 	}
-	specs, err := registry.Specs(cfg.Registries, vm.GuestCacheDir, key.key)
+	specs, err := registry.Specs(cfg.Registries, vm.GuestCacheDir, key.Key)
 	if err != nil {
 		return p, err
 	}
 	p.key = key
 	p.mirrors = planMirrors(specs, o.Mirrors, o.Guest.RegistrySums)
 	p.steps = append(p.steps, p.mirrors.steps()...)
-	dnsSpecs, err := dns.Specs(cfg, key.key)
+	dnsSpecs, err := dns.Specs(cfg, key.Key)
 	if err != nil {
 		return p, err
 	}
@@ -232,7 +232,7 @@ func applyConverge(ctx context.Context, s *session.Session, p convergePlan) erro
 	}
 	if len(p.mirrors.create) > 0 {
 		// The containers about to be labelled need the key kept.
-		if err := p.key.save(e.Paths); err != nil {
+		if err := p.key.Save(e.Paths); err != nil {
 			return err
 		}
 		err := e.Step(fmt.Sprintf("Running %s", ui.Plural(len(p.mirrors.create), "registry mirror")), "", func() error {
@@ -243,7 +243,7 @@ func applyConverge(ctx context.Context, s *session.Session, p convergePlan) erro
 		}
 	}
 	if len(p.dns.create)+len(p.dns.remove) > 0 {
-		if err := p.key.save(e.Paths); err != nil {
+		if err := p.key.Save(e.Paths); err != nil {
 			return err
 		}
 		err := e.Step(fmt.Sprintf("Running the local DNS (%d to start, %d to remove)", len(p.dns.create), len(p.dns.remove)), "", func() error {
@@ -341,12 +341,12 @@ func networkMismatch(vmName string, spec docker.NetworkSpec, have *docker.Networ
 // etcdUsers sets up the local DNS's etcd users, for every cluster the VM
 // has (one Docker call and one guest round trip), and turns its
 // authentication on.
-func etcdUsers(ctx context.Context, s *session.Session, key labelKey) error {
+func etcdUsers(ctx context.Context, s *session.Session, key session.LabelKey) error {
 	return s.Step("Setting up the local DNS's etcd users", "", func() error {
-		if err := key.save(s.Paths); err != nil {
+		if err := key.Save(s.Paths); err != nil {
 			return err
 		}
-		etcd, pw, ok, err := dnsEtcd(s.Config, s.Paths)
+		etcd, pw, ok, err := session.DNSEtcd(s.Config, s.Paths)
 		if err != nil {
 			return err
 		}

@@ -53,7 +53,7 @@ func TestPlanConverge(t *testing.T) {
 	cfg.Registries.Mirrors = []config.Mirror{}
 	e := &session.Env{Paths: config.Paths{Home: t.TempDir(), Dir: filepath.Join(t.TempDir(), ".marina")}}
 	// marina made the route through lima0's first address.
-	made, err := host.LoadMade(e.Paths.Routes(), hostOwn(cfg, true))
+	made, err := host.LoadMade(e.Paths.Routes(), session.HostOwn(cfg, true))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +99,7 @@ func TestPlanConverge(t *testing.T) {
 			if c.change != nil {
 				c.change(o)
 			}
-			p, err := planConverge(cfg, o, labelKey{key: make([]byte, 32)}, made, sessiontest.Host{Real: host.New(run.Runner{}, false, nil, io.Discard)})
+			p, err := planConverge(cfg, o, session.LabelKey{Key: make([]byte, 32)}, made, sessiontest.Host{Real: host.New(run.Runner{}, false, nil, io.Discard)})
 			if c.err != "" {
 				if err == nil || !strings.Contains(err.Error(), c.err) {
 					t.Fatalf("error = %v, want %q", err, c.err)

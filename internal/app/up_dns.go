@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -200,58 +199,16 @@ func removeResolvers(ctx context.Context, s *session.Session, made *host.Made, r
 	return nil
 }
 
-// readResolver is the host's resolver file for cfg's zone.
-func readResolver(cfg config.Config, made *host.Made) (host.Resolver, error) {
-	cidr, err := netip.ParsePrefix(cfg.Network.CIDR)
-	if err != nil {
-		return host.Resolver{}, err
-	}
-	_, server := dns.Addrs(cidr)
-	return host.ReadResolver(host.ResolverDir(), cfg.DNS.Domain, dns.ResolverFile(server), made)
-}
-
-// dnsEtcd is the local DNS's etcd as the VM's scripts reach it, with the
-// passwords marina derives from its label key. ok is false when the key
-// was never saved: marina up never ran the local DNS on this Mac, so its
-// etcd, if any, is not one marina set up.
-func dnsEtcd(cfg config.Config, p config.Paths) (e guest.Etcd, pw dns.Passwords, ok bool, err error) {
-	key, err := loadLabelKey(p)
-	if err != nil || key.fresh {
-		return e, pw, false, err
-	}
-	if pw, err = dns.NewPasswords(key.key); err != nil {
-		return e, pw, false, err
-	}
-	addr, _ := dns.Addrs(netip.MustParsePrefix(cfg.Network.CIDR)) // validated
-	return guest.Etcd{Addr: addr, Root: pw.Root()}, pw, true, nil
-}
-
 // clusterEtcdUser is cluster name's etcd user with its role.
 func clusterEtcdUser(pw dns.Passwords, name, domain string) (guest.EtcdUser, error) {
 	c, err := pw.Cluster(name)
 	return guest.EtcdUser{Creds: c, Grant: dns.ClusterGrant(name, domain)}, err
 }
 
-// hostOwn is what on the host marina's records may make marina's to
-// change or delete, for cfg: its network.cidr's route and its resolver
-// file (host.Own). With no valid config, nothing.
-func hostOwn(cfg config.Config, valid bool) host.Own {
-	cidr, err := netip.ParsePrefix(cfg.Network.CIDR)
-	if !valid || err != nil || !config.IsDomain(cfg.DNS.Domain) {
-		return host.Own{}
-	}
-	_, server := dns.Addrs(cidr)
-	return host.Own{
-		Networks:        []netip.Prefix{cidr.Masked()},
-		Resolver:        filepath.Join(host.ResolverDir(), cfg.DNS.Domain),
-		ResolverContent: dns.ResolverFile(server),
-	}
-}
-
 // loadOwnMade reads marina's record of what it made on the host, for
 // cfg, and says what in it is not marina's now (left alone).
 func loadOwnMade(s *session.Session, cfg config.Config, valid bool) (*host.Made, error) {
-	made, err := host.LoadMade(s.Paths.Routes(), hostOwn(cfg, valid))
+	made, err := host.LoadMade(s.Paths.Routes(), session.HostOwn(cfg, valid))
 	if err != nil {
 		return nil, err
 	}

@@ -2,53 +2,15 @@ package app
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
-	"errors"
 	"fmt"
-	"os"
 	"strings"
 
 	"github.com/bcollard/marina/internal/config"
 	"github.com/bcollard/marina/internal/docker"
-	"github.com/bcollard/marina/internal/fileutil"
 	"github.com/bcollard/marina/internal/registry"
 	"github.com/bcollard/marina/internal/session"
 	"github.com/bcollard/marina/internal/vm"
 )
-
-// labelKey is the key of the mirrors' container label digests (an HMAC,
-// so that a label cannot be forged to look current without it).
-type labelKey struct {
-	key   []byte
-	fresh bool // made now: save it before a container carries it
-}
-
-// loadLabelKey reads the key, or makes a fresh one (kept only by save):
-// planning never writes.
-func loadLabelKey(p config.Paths) (labelKey, error) {
-	b, err := fileutil.ReadRegular(p.LabelKey(), 1<<10)
-	if err == nil {
-		if k, err := hex.DecodeString(strings.TrimSpace(string(b))); err == nil && len(k) == 32 {
-			return labelKey{key: k}, nil
-		}
-	} else if !errors.Is(err, os.ErrNotExist) {
-		return labelKey{}, fmt.Errorf("read %s: %w", p.LabelKey(), err)
-	}
-	k := make([]byte, 32)
-	if _, err := rand.Read(k); err != nil {
-		return labelKey{}, err
-	}
-	return labelKey{key: k, fresh: true}, nil
-}
-
-// save writes a fresh key (0600).
-func (k labelKey) save(p config.Paths) error {
-	if !k.fresh {
-		return nil
-	}
-	return fileutil.WriteAtomic(p.LabelKey(), []byte(hex.EncodeToString(k.key)+"\n"), 0o600)
-}
 
 // mirrorPlan is what up does to the mirror containers.
 type mirrorPlan struct {
@@ -196,12 +158,12 @@ func runMirrors(ctx context.Context, dc session.Docker, p mirrorPlan) error {
 // mirrorSpecs renders the configured mirrors, with the label key saved
 // (the containers made from them carry it).
 func mirrorSpecs(p config.Paths, r config.Registries) ([]registry.Spec, error) {
-	key, err := loadLabelKey(p)
+	key, err := session.LoadLabelKey(p)
 	if err != nil {
 		return nil, err
 	}
-	if err := key.save(p); err != nil {
+	if err := key.Save(p); err != nil {
 		return nil, err
 	}
-	return registry.Specs(r, vm.GuestCacheDir, key.key)
+	return registry.Specs(r, vm.GuestCacheDir, key.Key)
 }

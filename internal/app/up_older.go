@@ -67,7 +67,7 @@ func upgradeClusters(ctx context.Context, s *session.Session, older []cluster.In
 		return nil
 	}
 	domain := s.Config.DNS.Domain
-	etcd, pw, ok, err := dnsEtcd(s.Config, s.Paths)
+	etcd, pw, ok, err := session.DNSEtcd(s.Config, s.Paths)
 	if err != nil {
 		return err
 	}

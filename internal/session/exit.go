@@ -3,6 +3,8 @@ package session
 import (
 	"errors"
 	"fmt"
+
+	"k8s.io/apimachinery/pkg/labels"
 )
 
 // marina's exit statuses, the one place they are defined: the CLI maps
@@ -63,4 +65,17 @@ func Code(err error) int {
 		return exit.Code
 	}
 	return ExitFailed
+}
+
+// ParseSelector reads -l: a label selector (nil for none), or a usage
+// error that shows how to write one.
+func ParseSelector(s string) (labels.Selector, error) {
+	if s == "" {
+		return nil, nil
+	}
+	sel, err := labels.Parse(s)
+	if err != nil {
+		return nil, Usagef("-l %q is not a label selector: %v (write it like region=europe-west1,env!=prod)", s, err)
+	}
+	return sel, nil
 }
