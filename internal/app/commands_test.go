@@ -22,6 +22,7 @@ import (
 	"github.com/bcollard/marina/internal/registry"
 	"github.com/bcollard/marina/internal/session"
 	"github.com/bcollard/marina/internal/session/sessiontest"
+	"github.com/bcollard/marina/internal/status"
 	"github.com/bcollard/marina/internal/vm"
 	"sigs.k8s.io/yaml"
 )
@@ -701,7 +702,7 @@ func TestStatusIsOneRoundTrip(t *testing.T) {
 	f := sessiontest.New(t)
 	f.Config(nil)
 	f.Route = &hostRoute{Dest: f.Network.Subnet, Gateway: f.Lima0.Addr(), Interface: "bridge100"}
-	st, err := GetStatus(context.Background(), f.Env)
+	st, err := status.Get(context.Background(), f.Env)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/bcollard/marina/internal/config"
 	"github.com/bcollard/marina/internal/session/sessiontest"
+	"github.com/bcollard/marina/internal/status"
 )
 
 // vm.rosetta on a Mac that is not Apple silicon is one warning that names
@@ -73,7 +74,7 @@ func TestRosettaIsWarnedOncePerStrictCommand(t *testing.T) {
 			t.Errorf("%s: cluster delete warned %d times:\n%s", arch, n, f.Stderr.String())
 		}
 		f.Stderr.Reset()
-		if _, err := GetStatus(context.Background(), f.Env); err != nil {
+		if _, err := status.Get(context.Background(), f.Env); err != nil {
 			t.Fatal(err)
 		}
 		if strings.Contains(f.Stderr.String(), "rosetta") {

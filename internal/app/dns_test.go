@@ -13,6 +13,7 @@ import (
 	"github.com/bcollard/marina/internal/guest"
 	"github.com/bcollard/marina/internal/host"
 	"github.com/bcollard/marina/internal/session/sessiontest"
+	"github.com/bcollard/marina/internal/status"
 	"github.com/bcollard/marina/internal/vm"
 )
 
@@ -316,7 +317,7 @@ func TestCreateGivesTheClusterItsEtcdUser(t *testing.T) {
 // off a Mac it says why and runs nothing.
 func TestFlushDNS(t *testing.T) {
 	f := sessiontest.New(t)
-	if err := FlushDNS(context.Background(), f.Env, FlushDNSOptions{}); err != nil {
+	if err := status.FlushDNS(context.Background(), f.Env, status.FlushDNSOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	want := "host.privileged /usr/bin/dscacheutil -flushcache,host.privileged /usr/bin/killall -HUP mDNSResponder"
@@ -329,7 +330,7 @@ func TestFlushDNS(t *testing.T) {
 
 	f = sessiontest.New(t)
 	f.Fail["host.privileged /usr/bin/dscacheutil"] = errBoom
-	if err := FlushDNS(context.Background(), f.Env, FlushDNSOptions{}); !errors.Is(err, errBoom) {
+	if err := status.FlushDNS(context.Background(), f.Env, status.FlushDNSOptions{}); !errors.Is(err, errBoom) {
 		t.Errorf("error = %v", err)
 	}
 	if got := f.Called("host.privileged /usr/bin/killall"); len(got) != 0 {
@@ -337,7 +338,7 @@ func TestFlushDNS(t *testing.T) {
 	}
 
 	f = sessiontest.New(t)
-	if err := FlushDNS(context.Background(), f.Env, FlushDNSOptions{DryRun: true}); err != nil {
+	if err := status.FlushDNS(context.Background(), f.Env, status.FlushDNSOptions{DryRun: true}); err != nil {
 		t.Fatal(err)
 	}
 	if got := f.Called("host."); len(got) != 0 || !strings.Contains(f.Stdout.String(), "run `sudo /usr/bin/killall -HUP mDNSResponder`") {
@@ -346,7 +347,7 @@ func TestFlushDNS(t *testing.T) {
 
 	f = sessiontest.New(t)
 	f.HostStyle = host.Linux
-	if err := FlushDNS(context.Background(), f.Env, FlushDNSOptions{}); err == nil || !strings.Contains(err.Error(), "this host is not a Mac") {
+	if err := status.FlushDNS(context.Background(), f.Env, status.FlushDNSOptions{}); err == nil || !strings.Contains(err.Error(), "this host is not a Mac") {
 		t.Errorf("on Linux: %v", err)
 	}
 	if got := f.Called("host."); len(got) != 0 {

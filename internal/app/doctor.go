@@ -26,6 +26,7 @@ import (
 	"github.com/bcollard/marina/internal/run"
 	"github.com/bcollard/marina/internal/session"
 	"github.com/bcollard/marina/internal/slot"
+	"github.com/bcollard/marina/internal/status"
 	"github.com/bcollard/marina/internal/ui"
 	"github.com/bcollard/marina/internal/vm"
 )
@@ -177,7 +178,7 @@ type doctor struct {
 
 	// Set by run, for plan.
 	o     *session.Observed
-	made  madeRecord
+	made  status.MadeRecord
 	route host.RouteStatus
 	fixes []DoctorCheck
 	stale []cluster.Info // clusters whose kubeconfig is missing or stale
@@ -262,7 +263,7 @@ func (d *doctor) run(ctx context.Context) DoctorReport {
 	s, e := d.s, d.s.Env
 	d.o, d.fixes, d.stale, d.throughVM, d.shadows = nil, nil, nil, nil, nil
 	d.route = host.RouteStatus{}
-	d.made = loadMade(e.Paths, session.HostOwn(s.File.Config, s.File.Err == nil))
+	d.made = status.LoadMade(e.Paths, session.HostOwn(s.File.Config, s.File.Err == nil))
 	checks := []DoctorCheck{d.config}
 	add := func(c ...DoctorCheck) { checks = append(checks, c...) }
 	hostOS := s.Host.OS()
@@ -414,8 +415,8 @@ func (d *doctor) run(ctx context.Context) DoctorReport {
 		dnsCheck = skip(checkDNS, "the lookup goes over the route into the kind network, which does not carry it now (see "+strings.Join(d.throughVM, ", ")+")")
 	default:
 		wg.Go(func() {
-			st := &Status{}
-			st.dnsSection(ctx, s, o, d.cidr, d.made)
+			st := &status.Status{}
+			st.DNSSection(ctx, s, o, d.cidr, d.made)
 			dnsCheck = judgeRecords(judgeDNS(*st.DNS), o.Guest.Health, s.Config.DNS.Domain)
 		})
 	}
@@ -719,7 +720,7 @@ func (d *doctor) shadowed(line string, shadows []host.Route) DoctorCheck {
 }
 
 // judgeDNS is the local DNS's check, from status's DNS section.
-func judgeDNS(st DNSStatus) DoctorCheck {
+func judgeDNS(st status.DNSStatus) DoctorCheck {
 	var bad []string
 	fix := "marina up"
 	switch host.ResolverState(st.Resolver) {

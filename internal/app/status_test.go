@@ -16,6 +16,7 @@ import (
 	"github.com/bcollard/marina/internal/dns"
 	"github.com/bcollard/marina/internal/docker"
 	"github.com/bcollard/marina/internal/session/sessiontest"
+	"github.com/bcollard/marina/internal/status"
 	"github.com/bcollard/marina/internal/ui"
 	"github.com/bcollard/marina/internal/vm"
 )
@@ -31,11 +32,11 @@ func TestStatusListsTheClusters(t *testing.T) {
 		docker.Node{Container: docker.Container{ID: "e-cp", Name: "east-control-plane", State: "running"}, Cluster: "east", Role: "control-plane", APIPorts: []int{7002}},
 		docker.Node{Container: docker.Container{ID: "e-w", Name: "east-worker", State: "exited"}, Cluster: "east", Role: "worker"},
 		docker.Node{Container: docker.Container{ID: "w-cp", Name: "west-control-plane", State: "exited"}, Cluster: "west", Role: "control-plane", APIPorts: []int{7003}})
-	st, err := GetStatus(context.Background(), f.Env)
+	st, err := status.Get(context.Background(), f.Env)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []ClusterStatus{{Name: "dev", Slot: 1, Nodes: 1, State: "running"}, {Name: "east", Slot: 2, Nodes: 2, State: "partial"}, {Name: "west", Slot: 3, Nodes: 1, State: "stopped"}}
+	want := []status.ClusterStatus{{Name: "dev", Slot: 1, Nodes: 1, State: "running"}, {Name: "east", Slot: 2, Nodes: 2, State: "partial"}, {Name: "west", Slot: 3, Nodes: 1, State: "stopped"}}
 	if st.Clusters == nil || !reflect.DeepEqual(*st.Clusters, want) {
 		t.Errorf("clusters = %+v, want %+v", st.Clusters, want)
 	}
@@ -62,7 +63,7 @@ func TestStatusListsTheClusters(t *testing.T) {
 // The clusters field is an empty list when the VM runs none, and absent
 // when the VM does not run.
 func TestStatusClustersField(t *testing.T) {
-	field := func(t *testing.T, st Status) (json.RawMessage, bool) {
+	field := func(t *testing.T, st status.Status) (json.RawMessage, bool) {
 		t.Helper()
 		b, err := json.Marshal(st)
 		if err != nil {
@@ -77,7 +78,7 @@ func TestStatusClustersField(t *testing.T) {
 	}
 	f := sessiontest.New(t)
 	f.Config(nil)
-	st, err := GetStatus(context.Background(), f.Env)
+	st, err := status.Get(context.Background(), f.Env)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +98,7 @@ func TestStatusClustersField(t *testing.T) {
 		} else {
 			f.Instance.Status = state
 		}
-		st, err := GetStatus(context.Background(), f.Env)
+		st, err := status.Get(context.Background(), f.Env)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -116,7 +117,7 @@ func TestStatusClustersDockerError(t *testing.T) {
 	f := sessiontest.New(t)
 	f.Config(nil)
 	f.Fail["docker.kind-nodes"] = errBoom
-	st, err := GetStatus(context.Background(), f.Env)
+	st, err := status.Get(context.Background(), f.Env)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,7 +136,7 @@ func TestStatusClustersDockerError(t *testing.T) {
 	f.Config(nil)
 	f.Fail["docker.version"] = errBoom
 	f.Fail["docker.kind-nodes"] = errBoom
-	st, err = GetStatus(context.Background(), f.Env)
+	st, err = status.Get(context.Background(), f.Env)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -185,7 +186,7 @@ func TestStatusProblems(t *testing.T) {
 			f := doctorFixture(t)
 			f.Network.Options = maps.Clone(f.Network.Options)
 			c.breakIt(f)
-			st, err := GetStatus(context.Background(), f.Env)
+			st, err := status.Get(context.Background(), f.Env)
 			if err != nil {
 				t.Fatal(err)
 			}

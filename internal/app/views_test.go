@@ -27,6 +27,7 @@ import (
 	"github.com/bcollard/marina/internal/registry"
 	"github.com/bcollard/marina/internal/session"
 	"github.com/bcollard/marina/internal/session/sessiontest"
+	"github.com/bcollard/marina/internal/status"
 	"github.com/bcollard/marina/internal/ui"
 	"github.com/bcollard/marina/internal/version"
 	"github.com/bcollard/marina/internal/vm"
@@ -111,10 +112,10 @@ func views(t *testing.T) (*sessiontest.World, []view) {
 	// east, stopped, fails its check; registry-old warns.
 	doctor := doctorRun(f, DoctorOptions{})
 	return f, []view{
-		{name: "status", v: must(GetStatus(ctx, f.Env))},
+		{name: "status", v: must(status.Get(ctx, f.Env))},
 		{name: "cluster-list", v: must(ListClusters(ctx, f.Env, ""))},
 		{name: "registry-list", v: must(ListMirrors(ctx, f.Env))},
-		{name: "dns-list", v: must(ListDNS(ctx, f.Env, ""))},
+		{name: "dns-list", v: must(status.ListDNS(ctx, f.Env, ""))},
 		{name: "fleet-list", v: must(ListFleets(ctx, f.Env))},
 		{name: "fleet-describe", v: must(DescribeFleet(ctx, f.Env, "demo"))},
 		{name: "doctor", v: doctor},
@@ -152,7 +153,7 @@ func sparseViews(t *testing.T) []view {
 		} else {
 			f.Instance.Status = state
 		}
-		st, err := GetStatus(context.Background(), f.Env)
+		st, err := status.Get(context.Background(), f.Env)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -311,17 +312,17 @@ func TestGoldenViews(t *testing.T) {
 func TestSelectors(t *testing.T) {
 	f := viewsFixture(t)
 	ctx := context.Background()
-	if recs, err := ListDNS(ctx, f.Env, "cluster=nosuch"); err != nil || len(recs) != 0 {
+	if recs, err := status.ListDNS(ctx, f.Env, "cluster=nosuch"); err != nil || len(recs) != 0 {
 		t.Errorf("dns list -l cluster=nosuch = %v, %v", recs, err)
 	}
-	if recs, err := ListDNS(ctx, f.Env, "owner=dev"); err != nil || len(recs) != 1 || recs[0].Name != "web.shop.dev.demo.internal" {
+	if recs, err := status.ListDNS(ctx, f.Env, "owner=dev"); err != nil || len(recs) != 1 || recs[0].Name != "web.shop.dev.demo.internal" {
 		t.Errorf("dns list -l owner=dev = %v, %v", recs, err)
 	}
 	if rows, err := ListClusters(ctx, f.Env, "team=nosuch"); err != nil || len(rows) != 0 {
 		t.Errorf("cluster list -l team=nosuch = %v, %v", rows, err)
 	}
 	for _, list := range []func(string) error{
-		func(s string) error { _, err := ListDNS(ctx, f.Env, s); return err },
+		func(s string) error { _, err := status.ListDNS(ctx, f.Env, s); return err },
 		func(s string) error { _, err := ListClusters(ctx, f.Env, s); return err },
 	} {
 		if err := list("tier in (gold"); session.Code(err) != session.ExitUsage {

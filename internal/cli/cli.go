@@ -20,6 +20,7 @@ import (
 	"github.com/bcollard/marina/internal/config"
 	"github.com/bcollard/marina/internal/dns"
 	"github.com/bcollard/marina/internal/session"
+	"github.com/bcollard/marina/internal/status"
 	"github.com/bcollard/marina/internal/ui"
 	"github.com/bcollard/marina/internal/version"
 )
@@ -329,7 +330,7 @@ is read alone).`,
 		Example: `  marina status
   marina st
   marina status -o json`,
-	}, app.GetStatus, printStatus, statusVerdict)
+	}, status.Get, printStatus, statusVerdict)
 }
 
 func (r *root) shellCmd() *cobra.Command {
@@ -421,14 +422,16 @@ ExternalDNS wrote it, as its ownership record says; - when there is none).
 		Example: `  marina dns list
   marina dns list -l cluster=dev -o json`,
 		Args: cobra.NoArgs,
-	}, func(ctx context.Context, e *session.Env) ([]dns.Record, error) { return app.ListDNS(ctx, e, selector) }, printDNS, func() string {
+	}, func(ctx context.Context, e *session.Env) ([]dns.Record, error) {
+		return status.ListDNS(ctx, e, selector)
+	}, printDNS, func() string {
 		if selector != "" {
 			return fmt.Sprintf("No name matches -l %s (`marina dns list` shows them all).", selector)
 		}
 		return "No names: a LoadBalancer Service with an address gets one within seconds (the Mac may keep a name it asked for too early missing for a minute: marina dns flush)."
 	})
 	list.Flags().StringVarP(&selector, "selector", "l", "", "only names matching this selector on cluster and owner (cluster=dev)")
-	var fo app.FlushDNSOptions
+	var fo status.FlushDNSOptions
 	flush := &cobra.Command{
 		Use:   "flush",
 		Short: "Empty the Mac's DNS cache, for a name asked for before it existed",
@@ -445,7 +448,7 @@ cluster's CoreDNS and are not affected. No VM is needed.`,
 		Example: `  marina dns flush
   marina dns flush --dry-run`,
 		Args: cobra.NoArgs,
-		RunE: func(c *cobra.Command, _ []string) error { return app.FlushDNS(c.Context(), r.env.Load(), fo) },
+		RunE: func(c *cobra.Command, _ []string) error { return status.FlushDNS(c.Context(), r.env.Load(), fo) },
 	}
 	dryRunFlag(flush, &fo.DryRun)
 	c.AddCommand(list, flush)

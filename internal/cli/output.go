@@ -16,6 +16,7 @@ import (
 	"github.com/bcollard/marina/internal/dns"
 	"github.com/bcollard/marina/internal/registry"
 	"github.com/bcollard/marina/internal/session"
+	"github.com/bcollard/marina/internal/status"
 	"github.com/bcollard/marina/internal/ui"
 	"github.com/bcollard/marina/internal/vm"
 )
@@ -96,7 +97,7 @@ func withList[T any](r *root, c *cobra.Command, get func(context.Context, *sessi
 
 // statusVerdict fails status, after its whole view, when it shows
 // something broken.
-func statusVerdict(s app.Status) error {
+func statusVerdict(s status.Status) error {
 	p := s.Problems()
 	if len(p) == 0 {
 		return nil
@@ -110,10 +111,10 @@ func statusVerdict(s app.Status) error {
 }
 
 // printStatus writes the text form.
-func printStatus(w io.Writer, s app.Status) {
+func printStatus(w io.Writer, s status.Status) {
 	v := s.VM
 	fmt.Fprintln(w, "=== VM ===")
-	if v.Status == app.NotCreated {
+	if v.Status == status.NotCreated {
 		fmt.Fprintf(w, "  %s: not created (run `marina up`)\n", v.Name)
 	} else {
 		fmt.Fprintf(w, "  name:     %s\n", v.Name)
@@ -167,7 +168,7 @@ func printStatus(w io.Writer, s app.Status) {
 
 // printClusterStatus writes the clusters section of status (running VM
 // only): nil is a list Docker could not give.
-func printClusterStatus(w io.Writer, list *[]app.ClusterStatus) {
+func printClusterStatus(w io.Writer, list *[]status.ClusterStatus) {
 	fmt.Fprintln(w, "=== Clusters ===")
 	switch {
 	case list == nil:
@@ -193,7 +194,7 @@ func printClusterStatus(w io.Writer, list *[]app.ClusterStatus) {
 }
 
 // printDNSStatus writes the local DNS section of status.
-func printDNSStatus(w io.Writer, d app.DNSStatus) {
+func printDNSStatus(w io.Writer, d status.DNSStatus) {
 	fmt.Fprintf(w, "=== Local DNS (%s) ===\n", d.Domain)
 	fmt.Fprintf(w, "  %s resolver file %s: %s\n", mark(d.Resolver == "present"), d.ResolverPath, d.Resolver)
 	if d.Note != "" && d.Resolver != "missing" {

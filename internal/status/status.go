@@ -1,4 +1,7 @@
-package app
+// Package status is what marina status, dns list and dns flush report: one
+// observation of the VM, its network, mirrors, local DNS and clusters,
+// turned into values the CLI renders.
+package status
 
 import (
 	"cmp"
@@ -166,9 +169,9 @@ func (d *DNSStatus) failing() []string {
 	return out
 }
 
-// GetStatus observes everything it can and never stops at the first
+// Get observes everything it can and never stops at the first
 // failure: each problem lands next to what was learned.
-func GetStatus(ctx context.Context, e *session.Env) (Status, error) {
+func Get(ctx context.Context, e *session.Env) (Status, error) {
 	// The config's problems show in their own section, not as warnings.
 	ses, err := session.Open(ctx, e, session.Needs{Config: session.VMOnlyQuiet})
 	if err != nil {
@@ -189,7 +192,7 @@ func GetStatus(ctx context.Context, e *session.Env) (Status, error) {
 	}
 	// What marina made on the host, read once for the route and the
 	// resolver file.
-	made := loadMade(ses.Paths, session.HostOwn(file.Config, file.Err == nil))
+	made := LoadMade(ses.Paths, session.HostOwn(file.Config, file.Err == nil))
 	if in == nil {
 		s.route(ctx, ses, cidr, nil, made)
 		return s, nil
@@ -217,7 +220,7 @@ func GetStatus(ctx context.Context, e *session.Env) (Status, error) {
 	s.guestNetwork(o, cidr)
 	s.clusters(o, clusters, clErr)
 	if cidr.IsValid() && o.DockerErr == nil {
-		s.dnsSection(ctx, ses, o, cidr, made)
+		s.DNSSection(ctx, ses, o, cidr, made)
 	}
 	s.route(ctx, ses, cidr, o, made)
 	return s, nil
@@ -296,7 +299,7 @@ func (s *Status) clusters(o *session.Observed, infos []cluster.Info, err error) 
 // route fills the host route section; o is the running VM's observation,
 // nil when the VM is not running (the route is then looked up here and
 // judged without a gateway to compare with).
-func (s *Status) route(ctx context.Context, ses *session.Session, cidr netip.Prefix, o *session.Observed, made madeRecord) {
+func (s *Status) route(ctx context.Context, ses *session.Session, cidr netip.Prefix, o *session.Observed, made MadeRecord) {
 	if !cidr.IsValid() {
 		return
 	}
@@ -317,8 +320,8 @@ func (s *Status) route(ctx context.Context, ses *session.Session, cidr netip.Pre
 		r.Line, r.Error = cidr.String()+" → unknown", err.Error()
 		return
 	}
-	if made.err != nil {
-		r.Error = made.err.Error()
+	if made.Err != nil {
+		r.Error = made.Err.Error()
 	}
 	rs := host.Classify(cidr, via, found, made.Gateways(cidr)...)
 	r.State, r.Line = string(rs.State), rs.String()
@@ -330,17 +333,17 @@ func (s *Status) route(ctx context.Context, ses *session.Session, cidr netip.Pre
 	}
 }
 
-// madeRecord is marina's record of what it made on the host, as read:
+// MadeRecord is marina's record of what it made on the host, as read:
 // empty, with the reason, when it could not be read.
-type madeRecord struct {
+type MadeRecord struct {
 	*host.Made
-	err error
+	Err error
 }
 
-func loadMade(p config.Paths, own host.Own) madeRecord {
+func LoadMade(p config.Paths, own host.Own) MadeRecord {
 	m, err := host.LoadMade(p.Routes(), own)
 	if err != nil {
-		return madeRecord{&host.Made{}, err}
+		return MadeRecord{&host.Made{}, err}
 	}
-	return madeRecord{m, nil}
+	return MadeRecord{m, nil}
 }

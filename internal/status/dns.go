@@ -1,4 +1,4 @@
-package app
+package status
 
 import (
 	"context"
@@ -42,14 +42,14 @@ type DNSLookupStatus struct {
 	Error  string `json:"error,omitempty"`
 }
 
-// dnsSection fills s.DNS from the observation and one lookup.
-func (s *Status) dnsSection(ctx context.Context, ses *session.Session, o *session.Observed, cidr netip.Prefix, made madeRecord) {
+// DNSSection fills s.DNS from the observation and one lookup.
+func (s *Status) DNSSection(ctx context.Context, ses *session.Session, o *session.Observed, cidr netip.Prefix, made MadeRecord) {
 	cfg := ses.File.Config
 	etcd, server := dns.Addrs(cidr)
 	d := &DNSStatus{Domain: cfg.DNS.Domain}
 	r, err := session.ReadResolver(cfg, made.Made)
-	if made.err != nil {
-		err = made.err
+	if made.Err != nil {
+		err = made.Err
 	}
 	if err != nil {
 		d.Resolver, d.Note = "unknown", err.Error()
