@@ -9,7 +9,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/bcollard/marina/lab/manifests"
+	"github.com/bcollard/marina/internal/testmanifests"
 )
 
 // A components.yaml as metrics-server's release lays it out, cut down to
@@ -109,7 +109,7 @@ func TestPinnedDigestsMatchMetricsServer(t *testing.T) {
 	}
 	for _, v := range MetricsServerVersions() {
 		t.Run(v, func(t *testing.T) {
-			real, err := manifests.MetricsServer(v)
+			real, err := testmanifests.MetricsServer(v)
 			if err != nil {
 				t.Fatalf("cannot rebuild metrics-server %s, so its pin is unchecked: %v", v, err)
 			}

@@ -32,7 +32,7 @@ import (
 	"github.com/bcollard/marina/internal/cluster"
 	"github.com/bcollard/marina/internal/config"
 	"github.com/bcollard/marina/internal/kubeconfig"
-	"github.com/bcollard/marina/lab/pki"
+	"github.com/bcollard/marina/internal/testpki"
 )
 
 const (
@@ -209,7 +209,7 @@ func (d *daemon) reads() []string {
 // control-plane node with that cluster's labels and logs what it is asked.
 type apiServer struct {
 	*httptest.Server
-	ca       *pki.CA
+	ca       *testpki.CA
 	serving  []byte
 	mu       sync.Mutex
 	labels   map[string]map[string]string // by cluster
@@ -218,7 +218,7 @@ type apiServer struct {
 
 func serveAPI(t *testing.T, labels map[string]map[string]string) *apiServer {
 	t.Helper()
-	ca, err := pki.LoadOrMakeCA(t.TempDir(), "ca", "kubernetes")
+	ca, err := testpki.LoadOrMakeCA(t.TempDir(), "ca", "kubernetes")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -24,7 +24,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/bcollard/marina/internal/run"
-	"github.com/bcollard/marina/lab/manifests"
+	"github.com/bcollard/marina/internal/testmanifests"
 )
 
 // fleetReport is marina fleet apply -o json, as far as the test reads it.
@@ -327,7 +327,7 @@ func nodeIDs(t *testing.T) string {
 // its module as the release builds it, into marina's download cache.
 func seedMetricsServer(t *testing.T, version string) {
 	t.Helper()
-	b, err := manifests.MetricsServer(version)
+	b, err := testmanifests.MetricsServer(version)
 	if err != nil {
 		t.Fatal(err)
 	}

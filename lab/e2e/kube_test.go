@@ -30,7 +30,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
-	"github.com/bcollard/marina/lab/pki"
+	"github.com/bcollard/marina/internal/testpki"
 )
 
 // kubeServiceCIDR is the shared API server's service range.
@@ -294,7 +294,7 @@ func (p pkiFiles) data(name string) []byte {
 }
 
 // kubePKI writes what the API server and its clients need, laid out as
-// kubeadm does (lab/pki): a CA, the serving certificate (127.0.0.1,
+// kubeadm does (internal/testpki): a CA, the serving certificate (127.0.0.1,
 // localhost, the kubernetes service names and the first service IP), an
 // admin client certificate in system:masters, and the service-account key
 // pair.
@@ -303,7 +303,7 @@ func kubePKI(dir string) (pkiFiles, error) {
 	if err := os.MkdirAll(pdir, 0o700); err != nil {
 		return "", err
 	}
-	ca, err := pki.LoadOrMakeCA(pdir, "ca", "marina-lab-kubernetes-ca")
+	ca, err := testpki.LoadOrMakeCA(pdir, "ca", "marina-lab-kubernetes-ca")
 	if err != nil {
 		return "", err
 	}
@@ -315,7 +315,7 @@ func kubePKI(dir string) (pkiFiles, error) {
 	if _, _, err := ca.Issue("admin", pkix.Name{CommonName: "lab-admin", Organization: []string{"system:masters"}}, x509.ExtKeyUsageClientAuth, nil, nil); err != nil {
 		return "", err
 	}
-	return pkiFiles(pdir), pki.ServiceAccountKey(pdir)
+	return pkiFiles(pdir), testpki.ServiceAccountKey(pdir)
 }
 
 // TestKubeAPI proves the shared API server: client-go writes and reads, and

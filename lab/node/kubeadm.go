@@ -30,7 +30,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
-	"github.com/bcollard/marina/lab/pki"
+	"github.com/bcollard/marina/internal/testpki"
 )
 
 // pkiDir is where kubeadm keeps the cluster's PKI.
@@ -126,20 +126,20 @@ func kubeadmInit(c *kubeadmConfig) error {
 			return err
 		}
 	}
-	kca, err := pki.LoadOrMakeCA(pkiDir, "ca", "kubernetes")
+	kca, err := testpki.LoadOrMakeCA(pkiDir, "ca", "kubernetes")
 	if err != nil {
 		return err
 	}
-	fpca, err := pki.LoadOrMakeCA(pkiDir, "front-proxy-ca", "front-proxy-ca")
+	fpca, err := testpki.LoadOrMakeCA(pkiDir, "front-proxy-ca", "front-proxy-ca")
 	if err != nil {
 		return err
 	}
 	// etcd listens on loopback without TLS here; its CA exists because kind
 	// copies it to secondary control planes.
-	if _, err := pki.LoadOrMakeCA(pkiDir, "etcd/ca", "etcd-ca"); err != nil {
+	if _, err := testpki.LoadOrMakeCA(pkiDir, "etcd/ca", "etcd-ca"); err != nil {
 		return err
 	}
-	if err := pki.ServiceAccountKey(pkiDir); err != nil {
+	if err := testpki.ServiceAccountKey(pkiDir); err != nil {
 		return err
 	}
 	dns, ips := apiServerSANs(c, name, adv, endpoint)

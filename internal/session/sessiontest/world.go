@@ -41,7 +41,7 @@ import (
 	"github.com/bcollard/marina/internal/slot"
 	"github.com/bcollard/marina/internal/ui"
 	"github.com/bcollard/marina/internal/vm"
-	"github.com/bcollard/marina/lab/pki"
+	"github.com/bcollard/marina/internal/testpki"
 	"github.com/lima-vm/lima/v2/pkg/yqutil"
 	sigyaml "sigs.k8s.io/yaml"
 )
@@ -85,7 +85,7 @@ type Fakes struct {
 	RegistrySums map[string]string
 	Scripts      map[string]vm.Result // guest.Run output by script name prefix
 	Bodies       map[string]string    // the last body run under each script name
-	CA           *pki.CA
+	CA           *testpki.CA
 	// The local DNS: its Corefile's sum in the VM, the clusters' addons
 	// records, and the host's resolver folder.
 	DNSSum      string
@@ -181,7 +181,7 @@ func New(t *testing.T) *World {
 	cfg := config.Default()
 	spec := docker.KindNetworkSpec(netip.MustParsePrefix(cfg.Network.CIDR), guest.HostIf)
 	f.Network = &docker.NetworkState{Driver: "bridge", Subnet: spec.Subnet, Gateway: spec.Gateway, IPRange: spec.IPRange, Options: spec.Options, Managed: true}
-	if f.CA, err = pki.LoadOrMakeCA(t.TempDir(), "ca", "kubernetes"); err != nil {
+	if f.CA, err = testpki.LoadOrMakeCA(t.TempDir(), "ca", "kubernetes"); err != nil {
 		t.Fatal(err)
 	}
 	f.Env = &session.Env{

@@ -1,8 +1,8 @@
-// Package manifests rebuilds, for tests, the addon manifests marina pins,
+// Package testmanifests rebuilds, for tests, the addon manifests marina pins,
 // from the addons' own Go modules: nothing can be downloaded from GitHub
 // here, and a rebuild that gives the pinned bytes shows the pin is the
 // release's.
-package manifests
+package testmanifests
 
 import (
 	"bytes"

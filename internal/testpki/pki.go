@@ -1,8 +1,8 @@
-// Package pki makes the certificates the lab's Kubernetes pieces need (the
+// Package testpki makes the certificates the lab's Kubernetes pieces need (the
 // kind node stand-in's kubeadm and the tests' API server): a CA kept as
 // NAME.crt and NAME.key in a folder, leaves it signs, and the
 // service-account key pair, laid out as kubeadm lays out /etc/kubernetes/pki.
-package pki
+package testpki
 
 import (
 	"crypto"
