@@ -39,9 +39,9 @@ import (
 	"github.com/bcollard/marina/internal/run"
 	"github.com/bcollard/marina/internal/session"
 	"github.com/bcollard/marina/internal/slot"
+	"github.com/bcollard/marina/internal/testpki"
 	"github.com/bcollard/marina/internal/ui"
 	"github.com/bcollard/marina/internal/vm"
-	"github.com/bcollard/marina/internal/testpki"
 	"github.com/lima-vm/lima/v2/pkg/yqutil"
 	sigyaml "sigs.k8s.io/yaml"
 )
