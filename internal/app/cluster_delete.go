@@ -24,7 +24,6 @@ import (
 type DeleteOptions struct {
 	Names    []string
 	Selector string
-	File     string // a fleet manifest: its clusters, dependents first
 	Yes      bool
 	DryRun   bool
 }
@@ -33,12 +32,6 @@ type DeleteOptions struct {
 // terminal, with their kubeconfig files and entries. Every name is checked
 // before anything is deleted.
 func DeleteClusters(ctx context.Context, e *session.Env, opts DeleteOptions) error {
-	if opts.File != "" {
-		if len(opts.Names) > 0 || opts.Selector != "" {
-			return errors.New("-f deletes a fleet manifest's clusters: do not name clusters or give -l with it")
-		}
-		return DeleteFleet(ctx, e, "", opts.File, opts.Yes, opts.DryRun)
-	}
 	if len(opts.Names) > 0 && opts.Selector != "" {
 		return errors.New("name clusters or select them with -l, not both")
 	}

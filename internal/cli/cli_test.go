@@ -170,3 +170,24 @@ func TestMissingNamedConfig(t *testing.T) {
 		t.Errorf("config show of an empty --config: %d %q %q", code, out, errs)
 	}
 }
+
+// cluster delete -f is a fleet's delete: it says what fleet delete -f says,
+// and refuses names or -l beside it before anything is read.
+func TestClusterDeleteFileIsAFleetDelete(t *testing.T) {
+	home := isolate(t)
+	file := filepath.Join(home, "fleet.yaml")
+	if err := os.WriteFile(file, []byte("apiVersion: marina.dev/v1alpha1\nkind: Fleet\nmetadata:\n  name: demo\nspec:\n  clusters: [east]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, errs, code := runCLI(t, "cluster", "delete", "-f", file, "--dry-run")
+	fout, ferrs, fcode := runCLI(t, "fleet", "delete", "-f", file, "--dry-run")
+	if out != fout || errs != ferrs || code != fcode || errs == "" {
+		t.Errorf("cluster delete -f: %d %q %q\nfleet delete -f: %d %q %q", code, out, errs, fcode, fout, ferrs)
+	}
+	for _, args := range [][]string{{"dev"}, {"-l", "env=test"}} {
+		_, errs, code := runCLI(t, append([]string{"cluster", "delete", "-f", file}, args...)...)
+		if code != 1 || !strings.Contains(errs, "-f deletes a fleet manifest's clusters: do not name clusters or give -l with it") {
+			t.Errorf("cluster delete -f with %v: %d %q", args, code, errs)
+		}
+	}
+}

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -71,6 +72,7 @@ entries are removed again, unless --retain is given.`,
 
 func (r *root) clusterDeleteCmd() *cobra.Command {
 	var o app.DeleteOptions
+	var file string
 	c := &cobra.Command{
 		Use:     "delete [NAME…]",
 		Aliases: []string{"rm"},
@@ -84,11 +86,19 @@ of these, in a terminal, pick from a list.`,
   marina cluster delete -f fleet.yaml`,
 		RunE: func(c *cobra.Command, args []string) error {
 			o.Names = args
+			// -f is a fleet's delete: the cluster commands know nothing
+			// of fleets.
+			if file != "" {
+				if len(o.Names) > 0 || o.Selector != "" {
+					return errors.New("-f deletes a fleet manifest's clusters: do not name clusters or give -l with it")
+				}
+				return app.DeleteFleet(c.Context(), r.env.Load(), "", file, o.Yes, o.DryRun)
+			}
 			return app.DeleteClusters(c.Context(), r.env.Load(), o)
 		},
 	}
 	c.Flags().StringVarP(&o.Selector, "selector", "l", "", "delete the clusters whose nodes match this label selector")
-	c.Flags().StringVarP(&o.File, "filename", "f", "", "delete the clusters of this Fleet manifest (- for stdin)")
+	c.Flags().StringVarP(&file, "filename", "f", "", "delete the clusters of this Fleet manifest (- for stdin)")
 	c.Flags().BoolVarP(&o.Yes, "yes", "y", false, "do not ask for confirmation")
 	dryRunFlag(c, &o.DryRun)
 	return c
