@@ -33,8 +33,9 @@ import (
 
 // marina doctor: every part of the lab checked in order, each with what
 // was found and, when it is not right, the command that fixes it. It reads
-// what status reads (observeWith: one guest round trip, with the doctor's
-// probes in it) and judges it; --fix makes the repairs that are safe.
+// what status reads (session.ObserveWith: one guest round trip, with the
+// doctor's probes in it) and judges it; --fix makes the repairs that are
+// safe.
 
 // DoctorStatus is one check's outcome.
 type DoctorStatus string

@@ -1,6 +1,6 @@
-// Package status is what marina status, dns list and dns flush report: one
-// observation of the VM, its network, mirrors, local DNS and clusters,
-// turned into values the CLI renders.
+// Package status is marina status (one observation of the VM, its
+// network, mirrors, local DNS and clusters, as values the CLI renders),
+// and the local DNS's dns list and dns flush.
 package status
 
 import (
