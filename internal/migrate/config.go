@@ -87,6 +87,10 @@ var marinaOnly = map[string]bool{
 // validator: a value marina refuses is an error naming the klimax key and
 // line that need a choice.
 func Config(data []byte, o ConfigOptions) (Converted, error) {
+	// YAML reads a CR, alone or before an LF, as a line break; the comments
+	// marina carries over would keep a lone one, which the next read
+	// splits: every break becomes an LF first.
+	data = bytes.ReplaceAll(bytes.ReplaceAll(data, []byte("\r\n"), []byte("\n")), []byte("\r"), []byte("\n"))
 	doc, err := readKlimax(data)
 	if err != nil {
 		return Converted{}, err
@@ -965,7 +969,13 @@ func render(doc *yaml.Node, foot string) (out []byte, err error) {
 	root := doc.Content[0]
 	if len(root.Content) == 0 {
 		text := joinComments(doc.HeadComment, joinComments(root.HeadComment, joinComments(root.FootComment, joinComments(doc.FootComment, foot))))
-		return []byte(text + "\n"), nil
+		// Each line as a file of comments alone reads back (commentLines):
+		// a comment's trailing blanks would go on the next run.
+		lines := strings.Split(text, "\n")
+		for i, l := range lines {
+			lines[i] = strings.TrimSpace(l)
+		}
+		return []byte(strings.Join(lines, "\n") + "\n"), nil
 	}
 	if foot != "" {
 		last := root.Content[len(root.Content)-2]
