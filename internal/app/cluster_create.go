@@ -142,7 +142,7 @@ func prepareCreate(ctx context.Context, s *session.Session, opts CreateOptions) 
 	if err != nil {
 		return nil, err
 	}
-	if err := checkMirroring(s); err != nil {
+	if err := s.CheckMirroring(); err != nil {
 		return nil, err
 	}
 	p := &createPlan{image: image, metricsServer: opts.MetricsServer}
@@ -223,7 +223,7 @@ func (p *createPlan) forSlot(s *session.Session, opts CreateOptions, userLabels 
 	if !ok {
 		return fmt.Errorf("%s is missing, so the local DNS was not set up by marina up on this Mac: run `marina up`", s.Paths.LabelKey())
 	}
-	user, err := clusterEtcdUser(pw, opts.Name, cfg.DNS.Domain)
+	user, err := guest.ClusterUser(pw, opts.Name, cfg.DNS.Domain)
 	if err != nil {
 		return err
 	}

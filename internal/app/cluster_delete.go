@@ -154,7 +154,7 @@ func deleteClusters(ctx context.Context, s *session.Session, names, files []stri
 		for i, n := range names {
 			// Only this home's own file and entries: the name came from
 			// this home's VM, and ~/.kube is shared by every home (S11).
-			switch ok, err := marinaKubeconfig(files[i], n, s.KubeOwner(false)); {
+			switch ok, err := kubeconfig.Own(files[i], n, s.KubeOwner(false)); {
 			case err != nil:
 				s.UI.Warnf("%s is left as it is: %v; if it is a leftover, `rm %s` removes it", files[i], err, run.ShellQuote(files[i]))
 			case ok:

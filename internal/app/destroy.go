@@ -215,7 +215,7 @@ func kubeconfigCleanup(ctx context.Context, s *session.Session) kubeconfigs {
 		if err != nil {
 			continue
 		}
-		switch ok, err := marinaKubeconfig(path, n, s.KubeOwner(false)); {
+		switch ok, err := kubeconfig.Own(path, n, s.KubeOwner(false)); {
 		case err != nil:
 			e.UI.Warnf("%s is left as it is: %v; if it is a leftover, `rm %s` removes it", path, err, run.ShellQuote(path))
 		case ok:
@@ -265,30 +265,6 @@ func kubeconfigFileNames(dir string) []string {
 		}
 	}
 	return names
-}
-
-// marinaKubeconfig reports whether path is cluster name's own kubeconfig
-// as marina writes it: a regular file (not a link to elsewhere) whose
-// context name carries marina's mark. Missing is false; anything else that
-// is not marina's is an error that says what it is.
-func marinaKubeconfig(path, name string, o kubeconfig.Owner) (bool, error) {
-	st, err := os.Lstat(path)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return false, nil
-	case err != nil:
-		return false, err
-	case !st.Mode().IsRegular():
-		return false, fmt.Errorf("it is not a file marina wrote (%s)", st.Mode().Type())
-	}
-	var no *kubeconfig.NotOwnedError
-	switch err := kubeconfig.CheckFile(path, name, o); {
-	case errors.As(err, &no):
-		return false, errors.New("it " + no.What)
-	case err != nil:
-		return false, err
-	}
-	return true, nil
 }
 
 // steps are the plan lines of the kubeconfig cleanup.

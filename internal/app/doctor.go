@@ -1041,7 +1041,7 @@ func (d *doctor) rosettaAtCreation(in *vm.Instance) bool {
 	if in == nil || !d.cfgOK {
 		return false
 	}
-	created, err := fileutil.ReadRegular(filepath.Join(in.Dir, "lima.yaml"), maxLimaYAML)
+	created, err := fileutil.ReadRegular(filepath.Join(in.Dir, "lima.yaml"), session.MaxLimaYAML)
 	if err != nil {
 		return false
 	}

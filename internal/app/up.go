@@ -215,7 +215,7 @@ func creationDrift(e *session.Env, cfg config.Config, in *vm.Instance) []string 
 	if err != nil {
 		return nil
 	}
-	created, err := fileutil.ReadRegular(filepath.Join(files.InstanceDir, "lima.yaml"), maxLimaYAML)
+	created, err := fileutil.ReadRegular(filepath.Join(files.InstanceDir, "lima.yaml"), session.MaxLimaYAML)
 	if err != nil {
 		return nil
 	}

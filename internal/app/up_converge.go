@@ -363,7 +363,7 @@ func etcdUsers(ctx context.Context, s *session.Session, key session.LabelKey) er
 			if c.Slot == 0 {
 				continue // not marina's
 			}
-			u, err := clusterEtcdUser(pw, c.Name, s.Config.DNS.Domain)
+			u, err := guest.ClusterUser(pw, c.Name, s.Config.DNS.Domain)
 			if err != nil {
 				return err
 			}

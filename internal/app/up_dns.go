@@ -12,7 +12,6 @@ import (
 	"github.com/bcollard/marina/internal/dns"
 	"github.com/bcollard/marina/internal/docker"
 	"github.com/bcollard/marina/internal/fileutil"
-	"github.com/bcollard/marina/internal/guest"
 	"github.com/bcollard/marina/internal/host"
 	"github.com/bcollard/marina/internal/run"
 	"github.com/bcollard/marina/internal/session"
@@ -197,12 +196,6 @@ func removeResolvers(ctx context.Context, s *session.Session, made *host.Made, r
 		}
 	}
 	return nil
-}
-
-// clusterEtcdUser is cluster name's etcd user with its role.
-func clusterEtcdUser(pw dns.Passwords, name, domain string) (guest.EtcdUser, error) {
-	c, err := pw.Cluster(name)
-	return guest.EtcdUser{Creds: c, Grant: dns.ClusterGrant(name, domain)}, err
 }
 
 // loadOwnMade reads marina's record of what it made on the host, for

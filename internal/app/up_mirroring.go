@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io/fs"
 	"maps"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -15,11 +14,9 @@ import (
 	"github.com/bcollard/marina/internal/cluster"
 	"github.com/bcollard/marina/internal/config"
 	"github.com/bcollard/marina/internal/docker"
-	"github.com/bcollard/marina/internal/fileutil"
 	"github.com/bcollard/marina/internal/kube"
 	"github.com/bcollard/marina/internal/run"
 	"github.com/bcollard/marina/internal/session"
-	"github.com/bcollard/marina/internal/slot"
 	"github.com/bcollard/marina/internal/ui"
 	"github.com/bcollard/marina/internal/vm"
 )
@@ -40,38 +37,13 @@ func (m *mirroringChange) what() string {
 	return "turn Lima's port mirroring off (network.disablePortMirroring: true)"
 }
 
-// vmMirrors reads from the VM's lima.yaml whether Lima mirrors the API
-// ports a loopback-mode cluster listens on (Lima keeps the file in the
-// instance folder and rewrites it on limactl start --set). The folder is
-// the one marina's paths give, not one limactl printed.
-func vmMirrors(p config.Paths, name string) (bool, error) {
-	files, err := p.VM(name)
-	if err != nil {
-		return false, err
-	}
-	path := filepath.Join(files.InstanceDir, "lima.yaml")
-	b, err := fileutil.ReadRegular(path, maxLimaYAML)
-	if err != nil {
-		return false, fmt.Errorf("read VM %s's settings: %w", name, err)
-	}
-	ports := make([]int, 0, slot.Max)
-	for n := slot.Min; n <= slot.Max; n++ {
-		ports = append(ports, slot.APIPort(n))
-	}
-	m, err := vm.PortMirroring(b, ports)
-	if err != nil {
-		return false, fmt.Errorf("%s: %w: `marina destroy && marina up` makes the VM again", path, err)
-	}
-	return m, nil
-}
-
 // planMirroring compares the config's port mirroring with the VM's: nil
 // when they agree or there is no VM yet (a new VM gets the config's).
 func planMirroring(e *session.Env, cfg config.Config, in *vm.Instance) (*mirroringChange, error) {
 	if in == nil {
 		return nil, nil
 	}
-	have, err := vmMirrors(e.Paths, in.Name)
+	have, err := session.VMMirrors(e.Paths, in.Name)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil // Lima lists it but has no file: nothing to compare
 	}
@@ -323,25 +295,3 @@ func restart(ctx context.Context, s *session.Session, label string, edits vm.Edi
 	s.Docker, err = e.Deps.Docker(s.Socket())
 	return err
 }
-
-// checkMirroring refuses a cluster whose API address the VM would not
-// serve: a loopback-mode cluster (network.disablePortMirroring: false) on
-// a VM that does not mirror ports. The other way round works (a cluster
-// published on every address is reached on lima0).
-func checkMirroring(s *session.Session) error {
-	if s.Config.Network.DisablePortMirroring || s.Instance == nil {
-		return nil
-	}
-	mirrors, err := vmMirrors(s.Paths, s.Name)
-	if errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("%w: `marina up` repairs or recreates VM %s", err, s.Name)
-	}
-	if err != nil || mirrors {
-		return err
-	}
-	return fmt.Errorf("network.disablePortMirroring is false in %s, but VM %s does not mirror ports yet: a cluster made now would have its API server on the Mac's 127.0.0.1, where nothing would answer. Run `marina up` (it restarts the VM to apply the setting) first, or set it back to true", s.Paths.Config, s.Name)
-}
-
-// maxLimaYAML bounds reading an instance's lima.yaml (a few KiB are
-// written there).
-const maxLimaYAML = 1 << 20

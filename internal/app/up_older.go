@@ -76,7 +76,7 @@ func upgradeClusters(ctx context.Context, s *session.Session, older []cluster.In
 	}
 	users := make([]guest.EtcdUser, len(older))
 	for i, c := range older {
-		if users[i], err = clusterEtcdUser(pw, c.Name, domain); err != nil {
+		if users[i], err = guest.ClusterUser(pw, c.Name, domain); err != nil {
 			return err
 		}
 	}

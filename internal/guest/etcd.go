@@ -261,3 +261,9 @@ func DNSRecordsProbe(e Etcd, domain string) (string, error) {
 	}
 	return "dnsrec=$(mktemp)\nif ( " + script + ") >\"$dnsrec\" 2>/dev/null; then\n\techo \"@@ dns-records\"\n\tcat \"$dnsrec\"\n\techo\nfi\nrm -f \"$dnsrec\"\n", nil
 }
+
+// ClusterUser is cluster name's etcd user with its role.
+func ClusterUser(pw dns.Passwords, name, domain string) (EtcdUser, error) {
+	c, err := pw.Cluster(name)
+	return EtcdUser{Creds: c, Grant: dns.ClusterGrant(name, domain)}, err
+}

@@ -3,6 +3,7 @@ package kubeconfig
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 
@@ -89,4 +90,28 @@ func Stale(path, name, server string) bool {
 	}
 	s, err := Server(kc)
 	return err == nil && s != server
+}
+
+// Own reports whether path is cluster name's own kubeconfig
+// as marina writes it: a regular file (not a link to elsewhere) whose
+// context name carries marina's mark. Missing is false; anything else that
+// is not marina's is an error that says what it is.
+func Own(path, name string, o Owner) (bool, error) {
+	st, err := os.Lstat(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return false, nil
+	case err != nil:
+		return false, err
+	case !st.Mode().IsRegular():
+		return false, fmt.Errorf("it is not a file marina wrote (%s)", st.Mode().Type())
+	}
+	var no *NotOwnedError
+	switch err := CheckFile(path, name, o); {
+	case errors.As(err, &no):
+		return false, errors.New("it " + no.What)
+	case err != nil:
+		return false, err
+	}
+	return true, nil
 }
