@@ -129,3 +129,12 @@ func metricsServerObjects(manifest []byte, insecureTLS bool) ([]*unstructured.Un
 	}
 	return objs, nil
 }
+
+// MetricsServer is metrics-server as a cluster gets it (a Fleet's
+// addons.metricsServer).
+type MetricsServer struct {
+	Version string
+	// InsecureTLS adds --kubelet-insecure-tls: kind's kubelets serve
+	// self-signed certificates.
+	InsecureTLS bool
+}

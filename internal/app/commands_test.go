@@ -18,6 +18,7 @@ import (
 	"github.com/bcollard/marina/internal/dns"
 	"github.com/bcollard/marina/internal/docker"
 	"github.com/bcollard/marina/internal/guest"
+	"github.com/bcollard/marina/internal/kindcluster"
 	"github.com/bcollard/marina/internal/kubeconfig"
 	"github.com/bcollard/marina/internal/registry"
 	"github.com/bcollard/marina/internal/session"
@@ -46,11 +47,11 @@ func createFixture(t *testing.T, change func(*config.Config)) *sessiontest.World
 	return f
 }
 
-func create(f *sessiontest.World, opts CreateOptions) error {
+func create(f *sessiontest.World, opts kindcluster.CreateOptions) error {
 	if opts.Name == "" {
 		opts.Name = "c1"
 	}
-	return CreateCluster(context.Background(), f.Env, opts)
+	return kindcluster.Create(context.Background(), f.Env, opts)
 }
 
 // entries is the contexts of ~/.kube/config named name.
@@ -76,7 +77,7 @@ func hasOldContext(f *sessiontest.World, name string) bool {
 
 func TestCreateSucceeds(t *testing.T) {
 	f := createFixture(t, nil)
-	if err := create(f, CreateOptions{}); err != nil {
+	if err := create(f, kindcluster.CreateOptions{}); err != nil {
 		t.Fatalf("%v\n%s", err, f.Stderr.String())
 	}
 	want := []string{
@@ -131,7 +132,7 @@ func TestCreateRollsBackAfterASignal(t *testing.T) {
 					f.Mu.Unlock()
 				}
 			}
-			err := CreateCluster(ctx, f.Env, CreateOptions{Name: "c1"})
+			err := kindcluster.Create(ctx, f.Env, kindcluster.CreateOptions{Name: "c1"})
 			if err == nil || !errors.Is(err, context.Canceled) {
 				t.Fatalf("error = %v", err)
 			}
@@ -189,7 +190,7 @@ func TestCreateRollsBackAtEachStep(t *testing.T) {
 			if c.fail == "merge" {
 				before = []byte("{not: [yaml")
 			}
-			err := create(f, CreateOptions{})
+			err := create(f, kindcluster.CreateOptions{})
 			if err == nil || !strings.Contains(err.Error(), "cluster c1: "+c.step+" failed: ") || !strings.Contains(err.Error(), "the cluster was removed") {
 				t.Fatalf("error = %v, want the step %q named and the cluster removed", err, c.step)
 			}
@@ -220,7 +221,7 @@ func TestCreateRollsBackAtEachStep(t *testing.T) {
 func TestCreateRetainKeepsAFailedCluster(t *testing.T) {
 	f := createFixture(t, nil)
 	f.Fail["kube c1 pool"] = errBoom
-	err := create(f, CreateOptions{Retain: true})
+	err := create(f, kindcluster.CreateOptions{Retain: true})
 	if err == nil || !strings.Contains(err.Error(), "cluster c1: adding the MetalLB pool failed: boom") {
 		t.Fatalf("error = %v", err)
 	}
@@ -236,7 +237,7 @@ func TestCreateRetainKeepsAFailedCluster(t *testing.T) {
 func TestCreateKindFails(t *testing.T) {
 	f := createFixture(t, nil)
 	f.Fail["guest.run kind create cluster c1"] = errBoom
-	err := create(f, CreateOptions{})
+	err := create(f, kindcluster.CreateOptions{})
 	if err == nil || !strings.Contains(err.Error(), "cluster c1: kind could not create it: boom") {
 		t.Fatalf("error = %v", err)
 	}
@@ -284,7 +285,7 @@ func TestDeleteConfirmation(t *testing.T) {
 	region := cluster.RegionLabel + "=r"
 	cases := []struct {
 		name  string
-		opts  DeleteOptions
+		opts  kindcluster.DeleteOptions
 		tty   bool
 		stdin string
 		want  []string // deleted
@@ -295,21 +296,21 @@ func TestDeleteConfirmation(t *testing.T) {
 		{name: "no name, all", tty: true, stdin: "all\n", want: []string{"a", "b"}},
 		{name: "no name, nothing picked", tty: true, stdin: "\n", err: "nothing was deleted"},
 		{name: "no name, a wrong number", tty: true, stdin: "3\n", err: `"3" is not one of the numbers 1 to 2; nothing was deleted`},
-		{name: "-l without a terminal", opts: DeleteOptions{Selector: region}, err: "needs a confirmation: run it in a terminal, or pass -y"},
-		{name: "-l answered no", opts: DeleteOptions{Selector: region}, tty: true, stdin: "n\n", err: "nothing was deleted"},
-		{name: "-l answered yes", opts: DeleteOptions{Selector: region}, tty: true, stdin: "y\n", want: []string{"a", "b"}},
-		{name: "-l -y", opts: DeleteOptions{Selector: region, Yes: true}, want: []string{"a", "b"}},
-		{name: "-l matching nothing", opts: DeleteOptions{Selector: cluster.RegionLabel + "=elsewhere"}},
-		{name: "named", opts: DeleteOptions{Names: []string{"a"}}, want: []string{"a"}},
-		{name: "named, one unknown", opts: DeleteOptions{Names: []string{"a", "zz"}}, err: "there is no cluster zz"},
-		{name: "named, one invalid", opts: DeleteOptions{Names: []string{"a", "B_"}}, err: "B_"},
+		{name: "-l without a terminal", opts: kindcluster.DeleteOptions{Selector: region}, err: "needs a confirmation: run it in a terminal, or pass -y"},
+		{name: "-l answered no", opts: kindcluster.DeleteOptions{Selector: region}, tty: true, stdin: "n\n", err: "nothing was deleted"},
+		{name: "-l answered yes", opts: kindcluster.DeleteOptions{Selector: region}, tty: true, stdin: "y\n", want: []string{"a", "b"}},
+		{name: "-l -y", opts: kindcluster.DeleteOptions{Selector: region, Yes: true}, want: []string{"a", "b"}},
+		{name: "-l matching nothing", opts: kindcluster.DeleteOptions{Selector: cluster.RegionLabel + "=elsewhere"}},
+		{name: "named", opts: kindcluster.DeleteOptions{Names: []string{"a"}}, want: []string{"a"}},
+		{name: "named, one unknown", opts: kindcluster.DeleteOptions{Names: []string{"a", "zz"}}, err: "there is no cluster zz"},
+		{name: "named, one invalid", opts: kindcluster.DeleteOptions{Names: []string{"a", "B_"}}, err: "B_"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			f := deleteFixture(t)
 			f.Env.TTY = c.tty
 			f.Env.Stdin = strings.NewReader(c.stdin)
-			err := DeleteClusters(context.Background(), f.Env, c.opts)
+			err := kindcluster.Delete(context.Background(), f.Env, c.opts)
 			if c.err != "" {
 				if err == nil || !strings.Contains(err.Error(), c.err) {
 					t.Fatalf("error = %v, want %q", err, c.err)
@@ -744,7 +745,7 @@ func TestVerify(t *testing.T) {
 			if c.fail != "" {
 				f.Fail[c.fail] = errBoom
 			}
-			err := VerifyCluster(context.Background(), f.Env, VerifyOptions{Name: "c1"})
+			err := kindcluster.Verify(context.Background(), f.Env, kindcluster.VerifyOptions{Name: "c1"})
 			if c.err == "" && err != nil || c.err != "" && (err == nil || !strings.Contains(err.Error(), c.err)) {
 				t.Fatalf("error = %v, want %q", err, c.err)
 			}

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/bcollard/marina/internal/config"
+	"github.com/bcollard/marina/internal/kindcluster"
 	"github.com/bcollard/marina/internal/session/sessiontest"
 	"github.com/bcollard/marina/internal/status"
 )
@@ -69,7 +70,7 @@ func TestRosettaIsWarnedOncePerStrictCommand(t *testing.T) {
 			t.Errorf("%s: up warned %d times, want %d:\n%s", arch, n, want, f.Stderr.String())
 		}
 		f.Stderr.Reset()
-		_ = DeleteClusters(context.Background(), f.Env, DeleteOptions{Names: []string{"x"}})
+		_ = kindcluster.Delete(context.Background(), f.Env, kindcluster.DeleteOptions{Names: []string{"x"}})
 		if n := strings.Count(f.Stderr.String(), "vm.rosetta: true is ignored"); n != want {
 			t.Errorf("%s: cluster delete warned %d times:\n%s", arch, n, f.Stderr.String())
 		}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/bcollard/marina/internal/config"
 	"github.com/bcollard/marina/internal/host"
+	"github.com/bcollard/marina/internal/kindcluster"
 	"github.com/bcollard/marina/internal/kubeconfig"
 	"github.com/bcollard/marina/internal/session/sessiontest"
 	"github.com/bcollard/marina/internal/vm"
@@ -540,18 +541,18 @@ func TestHomesDoNotTrustEachOthersVMs(t *testing.T) {
 	b.Cluster("dev", 1, "")
 	b.Scripts["export kubeconfigs"] = vm.Result{Stdout: []byte(b.Export("dev"))}
 
-	if err := MergeKubeconfigs(ctx, b.Env, nil, false); err == nil || !strings.Contains(err.Error(), "another marina home's ("+a.Env.KubeOwner(false).Home+")") {
+	if err := kindcluster.MergeKubeconfigs(ctx, b.Env, nil, false); err == nil || !strings.Contains(err.Error(), "another marina home's ("+a.Env.KubeOwner(false).Home+")") {
 		t.Errorf("B's merge of every cluster: %v", err)
 	}
 	kept(a, before)
-	if err := MergeKubeconfigs(ctx, b.Env, []string{"dev"}, false); err == nil || !strings.Contains(err.Error(), "another marina home's") {
+	if err := kindcluster.MergeKubeconfigs(ctx, b.Env, []string{"dev"}, false); err == nil || !strings.Contains(err.Error(), "another marina home's") {
 		t.Errorf("B's merge of dev: %v", err)
 	}
-	if err := RemoveKubeconfigs(b.Env, []string{"dev"}); err == nil || !strings.Contains(err.Error(), "another marina home's") {
+	if err := kindcluster.RemoveKubeconfigs(b.Env, []string{"dev"}); err == nil || !strings.Contains(err.Error(), "another marina home's") {
 		t.Errorf("B's remove of dev: %v", err)
 	}
 	kept(a, before)
-	if err := DeleteClusters(ctx, b.Env, DeleteOptions{Names: []string{"dev"}, Yes: true}); err != nil {
+	if err := kindcluster.Delete(ctx, b.Env, kindcluster.DeleteOptions{Names: []string{"dev"}, Yes: true}); err != nil {
 		t.Fatalf("B's delete of dev: %v\n%s", err, b.Stderr.String())
 	}
 	kept(a, before)
@@ -602,7 +603,7 @@ func TestOlderMarksAreLeftAndSaid(t *testing.T) {
 	if !strings.Contains(f.Stderr.String(), "older marina") || !strings.Contains(f.Stderr.String(), "marina kubeconfig remove dev") {
 		t.Errorf("what stays is not said:\n%s", f.Stderr.String())
 	}
-	if err := RemoveKubeconfigs(f.Env, []string{"dev"}); err != nil || hasOldContext(f, "dev") {
+	if err := kindcluster.RemoveKubeconfigs(f.Env, []string{"dev"}); err != nil || hasOldContext(f, "dev") {
 		t.Errorf("an explicit remove of dev: %v", err)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/bcollard/marina/internal/dns"
 	"github.com/bcollard/marina/internal/guest"
 	"github.com/bcollard/marina/internal/host"
+	"github.com/bcollard/marina/internal/kindcluster"
 	"github.com/bcollard/marina/internal/session/sessiontest"
 	"github.com/bcollard/marina/internal/status"
 	"github.com/bcollard/marina/internal/vm"
@@ -168,7 +169,7 @@ func TestDeleteForgetsTheNames(t *testing.T) {
 	dnsWarm(f)
 	f.Cluster("dev", 1, "https://127.0.0.1:7001")
 	f.Scripts["kind delete cluster"] = vm.Result{Stdout: []byte("@@ dns-forget dev.demo.internal failed\n")}
-	if err := DeleteClusters(context.Background(), f.Env, DeleteOptions{Names: []string{"dev"}}); err != nil {
+	if err := kindcluster.Delete(context.Background(), f.Env, kindcluster.DeleteOptions{Names: []string{"dev"}}); err != nil {
 		t.Fatalf("%v\n%s", err, f.Stderr.String())
 	}
 	body := f.Bodies["kind delete cluster"]
@@ -194,7 +195,7 @@ func guestAddons(domain string) guest.Addons { return guest.Addons{DNS: domain, 
 func TestCreateNeedsTheLocalDNS(t *testing.T) {
 	f := sessiontest.New(t)
 	f.Config(nil)
-	err := create(f, CreateOptions{})
+	err := create(f, kindcluster.CreateOptions{})
 	if err == nil || !strings.Contains(err.Error(), "run `marina up` first") {
 		t.Fatalf("create without the local DNS: %v", err)
 	}
@@ -294,7 +295,7 @@ func TestUpGivesOlderClustersTheirEtcdUser(t *testing.T) {
 // ExternalDNS with it.
 func TestCreateGivesTheClusterItsEtcdUser(t *testing.T) {
 	f := createFixture(t, nil)
-	if err := create(f, CreateOptions{}); err != nil {
+	if err := create(f, kindcluster.CreateOptions{}); err != nil {
 		t.Fatalf("%v\n%s", err, f.Stderr.String())
 	}
 	var body string

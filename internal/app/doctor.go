@@ -21,6 +21,7 @@ import (
 	"github.com/bcollard/marina/internal/fileutil"
 	"github.com/bcollard/marina/internal/guest"
 	"github.com/bcollard/marina/internal/host"
+	"github.com/bcollard/marina/internal/kindcluster"
 	"github.com/bcollard/marina/internal/kubeconfig"
 	"github.com/bcollard/marina/internal/registry"
 	"github.com/bcollard/marina/internal/run"
@@ -934,20 +935,20 @@ func (d *doctor) judgeCluster(ctx context.Context, c cluster.Info) (DoctorCheck,
 		return fail(name, "the API server does not answer at "+server+": "+oneLine(err.Error()), "marina shell -- docker logs --tail 50 "+c.Name+"-control-plane"), false
 	}
 	found := fmt.Sprintf("API %s answers at %s, its certificate verified", ver, server)
-	addrs, has, err := k.MetalLBPool(cctx, PoolName)
+	addrs, has, err := k.MetalLBPool(cctx, kindcluster.PoolName)
 	recreate := "marina cluster delete " + c.Name + " && marina cluster create " + c.Name + " (its workloads are lost)"
 	switch {
 	case err != nil:
-		return fail(name, found+"; MetalLB's pool "+PoolName+" cannot be read: "+oneLine(err.Error()), "marina shell -- docker logs --tail 50 "+c.Name+"-control-plane"), false
+		return fail(name, found+"; MetalLB's pool "+kindcluster.PoolName+" cannot be read: "+oneLine(err.Error()), "marina shell -- docker logs --tail 50 "+c.Name+"-control-plane"), false
 	case !has:
-		return fail(name, found+"; MetalLB has no IPAddressPool "+PoolName+": LoadBalancer Services get no address", recreate), false
+		return fail(name, found+"; MetalLB has no IPAddressPool "+kindcluster.PoolName+": LoadBalancer Services get no address", recreate), false
 	}
 	if d.cfgOK {
 		if want, err := slot.MetalLBRanges(d.cidr, c.Slot); err == nil && !slices.Equal(want, addrs) {
-			return warn(name, fmt.Sprintf("%s; MetalLB's pool %s holds %s, not slot %d's %s", found, PoolName, strings.Join(addrs, ", "), c.Slot, strings.Join(want, ", ")), recreate), false
+			return warn(name, fmt.Sprintf("%s; MetalLB's pool %s holds %s, not slot %d's %s", found, kindcluster.PoolName, strings.Join(addrs, ", "), c.Slot, strings.Join(want, ", ")), recreate), false
 		}
 	}
-	return ok(name, fmt.Sprintf("%s; MetalLB pool %s: %s", found, PoolName, strings.Join(addrs, ", "))), false
+	return ok(name, fmt.Sprintf("%s; MetalLB pool %s: %s", found, kindcluster.PoolName, strings.Join(addrs, ", "))), false
 }
 
 // certError reports whether err is a TLS certificate that did not verify.
@@ -1176,7 +1177,7 @@ func (d *doctor) repair(ctx context.Context, todo []repairStep) []string {
 				return made.Add(d.route.Want, d.route.Via)
 			})
 		case repairKubeconfig:
-			err = followLima0(ctx, s, d.stale)
+			err = kindcluster.FollowLima0(ctx, s, d.stale)
 		}
 		if err != nil {
 			s.UI.Warnf("%s: %s", rp.what, err)

@@ -14,6 +14,7 @@ import (
 	"github.com/bcollard/marina/internal/cluster"
 	"github.com/bcollard/marina/internal/config"
 	"github.com/bcollard/marina/internal/docker"
+	"github.com/bcollard/marina/internal/kindcluster"
 	"github.com/bcollard/marina/internal/registry"
 	"github.com/bcollard/marina/internal/session/sessiontest"
 )
@@ -31,13 +32,13 @@ func TestDryRunsChangeNothing(t *testing.T) {
 		plan string // a step the plan must name
 	}{
 		{"cluster delete", func(f *sessiontest.World) error {
-			return DeleteClusters(ctx, f.Env, DeleteOptions{Names: []string{"a"}, DryRun: true})
+			return kindcluster.Delete(ctx, f.Env, kindcluster.DeleteOptions{Names: []string{"a"}, DryRun: true})
 		}, "delete 1 cluster a with their kubeconfig files"},
 		{"cluster delete -l", func(f *sessiontest.World) error {
-			return DeleteClusters(ctx, f.Env, DeleteOptions{Selector: region, DryRun: true})
+			return kindcluster.Delete(ctx, f.Env, kindcluster.DeleteOptions{Selector: region, DryRun: true})
 		}, "delete 2 clusters a, b with their kubeconfig files"},
 		{"cluster label", func(f *sessiontest.World) error {
-			return LabelCluster(ctx, f.Env, "a", []string{"team=net", "env-"}, true)
+			return kindcluster.Label(ctx, f.Env, "a", []string{"team=net", "env-"}, true)
 		}, "on every node of a: set team=net; remove env"},
 		{"fleet label", func(f *sessiontest.World) error {
 			return LabelFleet(ctx, f.Env, "demo", []string{"team=net"}, true)
@@ -46,7 +47,7 @@ func TestDryRunsChangeNothing(t *testing.T) {
 			return DeleteFleet(ctx, f.Env, "demo", "", false, true)
 		}, "delete 2 clusters, in this order: a, b"},
 		{"kubeconfig merge", func(f *sessiontest.World) error {
-			return MergeKubeconfigs(ctx, f.Env, nil, true)
+			return kindcluster.MergeKubeconfigs(ctx, f.Env, nil, true)
 		}, "export a from the cluster"},
 		{"registry clean-cache", func(f *sessiontest.World) error {
 			return CleanCache(ctx, f.Env, nil, CleanCacheOptions{DryRun: true})

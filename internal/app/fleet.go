@@ -19,6 +19,7 @@ import (
 	"github.com/bcollard/marina/internal/config"
 	"github.com/bcollard/marina/internal/fileutil"
 	"github.com/bcollard/marina/internal/fleet"
+	"github.com/bcollard/marina/internal/kindcluster"
 	"github.com/bcollard/marina/internal/session"
 	"github.com/bcollard/marina/internal/ui"
 )
@@ -146,12 +147,12 @@ func ApplyFleet(ctx context.Context, e *session.Env, opts FleetOptions) error {
 	}
 	// What needs no slot is checked for every new cluster before any
 	// slot is taken: a kubeconfig entry of the user's, the local DNS.
-	plans := map[string]*createPlan{}
+	plans := map[string]*kindcluster.Plan{}
 	for _, m := range f.Members {
 		if _, ok := cluster.Find(s.Clusters, m.Name); ok {
 			continue
 		}
-		p, err := prepareCreate(ctx, s, memberOptions(f, m, opts))
+		p, err := kindcluster.Prepare(ctx, s, memberOptions(f, m, opts))
 		if err != nil {
 			return fmt.Errorf("cluster %s: %w", m.Name, err)
 		}
@@ -168,12 +169,12 @@ func ApplyFleet(ctx context.Context, e *session.Env, opts FleetOptions) error {
 		}
 		p := plans[r.Name]
 		if p == nil { // deleted since it was looked at
-			if p, err = prepareCreate(ctx, s, memberOptions(f, r.Member, opts)); err != nil {
+			if p, err = kindcluster.Prepare(ctx, s, memberOptions(f, r.Member, opts)); err != nil {
 				return fmt.Errorf("cluster %s: %w", r.Name, err)
 			}
 			plans[r.Name] = p
 		}
-		if err := p.forSlot(s, memberOptions(f, r.Member, opts), r.Labels, r.Slot); err != nil {
+		if err := p.ForSlot(s, memberOptions(f, r.Member, opts), r.Labels, r.Slot); err != nil {
 			return fmt.Errorf("cluster %s: %w", r.Name, err)
 		}
 	}
@@ -226,7 +227,7 @@ func prefetch(ctx context.Context, s *session.Session, rows []fleet.Row) error {
 	if !creates {
 		return nil
 	}
-	if _, err := metalLBManifest(ctx, s, s.Config.Kind.MetalLBVersion); err != nil {
+	if _, err := kindcluster.MetalLBManifest(ctx, s, s.Config.Kind.MetalLBVersion); err != nil {
 		return err
 	}
 	for _, v := range slices.Sorted(maps.Keys(need)) {
@@ -247,8 +248,8 @@ func fleetFile(e *session.Env, name string) string {
 }
 
 // memberOptions are the create options of member m.
-func memberOptions(f fleet.Fleet, m fleet.Member, opts FleetOptions) CreateOptions {
-	return CreateOptions{
+func memberOptions(f fleet.Fleet, m fleet.Member, opts FleetOptions) kindcluster.CreateOptions {
+	return kindcluster.CreateOptions{
 		Name: m.Name, Region: m.Region, Zone: m.Zone, Fleet: f.Name,
 		NodeVersion: m.NodeVersion, Workers: m.Workers, Mirrors: m.Mirrors,
 		Wait: opts.Wait, MetricsServer: m.MetricsServer, Retain: opts.Retain,
@@ -258,7 +259,7 @@ func memberOptions(f fleet.Fleet, m fleet.Member, opts FleetOptions) CreateOptio
 // liveClusters are the clusters with their control planes' labels (nil
 // for a cluster that is not running), read at once.
 func liveClusters(ctx context.Context, s *session.Session) ([]fleet.Live, error) {
-	rows, err := clusterRows(ctx, s, nil, "")
+	rows, err := kindcluster.Rows(ctx, s, nil, "")
 	if err != nil {
 		return nil, err
 	}
@@ -378,7 +379,7 @@ func (h *holds) releaseAll() {
 	}
 }
 
-func runFleet(ctx context.Context, s *session.Session, f fleet.Fleet, rows []fleet.Row, plans map[string]*createPlan, held *holds, opts FleetOptions, rep *FleetReport) {
+func runFleet(ctx context.Context, s *session.Session, f fleet.Fleet, rows []fleet.Row, plans map[string]*kindcluster.Plan, held *holds, opts FleetOptions, rep *FleetReport) {
 	e := s.Env
 	start := time.Now()
 	byName := map[string]*FleetCluster{}
@@ -441,13 +442,13 @@ func runFleet(ctx context.Context, s *session.Session, f fleet.Fleet, rows []fle
 			line := lines[name]
 			line.Begin()
 			ms := s.Member(e.Member(name, line.UI()))
-			err := applyCreate(ctx, ms, plans[name], memberOptions(f, members[name], opts))
+			err := kindcluster.Apply(ctx, ms, plans[name], memberOptions(f, members[name], opts))
 			held.release(name)
 			if err != nil {
 				line.Finish(false, "failed: "+firstLine(err.Error()))
 				return err
 			}
-			line.Finish(true, fmt.Sprintf("created in slot %d", plans[name].spec.Slot))
+			line.Finish(true, fmt.Sprintf("created in slot %d", plans[name].Slot()))
 			return nil
 		})
 		for _, o := range outs {

@@ -17,6 +17,7 @@ import (
 	"github.com/bcollard/marina/internal/config"
 	"github.com/bcollard/marina/internal/fileutil"
 	"github.com/bcollard/marina/internal/fleet"
+	"github.com/bcollard/marina/internal/kindcluster"
 	"github.com/bcollard/marina/internal/session"
 	"github.com/bcollard/marina/internal/ui"
 )
@@ -35,7 +36,7 @@ func ListFleets(ctx context.Context, e *session.Env) ([]FleetRow, error) {
 		return nil, err
 	}
 	defer s.Close()
-	rows, err := clusterRows(ctx, s, nil, "")
+	rows, err := kindcluster.Rows(ctx, s, nil, "")
 	if err != nil {
 		return nil, err
 	}
@@ -78,12 +79,12 @@ func checkFleetName(name string) error {
 
 // fleetMembers are the clusters whose control planes carry fleet name's
 // label; none is an error that lists the fleets there are.
-func fleetMembers(ctx context.Context, s *session.Session, name string) ([]ClusterRow, error) {
-	rows, err := clusterRows(ctx, s, nil, "")
+func fleetMembers(ctx context.Context, s *session.Session, name string) ([]kindcluster.Row, error) {
+	rows, err := kindcluster.Rows(ctx, s, nil, "")
 	if err != nil {
 		return nil, err
 	}
-	var out []ClusterRow
+	var out []kindcluster.Row
 	fleets := map[string]bool{}
 	for _, r := range rows {
 		f := r.Labels[cluster.FleetLabel]
@@ -125,7 +126,7 @@ func DescribeFleet(ctx context.Context, e *session.Env, name string) ([]FleetMem
 	for i, r := range rows {
 		out[i] = FleetMember{Name: r.Name, Num: r.Num, APIPort: r.APIPort, KubeconfigPath: r.KubeconfigPath, Labels: r.Labels}
 		wg.Go(func() {
-			k, err := s.Kube(r.Name, labelTimeout)
+			k, err := s.Kube(r.Name, kindcluster.LabelTimeout)
 			if err != nil {
 				errs[i] = err
 				return
@@ -158,7 +159,7 @@ func LabelFleet(ctx context.Context, e *session.Env, name string, specs []string
 	if err := checkFleetName(name); err != nil {
 		return err
 	}
-	set, remove, what, err := labelSpecs(specs)
+	set, remove, what, err := kindcluster.LabelSpecs(specs)
 	if err != nil {
 		return err
 	}
@@ -233,7 +234,7 @@ func AdoptClusters(ctx context.Context, e *session.Env, name string, clusters []
 			return fmt.Errorf("there is no cluster %s (clusters: %s); nothing was adopted", c, strings.Join(ui.OrNone(cluster.Names(s.Clusters)), ", "))
 		}
 	}
-	rows, err := clusterRows(ctx, s, nil, "")
+	rows, err := kindcluster.Rows(ctx, s, nil, "")
 	if err != nil {
 		return err
 	}
@@ -282,7 +283,7 @@ func DeleteFleet(ctx context.Context, e *session.Env, name, file string, yes, dr
 	if err != nil || len(names) == 0 {
 		return err
 	}
-	script, files, steps, err := planDeletes(s, names, ", in this order: ")
+	script, files, steps, err := kindcluster.PlanDeletes(s, names, ", in this order: ")
 	if err != nil {
 		return err
 	}
@@ -300,7 +301,7 @@ func DeleteFleet(ctx context.Context, e *session.Env, name, file string, yes, dr
 			return errors.New("nothing was deleted")
 		}
 	}
-	if err := deleteClusters(ctx, s, names, files, script); err != nil {
+	if err := kindcluster.DeleteNamed(ctx, s, names, files, script); err != nil {
 		return err
 	}
 	if name == "" {
@@ -353,7 +354,7 @@ func fleetDeletions(ctx context.Context, s *session.Session, f fleet.Fleet, name
 	}
 	var names []string
 	{
-		rows, err := clusterRows(ctx, s, nil, "")
+		rows, err := kindcluster.Rows(ctx, s, nil, "")
 		if err != nil {
 			return nil, err
 		}

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/bcollard/marina/internal/kindcluster"
 	"github.com/bcollard/marina/internal/session"
 	"github.com/bcollard/marina/internal/session/sessiontest"
 	"github.com/bcollard/marina/internal/vm"
@@ -51,7 +52,7 @@ func TestUpRetriesARefusedSSHConnection(t *testing.T) {
 // running exits 3, as for a VM not created, and says how to make one.
 func TestNoConfigIsNoVM(t *testing.T) {
 	f := sessiontest.New(t)
-	_, err := ListClusters(context.Background(), f.Env, "")
+	_, err := kindcluster.List(context.Background(), f.Env, "")
 	exit, ok := errors.AsType[*session.ExitError](err)
 	if !ok || exit.Code != session.ExitNotRunning || !strings.Contains(err.Error(), "marina up") {
 		t.Fatalf("ListClusters without a config = %v", err)

@@ -12,6 +12,7 @@ import (
 	"github.com/bcollard/marina/internal/docker"
 	"github.com/bcollard/marina/internal/guest"
 	"github.com/bcollard/marina/internal/host"
+	"github.com/bcollard/marina/internal/kindcluster"
 	"github.com/bcollard/marina/internal/registry"
 	"github.com/bcollard/marina/internal/run"
 	"github.com/bcollard/marina/internal/session"
@@ -39,7 +40,7 @@ func converge(ctx context.Context, s *session.Session, planned []session.Step, d
 	if err != nil {
 		return err
 	}
-	stale, err := staleAfterMove(ctx, s, o)
+	stale, err := kindcluster.StaleAfterMove(ctx, s, o)
 	if err != nil {
 		return err
 	}
@@ -47,7 +48,7 @@ func converge(ctx context.Context, s *session.Session, planned []session.Step, d
 		steps := append(planned, p.steps...)
 		steps = append(steps, p.dns.steps()...)
 		if len(stale) > 0 {
-			steps = append(steps, followStep(s, stale))
+			steps = append(steps, kindcluster.FollowStep(s, stale))
 		}
 		if len(older) > 0 {
 			steps = append(steps, olderStep(s, older))
@@ -58,7 +59,7 @@ func converge(ctx context.Context, s *session.Session, planned []session.Step, d
 	if err := applyConverge(ctx, s, p); err != nil {
 		return err
 	}
-	if err := followLima0(ctx, s, stale); err != nil {
+	if err := kindcluster.FollowLima0(ctx, s, stale); err != nil {
 		return err
 	}
 	if err := upgradeClusters(ctx, s, older, o.Guest.Addons); err != nil {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/bcollard/marina/internal/config"
 	"github.com/bcollard/marina/internal/docker"
+	"github.com/bcollard/marina/internal/kindcluster"
 	"github.com/bcollard/marina/internal/kubeconfig"
 	"github.com/bcollard/marina/internal/session/sessiontest"
 	"github.com/bcollard/marina/internal/slot"
@@ -226,7 +227,7 @@ func TestMergeUsesEachClustersMode(t *testing.T) {
 		f.Cluster("lo", 2, "")
 		loopback(f, "lo")
 		f.Scripts["export kubeconfigs"] = vm.Result{Stdout: []byte(f.Export("direct") + f.Export("lo"))}
-		if err := MergeKubeconfigs(context.Background(), f.Env, nil, false); err != nil {
+		if err := kindcluster.MergeKubeconfigs(context.Background(), f.Env, nil, false); err != nil {
 			t.Fatalf("%v\n%s", err, f.Stderr.String())
 		}
 		want := map[string]string{
@@ -247,7 +248,7 @@ func TestCreateRefusesLoopbackModeOnAVMThatDoesNotMirror(t *testing.T) {
 	f := sessiontest.New(t)
 	f.Config(func(c *config.Config) { c.Network.DisablePortMirroring = false })
 	madeWith(f, true)
-	err := CreateCluster(context.Background(), f.Env, CreateOptions{Name: "x"})
+	err := kindcluster.Create(context.Background(), f.Env, kindcluster.CreateOptions{Name: "x"})
 	if err == nil || !strings.Contains(err.Error(), "Run `marina up`") {
 		t.Fatalf("err = %v", err)
 	}

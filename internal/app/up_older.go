@@ -10,6 +10,7 @@ import (
 	"github.com/bcollard/marina/internal/cluster"
 	"github.com/bcollard/marina/internal/dns"
 	"github.com/bcollard/marina/internal/guest"
+	"github.com/bcollard/marina/internal/kindcluster"
 	"github.com/bcollard/marina/internal/session"
 	"github.com/bcollard/marina/internal/ui"
 	"github.com/bcollard/marina/internal/vm"
@@ -152,8 +153,8 @@ func upgradeCluster(ctx context.Context, s *session.Session, name string, etcd d
 	if err := apiReady(ctx, s, name, k); err != nil {
 		return err
 	}
-	for _, st := range dnsSteps(s, k, manifests{externalDNS: m, etcd: etcd}, DefaultWait) {
-		if err := s.Step(name+": "+st.label, "", func() error { return st.fn(ctx) }); err != nil {
+	for _, st := range kindcluster.DNSSteps(s, k, kindcluster.Manifests{ExternalDNS: m, Etcd: etcd}, kindcluster.DefaultWait) {
+		if err := s.Step(name+": "+st.Label, "", func() error { return st.Fn(ctx) }); err != nil {
 			return err
 		}
 	}

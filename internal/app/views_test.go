@@ -24,6 +24,7 @@ import (
 	"github.com/bcollard/marina/internal/cluster"
 	"github.com/bcollard/marina/internal/docker"
 	"github.com/bcollard/marina/internal/golden"
+	"github.com/bcollard/marina/internal/kindcluster"
 	"github.com/bcollard/marina/internal/registry"
 	"github.com/bcollard/marina/internal/session"
 	"github.com/bcollard/marina/internal/session/sessiontest"
@@ -113,7 +114,7 @@ func views(t *testing.T) (*sessiontest.World, []view) {
 	doctor := doctorRun(f, DoctorOptions{})
 	return f, []view{
 		{name: "status", v: must(status.Get(ctx, f.Env))},
-		{name: "cluster-list", v: must(ListClusters(ctx, f.Env, ""))},
+		{name: "cluster-list", v: must(kindcluster.List(ctx, f.Env, ""))},
 		{name: "registry-list", v: must(ListMirrors(ctx, f.Env))},
 		{name: "dns-list", v: must(status.ListDNS(ctx, f.Env, ""))},
 		{name: "fleet-list", v: must(ListFleets(ctx, f.Env))},
@@ -318,19 +319,19 @@ func TestSelectors(t *testing.T) {
 	if recs, err := status.ListDNS(ctx, f.Env, "owner=dev"); err != nil || len(recs) != 1 || recs[0].Name != "web.shop.dev.demo.internal" {
 		t.Errorf("dns list -l owner=dev = %v, %v", recs, err)
 	}
-	if rows, err := ListClusters(ctx, f.Env, "team=nosuch"); err != nil || len(rows) != 0 {
+	if rows, err := kindcluster.List(ctx, f.Env, "team=nosuch"); err != nil || len(rows) != 0 {
 		t.Errorf("cluster list -l team=nosuch = %v, %v", rows, err)
 	}
 	for _, list := range []func(string) error{
 		func(s string) error { _, err := status.ListDNS(ctx, f.Env, s); return err },
-		func(s string) error { _, err := ListClusters(ctx, f.Env, s); return err },
+		func(s string) error { _, err := kindcluster.List(ctx, f.Env, s); return err },
 	} {
 		if err := list("tier in (gold"); session.Code(err) != session.ExitUsage {
 			t.Errorf("a broken selector: %v (exit %d)", err, session.Code(err))
 		}
 	}
 	f.Fail["kube dev node-labels"] = errBoom
-	if rows, err := ListClusters(ctx, f.Env, "team=net"); err == nil || session.Code(err) != session.ExitFailed || !strings.Contains(err.Error(), "cannot read its labels to match -l team=net") {
+	if rows, err := kindcluster.List(ctx, f.Env, "team=net"); err == nil || session.Code(err) != session.ExitFailed || !strings.Contains(err.Error(), "cannot read its labels to match -l team=net") {
 		t.Errorf("labels unreadable: %v, %v", rows, err)
 	}
 }

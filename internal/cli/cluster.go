@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/bcollard/marina/internal/app"
+	"github.com/bcollard/marina/internal/kindcluster"
 	"github.com/bcollard/marina/internal/session"
 )
 
@@ -35,7 +36,7 @@ merged into yours as the context NAME.`,
 }
 
 func (r *root) clusterCreateCmd() *cobra.Command {
-	var o app.CreateOptions
+	var o kindcluster.CreateOptions
 	c := &cobra.Command{
 		Use:     "create NAME",
 		Aliases: []string{"cr"},
@@ -55,7 +56,7 @@ entries are removed again, unless --retain is given.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
 			o.Name = args[0]
-			return app.CreateCluster(c.Context(), r.env.Load(), o)
+			return kindcluster.Create(c.Context(), r.env.Load(), o)
 		},
 	}
 	f := c.Flags()
@@ -65,13 +66,13 @@ entries are removed again, unless --retain is given.`,
 	f.StringVar(&o.NodeVersion, "node-version", "", "Kubernetes version of the nodes (default kind.nodeVersion)")
 	f.IntVar(&o.Workers, "workers", 0, "number of worker nodes besides the control plane")
 	f.BoolVar(&o.Retain, "retain", false, "keep the cluster when a step fails, for a look")
-	f.DurationVar(&o.Wait, "wait", app.DefaultWait, "how long to wait for MetalLB to be ready")
+	f.DurationVar(&o.Wait, "wait", kindcluster.DefaultWait, "how long to wait for MetalLB to be ready")
 	dryRunFlag(c, &o.DryRun)
 	return c
 }
 
 func (r *root) clusterDeleteCmd() *cobra.Command {
-	var o app.DeleteOptions
+	var o kindcluster.DeleteOptions
 	var file string
 	c := &cobra.Command{
 		Use:     "delete [NAME…]",
@@ -94,7 +95,7 @@ of these, in a terminal, pick from a list.`,
 				}
 				return app.DeleteFleet(c.Context(), r.env.Load(), "", file, o.Yes, o.DryRun)
 			}
-			return app.DeleteClusters(c.Context(), r.env.Load(), o)
+			return kindcluster.Delete(c.Context(), r.env.Load(), o)
 		},
 	}
 	c.Flags().StringVarP(&o.Selector, "selector", "l", "", "delete the clusters whose nodes match this label selector")
@@ -118,8 +119,8 @@ whose control-plane node matches the label selector.`,
 		Example: `  marina cluster list
   marina cluster ls -l env=test
   marina cluster list -o json`,
-	}, func(ctx context.Context, e *session.Env) ([]app.ClusterRow, error) {
-		return app.ListClusters(ctx, e, selector)
+	}, func(ctx context.Context, e *session.Env) ([]kindcluster.Row, error) {
+		return kindcluster.List(ctx, e, selector)
 	}, printClusters, func() string {
 		if selector != "" {
 			return fmt.Sprintf("No cluster's nodes match -l %s (`marina cluster list -o yaml` shows every cluster's labels).", selector)
@@ -139,7 +140,7 @@ func (r *root) clusterLabelCmd() *cobra.Command {
 		Example: `  marina cluster label dev -l team=net -l env-`,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
-			return app.LabelCluster(c.Context(), r.env.Load(), args[0], labels, dryRun)
+			return kindcluster.Label(c.Context(), r.env.Load(), args[0], labels, dryRun)
 		},
 		Long: `Set (-l key=value) or remove (-l key-) labels on every node of the cluster,
 through its API server. A cluster's labels are its nodes': cluster list -l
@@ -151,7 +152,7 @@ and cluster delete -l select on them.`,
 }
 
 func (r *root) clusterVerifyCmd() *cobra.Command {
-	var o app.VerifyOptions
+	var o kindcluster.VerifyOptions
 	c := &cobra.Command{
 		Use:   "verify [NAME]",
 		Short: "Check that a LoadBalancer answers from this Mac and sees its address",
@@ -167,11 +168,11 @@ cluster.`,
 			if len(args) == 1 {
 				o.Name = args[0]
 			}
-			return app.VerifyCluster(c.Context(), r.env.Load(), o)
+			return kindcluster.Verify(c.Context(), r.env.Load(), o)
 		},
 	}
-	c.Flags().StringVar(&o.Image, "image", app.DefaultVerifyImage, "the echo server image (it must answer GET /clientip with the caller's ip:port)")
-	c.Flags().DurationVar(&o.Wait, "wait", app.DefaultVerifyWait, "how long to wait for the workload and its address")
+	c.Flags().StringVar(&o.Image, "image", kindcluster.DefaultVerifyImage, "the echo server image (it must answer GET /clientip with the caller's ip:port)")
+	c.Flags().DurationVar(&o.Wait, "wait", kindcluster.DefaultVerifyWait, "how long to wait for the workload and its address")
 	return c
 }
 
@@ -199,7 +200,7 @@ file of $KUBECONFIG), keeping every other entry and field as it is.`,
 		Example: `  marina kubeconfig merge
   marina kubeconfig merge dev staging --dry-run`,
 		RunE: func(c *cobra.Command, args []string) error {
-			return app.MergeKubeconfigs(c.Context(), r.env.Load(), args, dryRun)
+			return kindcluster.MergeKubeconfigs(c.Context(), r.env.Load(), args, dryRun)
 		},
 	}
 	dryRunFlag(merge, &dryRun)
@@ -208,7 +209,9 @@ file of $KUBECONFIG), keeping every other entry and field as it is.`,
 			Use:   "path NAME",
 			Short: "Print the path of a cluster's own kubeconfig",
 			Args:  cobra.ExactArgs(1),
-			RunE:  func(c *cobra.Command, args []string) error { return app.KubeconfigPath(r.env.Load(), args[0], false) },
+			RunE: func(c *cobra.Command, args []string) error {
+				return kindcluster.KubeconfigPath(r.env.Load(), args[0], false)
+			},
 			Long: `Print the path of the cluster's own kubeconfig, ~/.kube/marina/NAME.kubeconfig;
 an error when marina has not written it (marina kubeconfig merge NAME does).`,
 			Example: `  marina kubeconfig path dev
@@ -219,7 +222,9 @@ an error when marina has not written it (marina kubeconfig merge NAME does).`,
 			Short:   "Print an export KUBECONFIG=… line for a cluster",
 			Example: `  eval "$(marina kubeconfig env dev)"`,
 			Args:    cobra.ExactArgs(1),
-			RunE:    func(c *cobra.Command, args []string) error { return app.KubeconfigPath(r.env.Load(), args[0], true) },
+			RunE: func(c *cobra.Command, args []string) error {
+				return kindcluster.KubeconfigPath(r.env.Load(), args[0], true)
+			},
 			Long: `Print the shell line that points KUBECONFIG at the cluster's own kubeconfig
 alone, for eval: kubectl in that shell then reaches that cluster and no other.`,
 		},
@@ -229,7 +234,7 @@ alone, for eval: kubectl in that shell then reaches that cluster and no other.`,
 			Aliases: []string{"rm"},
 			Short:   "Remove clusters' entries from ~/.kube/config (their own files stay)",
 			Args:    cobra.MinimumNArgs(1),
-			RunE:    func(c *cobra.Command, args []string) error { return app.RemoveKubeconfigs(r.env.Load(), args) },
+			RunE:    func(c *cobra.Command, args []string) error { return kindcluster.RemoveKubeconfigs(r.env.Load(), args) },
 			Long: `Remove the context, cluster and user entries named NAME that marina wrote from
 ~/.kube/config (or the first file of $KUBECONFIG). The cluster and its own
 kubeconfig file stay; entries of that name that marina did not write are left
@@ -241,7 +246,7 @@ as they are, and reported.`,
 			Use:   "use NAME",
 			Short: "Make a cluster the current context of ~/.kube/config",
 			Args:  cobra.ExactArgs(1),
-			RunE:  func(c *cobra.Command, args []string) error { return app.UseKubeconfig(r.env.Load(), args[0]) },
+			RunE:  func(c *cobra.Command, args []string) error { return kindcluster.UseKubeconfig(r.env.Load(), args[0]) },
 			Long: `Make NAME the current context of ~/.kube/config (or the first file of
 $KUBECONFIG), as kubectl config use-context does, for a context marina
 wrote.`,

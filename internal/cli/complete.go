@@ -15,7 +15,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/bcollard/marina/internal/app"
+	"github.com/bcollard/marina/internal/kindcluster"
 	"github.com/bcollard/marina/internal/session"
 	"github.com/bcollard/marina/internal/ui"
 )
@@ -29,22 +29,22 @@ type lister func(context.Context, *session.Env) []string
 // argCompletions are the commands whose arguments name something, by
 // path below the root.
 func (r *root) argCompletions() map[string]cobra.CompletionFunc {
-	clusters, cluster := r.names(app.CompleteClusters, 0), r.names(app.CompleteClusters, 1)
-	fleet := r.names(app.CompleteFleets, 1)
+	clusters, cluster := r.names(kindcluster.CompleteClusters, 0), r.names(kindcluster.CompleteClusters, 1)
+	fleet := r.names(kindcluster.CompleteFleets, 1)
 	return map[string]cobra.CompletionFunc{
 		"cluster delete":       clusters,
 		"cluster label":        cluster,
 		"cluster verify":       cluster,
 		"kubeconfig merge":     clusters,
-		"kubeconfig path":      r.names(app.CompleteKubeconfigFiles, 1),
-		"kubeconfig env":       r.names(app.CompleteKubeconfigFiles, 1),
-		"kubeconfig use":       r.names(app.CompleteContexts, 1),
-		"kubeconfig remove":    r.names(app.CompleteContexts, 0),
+		"kubeconfig path":      r.names(kindcluster.CompleteKubeconfigFiles, 1),
+		"kubeconfig env":       r.names(kindcluster.CompleteKubeconfigFiles, 1),
+		"kubeconfig use":       r.names(kindcluster.CompleteContexts, 1),
+		"kubeconfig remove":    r.names(kindcluster.CompleteContexts, 0),
 		"fleet describe":       fleet,
 		"fleet label":          fleet,
 		"fleet delete":         fleet,
 		"fleet adopt":          r.fleetThenClusters,
-		"registry clean-cache": r.names(app.CompleteMirrors, 0),
+		"registry clean-cache": r.names(kindcluster.CompleteMirrors, 0),
 		"migrate": func(*cobra.Command, []string, string) ([]cobra.Completion, cobra.ShellCompDirective) {
 			return yamlFiles, cobra.ShellCompDirectiveFilterFileExt
 		},
@@ -57,9 +57,9 @@ func (r *root) argCompletions() map[string]cobra.CompletionFunc {
 func (r *root) flagCompletions() map[string]map[string]cobra.CompletionFunc {
 	return map[string]map[string]cobra.CompletionFunc{
 		"cluster create": {
-			"region":       r.values(app.CompleteRegions),
-			"zone":         r.values(app.CompleteZones),
-			"node-version": r.values(app.CompleteNodeVersions),
+			"region":       r.values(kindcluster.CompleteRegions),
+			"zone":         r.values(kindcluster.CompleteZones),
+			"node-version": r.values(kindcluster.CompleteNodeVersions),
 		},
 	}
 }
@@ -151,9 +151,9 @@ func (r *root) values(list lister) cobra.CompletionFunc {
 // fleetThenClusters completes fleet adopt FLEET CLUSTER….
 func (r *root) fleetThenClusters(c *cobra.Command, args []string, word string) ([]cobra.Completion, cobra.ShellCompDirective) {
 	if len(args) == 0 {
-		return r.names(app.CompleteFleets, 1)(c, args, word)
+		return r.names(kindcluster.CompleteFleets, 1)(c, args, word)
 	}
-	return r.names(app.CompleteClusters, 0)(c, args[1:], word)
+	return r.names(kindcluster.CompleteClusters, 0)(c, args[1:], word)
 }
 
 func (r *root) list(c *cobra.Command, list lister) []string {

@@ -14,6 +14,7 @@ import (
 	"github.com/bcollard/marina/internal/app"
 	"github.com/bcollard/marina/internal/cluster"
 	"github.com/bcollard/marina/internal/dns"
+	"github.com/bcollard/marina/internal/kindcluster"
 	"github.com/bcollard/marina/internal/registry"
 	"github.com/bcollard/marina/internal/session"
 	"github.com/bcollard/marina/internal/status"
@@ -217,7 +218,7 @@ func mark(ok bool) string {
 }
 
 // printClusters writes rows as a table.
-func printClusters(w io.Writer, rows []app.ClusterRow) {
+func printClusters(w io.Writer, rows []kindcluster.Row) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "NAME\tSLOT\tAPI-PORT\tNODES\tSTATE\tREGION/ZONE\tKUBECONFIG")
 	for _, r := range rows {

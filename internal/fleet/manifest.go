@@ -20,6 +20,7 @@ import (
 	"gopkg.in/yaml.v3"
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/bcollard/marina/internal/addons"
 	"github.com/bcollard/marina/internal/cluster"
 	"github.com/bcollard/marina/internal/config"
 	"github.com/bcollard/marina/internal/slot"
@@ -69,16 +70,8 @@ type Member struct {
 	Labels      cluster.Labels // the user's, defaults merged in
 	Mirrors     []string       // nil: every mirror; empty: none
 	// MetricsServer is nil when metrics-server is not wanted.
-	MetricsServer *MetricsServer
+	MetricsServer *addons.MetricsServer
 	Line          int // where the entry starts
-}
-
-// MetricsServer is addons.metricsServer of an entry that enables it.
-type MetricsServer struct {
-	Version string
-	// InsecureTLS adds --kubelet-insecure-tls: kind's kubelets serve
-	// self-signed certificates.
-	InsecureTLS bool
 }
 
 // Known is what the manifest's values are checked against: marina's
@@ -413,7 +406,7 @@ func (p *parser) resolve(es []entry, d entry, known Known) []Member {
 			if !ms.v.enabledSeen {
 				p.add(ms.line, msPath, "say enabled: true (or false): an entry's addons.metricsServer replaces the whole one of spec.defaults, enabled included")
 			}
-			m.MetricsServer = &MetricsServer{InsecureTLS: !ms.v.insecure.set || ms.v.insecure.v}
+			m.MetricsServer = &addons.MetricsServer{InsecureTLS: !ms.v.insecure.set || ms.v.insecure.v}
 			switch {
 			case ms.v.version.set && !slices.Contains(known.MetricsServer, ms.v.version.v):
 				p.add(ms.v.version.line, msPath+".version", "metrics-server %q has no pinned manifest in this marina: use one of %s, or leave version out for %s",

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/bcollard/marina/internal/addons"
 	"github.com/bcollard/marina/internal/cluster"
 	"github.com/bcollard/marina/internal/fleet"
 )
@@ -130,7 +131,7 @@ spec:
     - name: unset
       registries: {mirrors: null}
 `)
-	inherited := fleet.MetricsServer{Version: "v0.8.0", InsecureTLS: true}
+	inherited := addons.MetricsServer{Version: "v0.8.0", InsecureTLS: true}
 	want := []fleet.Member{
 		{Name: "plain", NodeVersion: "v1.33.1", Region: "eu-north1", Zone: "eu-north1-a", Workers: 1,
 			Labels: cluster.Labels{"env": "dev", "team": "net"}, Mirrors: []string{"docker.io", "quay.io"},
@@ -160,13 +161,13 @@ spec:
 func TestLoadMetricsServer(t *testing.T) {
 	for _, tc := range []struct {
 		name, addon string
-		want        *fleet.MetricsServer
+		want        *addons.MetricsServer
 	}{
 		// No version: the pinned default, the last of Known.MetricsServer.
-		{"enabled", `{enabled: true}`, &fleet.MetricsServer{Version: "v0.8.0", InsecureTLS: true}},
-		{"version", `{enabled: true, version: v0.7.2}`, &fleet.MetricsServer{Version: "v0.7.2", InsecureTLS: true}},
-		{"secure", `{enabled: true, kubeletInsecureTLS: false}`, &fleet.MetricsServer{Version: "v0.8.0"}},
-		{"insecure", `{enabled: true, kubeletInsecureTLS: true}`, &fleet.MetricsServer{Version: "v0.8.0", InsecureTLS: true}},
+		{"enabled", `{enabled: true}`, &addons.MetricsServer{Version: "v0.8.0", InsecureTLS: true}},
+		{"version", `{enabled: true, version: v0.7.2}`, &addons.MetricsServer{Version: "v0.7.2", InsecureTLS: true}},
+		{"secure", `{enabled: true, kubeletInsecureTLS: false}`, &addons.MetricsServer{Version: "v0.8.0"}},
+		{"insecure", `{enabled: true, kubeletInsecureTLS: true}`, &addons.MetricsServer{Version: "v0.8.0", InsecureTLS: true}},
 		{"disabled", `{enabled: false, version: v0.7.2}`, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

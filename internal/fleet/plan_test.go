@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/bcollard/marina/internal/addons"
 	"github.com/bcollard/marina/internal/cluster"
 	"github.com/bcollard/marina/internal/fleet"
 	"github.com/bcollard/marina/internal/slot"
@@ -176,7 +177,7 @@ func TestPlanTopologyNote(t *testing.T) {
 }
 
 func TestRowOptions(t *testing.T) {
-	ms := &fleet.MetricsServer{Version: "v0.8.0", InsecureTLS: true}
+	ms := &addons.MetricsServer{Version: "v0.8.0", InsecureTLS: true}
 	for _, tc := range []struct {
 		row  fleet.Row
 		want string
@@ -190,7 +191,7 @@ func TestRowOptions(t *testing.T) {
 		{fleet.Row{Member: fleet.Member{Labels: cluster.Labels{"a": "1"}}, Action: fleet.Skip}, "mirrors=all"},
 		{fleet.Row{Member: fleet.Member{Labels: cluster.Labels{"a": "1"}}, Action: fleet.Label, Set: cluster.Labels{"a": "1"}}, "mirrors=all, set a=1"},
 		{fleet.Row{Member: fleet.Member{MetricsServer: ms}}, "mirrors=all, metrics-server v0.8.0 (--kubelet-insecure-tls)"},
-		{fleet.Row{Member: fleet.Member{MetricsServer: &fleet.MetricsServer{Version: "v0.7.2"}}}, "mirrors=all, metrics-server v0.7.2"},
+		{fleet.Row{Member: fleet.Member{MetricsServer: &addons.MetricsServer{Version: "v0.7.2"}}}, "mirrors=all, metrics-server v0.7.2"},
 	} {
 		if got := tc.row.Options(); got != tc.want {
 			t.Errorf("Options() = %q, want %q", got, tc.want)

@@ -1,4 +1,4 @@
-package app
+package kindcluster
 
 import (
 	"context"
@@ -194,12 +194,12 @@ func UseKubeconfig(e *session.Env, name string) error {
 	return nil
 }
 
-// staleAfterMove finds the clusters whose kubeconfig names another API
+// StaleAfterMove finds the clusters whose kubeconfig names another API
 // server than their own mode's: an old lima0 address (loopback addresses
 // never move). Each cluster is judged by the address it was created with,
 // not by the config's mode now. It lists the clusters into s only when
 // there is a kubeconfig to look at.
-func staleAfterMove(ctx context.Context, s *session.Session, o *session.Observed) ([]cluster.Info, error) {
+func StaleAfterMove(ctx context.Context, s *session.Session, o *session.Observed) ([]cluster.Info, error) {
 	if o.DockerErr != nil || o.GuestErr != nil {
 		return nil, nil
 	}
@@ -231,16 +231,16 @@ func staleAfterMove(ctx context.Context, s *session.Session, o *session.Observed
 	return out, nil
 }
 
-// followStep is the plan line of followLima0.
-func followStep(s *session.Session, stale []cluster.Info) session.Step {
+// FollowStep is the plan line of followLima0.
+func FollowStep(s *session.Session, stale []cluster.Info) session.Step {
 	return session.Step{Do: "export the kubeconfigs of " + strings.Join(cluster.Names(stale), ", ") + " again with the API servers at " + s.Lima0.String(), Reason: "lima0's address changed"}
 }
 
-// followLima0 re-exports the kubeconfigs that still name an old lima0
+// FollowLima0 re-exports the kubeconfigs that still name an old lima0
 // address, so that `marina up` after a vzNAT address change leaves every
 // cluster reachable. Entries are merged again only into a kubeconfig that
 // has them already.
-func followLima0(ctx context.Context, s *session.Session, stale []cluster.Info) error {
+func FollowLima0(ctx context.Context, s *session.Session, stale []cluster.Info) error {
 	if len(stale) == 0 {
 		return nil
 	}

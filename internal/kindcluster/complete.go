@@ -1,4 +1,4 @@
-package app
+package kindcluster
 
 // What a shell's tab offers. A completion must answer at once and print
 // nothing but names, so each function here reads only what answers it —

@@ -1,4 +1,4 @@
-package app
+package kindcluster
 
 import (
 	"context"
@@ -14,7 +14,6 @@ import (
 	"github.com/bcollard/marina/internal/config"
 	"github.com/bcollard/marina/internal/dns"
 	"github.com/bcollard/marina/internal/docker"
-	"github.com/bcollard/marina/internal/fleet"
 	"github.com/bcollard/marina/internal/guest"
 	"github.com/bcollard/marina/internal/kubeconfig"
 	"github.com/bcollard/marina/internal/registry"
@@ -39,11 +38,11 @@ type CreateOptions struct {
 	// Wait bounds the wait for MetalLB to serve the cluster's pool.
 	Wait time.Duration
 	// MetricsServer, when set, installs metrics-server (fleets ask for it).
-	MetricsServer *fleet.MetricsServer
+	MetricsServer *addons.MetricsServer
 }
 
-// createPlan is a checked create, before anything changed.
-type createPlan struct {
+// Plan is a checked create, before anything changed.
+type Plan struct {
 	spec       cluster.Spec
 	image      string
 	kindConfig []byte
@@ -56,15 +55,18 @@ type createPlan struct {
 	create     string // the guest scripts: kind create, and delete
 	remove     string
 	// externalDNS is the cluster's ExternalDNS manifest and etcd user.
-	externalDNS manifests
+	externalDNS Manifests
 	// metricsServer is set when the cluster gets metrics-server.
-	metricsServer *fleet.MetricsServer
+	metricsServer *addons.MetricsServer
 }
 
-// CreateCluster creates a cluster that is ready to use, or leaves nothing
+// Slot is the slot the plan's cluster is made in.
+func (p *Plan) Slot() int { return p.spec.Slot }
+
+// Create creates a cluster that is ready to use, or leaves nothing
 // behind: after kind created it, any failing step removes the cluster and
 // its kubeconfig entries again (unless opts.Retain).
-func CreateCluster(ctx context.Context, e *session.Env, opts CreateOptions) error {
+func Create(ctx context.Context, e *session.Env, opts CreateOptions) error {
 	userLabels, err := checkCreate(opts)
 	if err != nil {
 		return err
@@ -75,7 +77,7 @@ func CreateCluster(ctx context.Context, e *session.Env, opts CreateOptions) erro
 		return err
 	}
 	defer s.Close()
-	p, err := prepareCreate(ctx, s, opts)
+	p, err := Prepare(ctx, s, opts)
 	if err != nil {
 		return err
 	}
@@ -85,7 +87,7 @@ func CreateCluster(ctx context.Context, e *session.Env, opts CreateOptions) erro
 		return err
 	}
 	defer res.Release()
-	if err := p.forSlot(s, opts, userLabels, res.Slot); err != nil {
+	if err := p.ForSlot(s, opts, userLabels, res.Slot); err != nil {
 		return err
 	}
 	if opts.DryRun {
@@ -93,7 +95,7 @@ func CreateCluster(ctx context.Context, e *session.Env, opts CreateOptions) erro
 		fmt.Fprintf(e.Stdout, "\nkind config:\n%s", p.kindConfig)
 		return nil
 	}
-	return applyCreate(ctx, s, p, opts)
+	return Apply(ctx, s, p, opts)
 }
 
 // checkCreate checks the flags of a create, before anything is looked at:
@@ -124,11 +126,11 @@ func checkCreate(opts CreateOptions) (cluster.Labels, error) {
 	return userLabels, nil
 }
 
-// prepareCreate is the part of the plan that needs no slot: the node
+// Prepare is the part of the plan that needs no slot: the node
 // image, the mirrors, the kubeconfig files; it fails, before a slot is
 // taken, on what would make kind's work wasted (no kind network, a
 // kubeconfig entry of the user's with the cluster's name).
-func prepareCreate(ctx context.Context, s *session.Session, opts CreateOptions) (*createPlan, error) {
+func Prepare(ctx context.Context, s *session.Session, opts CreateOptions) (*Plan, error) {
 	cfg := s.Config
 	version := cfg.Kind.NodeVersion
 	if opts.NodeVersion != "" {
@@ -145,7 +147,7 @@ func prepareCreate(ctx context.Context, s *session.Session, opts CreateOptions) 
 	if err := s.CheckMirroring(); err != nil {
 		return nil, err
 	}
-	p := &createPlan{image: image, metricsServer: opts.MetricsServer}
+	p := &Plan{image: image, metricsServer: opts.MetricsServer}
 	if p.certsD, err = registry.CertsD(mirrors); err != nil {
 		return nil, err
 	}
@@ -183,9 +185,9 @@ func prepareCreate(ctx context.Context, s *session.Session, opts CreateOptions) 
 	return p, nil
 }
 
-// forSlot completes p for the slot the cluster got: its kind config, its
+// ForSlot completes p for the slot the cluster got: its kind config, its
 // pool, its API server address and the guest scripts.
-func (p *createPlan) forSlot(s *session.Session, opts CreateOptions, userLabels cluster.Labels, n int) error {
+func (p *Plan) ForSlot(s *session.Session, opts CreateOptions, userLabels cluster.Labels, n int) error {
 	cfg := s.Config
 	certsDir, err := guest.CertsDir(opts.Name)
 	if err != nil {
@@ -234,15 +236,15 @@ func (p *createPlan) forSlot(s *session.Session, opts CreateOptions, userLabels 
 	if p.create, err = guest.KindCreate(opts.Name, p.image, p.kindConfig, p.certsD, guest.DNSRecord(cfg.DNS.Domain), auth, opts.Retain); err != nil {
 		return err
 	}
-	p.externalDNS.etcd = user.Creds
-	if p.externalDNS.externalDNS, err = dns.ExternalDNS(opts.Name, cfg); err != nil {
+	p.externalDNS.Etcd = user.Creds
+	if p.externalDNS.ExternalDNS, err = dns.ExternalDNS(opts.Name, cfg); err != nil {
 		return err
 	}
 	p.remove, err = deleteScript(cfg, s.Paths, []string{opts.Name})
 	return err
 }
 
-func (p *createPlan) steps(cfg config.Config) []session.Step {
+func (p *Plan) steps(cfg config.Config) []session.Step {
 	s := p.spec
 	mirrors := "no registry mirrors"
 	if len(p.mirrors) > 0 {
@@ -279,9 +281,9 @@ func (p *createPlan) steps(cfg config.Config) []session.Step {
 // answering must not hang marina after an interrupt.
 const rollbackTimeout = 2 * time.Minute
 
-func applyCreate(ctx context.Context, s *session.Session, p *createPlan, opts CreateOptions) error {
+func Apply(ctx context.Context, s *session.Session, p *Plan, opts CreateOptions) error {
 	e, name := s.Env, p.spec.Name
-	manifest, err := metalLBManifest(ctx, s, s.Config.Kind.MetalLBVersion)
+	manifest, err := MetalLBManifest(ctx, s, s.Config.Kind.MetalLBVersion)
 	if err != nil {
 		return err
 	}
@@ -364,7 +366,7 @@ func rollbackContext(ctx context.Context) (context.Context, context.CancelFunc) 
 // runKind runs kind create in the VM; its output carries the kubeconfig.
 // When kind fails it removed its own nodes, and the cluster's folder in
 // the VM goes too (unless retain).
-func runKind(ctx context.Context, s *session.Session, p *createPlan, retain bool) (vm.Result, error) {
+func runKind(ctx context.Context, s *session.Session, p *Plan, retain bool) (vm.Result, error) {
 	e, name := s.Env, p.spec.Name
 	var out vm.Result
 	label := fmt.Sprintf("Creating cluster %s in slot %d (kind, %s)", name, p.spec.Slot, ui.Plural(1+p.spec.Workers, "node"))
@@ -395,7 +397,7 @@ func runKind(ctx context.Context, s *session.Session, p *createPlan, retain bool
 type rollback struct {
 	ctx    context.Context // the command's: the rollback outlives its end
 	s      *session.Session
-	p      *createPlan
+	p      *Plan
 	retain bool
 	merged bool // only what this run merged is removed again
 }

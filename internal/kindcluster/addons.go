@@ -1,4 +1,4 @@
-package app
+package kindcluster
 
 import (
 	"context"
@@ -10,7 +10,6 @@ import (
 	"github.com/bcollard/marina/internal/addons"
 	"github.com/bcollard/marina/internal/config"
 	"github.com/bcollard/marina/internal/dns"
-	"github.com/bcollard/marina/internal/fleet"
 	"github.com/bcollard/marina/internal/session"
 	"github.com/bcollard/marina/internal/ui"
 )
@@ -24,14 +23,14 @@ const DefaultWait = 5 * time.Minute
 // addonStep is one step of installAddons: its progress labels, its name in
 // a failure, and what it does.
 type addonStep struct {
-	label, done, name string
-	fn                func(context.Context) error
+	Label, done, name string
+	Fn                func(context.Context) error
 }
 
-// metalLBManifest is the pinned MetalLB manifest, from marina's cache or
+// MetalLBManifest is the pinned MetalLB manifest, from marina's cache or
 // downloaded once: fetched before kind runs, so that a Mac without a
 // network fails before anything is created.
-func metalLBManifest(ctx context.Context, s *session.Session, version string) ([]byte, error) {
+func MetalLBManifest(ctx context.Context, s *session.Session, version string) ([]byte, error) {
 	var m []byte
 	err := s.Step("Fetching the MetalLB "+version+" manifest", "", func() (err error) {
 		if m, err = s.Deps.MetalLB(ctx, version); err != nil {
@@ -47,7 +46,7 @@ func metalLBManifest(ctx context.Context, s *session.Session, version string) ([
 // CoreDNS forwarding of marina's zone and customDnsResolvers, into a new
 // cluster. A failure is an
 // *addonError naming the step.
-func installAddons(ctx context.Context, s *session.Session, k session.Kube, manifest []byte, externalDNS manifests, pool []string, wait time.Duration) error {
+func installAddons(ctx context.Context, s *session.Session, k session.Kube, manifest []byte, externalDNS Manifests, pool []string, wait time.Duration) error {
 	if wait <= 0 {
 		wait = DefaultWait
 	}
@@ -74,32 +73,32 @@ func installAddons(ctx context.Context, s *session.Session, k session.Kube, mani
 		defer cancel()
 		return k.Pool(ctx, PoolName, pool)
 	}})
-	steps = append(steps, dnsSteps(s, k, externalDNS, wait)...)
+	steps = append(steps, DNSSteps(s, k, externalDNS, wait)...)
 	for _, st := range steps {
-		if err := s.Step(st.label, st.done, func() error { return st.fn(ctx) }); err != nil {
+		if err := s.Step(st.Label, st.done, func() error { return st.Fn(ctx) }); err != nil {
 			return &addonError{step: st.name, err: err}
 		}
 	}
 	return nil
 }
 
-// manifests are the addon manifests a step list applies, and the etcd
+// Manifests are the addon Manifests a step list applies, and the etcd
 // user of the cluster's ExternalDNS.
-type manifests struct {
-	externalDNS []byte
-	etcd        dns.Creds
+type Manifests struct {
+	ExternalDNS []byte
+	Etcd        dns.Creds
 }
 
-// dnsSteps put a cluster on the local DNS: ExternalDNS publishing its
+// DNSSteps put a cluster on the local DNS: ExternalDNS publishing its
 // LoadBalancer Services, available, and CoreDNS forwarding marina's zone
 // (and customDnsResolvers) so that pods resolve the names too.
-func dnsSteps(s *session.Session, k session.Kube, m manifests, wait time.Duration) []addonStep {
+func DNSSteps(s *session.Session, k session.Kube, m Manifests, wait time.Duration) []addonStep {
 	fwd := coreDNSForwards(s.Config)
 	return []addonStep{
 		{"Installing ExternalDNS " + dns.ExternalDNSVersion, "", "installing ExternalDNS", func(ctx context.Context) error {
 			ctx, cancel := context.WithTimeout(ctx, wait)
 			defer cancel()
-			return k.ApplyExternalDNS(ctx, m.externalDNS, m.etcd)
+			return k.ApplyExternalDNS(ctx, m.ExternalDNS, m.Etcd)
 		}},
 		{"Waiting for ExternalDNS to be available", "", "installing ExternalDNS", func(ctx context.Context) error {
 			ctx, cancel := context.WithTimeout(ctx, wait)
@@ -129,7 +128,7 @@ func coreDNSForwards(cfg config.Config) []config.DNSResolver {
 
 // installMetricsServer applies metrics-server's manifest and waits for it
 // to be available.
-func installMetricsServer(ctx context.Context, s *session.Session, k session.Kube, manifest []byte, ms *fleet.MetricsServer, wait time.Duration) error {
+func installMetricsServer(ctx context.Context, s *session.Session, k session.Kube, manifest []byte, ms *addons.MetricsServer, wait time.Duration) error {
 	if wait <= 0 {
 		wait = DefaultWait
 	}

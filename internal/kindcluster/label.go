@@ -1,4 +1,4 @@
-package app
+package kindcluster
 
 import (
 	"context"
@@ -12,12 +12,12 @@ import (
 	"github.com/bcollard/marina/internal/ui"
 )
 
-// LabelCluster sets and removes node labels on every node of a cluster.
-func LabelCluster(ctx context.Context, e *session.Env, name string, specs []string, dryRun bool) error {
+// Label sets and removes node labels on every node of a cluster.
+func Label(ctx context.Context, e *session.Env, name string, specs []string, dryRun bool) error {
 	if err := cluster.CheckName(name); err != nil {
 		return err
 	}
-	set, remove, what, err := labelSpecs(specs)
+	set, remove, what, err := LabelSpecs(specs)
 	if err != nil {
 		return err
 	}
@@ -45,9 +45,9 @@ func LabelCluster(ctx context.Context, e *session.Env, name string, specs []stri
 	})
 }
 
-// labelSpecs reads -l flags: the labels to set, those to remove, and the
+// LabelSpecs reads -l flags: the labels to set, those to remove, and the
 // change in words.
-func labelSpecs(specs []string) (cluster.Labels, []string, []string, error) {
+func LabelSpecs(specs []string) (cluster.Labels, []string, []string, error) {
 	if len(specs) == 0 {
 		return nil, nil, nil, errors.New("give at least one -l key=value (or -l key- to remove a label)")
 	}

@@ -1,4 +1,4 @@
-package app
+package kindcluster
 
 import (
 	"context"
@@ -28,10 +28,10 @@ type DeleteOptions struct {
 	DryRun   bool
 }
 
-// DeleteClusters deletes clusters named, selected, or picked on the
+// Delete deletes clusters named, selected, or picked on the
 // terminal, with their kubeconfig files and entries. Every name is checked
 // before anything is deleted.
-func DeleteClusters(ctx context.Context, e *session.Env, opts DeleteOptions) error {
+func Delete(ctx context.Context, e *session.Env, opts DeleteOptions) error {
 	if len(opts.Names) > 0 && opts.Selector != "" {
 		return errors.New("name clusters or select them with -l, not both")
 	}
@@ -55,7 +55,7 @@ func DeleteClusters(ctx context.Context, e *session.Env, opts DeleteOptions) err
 		return err
 	}
 	sort.Strings(names)
-	script, files, steps, err := planDeletes(s, names, " ")
+	script, files, steps, err := PlanDeletes(s, names, " ")
 	if err != nil {
 		return err
 	}
@@ -71,7 +71,7 @@ func DeleteClusters(ctx context.Context, e *session.Env, opts DeleteOptions) err
 			return errors.New("nothing was deleted")
 		}
 	}
-	return deleteClusters(ctx, s, names, files, script)
+	return DeleteNamed(ctx, s, names, files, script)
 }
 
 // chooseDeletions is the clusters a delete names, selects or picks, and
@@ -88,7 +88,7 @@ func chooseDeletions(ctx context.Context, s *session.Session, opts DeleteOptions
 		}
 		return ui.Dedupe(opts.Names), false, nil
 	case sel != nil:
-		rows, err := clusterRows(ctx, s, sel, opts.Selector)
+		rows, err := Rows(ctx, s, sel, opts.Selector)
 		if err != nil {
 			return nil, false, err
 		}
@@ -108,7 +108,7 @@ func chooseDeletions(ctx context.Context, s *session.Session, opts DeleteOptions
 		fmt.Fprintln(e.Stdout, "No clusters to delete.")
 		return nil, false, nil
 	}
-	rows, err := clusterRows(ctx, s, nil, "")
+	rows, err := Rows(ctx, s, nil, "")
 	if err != nil {
 		return nil, false, err
 	}
@@ -116,9 +116,9 @@ func chooseDeletions(ctx context.Context, s *session.Session, opts DeleteOptions
 	return names, false, err
 }
 
-// planDeletes is the guest script, the kubeconfig files and the printed
+// PlanDeletes is the guest script, the kubeconfig files and the printed
 // steps of deleting names, in that order; sep goes before the names.
-func planDeletes(s *session.Session, names []string, sep string) (string, []string, []session.Step, error) {
+func PlanDeletes(s *session.Session, names []string, sep string) (string, []string, []session.Step, error) {
 	script, err := deleteScript(s.Config, s.Paths, names)
 	if err != nil {
 		return "", nil, nil, err
@@ -136,9 +136,9 @@ func planDeletes(s *session.Session, names []string, sep string) (string, []stri
 	return script, files, steps, nil
 }
 
-// deleteClusters deletes names in the VM (one round trip), then their
+// DeleteNamed deletes names in the VM (one round trip), then their
 // kubeconfig files and, when the config says so, their entries.
-func deleteClusters(ctx context.Context, s *session.Session, names, files []string, script string) error {
+func DeleteNamed(ctx context.Context, s *session.Session, names, files []string, script string) error {
 	e := s.Env
 	target := e.KubeconfigTarget()
 	e.SetLeftover(fmt.Sprintf("%s may be half deleted; `marina cluster delete %s` finishes", strings.Join(names, ", "), strings.Join(names, " ")))
@@ -206,7 +206,7 @@ func deleteScript(cfg config.Config, paths config.Paths, names []string) (string
 }
 
 // pick asks which clusters to delete: numbers from the list, or "all".
-func pick(e *session.Env, rows []ClusterRow) ([]string, error) {
+func pick(e *session.Env, rows []Row) ([]string, error) {
 	items := make([]string, len(rows))
 	for i, r := range rows {
 		items[i] = fmt.Sprintf("%s (slot %d, port %d, %s)", r.Name, r.Num, r.APIPort, r.State)

@@ -1,4 +1,4 @@
-package app
+package kindcluster
 
 import (
 	"context"
@@ -36,11 +36,11 @@ type VerifyOptions struct {
 	Wait  time.Duration
 }
 
-// VerifyCluster puts an echo server behind a LoadBalancer Service with
+// Verify puts an echo server behind a LoadBalancer Service with
 // externalTrafficPolicy Local, calls it from this machine, and checks that
 // the server saw this machine's own address: the whole layer-3 path (host
 // route, the VM's rules, MetalLB's announcement) with no NAT on the way.
-func VerifyCluster(ctx context.Context, e *session.Env, opts VerifyOptions) error {
+func Verify(ctx context.Context, e *session.Env, opts VerifyOptions) error {
 	opts, err := verifyDefaults(e, opts)
 	if err != nil {
 		return err

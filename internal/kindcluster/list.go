@@ -1,4 +1,4 @@
-package app
+package kindcluster
 
 import (
 	"context"
@@ -13,9 +13,9 @@ import (
 	"github.com/bcollard/marina/internal/slot"
 )
 
-// ClusterRow is one line of marina cluster list. name, num, apiPort and
+// Row is one line of marina cluster list. name, num, apiPort and
 // kubeconfigPath are klimax's contract with its UI; the rest is new.
-type ClusterRow struct {
+type Row struct {
 	Name           string            `json:"name"`
 	Num            int               `json:"num"`
 	APIPort        int               `json:"apiPort"`
@@ -25,12 +25,12 @@ type ClusterRow struct {
 	Labels         map[string]string `json:"labels,omitempty"`
 }
 
-// labelTimeout bounds reading one cluster's node labels.
-const labelTimeout = 5 * time.Second
+// LabelTimeout bounds reading one cluster's node labels.
+const LabelTimeout = 5 * time.Second
 
-// ListClusters lists the clusters in the VM; a selector keeps those whose
+// List lists the clusters in the VM; a selector keeps those whose
 // control-plane node matches it.
-func ListClusters(ctx context.Context, e *session.Env, selector string) ([]ClusterRow, error) {
+func List(ctx context.Context, e *session.Env, selector string) ([]Row, error) {
 	sel, err := session.ParseSelector(selector)
 	if err != nil {
 		return nil, err
@@ -40,18 +40,18 @@ func ListClusters(ctx context.Context, e *session.Env, selector string) ([]Clust
 		return nil, err
 	}
 	defer s.Close()
-	return clusterRows(ctx, s, sel, selector)
+	return Rows(ctx, s, sel, selector)
 }
 
-// clusterRows describes b's clusters, reading the node labels of the
+// Rows describes b's clusters, reading the node labels of the
 // running ones from their API servers at the same time.
-func clusterRows(ctx context.Context, s *session.Session, sel labels.Selector, selector string) ([]ClusterRow, error) {
-	rows := make([]ClusterRow, len(s.Clusters))
+func Rows(ctx context.Context, s *session.Session, sel labels.Selector, selector string) ([]Row, error) {
+	rows := make([]Row, len(s.Clusters))
 	errs := make([]error, len(s.Clusters))
 	var wg sync.WaitGroup
 	for i, c := range s.Clusters {
 		kc, _ := s.Paths.Kubeconfig(c.Name) // names from Docker are checked in cluster.Group
-		rows[i] = ClusterRow{Name: c.Name, Num: c.Slot, Nodes: len(c.Nodes), State: "stopped", KubeconfigPath: kc}
+		rows[i] = Row{Name: c.Name, Num: c.Slot, Nodes: len(c.Nodes), State: "stopped", KubeconfigPath: kc}
 		if c.Slot > 0 {
 			rows[i].APIPort = slot.APIPort(c.Slot)
 		}
@@ -76,7 +76,7 @@ func clusterRows(ctx context.Context, s *session.Session, sel labels.Selector, s
 		}
 		return rows, nil
 	}
-	var out []ClusterRow
+	var out []Row
 	for i, r := range rows {
 		if errs[i] != nil {
 			return nil, fmt.Errorf("cluster %s: cannot read its labels to match -l %s: %w", r.Name, selector, errs[i])
@@ -90,7 +90,7 @@ func clusterRows(ctx context.Context, s *session.Session, sel labels.Selector, s
 
 // nodeLabels are the labels of cluster name's control-plane node.
 func nodeLabels(ctx context.Context, s *session.Session, name string) (map[string]string, error) {
-	k, err := s.Kube(name, labelTimeout)
+	k, err := s.Kube(name, LabelTimeout)
 	if err != nil {
 		return nil, err
 	}
