@@ -15,11 +15,11 @@ import (
 
 	"github.com/bcollard/marina/internal/cluster"
 	"github.com/bcollard/marina/internal/config"
-	"github.com/bcollard/marina/internal/dns"
 	"github.com/bcollard/marina/internal/docker"
 	"github.com/bcollard/marina/internal/guest"
 	"github.com/bcollard/marina/internal/kindcluster"
 	"github.com/bcollard/marina/internal/kubeconfig"
+	"github.com/bcollard/marina/internal/machine"
 	"github.com/bcollard/marina/internal/registry"
 	"github.com/bcollard/marina/internal/session"
 	"github.com/bcollard/marina/internal/session/sessiontest"
@@ -34,7 +34,7 @@ var errBoom = errors.New("boom")
 func createFixture(t *testing.T, change func(*config.Config)) *sessiontest.World {
 	f := sessiontest.New(t)
 	f.Config(change)
-	dnsWarm(f)
+	f.DNSWarm()
 	f.Scripts["kind create cluster c1"] = vm.Result{Stdout: []byte(f.Export("c1"))}
 	// kind's nodes appear once it ran.
 	f.Before = func(call string) {
@@ -52,27 +52,6 @@ func create(f *sessiontest.World, opts kindcluster.CreateOptions) error {
 		opts.Name = "c1"
 	}
 	return kindcluster.Create(context.Background(), f.Env, opts)
-}
-
-// entries is the contexts of ~/.kube/config named name.
-func hasContext(f *sessiontest.World, name string) bool {
-	f.T.Helper()
-	ok, err := kubeconfig.Has(f.KubeconfigFile(), name, f.Env.KubeOwner(true))
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		f.T.Fatal(err)
-	}
-	return ok
-}
-
-// hasOldContext reports whether ~/.kube/config holds a context name an
-// older marina marked, naming no home.
-func hasOldContext(f *sessiontest.World, name string) bool {
-	f.T.Helper()
-	ok, err := kubeconfig.Has(f.KubeconfigFile(), name, kubeconfig.Owner{Home: "/no/such/home", Legacy: true})
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		f.T.Fatal(err)
-	}
-	return ok
 }
 
 func TestCreateSucceeds(t *testing.T) {
@@ -98,7 +77,7 @@ func TestCreateSucceeds(t *testing.T) {
 		t.Errorf("kind create wrote the addons record %+v", f.Addons["c1"])
 	}
 	path, _ := f.Env.Paths.Kubeconfig("c1")
-	if _, err := os.Stat(path); err != nil || !hasContext(f, "c1") {
+	if _, err := os.Stat(path); err != nil || !f.HasContext("c1") {
 		t.Errorf("kubeconfig not written and merged: %v", err)
 	}
 	if ents, _ := os.ReadDir(f.Env.Paths.Slots()); len(ents) != 0 {
@@ -168,7 +147,7 @@ func TestCreateRollsBackAtEachStep(t *testing.T) {
 			f := createFixture(t, withDNS)
 			// The user's kubeconfig, with an entry of marina's from an
 			// earlier c1 that this run did not write.
-			old := mustKubeconfig(t, f, "c1", "https://127.0.0.1:7009")
+			old := f.MustKubeconfig("c1", "https://127.0.0.1:7009")
 			if err := kubeconfig.Merge(f.KubeconfigFile(), "c1", old, f.Env.KubeOwner(true)); err != nil {
 				t.Fatal(err)
 			}
@@ -246,23 +225,13 @@ func TestCreateKindFails(t *testing.T) {
 	}
 }
 
-// mustKubeconfig is marina's kubeconfig for name at server.
-func mustKubeconfig(t *testing.T, f *sessiontest.World, name, server string) []byte {
-	t.Helper()
-	kc, err := sessiontest.KubeconfigFromKind(f, name, server)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return kc
-}
-
 func deleteFixture(t *testing.T) *sessiontest.World {
 	f := sessiontest.New(t)
 	f.Config(nil)
 	f.Cluster("a", 1, "https://127.0.0.1:7001")
 	f.Cluster("b", 2, "https://127.0.0.1:7002")
 	for _, n := range []string{"a", "b"} {
-		if err := kubeconfig.Merge(f.KubeconfigFile(), n, mustKubeconfig(t, f, n, "https://127.0.0.1:700"+map[string]string{"a": "1", "b": "2"}[n]), f.Env.KubeOwner(true)); err != nil {
+		if err := kubeconfig.Merge(f.KubeconfigFile(), n, f.MustKubeconfig(n, "https://127.0.0.1:700"+map[string]string{"a": "1", "b": "2"}[n]), f.Env.KubeOwner(true)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -325,8 +294,8 @@ func TestDeleteConfirmation(t *testing.T) {
 				gone := strings.Contains(","+strings.Join(c.want, ",")+",", ","+n+",")
 				path, _ := f.Env.Paths.Kubeconfig(n)
 				_, statErr := os.Stat(path)
-				if gone != errors.Is(statErr, os.ErrNotExist) || gone == hasContext(f, n) {
-					t.Errorf("cluster %s (deleted %v): kubeconfig file %v, entry %v", n, gone, statErr, hasContext(f, n))
+				if gone != errors.Is(statErr, os.ErrNotExist) || gone == f.HasContext(n) {
+					t.Errorf("cluster %s (deleted %v): kubeconfig file %v, entry %v", n, gone, statErr, f.HasContext(n))
 				}
 			}
 		})
@@ -350,7 +319,7 @@ func TestCleanCacheOrder(t *testing.T) {
 			if failEmpty {
 				f.Fail["guest.run empty the mirror caches"] = errBoom
 			}
-			err := CleanCache(context.Background(), f.Env, nil, CleanCacheOptions{Yes: true})
+			err := machine.CleanCache(context.Background(), f.Env, nil, machine.CleanCacheOptions{Yes: true})
 			if failEmpty != (err != nil) || (failEmpty && !strings.Contains(err.Error(), "boom")) {
 				t.Fatalf("error = %v", err)
 			}
@@ -391,11 +360,11 @@ func TestUpFollowsALima0Move(t *testing.T) {
 	f.Config(func(c *config.Config) { c.Network.DisablePortMirroring = true })
 	f.Cluster("old", 1, "https://192.168.64.3:7001")
 	f.Cluster("cur", 2, "https://192.168.64.7:7002")
-	if err := kubeconfig.Merge(f.KubeconfigFile(), "old", mustKubeconfig(t, f, "old", "https://192.168.64.3:7001"), f.Env.KubeOwner(true)); err != nil {
+	if err := kubeconfig.Merge(f.KubeconfigFile(), "old", f.MustKubeconfig("old", "https://192.168.64.3:7001"), f.Env.KubeOwner(true)); err != nil {
 		t.Fatal(err)
 	}
 	cidr := f.Network.Subnet
-	made := mustMade(t, f)
+	made := f.MustMade()
 	if err := made.Add(cidr, f.Lima0.Addr()); err != nil {
 		t.Fatal(err)
 	}
@@ -405,7 +374,7 @@ func TestUpFollowsALima0Move(t *testing.T) {
 
 	f.Lima0 = mustPrefix("192.168.64.7/24")
 	f.Scripts["export kubeconfigs"] = vm.Result{Stdout: []byte(f.Export("old"))}
-	if err := Up(context.Background(), f.Env, UpOptions{}); err != nil {
+	if err := machine.Up(context.Background(), f.Env, machine.UpOptions{}); err != nil {
 		t.Fatalf("%v\n%s", err, f.Stderr.String())
 	}
 	body := f.Bodies["export kubeconfigs"]
@@ -430,8 +399,8 @@ func TestUpFollowsALima0Move(t *testing.T) {
 	// A second up finds nothing stale and changes nothing.
 	f.Calls = nil
 	f.Route.Gateway = f.Lima0.Addr()
-	f.RegistrySums = mirrorSums(f)
-	if err := Up(context.Background(), f.Env, UpOptions{}); err != nil {
+	f.RegistrySums = f.MirrorSums()
+	if err := machine.Up(context.Background(), f.Env, machine.UpOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if got := append(f.Called("guest.run"), f.Called("host.privileged")...); len(got) != 0 {
@@ -447,10 +416,10 @@ func TestUpFollowsALima0Move(t *testing.T) {
 // digest, and is recreated.
 func TestUpRecreatesAMirrorWithAStaleDigest(t *testing.T) {
 	f := sessiontest.New(t)
-	specs := defaultMirrorsRunning(f)
+	specs := f.DefaultMirrorsRunning()
 	f.Mirrors[0].Labels[registry.LabelConfig] = "sha256:from-before"
-	dnsWarm(f)
-	if err := Up(context.Background(), f.Env, UpOptions{}); err != nil {
+	f.DNSWarm()
+	if err := machine.Up(context.Background(), f.Env, machine.UpOptions{}); err != nil {
 		t.Fatalf("%v\n%s", err, f.Stderr.String())
 	}
 	if got := f.Called("docker.run"); len(got) != 1 || got[0] != "docker.run "+specs[0].Name {
@@ -467,11 +436,11 @@ func TestUpRecreatesAMirrorWithAStaleDigest(t *testing.T) {
 // path (the lab saw it happen).
 func TestUpRemovesAGoneMirrorBeforeItsConfigFile(t *testing.T) {
 	f := sessiontest.New(t)
-	defaultMirrorsRunning(f)
+	f.DefaultMirrorsRunning()
 	f.Mirrors = append(f.Mirrors, docker.Container{ID: "registry-gone-id", Name: "registry-gone", State: "restarting", Labels: map[string]string{registry.LabelMirror: "registry-gone", registry.LabelConfig: "sha256:old"}})
 	f.RegistrySums[registry.ConfigDir+"/registry-gone.yml"] = "0123"
-	dnsWarm(f)
-	if err := Up(context.Background(), f.Env, UpOptions{}); err != nil {
+	f.DNSWarm()
+	if err := machine.Up(context.Background(), f.Env, machine.UpOptions{}); err != nil {
 		t.Fatalf("%v\n%s", err, f.Stderr.String())
 	}
 	removed, wrote := -1, -1
@@ -494,7 +463,7 @@ func TestUpRemovesAGoneMirrorBeforeItsConfigFile(t *testing.T) {
 func TestUpCreatesTheVM(t *testing.T) {
 	f := sessiontest.New(t)
 	f.Instance = nil
-	if err := Up(context.Background(), f.Env, UpOptions{}); err != nil {
+	if err := machine.Up(context.Background(), f.Env, machine.UpOptions{}); err != nil {
 		t.Fatalf("%v\n%s", err, f.Stderr.String())
 	}
 	if _, err := os.Stat(f.Env.Paths.Config); err != nil {
@@ -526,7 +495,7 @@ func TestUpRefusesAMissingNamedConfig(t *testing.T) {
 		f.Instance = nil
 		own := f.Env.Paths.Config
 		f.Env.Paths.Config, f.Env.Paths.Named = filepath.Join(t.TempDir(), "typo.yaml"), true
-		err := Up(context.Background(), f.Env, UpOptions{DryRun: dry})
+		err := machine.Up(context.Background(), f.Env, machine.UpOptions{DryRun: dry})
 		if err == nil || !strings.Contains(err.Error(), "--config names "+f.Env.Paths.Config+", which does not exist") {
 			t.Errorf("up (dry run %v) with a missing --config: %v", dry, err)
 		}
@@ -545,12 +514,12 @@ func TestUpRefusesAMissingNamedConfig(t *testing.T) {
 func TestDestroyNeedsAConfirmation(t *testing.T) {
 	f := sessiontest.New(t)
 	f.Config(nil)
-	made := mustMade(t, f)
+	made := f.MustMade()
 	if err := made.Add(f.Network.Subnet, f.Lima0.Addr()); err != nil {
 		t.Fatal(err)
 	}
 	f.Route = &hostRoute{Dest: f.Network.Subnet, Gateway: f.Lima0.Addr(), Interface: "bridge100"}
-	err := Destroy(context.Background(), f.Env, DestroyOptions{})
+	err := machine.Destroy(context.Background(), f.Env, machine.DestroyOptions{})
 	if err == nil || !strings.Contains(err.Error(), "needs a confirmation: run it in a terminal, or pass -y") {
 		t.Fatalf("error = %v", err)
 	}
@@ -563,7 +532,7 @@ func TestDestroyNeedsAConfirmation(t *testing.T) {
 		t.Error("the VM is gone")
 	}
 	// With -y it goes, route and all.
-	if err := Destroy(context.Background(), f.Env, DestroyOptions{Yes: true}); err != nil {
+	if err := machine.Destroy(context.Background(), f.Env, machine.DestroyOptions{Yes: true}); err != nil {
 		t.Fatal(err)
 	}
 	if f.Instance != nil || len(f.Called("host.privileged")) != 1 {
@@ -604,78 +573,13 @@ func TestOpenReadsOnlyWhatIsNeeded(t *testing.T) {
 	}
 }
 
-// mirrorSums are the sums of the default mirrors' config files, as up
-// writes them into the VM.
-// dnsWarm puts the local DNS in the world as up leaves it: both
-// containers current, the Corefile in the VM, the resolver file written.
-func dnsWarm(f *sessiontest.World) {
-	f.T.Helper()
-	key, err := session.LoadLabelKey(f.Env.Paths)
-	if err != nil {
-		f.T.Fatal(err)
-	}
-	if err := key.Save(f.Env.Paths); err != nil {
-		f.T.Fatal(err)
-	}
-	specs, err := dns.Specs(config.Default(), key.Key)
-	if err != nil {
-		f.T.Fatal(err)
-	}
-	for _, s := range specs {
-		f.Mirrors = append(f.Mirrors, docker.Container{ID: s.Name + "-id", Name: s.Name, State: "running", Labels: map[string]string{dns.LabelRole: s.Role, dns.LabelConfig: s.Digest}})
-	}
-	f.DNSSum = defaultCorefileSum(f.T, key.Key)
-	f.EtcdAuth = dns.EtcdName + "-id"
-	_, server := dns.Addrs(netip.MustParsePrefix(config.DefaultCIDR))
-	path := filepath.Join(f.ResolverDir, config.DefaultDNSDomain)
-	if err := os.MkdirAll(f.ResolverDir, 0o755); err != nil {
-		f.T.Fatal(err)
-	}
-	if err := os.WriteFile(path, []byte(dns.ResolverFile(server)), 0o644); err != nil {
-		f.T.Fatal(err)
-	}
-	if err := mustMade(f.T, f).Wrote(path, dns.ResolverFile(server)); err != nil {
-		f.T.Fatal(err)
-	}
-}
-
-// defaultMirrorsRunning configures the defaults and puts the default
-// mirrors' containers, current, and their config files in the VM; it
-// returns their specs, in the order of f.mirrors.
-func defaultMirrorsRunning(f *sessiontest.World) []registry.Spec {
-	f.T.Helper()
-	f.Config(nil)
-	specs, err := mirrorSpecs(f.Env.Paths, config.Default().Registries)
-	if err != nil {
-		f.T.Fatal(err)
-	}
-	for _, s := range specs {
-		f.Mirrors = append(f.Mirrors, docker.Container{ID: s.Name + "-id", Name: s.Name, State: "running", Labels: map[string]string{registry.LabelMirror: s.Name, registry.LabelConfig: s.Digest}})
-	}
-	f.RegistrySums = mirrorSums(f)
-	return specs
-}
-
-func mirrorSums(f *sessiontest.World) map[string]string {
-	f.T.Helper()
-	specs, err := mirrorSpecs(f.Env.Paths, config.Default().Registries)
-	if err != nil {
-		f.T.Fatal(err)
-	}
-	sums := map[string]string{}
-	for _, s := range specs {
-		sums[s.ConfigFile] = s.FileSum()
-	}
-	return sums
-}
-
 // up --dry-run plans everything and changes nothing, not even marina's own
 // label key.
 func TestUpDryRunChangesNothing(t *testing.T) {
 	f := sessiontest.New(t)
 	f.Config(nil)
 	f.Route = nil // no route yet
-	if err := Up(context.Background(), f.Env, UpOptions{DryRun: true}); err != nil {
+	if err := machine.Up(context.Background(), f.Env, machine.UpOptions{DryRun: true}); err != nil {
 		t.Fatal(err)
 	}
 	for _, step := range []string{"run the mirror registry-dockerio", "route 172.30.0.0/16 to the VM"} {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/bcollard/marina/internal/config"
 	"github.com/bcollard/marina/internal/kindcluster"
+	"github.com/bcollard/marina/internal/machine"
 	"github.com/bcollard/marina/internal/session/sessiontest"
 	"github.com/bcollard/marina/internal/status"
 )
@@ -58,10 +59,10 @@ func TestWarnHostRosetta(t *testing.T) {
 // strictly, never by the lenient ones.
 func TestRosettaIsWarnedOncePerStrictCommand(t *testing.T) {
 	for _, arch := range []string{"amd64", "arm64"} {
-		f := warmFixture(t)
+		f := sessiontest.Warm(t)
 		f.Config(func(c *config.Config) { c.VM.Rosetta = true })
 		f.Env.HostArch = arch
-		if err := Up(context.Background(), f.Env, UpOptions{}); err != nil {
+		if err := machine.Up(context.Background(), f.Env, machine.UpOptions{}); err != nil {
 			t.Fatalf("%v\n%s", err, f.Stderr.String())
 		}
 		n := strings.Count(f.Stderr.String(), "vm.rosetta: true is ignored")

@@ -13,6 +13,7 @@ import (
 	"github.com/bcollard/marina/internal/guest"
 	"github.com/bcollard/marina/internal/host"
 	"github.com/bcollard/marina/internal/kindcluster"
+	"github.com/bcollard/marina/internal/machine"
 	"github.com/bcollard/marina/internal/session/sessiontest"
 	"github.com/bcollard/marina/internal/status"
 	"github.com/bcollard/marina/internal/vm"
@@ -34,7 +35,7 @@ func TestUpLeavesAForeignResolverFileAlone(t *testing.T) {
 	if err := os.WriteFile(resolverFile(f, "demo.internal"), []byte(mine), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := Up(context.Background(), f.Env, UpOptions{}); err != nil {
+	if err := machine.Up(context.Background(), f.Env, machine.UpOptions{}); err != nil {
 		t.Fatalf("%v\n%s", err, f.Stderr.String())
 	}
 	if b, _ := os.ReadFile(resolverFile(f, "demo.internal")); string(b) != mine {
@@ -49,7 +50,7 @@ func TestUpLeavesAForeignResolverFileAlone(t *testing.T) {
 		}
 	}
 	// destroy does not remove it either.
-	if err := Destroy(context.Background(), f.Env, DestroyOptions{Yes: true}); err != nil {
+	if err := machine.Destroy(context.Background(), f.Env, machine.DestroyOptions{Yes: true}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(resolverFile(f, "demo.internal")); err != nil {
@@ -62,7 +63,7 @@ func TestUpLeavesAForeignResolverFileAlone(t *testing.T) {
 func TestUpFollowsADNSDomainChange(t *testing.T) {
 	f := sessiontest.New(t)
 	f.Config(nil)
-	if err := Up(context.Background(), f.Env, UpOptions{}); err != nil {
+	if err := machine.Up(context.Background(), f.Env, machine.UpOptions{}); err != nil {
 		t.Fatalf("%v\n%s", err, f.Stderr.String())
 	}
 	old := resolverFile(f, "demo.internal")
@@ -71,7 +72,7 @@ func TestUpFollowsADNSDomainChange(t *testing.T) {
 	}
 	f.Config(func(c *config.Config) { c.DNS.Domain = "lab.internal" })
 	f.Calls = nil
-	if err := Up(context.Background(), f.Env, UpOptions{DryRun: true}); err != nil {
+	if err := machine.Up(context.Background(), f.Env, machine.UpOptions{DryRun: true}); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"recreate the local DNS's marina-dns", "/bin/rm -f " + old, "lab.internal"} {
@@ -82,7 +83,7 @@ func TestUpFollowsADNSDomainChange(t *testing.T) {
 	if got := f.Called("host.privileged"); len(got) != 0 {
 		t.Errorf("the dry run changed the host: %v", got)
 	}
-	if err := Up(context.Background(), f.Env, UpOptions{}); err != nil {
+	if err := machine.Up(context.Background(), f.Env, machine.UpOptions{}); err != nil {
 		t.Fatalf("%v\n%s", err, f.Stderr.String())
 	}
 	if _, err := os.Stat(old); !errors.Is(err, os.ErrNotExist) {
@@ -99,7 +100,7 @@ func TestUpFollowsADNSDomainChange(t *testing.T) {
 	}
 	// The next up finds the new domain in place.
 	f.Calls = nil
-	if err := Up(context.Background(), f.Env, UpOptions{}); err != nil {
+	if err := machine.Up(context.Background(), f.Env, machine.UpOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	// (The fixture does not keep mirrors or routes: the DNS's parts only.)
@@ -113,7 +114,7 @@ func TestUpFollowsADNSDomainChange(t *testing.T) {
 		t.Errorf("the up after the change changed the local DNS again: %v", again)
 	}
 	// destroy removes what marina wrote.
-	if err := Destroy(context.Background(), f.Env, DestroyOptions{Yes: true}); err != nil {
+	if err := machine.Destroy(context.Background(), f.Env, machine.DestroyOptions{Yes: true}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(resolverFile(f, "lab.internal")); !errors.Is(err, os.ErrNotExist) {
@@ -132,9 +133,9 @@ func TestUpPutsOlderClustersOnTheDNSOnce(t *testing.T) {
 	f.Cluster("old", 1, "https://192.168.64.3:7001")
 	f.Cluster("cur", 2, "https://192.168.64.3:7002")
 	f.Addons["cur"] = guestAddons("demo.internal")
-	dnsWarm(f)
-	f.RegistrySums = mirrorSums(f)
-	if err := Up(context.Background(), f.Env, UpOptions{}); err != nil {
+	f.DNSWarm()
+	f.RegistrySums = f.MirrorSums()
+	if err := machine.Up(context.Background(), f.Env, machine.UpOptions{}); err != nil {
 		t.Fatalf("%v\n%s", err, f.Stderr.String())
 	}
 	want := "kube old ready,kube old apply-external-dns,kube old wait deployment external-dns/external-dns available,kube old coredns,kube old wait deployment kube-system/coredns available"
@@ -145,7 +146,7 @@ func TestUpPutsOlderClustersOnTheDNSOnce(t *testing.T) {
 		t.Errorf("records written:\n%s", body)
 	}
 	f.Calls = nil
-	if err := Up(context.Background(), f.Env, UpOptions{}); err != nil {
+	if err := machine.Up(context.Background(), f.Env, machine.UpOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if got := f.Called("kube "); len(got) != 0 {
@@ -166,7 +167,7 @@ func TestUpPutsOlderClustersOnTheDNSOnce(t *testing.T) {
 func TestDeleteForgetsTheNames(t *testing.T) {
 	f := sessiontest.New(t)
 	f.Config(nil)
-	dnsWarm(f)
+	f.DNSWarm()
 	f.Cluster("dev", 1, "https://127.0.0.1:7001")
 	f.Scripts["kind delete cluster"] = vm.Result{Stdout: []byte("@@ dns-forget dev.demo.internal failed\n")}
 	if err := kindcluster.Delete(context.Background(), f.Env, kindcluster.DeleteOptions{Names: []string{"dev"}}); err != nil {
@@ -204,24 +205,6 @@ func TestCreateNeedsTheLocalDNS(t *testing.T) {
 	}
 }
 
-// Emptying a cluster's zone under an earlier domain must never empty the
-// current zone or another cluster's names.
-func TestOldZone(t *testing.T) {
-	for _, c := range []struct{ name, was, now, want string }{
-		{"dev", "demo.internal", "lab.internal", "dev.demo.internal"},
-		{"dev", "", "lab.internal", ""},
-		{"dev", "lab.internal", "lab.internal", ""},
-		{"demo", "internal", "demo.internal", ""},     // the whole current zone
-		{"x", "internal", "a.x.internal", ""},         // above the current zone
-		{"c", "x.demo.internal", "demo.internal", ""}, // inside it: cluster x's namespace c
-		{"dev", "old.example", "demo.internal", "dev.old.example"},
-	} {
-		if got := oldZone(c.name, c.was, c.now); got != c.want {
-			t.Errorf("oldZone(%q, %q, %q) = %q, want %q", c.name, c.was, c.now, got, c.want)
-		}
-	}
-}
-
 // The local DNS's etcd users: a first up sets them up once the DNS
 // containers run, with a user for every cluster the VM has and none for a
 // cluster kind made without marina; the next up finds the container it set
@@ -231,8 +214,8 @@ func TestUpSetsUpTheEtcdUsers(t *testing.T) {
 	f.Config(nil)
 	f.Cluster("dev", 1, "https://192.168.64.3:7001")
 	f.Addons["dev"] = guestAddons("demo.internal")
-	f.RegistrySums = mirrorSums(f)
-	if err := Up(context.Background(), f.Env, UpOptions{}); err != nil {
+	f.RegistrySums = f.MirrorSums()
+	if err := machine.Up(context.Background(), f.Env, machine.UpOptions{}); err != nil {
 		t.Fatalf("%v\n%s", err, f.Stderr.String())
 	}
 	calls := strings.Join(f.Calls, "\n")
@@ -247,7 +230,7 @@ func TestUpSetsUpTheEtcdUsers(t *testing.T) {
 		}
 	}
 	f.Calls = nil
-	if err := Up(context.Background(), f.Env, UpOptions{}); err != nil {
+	if err := machine.Up(context.Background(), f.Env, machine.UpOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if got := f.Called("guest."); len(got) != 1 {
@@ -256,7 +239,7 @@ func TestUpSetsUpTheEtcdUsers(t *testing.T) {
 	// etcd recreated behind marina's back: its users are set up again.
 	f.EtcdAuth = "another-container"
 	f.Calls = nil
-	if err := Up(context.Background(), f.Env, UpOptions{}); err != nil {
+	if err := machine.Up(context.Background(), f.Env, machine.UpOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if got := f.Called("guest.run set up the local DNS's etcd users"); len(got) != 1 {
@@ -272,9 +255,9 @@ func TestUpGivesOlderClustersTheirEtcdUser(t *testing.T) {
 	f.Config(nil)
 	f.Cluster("old", 1, "https://192.168.64.3:7001")
 	f.Addons["old"] = guest.Addons{DNS: "demo.internal"}
-	dnsWarm(f)
-	f.RegistrySums = mirrorSums(f)
-	if err := Up(context.Background(), f.Env, UpOptions{}); err != nil {
+	f.DNSWarm()
+	f.RegistrySums = f.MirrorSums()
+	if err := machine.Up(context.Background(), f.Env, machine.UpOptions{}); err != nil {
 		t.Fatalf("%v\n%s", err, f.Stderr.String())
 	}
 	calls := strings.Join(f.Calls, "\n")

@@ -23,6 +23,7 @@ import (
 	"github.com/bcollard/marina/internal/host"
 	"github.com/bcollard/marina/internal/kindcluster"
 	"github.com/bcollard/marina/internal/kubeconfig"
+	"github.com/bcollard/marina/internal/machine"
 	"github.com/bcollard/marina/internal/registry"
 	"github.com/bcollard/marina/internal/run"
 	"github.com/bcollard/marina/internal/session"
@@ -561,7 +562,7 @@ func judgeVM(name string, lima DoctorCheck, in *vm.Instance, err error) DoctorCh
 	case in.Status == vm.StatusStopped:
 		return fail(checkVM, "VM "+name+" is stopped", "marina up")
 	case in.Status == vm.StatusBroken:
-		return fail(checkVM, "Lima reports VM "+name+" as Broken"+brokenDetail(in)+": `marina destroy` and then `marina up` rebuild it (clusters in it are lost)", "marina destroy && marina up")
+		return fail(checkVM, "Lima reports VM "+name+" as Broken"+machine.BrokenDetail(in)+": `marina destroy` and then `marina up` rebuild it (clusters in it are lost)", "marina destroy && marina up")
 	}
 	return fail(checkVM, fmt.Sprintf("VM %s is %q", name, in.Status), "wait for Lima to finish with it, then: marina up")
 }
@@ -785,7 +786,7 @@ func (d *doctor) judgeMirrors(o *session.Observed, probeErrs map[string]error, g
 	reasons := map[string]string{}
 	if key, err := session.LoadLabelKey(s.Paths); err == nil {
 		if specs, err := registry.Specs(cfg, vm.GuestCacheDir, key.Key); err == nil {
-			reasons = planMirrors(specs, o.Mirrors, o.Guest.RegistrySums).reasons
+			reasons = machine.OutOfDate(specs, o.Mirrors, o.Guest.RegistrySums)
 		}
 	}
 	byName := map[string]docker.Container{}
@@ -1046,7 +1047,7 @@ func (d *doctor) rosettaAtCreation(in *vm.Instance) bool {
 	if err != nil {
 		return false
 	}
-	now, err := template(d.s.Env, d.s.Config)
+	now, err := machine.Template(d.s.Env, d.s.Config)
 	if err != nil {
 		return false
 	}

@@ -24,6 +24,7 @@ import (
 	"github.com/bcollard/marina/internal/dns"
 	"github.com/bcollard/marina/internal/docker"
 	"github.com/bcollard/marina/internal/kubeconfig"
+	"github.com/bcollard/marina/internal/machine"
 	"github.com/bcollard/marina/internal/registry"
 	"github.com/bcollard/marina/internal/session"
 	"github.com/bcollard/marina/internal/session/sessiontest"
@@ -41,10 +42,10 @@ import (
 func doctorFixture(t *testing.T) *sessiontest.World {
 	t.Helper()
 	f := sessiontest.New(t)
-	defaultMirrorsRunning(f)
-	dnsWarm(f)
+	f.DefaultMirrorsRunning()
+	f.DNSWarm()
 	cidr := f.Network.Subnet
-	if err := mustMade(t, f).Add(cidr, f.Lima0.Addr()); err != nil {
+	if err := f.MustMade().Add(cidr, f.Lima0.Addr()); err != nil {
 		t.Fatal(err)
 	}
 	f.Route = &hostRoute{Dest: cidr, Gateway: f.Lima0.Addr(), Interface: "bridge100"}
@@ -436,7 +437,7 @@ func TestDoctorRoute(t *testing.T) {
 			"marina doctor --fix (runs: sudo ip route replace 172.30.0.0/16 via 192.168.64.3)", true},
 		{"wrong gateway", func(f *sessiontest.World) {
 			f.Route.Gateway = mustAddr("192.168.64.7")
-			if err := mustMade(f.T, f).Add(f.Network.Subnet, mustAddr("192.168.64.7")); err != nil {
+			if err := f.MustMade().Add(f.Network.Subnet, mustAddr("192.168.64.7")); err != nil {
 				f.T.Fatal(err)
 			}
 		}, DoctorFail, "wrong gateway (via 192.168.64.7; the VM's lima0 is 192.168.64.3)",
@@ -675,7 +676,7 @@ func TestDoctorRosetta(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				tmpl, err := template(f.Env, cfg)
+				tmpl, err := machine.Template(f.Env, cfg)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -809,7 +810,7 @@ func TestDoctorFixRepairs(t *testing.T) {
 	if got := f.Called("host.privileged"); len(got) != 1 || got[0] != "host.privileged ip route replace 172.30.0.0/16 via 192.168.64.3" {
 		t.Errorf("privileged: %v", got)
 	}
-	if gws := mustMade(t, f).Gateways(mustPrefix("172.30.0.0/16")); len(gws) != 1 || gws[0] != f.Lima0.Addr() {
+	if gws := f.MustMade().Gateways(mustPrefix("172.30.0.0/16")); len(gws) != 1 || gws[0] != f.Lima0.Addr() {
 		t.Errorf("the route marina made is not recorded: %v", gws)
 	}
 	path, _ := f.Env.Paths.Kubeconfig("dev")

@@ -15,6 +15,7 @@ import (
 	"github.com/bcollard/marina/internal/config"
 	"github.com/bcollard/marina/internal/docker"
 	"github.com/bcollard/marina/internal/kindcluster"
+	"github.com/bcollard/marina/internal/machine"
 	"github.com/bcollard/marina/internal/registry"
 	"github.com/bcollard/marina/internal/session/sessiontest"
 )
@@ -50,7 +51,7 @@ func TestDryRunsChangeNothing(t *testing.T) {
 			return kindcluster.MergeKubeconfigs(ctx, f.Env, nil, true)
 		}, "export a from the cluster"},
 		{"registry clean-cache", func(f *sessiontest.World) error {
-			return CleanCache(ctx, f.Env, nil, CleanCacheOptions{DryRun: true})
+			return machine.CleanCache(ctx, f.Env, nil, machine.CleanCacheOptions{DryRun: true})
 		}, "registry-dockerio"},
 	}
 	// The calls that only look.

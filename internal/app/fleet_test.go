@@ -52,7 +52,7 @@ spec:
 func fleetFixture(t *testing.T, strategy string) (*sessiontest.World, string) {
 	f := sessiontest.New(t)
 	f.Config(nil)
-	dnsWarm(f)
+	f.DNSWarm()
 	for _, n := range []string{"east", "west", "mesh", "other"} {
 		f.Scripts["kind create cluster "+n] = vm.Result{Stdout: []byte(f.Export(n))}
 	}
@@ -125,7 +125,7 @@ func TestFleetApplyCreatesAlongTheDependencies(t *testing.T) {
 		if got := slotOf(f, name); got != want {
 			t.Errorf("%s is in slot %d, want %d", name, got, want)
 		}
-		if !hasContext(f, name) {
+		if !f.HasContext(name) {
 			t.Errorf("%s's kubeconfig was not merged", name)
 		}
 	}

@@ -29,6 +29,7 @@ import (
 	"github.com/bcollard/marina/internal/host"
 	"github.com/bcollard/marina/internal/kube"
 	"github.com/bcollard/marina/internal/kubeconfig"
+	"github.com/bcollard/marina/internal/machine"
 	"github.com/bcollard/marina/internal/migrate"
 	"github.com/bcollard/marina/internal/session"
 	"github.com/bcollard/marina/internal/skill"
@@ -568,7 +569,7 @@ func (m *migration) planAdoption(ctx context.Context, skill []byte) error {
 			return e.Step("Moving VM "+name+" into marina's Lima", "", func() error { return m.moveInstance(kdir, files.InstanceDir) })
 		})
 	}
-	tmpl, err := template(e, m.conv.Config)
+	tmpl, err := machine.Template(e, m.conv.Config)
 	if err != nil {
 		return err
 	}
@@ -676,7 +677,7 @@ func (m *migration) start(ctx context.Context) error {
 	}
 	// marina's template mounts marina's cache folder, which exists only
 	// when a mirror's cache was moved into it.
-	if err := makeCacheFolder(s.Config, s.Paths); err != nil {
+	if err := machine.MakeCacheFolder(s.Config, s.Paths); err != nil {
 		return err
 	}
 	if err := s.Step("Starting VM "+s.Name+" as marina's", "", func() error { return s.VM.Start(ctx, s.Name, vm.Edits{}) }); err != nil {
@@ -896,7 +897,7 @@ func (m *migration) kubeconfig(name, target string) error {
 }
 
 func (m *migration) up(ctx context.Context) error {
-	if err := Up(ctx, m.e, UpOptions{Yes: true}); err != nil {
+	if err := machine.Up(ctx, m.e, machine.UpOptions{Yes: true}); err != nil {
 		return err
 	}
 	return m.mark(doneUp)
@@ -921,7 +922,7 @@ func (m *migration) relabel(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		if err := apiReady(ctx, s, c.Name, kc); err != nil {
+		if err := machine.APIReady(ctx, s, c.Name, kc); err != nil {
 			return fmt.Errorf("cluster %s: %w", c.Name, err)
 		}
 		nodes, err := kc.Nodes(ctx)

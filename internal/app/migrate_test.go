@@ -20,6 +20,7 @@ import (
 	"github.com/bcollard/marina/internal/guest"
 	"github.com/bcollard/marina/internal/host"
 	"github.com/bcollard/marina/internal/kubeconfig"
+	"github.com/bcollard/marina/internal/machine"
 	"github.com/bcollard/marina/internal/session"
 	"github.com/bcollard/marina/internal/session/sessiontest"
 	"github.com/bcollard/marina/internal/vm"
@@ -207,7 +208,7 @@ func migrated(t *testing.T, f *sessiontest.World) {
 	if b, err := os.ReadFile(filepath.Join(inst, "diffdisk")); err != nil || string(b) != "the VM's disk" {
 		t.Errorf("the VM's disk did not come over: %q %v", b, err)
 	}
-	want, err := template(f.Env, cfg)
+	want, err := machine.Template(f.Env, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

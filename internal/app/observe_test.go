@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/bcollard/marina/internal/kindcluster"
+	"github.com/bcollard/marina/internal/machine"
 	"github.com/bcollard/marina/internal/session"
 	"github.com/bcollard/marina/internal/session/sessiontest"
 	"github.com/bcollard/marina/internal/vm"
@@ -20,7 +21,7 @@ func TestUpStopsAtOnceWhenSSHIsRefused(t *testing.T) {
 	f.Config(nil)
 	f.DockerHangs = true
 	f.Fail["guest.observe"] = &vm.SSHError{Name: "observe the VM", Stderr: "lima@127.0.0.1: Permission denied (publickey)."}
-	err := Up(context.Background(), f.Env, UpOptions{})
+	err := machine.Up(context.Background(), f.Env, machine.UpOptions{})
 	if !vm.FinalSSH(err) || !strings.Contains(err.Error(), "Permission denied (publickey)") {
 		t.Fatalf("Up = %v; want ssh's refusal", err)
 	}
@@ -37,10 +38,10 @@ func TestUpStopsAtOnceWhenSSHIsRefused(t *testing.T) {
 func TestUpRetriesARefusedSSHConnection(t *testing.T) {
 	f := sessiontest.New(t)
 	f.Config(nil)
-	dnsWarm(f)
-	f.RegistrySums = mirrorSums(f)
+	f.DNSWarm()
+	f.RegistrySums = f.MirrorSums()
 	f.Fail["guest.observe"] = &vm.SSHError{Name: "observe the VM", Stderr: "ssh: connect to host 127.0.0.1 port 60022: Connection refused"}
-	if err := Up(context.Background(), f.Env, UpOptions{}); err != nil {
+	if err := machine.Up(context.Background(), f.Env, machine.UpOptions{}); err != nil {
 		t.Fatalf("Up = %v\n%s", err, f.Stderr.String())
 	}
 	if got := f.Called("guest.observe"); len(got) != 2 {

@@ -174,7 +174,7 @@ func TestStatusProblems(t *testing.T) {
 		{"lima0 moved", func(f *sessiontest.World) {
 			// marina's own route, through lima0's old address.
 			old := netip.MustParseAddr("192.168.64.9")
-			if err := mustMade(t, f).Add(f.Network.Subnet, old); err != nil {
+			if err := f.MustMade().Add(f.Network.Subnet, old); err != nil {
 				t.Fatal(err)
 			}
 			f.Route.Gateway = old

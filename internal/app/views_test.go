@@ -25,6 +25,7 @@ import (
 	"github.com/bcollard/marina/internal/docker"
 	"github.com/bcollard/marina/internal/golden"
 	"github.com/bcollard/marina/internal/kindcluster"
+	"github.com/bcollard/marina/internal/machine"
 	"github.com/bcollard/marina/internal/registry"
 	"github.com/bcollard/marina/internal/session"
 	"github.com/bcollard/marina/internal/session/sessiontest"
@@ -115,7 +116,7 @@ func views(t *testing.T) (*sessiontest.World, []view) {
 	return f, []view{
 		{name: "status", v: must(status.Get(ctx, f.Env))},
 		{name: "cluster-list", v: must(kindcluster.List(ctx, f.Env, ""))},
-		{name: "registry-list", v: must(ListMirrors(ctx, f.Env))},
+		{name: "registry-list", v: must(machine.ListMirrors(ctx, f.Env))},
 		{name: "dns-list", v: must(status.ListDNS(ctx, f.Env, ""))},
 		{name: "fleet-list", v: must(ListFleets(ctx, f.Env))},
 		{name: "fleet-describe", v: must(DescribeFleet(ctx, f.Env, "demo"))},
@@ -158,7 +159,7 @@ func sparseViews(t *testing.T) []view {
 		if err != nil {
 			t.Fatal(err)
 		}
-		mirrors, err := ListMirrors(context.Background(), f.Env)
+		mirrors, err := machine.ListMirrors(context.Background(), f.Env)
 		if err != nil {
 			t.Fatal(err)
 		}

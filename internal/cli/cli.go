@@ -19,6 +19,7 @@ import (
 	"github.com/bcollard/marina/internal/app"
 	"github.com/bcollard/marina/internal/config"
 	"github.com/bcollard/marina/internal/dns"
+	"github.com/bcollard/marina/internal/machine"
 	"github.com/bcollard/marina/internal/session"
 	"github.com/bcollard/marina/internal/status"
 	"github.com/bcollard/marina/internal/ui"
@@ -222,7 +223,7 @@ func dryRunFlag(c *cobra.Command, v *bool) {
 }
 
 func (r *root) upCmd() *cobra.Command {
-	var o app.UpOptions
+	var o machine.UpOptions
 	c := &cobra.Command{
 		Use:   "up",
 		Short: "Create or start the VM and bring everything in it to the config",
@@ -256,7 +257,7 @@ one unreachable is refused, with how to recreate it.`,
   # Another config file
   marina up -c ~/labs/mesh.yaml`,
 		Args: cobra.NoArgs,
-		RunE: func(c *cobra.Command, _ []string) error { return app.Up(c.Context(), r.env.Load(), o) },
+		RunE: func(c *cobra.Command, _ []string) error { return machine.Up(c.Context(), r.env.Load(), o) },
 	}
 	c.Flags().BoolVarP(&o.Yes, "yes", "y", false, "restart the VM without asking when a setting needs it (network.disablePortMirroring)")
 	dryRunFlag(c, &o.DryRun)
@@ -264,7 +265,7 @@ one unreachable is refused, with how to recreate it.`,
 }
 
 func (r *root) downCmd() *cobra.Command {
-	var o app.DownOptions
+	var o machine.DownOptions
 	c := &cobra.Command{
 		Use:   "down",
 		Short: "Stop the VM, keeping everything in it",
@@ -279,7 +280,7 @@ Mac it goes anyway with the VM's network; marina up puts it back).`,
   # Stop, then start again with new vm.cpus or vm.memory
   marina down && marina up`,
 		Args: cobra.NoArgs,
-		RunE: func(c *cobra.Command, _ []string) error { return app.Down(c.Context(), r.env.Load(), o) },
+		RunE: func(c *cobra.Command, _ []string) error { return machine.Down(c.Context(), r.env.Load(), o) },
 	}
 	c.Flags().BoolVar(&o.RemoveRoute, "remove-route", false, "also remove the host's route to the kind network (needs sudo)")
 	dryRunFlag(c, &o.DryRun)
@@ -287,7 +288,7 @@ Mac it goes anyway with the VM's network; marina up puts it back).`,
 }
 
 func (r *root) destroyCmd() *cobra.Command {
-	var o app.DestroyOptions
+	var o machine.DestroyOptions
 	c := &cobra.Command{
 		Use:   "destroy",
 		Short: "Delete the VM with every cluster and image in it",
@@ -306,7 +307,7 @@ so the next marina up starts from a warm cache. Asks first; -y does not.`,
   # In a script, with no terminal to answer on
   marina destroy -y`,
 		Args: cobra.NoArgs,
-		RunE: func(c *cobra.Command, _ []string) error { return app.Destroy(c.Context(), r.env.Load(), o) },
+		RunE: func(c *cobra.Command, _ []string) error { return machine.Destroy(c.Context(), r.env.Load(), o) },
 	}
 	c.Flags().BoolVarP(&o.Yes, "yes", "y", false, "do not ask for confirmation")
 	dryRunFlag(c, &o.DryRun)
@@ -344,7 +345,7 @@ status. The VM must be running.`,
 		Example: `  marina shell
   marina shell -- docker ps
   marina shell -- sudo iptables -S DOCKER-USER`,
-		RunE: func(c *cobra.Command, args []string) error { return app.Shell(c.Context(), r.env.Load(), args) },
+		RunE: func(c *cobra.Command, args []string) error { return machine.Shell(c.Context(), r.env.Load(), args) },
 	}
 }
 
@@ -371,10 +372,10 @@ its cache, and the blob and manifest hits and misses it has counted since its
 container started.`,
 		Example: `  marina registry list
   marina registry ls -o json`,
-	}, app.ListMirrors, printMirrors, func() string {
+	}, machine.ListMirrors, printMirrors, func() string {
 		return "No mirrors: registries.mirrors in the config is empty (`marina config edit` adds one)."
 	})
-	var o app.CleanCacheOptions
+	var o machine.CleanCacheOptions
 	clean := &cobra.Command{
 		Use:   "clean-cache [NAME…]",
 		Short: "Empty the cache of the named mirrors (every mirror when none is named)",
@@ -387,7 +388,9 @@ asks first; -y does not.`,
   marina registry clean-cache -y
 
   marina registry clean-cache --dry-run`,
-		RunE: func(c *cobra.Command, args []string) error { return app.CleanCache(c.Context(), r.env.Load(), args, o) },
+		RunE: func(c *cobra.Command, args []string) error {
+			return machine.CleanCache(c.Context(), r.env.Load(), args, o)
+		},
 	}
 	clean.Flags().BoolVarP(&o.Yes, "yes", "y", false, "do not ask for confirmation")
 	dryRunFlag(clean, &o.DryRun)

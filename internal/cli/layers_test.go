@@ -24,10 +24,11 @@ var (
 	kernel = []string{"session"}
 	// features may import each other only along these arrows.
 	features = map[string][]string{
-		"app":         {"dockerctx", "fleet", "kindcluster", "migrate", "skill", "status"},
+		"app":         {"dockerctx", "fleet", "kindcluster", "machine", "migrate", "skill", "status"},
 		"dockerctx":   nil,
 		"fleet":       nil,
 		"kindcluster": nil,
+		"machine":     {"kindcluster"},
 		"migrate":     nil,
 		"skill":       nil,
 		"status":      nil,

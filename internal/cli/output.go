@@ -11,10 +11,10 @@ import (
 	"github.com/docker/go-units"
 	"github.com/spf13/cobra"
 
-	"github.com/bcollard/marina/internal/app"
 	"github.com/bcollard/marina/internal/cluster"
 	"github.com/bcollard/marina/internal/dns"
 	"github.com/bcollard/marina/internal/kindcluster"
+	"github.com/bcollard/marina/internal/machine"
 	"github.com/bcollard/marina/internal/registry"
 	"github.com/bcollard/marina/internal/session"
 	"github.com/bcollard/marina/internal/status"
@@ -232,7 +232,7 @@ func printClusters(w io.Writer, rows []kindcluster.Row) {
 }
 
 // printMirrors writes the text table.
-func printMirrors(w io.Writer, rows []app.MirrorStatus) {
+func printMirrors(w io.Writer, rows []machine.MirrorStatus) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "NAME\tUPSTREAM\tPORT\tSTATE\tCACHE\tBLOB HITS/MISSES\tMANIFEST HITS/MISSES")
 	for _, r := range rows {

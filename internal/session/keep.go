@@ -19,6 +19,8 @@ import (
 	"github.com/bcollard/marina/internal/fileutil"
 	"github.com/bcollard/marina/internal/guest"
 	"github.com/bcollard/marina/internal/host"
+	"github.com/bcollard/marina/internal/registry"
+	"github.com/bcollard/marina/internal/vm"
 )
 
 // LabelKey is the key of the mirrors' container label digests (an HMAC,
@@ -94,4 +96,17 @@ func HostOwn(cfg config.Config, valid bool) host.Own {
 		Resolver:        filepath.Join(host.ResolverDir(), cfg.DNS.Domain),
 		ResolverContent: dns.ResolverFile(server),
 	}
+}
+
+// MirrorSpecs renders the configured mirrors, with the label key saved
+// (the containers made from them carry it).
+func MirrorSpecs(p config.Paths, r config.Registries) ([]registry.Spec, error) {
+	key, err := LoadLabelKey(p)
+	if err != nil {
+		return nil, err
+	}
+	if err := key.Save(p); err != nil {
+		return nil, err
+	}
+	return registry.Specs(r, vm.GuestCacheDir, key.Key)
 }

@@ -1,4 +1,4 @@
-package app
+package machine
 
 import (
 	"context"
@@ -237,7 +237,7 @@ func emptyCaches(ctx context.Context, s *session.Session, selected []config.Mirr
 		}
 		sub := s.Config.Registries
 		sub.Mirrors = selected
-		if start.create, err = mirrorSpecs(e.Paths, sub); err != nil {
+		if start.create, err = session.MirrorSpecs(e.Paths, sub); err != nil {
 			return err
 		}
 		want := map[string]bool{}

@@ -1,4 +1,4 @@
-package app
+package machine
 
 import (
 	"context"
@@ -12,18 +12,6 @@ import (
 )
 
 // warmFixture is a running VM that up has brought to the default config.
-func warmFixture(t *testing.T) *sessiontest.World {
-	t.Helper()
-	f := sessiontest.New(t)
-	defaultMirrorsRunning(f)
-	dnsWarm(f)
-	f.Route = &hostRoute{Dest: f.Network.Subnet, Gateway: f.Lima0.Addr(), Interface: "bridge100"}
-	if err := mustMade(t, f).Add(f.Network.Subnet, f.Lima0.Addr()); err != nil {
-		t.Fatal(err)
-	}
-	return f
-}
-
 // up ends with what to do next: Docker from this shell, and a first
 // cluster, or the clusters there are; never on a dry run, and with no call
 // of its own.
@@ -34,7 +22,7 @@ func TestUpEndsWithNextSteps(t *testing.T) {
 		return s.Socket()
 	}
 	t.Run("no clusters", func(t *testing.T) {
-		f := warmFixture(t)
+		f := sessiontest.Warm(t)
 		if err := Up(context.Background(), f.Env, UpOptions{}); err != nil {
 			t.Fatalf("%v\n%s", err, f.Stderr.String())
 		}
@@ -50,7 +38,7 @@ func TestUpEndsWithNextSteps(t *testing.T) {
 		}
 	})
 	t.Run("clusters, Docker already in this shell", func(t *testing.T) {
-		f := warmFixture(t)
+		f := sessiontest.Warm(t)
 		f.Cluster("dev", 1, "https://192.168.64.3:7001")
 		f.Cluster("east", 2, "https://192.168.64.3:7002")
 		for _, n := range []string{"dev", "east"} {
@@ -70,7 +58,7 @@ func TestUpEndsWithNextSteps(t *testing.T) {
 		}
 	})
 	t.Run("dry run", func(t *testing.T) {
-		f := warmFixture(t)
+		f := sessiontest.Warm(t)
 		if err := Up(context.Background(), f.Env, UpOptions{DryRun: true}); err != nil {
 			t.Fatal(err)
 		}

@@ -1,4 +1,4 @@
-package app
+package machine
 
 import (
 	"context"
@@ -25,7 +25,7 @@ func madeWith(f *sessiontest.World, disable bool) string {
 	f.T.Helper()
 	cfg := config.Default()
 	cfg.Network.DisablePortMirroring = disable
-	b, err := template(f.Env, cfg)
+	b, err := Template(f.Env, cfg)
 	if err != nil {
 		f.T.Fatal(err)
 	}

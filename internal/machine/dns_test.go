@@ -1,4 +1,4 @@
-package app
+package machine
 
 import (
 	"slices"
@@ -63,6 +63,24 @@ func TestPlanDNS(t *testing.T) {
 	for authed, want := range map[string]bool{"e": false, "other": true, "": true} {
 		if p := planDNS(specs, have, sum, authed); p.auth != want {
 			t.Errorf("set up in %q: auth %v, want %v", authed, p.auth, want)
+		}
+	}
+}
+
+// Emptying a cluster's zone under an earlier domain must never empty the
+// current zone or another cluster's names.
+func TestOldZone(t *testing.T) {
+	for _, c := range []struct{ name, was, now, want string }{
+		{"dev", "demo.internal", "lab.internal", "dev.demo.internal"},
+		{"dev", "", "lab.internal", ""},
+		{"dev", "lab.internal", "lab.internal", ""},
+		{"demo", "internal", "demo.internal", ""},     // the whole current zone
+		{"x", "internal", "a.x.internal", ""},         // above the current zone
+		{"c", "x.demo.internal", "demo.internal", ""}, // inside it: cluster x's namespace c
+		{"dev", "old.example", "demo.internal", "dev.old.example"},
+	} {
+		if got := oldZone(c.name, c.was, c.now); got != c.want {
+			t.Errorf("oldZone(%q, %q, %q) = %q, want %q", c.name, c.was, c.now, got, c.want)
 		}
 	}
 }

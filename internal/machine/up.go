@@ -1,4 +1,4 @@
-package app
+package machine
 
 import (
 	"context"
@@ -78,20 +78,23 @@ func PlanUp(cfg config.Config, paths config.Paths, in *vm.Instance, configMissin
 		}
 		p.Steps = append(p.Steps, s)
 	case vm.StatusBroken:
-		return p, fmt.Errorf("Lima reports VM %s as Broken%s: `marina destroy` and then `marina up` rebuild it (clusters in it are lost)", name, brokenDetail(in))
+		return p, fmt.Errorf("Lima reports VM %s as Broken%s: `marina destroy` and then `marina up` rebuild it (clusters in it are lost)", name, BrokenDetail(in))
 	default:
 		return p, fmt.Errorf("VM %s is %q: wait for Lima to finish with it, then run `marina up` again", name, in.Status)
 	}
 	return p, nil
 }
 
-func brokenDetail(in *vm.Instance) string {
+// BrokenDetail is what Lima says is wrong with a Broken instance, in
+// parentheses, or nothing.
+func BrokenDetail(in *vm.Instance) string {
 	if len(in.Errors) == 0 {
 		return ""
 	}
 	return " (" + strings.Join(in.Errors, "; ") + ")"
 }
 
+// drift is one setting where the config and the VM differ.
 type drift struct {
 	text  string // the full warning
 	short string // the change, as a start step shows it
@@ -219,7 +222,7 @@ func creationDrift(e *session.Env, cfg config.Config, in *vm.Instance) []string 
 	if err != nil {
 		return nil
 	}
-	now, err := template(e, cfg)
+	now, err := Template(e, cfg)
 	if err != nil {
 		return nil
 	}
@@ -231,9 +234,9 @@ func creationDrift(e *session.Env, cfg config.Config, in *vm.Instance) []string 
 		in.Name, strings.Join(drift, ", "))}
 }
 
-// template is the Lima template for cfg, with the guest's provisioning
+// Template is the Lima Template for cfg, with the guest's provisioning
 // script.
-func template(e *session.Env, cfg config.Config) ([]byte, error) {
+func Template(e *session.Env, cfg config.Config) ([]byte, error) {
 	return vm.Template(vm.TemplateInput{Config: cfg, Paths: e.Paths, HostArch: e.HostArch, Provision: guest.Provision()})
 }
 
@@ -254,7 +257,7 @@ func applyUp(ctx context.Context, s *session.Session, plan UpPlan) error {
 	if _, err := l.Version(ctx); err != nil {
 		return err
 	}
-	if err := makeCacheFolder(cfg, e.Paths); err != nil {
+	if err := MakeCacheFolder(cfg, e.Paths); err != nil {
 		return err
 	}
 	// A failed boot is explained in Lima's logs.
@@ -268,7 +271,7 @@ func applyUp(ctx context.Context, s *session.Session, plan UpPlan) error {
 	var err error
 	if plan.VM == VMCreate {
 		var tmpl []byte
-		tmpl, err = template(e, cfg)
+		tmpl, err = Template(e, cfg)
 		if err != nil {
 			return err
 		}
@@ -288,9 +291,9 @@ func applyUp(ctx context.Context, s *session.Session, plan UpPlan) error {
 	return err
 }
 
-// makeCacheFolder makes the host folder Lima mounts into the VM for the
+// MakeCacheFolder makes the host folder Lima mounts into the VM for the
 // mirrors' caches (cacheStorage: host): a VM does not start without it.
-func makeCacheFolder(cfg config.Config, paths config.Paths) error {
+func MakeCacheFolder(cfg config.Config, paths config.Paths) error {
 	if cfg.Registries.CacheStorage != config.CacheHost {
 		return nil
 	}

@@ -1,4 +1,4 @@
-package app
+package machine
 
 import (
 	"context"
@@ -28,13 +28,13 @@ func destroyFixture(t *testing.T, change func(*config.Config)) *sessiontest.Worl
 	for i, n := range []string{"dev", "east"} {
 		server := "https://192.168.64.3:700" + string(rune('1'+i))
 		f.Cluster(n, i+1, server)
-		if err := kubeconfig.Merge(f.KubeconfigFile(), n, mustKubeconfig(t, f, n, server), f.Env.KubeOwner(true)); err != nil {
+		if err := kubeconfig.Merge(f.KubeconfigFile(), n, f.MustKubeconfig(n, server), f.Env.KubeOwner(true)); err != nil {
 			t.Fatal(err)
 		}
 	}
 	userEntry(f, "prod")
 	gone, _ := f.Env.Paths.Kubeconfig("gone")
-	if err := os.WriteFile(gone, mustKubeconfig(t, f, "gone", "https://192.168.64.3:7009"), 0o600); err != nil {
+	if err := os.WriteFile(gone, f.MustKubeconfig("gone", "https://192.168.64.3:7009"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	return f
@@ -119,7 +119,7 @@ func TestDestroyRemovesTheClustersKubeconfigs(t *testing.T) {
 	if !strings.Contains(f.Stderr.String(), q) {
 		t.Errorf("the question:\n%s\nwant:\n%s", f.Stderr.String(), q)
 	}
-	if !kubeconfigExists(f, "dev") || !hasContext(f, "dev") || f.Instance == nil {
+	if !kubeconfigExists(f, "dev") || !f.HasContext("dev") || f.Instance == nil {
 		t.Fatal("an unconfirmed destroy removed something")
 	}
 
@@ -128,8 +128,8 @@ func TestDestroyRemovesTheClustersKubeconfigs(t *testing.T) {
 		t.Fatalf("%v\n%s", err, f.Stderr.String())
 	}
 	for _, n := range []string{"dev", "east"} {
-		if kubeconfigExists(f, n) || hasContext(f, n) {
-			t.Errorf("%s's kubeconfig file (%v) or entries (%v) are left", n, kubeconfigExists(f, n), hasContext(f, n))
+		if kubeconfigExists(f, n) || f.HasContext(n) {
+			t.Errorf("%s's kubeconfig file (%v) or entries (%v) are left", n, kubeconfigExists(f, n), f.HasContext(n))
 		}
 	}
 	if f.Instance != nil {
@@ -159,7 +159,7 @@ func TestDestroyRemovesOnlyWhatMarinaWrote(t *testing.T) {
 		t.Fatal(err)
 	}
 	elsewhere := filepath.Join(t.TempDir(), "elsewhere")
-	if err := os.WriteFile(elsewhere, mustKubeconfig(t, f, "link", "https://192.168.64.3:7004"), 0o600); err != nil {
+	if err := os.WriteFile(elsewhere, f.MustKubeconfig("link", "https://192.168.64.3:7004"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.Symlink(elsewhere, filepath.Join(dir, "link.kubeconfig")); err != nil {
@@ -172,7 +172,7 @@ func TestDestroyRemovesOnlyWhatMarinaWrote(t *testing.T) {
 		t.Fatalf("%v\n%s", err, f.Stderr.String())
 	}
 	for _, n := range []string{"dev", "east"} {
-		if kubeconfigExists(f, n) || hasContext(f, n) {
+		if kubeconfigExists(f, n) || f.HasContext(n) {
 			t.Errorf("%s's kubeconfig is left", n)
 		}
 	}
@@ -355,7 +355,7 @@ func TestDestroyOfAnotherHomeKeepsThisHomesKubeconfigs(t *testing.T) {
 				t.Fatalf("%v\n%s", err, a.Stderr.String())
 			}
 			for _, n := range []string{"dev", "east"} {
-				if kubeconfigExists(a, n) || hasContext(a, n) {
+				if kubeconfigExists(a, n) || a.HasContext(n) {
 					t.Errorf("A's destroy left %s's kubeconfig", n)
 				}
 			}
@@ -414,8 +414,8 @@ func TestDestroyKeepsEntriesUnlessTheConfigSays(t *testing.T) {
 				t.Fatalf("%v\n%s", err, f.Stderr.String())
 			}
 			for _, n := range []string{"dev", "east"} {
-				if kubeconfigExists(f, n) || !hasContext(f, n) {
-					t.Errorf("%s: file left %v, entries kept %v", n, kubeconfigExists(f, n), hasContext(f, n))
+				if kubeconfigExists(f, n) || !f.HasContext(n) {
+					t.Errorf("%s: file left %v, entries kept %v", n, kubeconfigExists(f, n), f.HasContext(n))
 				}
 			}
 			if want := strings.ReplaceAll(c.want, "%s", f.KubeconfigFile()); !strings.Contains(f.Stderr.String(), want) {
@@ -429,7 +429,7 @@ func TestDestroyKeepsEntriesUnlessTheConfigSays(t *testing.T) {
 // route removed all the same, and the exit status says something is left.
 func TestDestroyGoesOnWhenAKubeconfigCannotGo(t *testing.T) {
 	f := destroyFixture(t, nil)
-	made := mustMade(t, f)
+	made := f.MustMade()
 	if err := made.Add(f.Network.Subnet, f.Lima0.Addr()); err != nil {
 		t.Fatal(err)
 	}
@@ -489,7 +489,7 @@ func TestDestroyKeepsKubeconfigsWhenTheVMStays(t *testing.T) {
 		t.Fatalf("error = %v", err)
 	}
 	for _, n := range []string{"dev", "east"} {
-		if !kubeconfigExists(f, n) || !hasContext(f, n) {
+		if !kubeconfigExists(f, n) || !f.HasContext(n) {
 			t.Errorf("%s's kubeconfig went with the VM still there", n)
 		}
 	}
@@ -565,7 +565,7 @@ func TestHomesDoNotTrustEachOthersVMs(t *testing.T) {
 		t.Fatalf("%v\n%s", err, a.Stderr.String())
 	}
 	for _, n := range []string{"dev", "east"} {
-		if kubeconfigExists(a, n) || hasContext(a, n) {
+		if kubeconfigExists(a, n) || a.HasContext(n) {
 			t.Errorf("A's destroy left %s's kubeconfig", n)
 		}
 	}
@@ -594,7 +594,7 @@ func TestOlderMarksAreLeftAndSaid(t *testing.T) {
 	}
 	// Every entry in ~/.kube/config is an older marina's now, and dev's
 	// file; east's file is this home's.
-	if !kubeconfigExists(f, "dev") || !hasOldContext(f, "dev") || !hasOldContext(f, "east") {
+	if !kubeconfigExists(f, "dev") || !f.HasOldContext("dev") || !f.HasOldContext("east") {
 		t.Errorf("an older marina's kubeconfig went with destroy")
 	}
 	if kubeconfigExists(f, "east") {
@@ -603,7 +603,7 @@ func TestOlderMarksAreLeftAndSaid(t *testing.T) {
 	if !strings.Contains(f.Stderr.String(), "older marina") || !strings.Contains(f.Stderr.String(), "marina kubeconfig remove dev") {
 		t.Errorf("what stays is not said:\n%s", f.Stderr.String())
 	}
-	if err := kindcluster.RemoveKubeconfigs(f.Env, []string{"dev"}); err != nil || hasOldContext(f, "dev") {
+	if err := kindcluster.RemoveKubeconfigs(f.Env, []string{"dev"}); err != nil || f.HasOldContext("dev") {
 		t.Errorf("an explicit remove of dev: %v", err)
 	}
 }

@@ -1,4 +1,4 @@
-package app
+package machine
 
 import (
 	"context"
@@ -54,7 +54,7 @@ func planMirroring(e *session.Env, cfg config.Config, in *vm.Instance) (*mirrori
 	if have == want {
 		return nil, nil
 	}
-	tmpl, err := template(e, cfg)
+	tmpl, err := Template(e, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -267,7 +267,7 @@ func restart(ctx context.Context, s *session.Session, label string, edits vm.Edi
 	err := e.Step(label, "Restarted VM "+name, func() error {
 		// The folder Lima mounts may have been removed by hand since the
 		// VM started; the start would fail on it with the VM stopped.
-		if err := makeCacheFolder(s.Config, e.Paths); err != nil {
+		if err := MakeCacheFolder(s.Config, e.Paths); err != nil {
 			return err
 		}
 		if err := s.VM.Stop(ctx, name); err != nil {

@@ -1,15 +1,13 @@
-package app
+package machine
 
 import (
 	"context"
 	"fmt"
 	"strings"
 
-	"github.com/bcollard/marina/internal/config"
 	"github.com/bcollard/marina/internal/docker"
 	"github.com/bcollard/marina/internal/registry"
 	"github.com/bcollard/marina/internal/session"
-	"github.com/bcollard/marina/internal/vm"
 )
 
 // mirrorPlan is what up does to the mirror containers.
@@ -19,6 +17,12 @@ type mirrorPlan struct {
 	create  []registry.Spec    // new, or recreated after removing the old one
 	remove  []docker.Container // gone from the config, or being recreated
 	reasons map[string]string
+}
+
+// OutOfDate says, for each mirror up would recreate, why: up's own
+// judgement, for doctor.
+func OutOfDate(specs []registry.Spec, have []docker.Container, sums map[string]string) map[string]string {
+	return planMirrors(specs, have, sums).reasons
 }
 
 // planMirrors compares the wanted mirrors with the containers and config
@@ -153,17 +157,4 @@ func runMirrors(ctx context.Context, dc session.Docker, p mirrorPlan) error {
 		}
 	}
 	return nil
-}
-
-// mirrorSpecs renders the configured mirrors, with the label key saved
-// (the containers made from them carry it).
-func mirrorSpecs(p config.Paths, r config.Registries) ([]registry.Spec, error) {
-	key, err := session.LoadLabelKey(p)
-	if err != nil {
-		return nil, err
-	}
-	if err := key.Save(p); err != nil {
-		return nil, err
-	}
-	return registry.Specs(r, vm.GuestCacheDir, key.Key)
 }

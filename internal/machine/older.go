@@ -1,4 +1,4 @@
-package app
+package machine
 
 import (
 	"context"
@@ -150,7 +150,7 @@ func upgradeCluster(ctx context.Context, s *session.Session, name string, etcd d
 	if err != nil {
 		return err
 	}
-	if err := apiReady(ctx, s, name, k); err != nil {
+	if err := APIReady(ctx, s, name, k); err != nil {
 		return err
 	}
 	for _, st := range kindcluster.DNSSteps(s, k, kindcluster.Manifests{ExternalDNS: m, Etcd: etcd}, kindcluster.DefaultWait) {
@@ -166,9 +166,9 @@ func upgradeCluster(ctx context.Context, s *session.Session, name string, etcd d
 // roles, a broken one never does.
 const APIReadyWait = 2 * time.Minute
 
-// apiReady waits for cluster name's API server to serve requests, as after
+// APIReady waits for cluster name's API server to serve requests, as after
 // its node restarted with the VM.
-func apiReady(ctx context.Context, s *session.Session, name string, k session.Kube) error {
+func APIReady(ctx context.Context, s *session.Session, name string, k session.Kube) error {
 	ctx, cancel := context.WithTimeout(ctx, APIReadyWait)
 	defer cancel()
 	return s.Step(name+": Waiting for its API server", "", func() error { return k.Ready(ctx) })

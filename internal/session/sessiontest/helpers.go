@@ -1,0 +1,149 @@
+package sessiontest
+
+import (
+	"errors"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/bcollard/marina/internal/config"
+	"github.com/bcollard/marina/internal/dns"
+	"github.com/bcollard/marina/internal/docker"
+	"github.com/bcollard/marina/internal/host"
+	"github.com/bcollard/marina/internal/kubeconfig"
+	"github.com/bcollard/marina/internal/registry"
+	"github.com/bcollard/marina/internal/session"
+)
+
+// HasContext reports whether ~/.kube/config holds marina's context name.
+func (f *World) HasContext(name string) bool {
+	f.T.Helper()
+	ok, err := kubeconfig.Has(f.KubeconfigFile(), name, f.Env.KubeOwner(true))
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		f.T.Fatal(err)
+	}
+	return ok
+}
+
+// HasOldContext reports whether ~/.kube/config holds a context name an
+// older marina marked, naming no home.
+func (f *World) HasOldContext(name string) bool {
+	f.T.Helper()
+	ok, err := kubeconfig.Has(f.KubeconfigFile(), name, kubeconfig.Owner{Home: "/no/such/home", Legacy: true})
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		f.T.Fatal(err)
+	}
+	return ok
+}
+
+// MustKubeconfig is marina's kubeconfig for name at server.
+func (f *World) MustKubeconfig(name, server string) []byte {
+	t := f.T
+	t.Helper()
+	kc, err := KubeconfigFromKind(f, name, server)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return kc
+}
+
+// DNSWarm puts the local DNS in the world as up leaves it: both
+// containers current, the Corefile in the VM, the resolver file written.
+func (f *World) DNSWarm() {
+	f.T.Helper()
+	key, err := session.LoadLabelKey(f.Env.Paths)
+	if err != nil {
+		f.T.Fatal(err)
+	}
+	if err := key.Save(f.Env.Paths); err != nil {
+		f.T.Fatal(err)
+	}
+	specs, err := dns.Specs(config.Default(), key.Key)
+	if err != nil {
+		f.T.Fatal(err)
+	}
+	for _, s := range specs {
+		f.Mirrors = append(f.Mirrors, docker.Container{ID: s.Name + "-id", Name: s.Name, State: "running", Labels: map[string]string{dns.LabelRole: s.Role, dns.LabelConfig: s.Digest}})
+	}
+	f.DNSSum = DefaultCorefileSum(f.T, key.Key)
+	f.EtcdAuth = dns.EtcdName + "-id"
+	_, server := dns.Addrs(netip.MustParsePrefix(config.DefaultCIDR))
+	path := filepath.Join(f.ResolverDir, config.DefaultDNSDomain)
+	if err := os.MkdirAll(f.ResolverDir, 0o755); err != nil {
+		f.T.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(dns.ResolverFile(server)), 0o644); err != nil {
+		f.T.Fatal(err)
+	}
+	if err := f.MustMade().Wrote(path, dns.ResolverFile(server)); err != nil {
+		f.T.Fatal(err)
+	}
+}
+
+// DefaultMirrorsRunning configures the defaults and puts the default
+// mirrors' containers, current, and their config files in the VM; it
+// returns their specs, in the order of f.mirrors.
+func (f *World) DefaultMirrorsRunning() []registry.Spec {
+	f.T.Helper()
+	f.Config(nil)
+	specs, err := session.MirrorSpecs(f.Env.Paths, config.Default().Registries)
+	if err != nil {
+		f.T.Fatal(err)
+	}
+	for _, s := range specs {
+		f.Mirrors = append(f.Mirrors, docker.Container{ID: s.Name + "-id", Name: s.Name, State: "running", Labels: map[string]string{registry.LabelMirror: s.Name, registry.LabelConfig: s.Digest}})
+	}
+	f.RegistrySums = f.MirrorSums()
+	return specs
+}
+
+// MirrorSums are the sums of the default mirrors' config files, as up
+// writes them into the VM.
+func (f *World) MirrorSums() map[string]string {
+	f.T.Helper()
+	specs, err := session.MirrorSpecs(f.Env.Paths, config.Default().Registries)
+	if err != nil {
+		f.T.Fatal(err)
+	}
+	sums := map[string]string{}
+	for _, s := range specs {
+		sums[s.ConfigFile] = s.FileSum()
+	}
+	return sums
+}
+
+// MustMade is marina's record of the routes it made, in the fixture's home.
+func (f *World) MustMade() *host.Made {
+	t := f.T
+	t.Helper()
+	m, err := host.LoadMade(f.Env.Paths.Routes(), session.HostOwn(config.Default(), true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// DefaultCorefileSum is the sum of marina-dns's Corefile for the default
+// config and label key, as the VM has it once marina wrote it.
+func DefaultCorefileSum(t *testing.T, key []byte) string {
+	specs, err := dns.Specs(config.Default(), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return specs[1].FileSum()
+}
+
+// Warm is a world as a finished up leaves it: the default mirrors and the
+// local DNS running, the route there and recorded.
+func Warm(t *testing.T) *World {
+	t.Helper()
+	f := New(t)
+	f.DefaultMirrorsRunning()
+	f.DNSWarm()
+	f.Route = &host.Route{Dest: f.Network.Subnet, Gateway: f.Lima0.Addr(), Interface: "bridge100"}
+	if err := f.MustMade().Add(f.Network.Subnet, f.Lima0.Addr()); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
