@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -19,10 +18,6 @@ import (
 	"github.com/bcollard/marina/internal/vm"
 )
 
-func resolverFile(f *sessiontest.World, domain string) string {
-	return filepath.Join(f.ResolverDir, domain)
-}
-
 // A resolver file for the zone that marina did not write is left alone,
 // and said so; everything else goes on.
 func TestUpLeavesAForeignResolverFileAlone(t *testing.T) {
@@ -32,13 +27,13 @@ func TestUpLeavesAForeignResolverFileAlone(t *testing.T) {
 		t.Fatal(err)
 	}
 	mine := "nameserver 10.9.9.9\n"
-	if err := os.WriteFile(resolverFile(f, "demo.internal"), []byte(mine), 0o644); err != nil {
+	if err := os.WriteFile(f.ResolverFile("demo.internal"), []byte(mine), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if err := machine.Up(context.Background(), f.Env, machine.UpOptions{}); err != nil {
 		t.Fatalf("%v\n%s", err, f.Stderr.String())
 	}
-	if b, _ := os.ReadFile(resolverFile(f, "demo.internal")); string(b) != mine {
+	if b, _ := os.ReadFile(f.ResolverFile("demo.internal")); string(b) != mine {
 		t.Errorf("the user's resolver file was changed:\n%s", b)
 	}
 	if !strings.Contains(f.Stderr.String(), "marina did not write it") {
@@ -53,7 +48,7 @@ func TestUpLeavesAForeignResolverFileAlone(t *testing.T) {
 	if err := machine.Destroy(context.Background(), f.Env, machine.DestroyOptions{Yes: true}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := os.Stat(resolverFile(f, "demo.internal")); err != nil {
+	if _, err := os.Stat(f.ResolverFile("demo.internal")); err != nil {
 		t.Errorf("destroy removed the user's resolver file: %v", err)
 	}
 }
@@ -66,7 +61,7 @@ func TestUpFollowsADNSDomainChange(t *testing.T) {
 	if err := machine.Up(context.Background(), f.Env, machine.UpOptions{}); err != nil {
 		t.Fatalf("%v\n%s", err, f.Stderr.String())
 	}
-	old := resolverFile(f, "demo.internal")
+	old := f.ResolverFile("demo.internal")
 	if _, err := os.Stat(old); err != nil {
 		t.Fatalf("up wrote no resolver file: %v", err)
 	}
@@ -89,7 +84,7 @@ func TestUpFollowsADNSDomainChange(t *testing.T) {
 	if _, err := os.Stat(old); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("the old domain's resolver file is still there: %v", err)
 	}
-	if b, _ := os.ReadFile(resolverFile(f, "lab.internal")); !strings.HasSuffix(string(b), "nameserver 172.30.255.53\n") {
+	if b, _ := os.ReadFile(f.ResolverFile("lab.internal")); !strings.HasSuffix(string(b), "nameserver 172.30.255.53\n") {
 		t.Errorf("lab.internal's resolver file:\n%s", b)
 	}
 	if got := f.Called("docker.run marina-dns"); len(got) != 1 || got[0] != "docker.run marina-dns" {
@@ -117,7 +112,7 @@ func TestUpFollowsADNSDomainChange(t *testing.T) {
 	if err := machine.Destroy(context.Background(), f.Env, machine.DestroyOptions{Yes: true}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := os.Stat(resolverFile(f, "lab.internal")); !errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Stat(f.ResolverFile("lab.internal")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("destroy left the resolver file: %v", err)
 	}
 	if _, err := os.Stat(f.Env.Paths.ResolverCopy("lab.internal")); !errors.Is(err, os.ErrNotExist) {

@@ -183,7 +183,7 @@ func TestStatusProblems(t *testing.T) {
 			[]string{"host route: 172.30.0.0/16 → taken by"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			f := doctorFixture(t)
+			f := sessiontest.Healthy(t)
 			f.Network.Options = maps.Clone(f.Network.Options)
 			c.breakIt(f)
 			st, err := status.Get(context.Background(), f.Env)

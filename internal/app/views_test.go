@@ -23,6 +23,7 @@ import (
 
 	"github.com/bcollard/marina/internal/cluster"
 	"github.com/bcollard/marina/internal/docker"
+	"github.com/bcollard/marina/internal/doctor"
 	"github.com/bcollard/marina/internal/golden"
 	"github.com/bcollard/marina/internal/kindcluster"
 	"github.com/bcollard/marina/internal/machine"
@@ -35,12 +36,12 @@ import (
 	"github.com/bcollard/marina/internal/vm"
 )
 
-// viewsFixture is doctorFixture's healthy lab with something in every
+// viewsFixture is sessiontest.Healthy's lab with something in every
 // view: dev runs in fleet demo with labels, east is stopped and has no
 // kubeconfig, the local DNS holds two names, and a mirror container the
 // config no longer has is left over.
 func viewsFixture(t *testing.T) *sessiontest.World {
-	f := doctorFixture(t)
+	f := sessiontest.Healthy(t)
 	f.Labels = map[string]map[string]string{"dev": {
 		"managed-by": "marina", cluster.RegionLabel: "europe-west1", cluster.ZoneLabel: "europe-west1-b",
 		cluster.FleetLabel: "demo", "team": "net",
@@ -112,7 +113,7 @@ func views(t *testing.T) (*sessiontest.World, []view) {
 		t.Fatal(err)
 	}
 	// east, stopped, fails its check; registry-old warns.
-	doctor := doctorRun(f, DoctorOptions{})
+	doc := must(doctor.Run(ctx, f.Env, doctor.Options{}))
 	return f, []view{
 		{name: "status", v: must(status.Get(ctx, f.Env))},
 		{name: "cluster-list", v: must(kindcluster.List(ctx, f.Env, ""))},
@@ -120,7 +121,7 @@ func views(t *testing.T) (*sessiontest.World, []view) {
 		{name: "dns-list", v: must(status.ListDNS(ctx, f.Env, ""))},
 		{name: "fleet-list", v: must(ListFleets(ctx, f.Env))},
 		{name: "fleet-describe", v: must(DescribeFleet(ctx, f.Env, "demo"))},
-		{name: "doctor", v: doctor},
+		{name: "doctor", v: doc},
 		{name: "version", v: fixedVersion()},
 		{name: "fleet-apply", v: FleetReport{}, rendered: func(format string) []byte {
 			f.Stdout.Reset()
@@ -163,7 +164,11 @@ func sparseViews(t *testing.T) []view {
 		if err != nil {
 			t.Fatal(err)
 		}
-		out = append(out, view{name: "status " + state, v: st}, view{name: "registry list " + state, v: mirrors}, view{name: "doctor " + state, v: doctorRun(f, DoctorOptions{})})
+		doc, err := doctor.Run(context.Background(), f.Env, doctor.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, view{name: "status " + state, v: st}, view{name: "registry list " + state, v: mirrors}, view{name: "doctor " + state, v: doc})
 	}
 	return out
 }

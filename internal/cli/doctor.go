@@ -7,13 +7,13 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/bcollard/marina/internal/app"
+	"github.com/bcollard/marina/internal/doctor"
 	"github.com/bcollard/marina/internal/session"
 	"github.com/bcollard/marina/internal/ui"
 )
 
 func (r *root) doctorCmd() *cobra.Command {
-	var o app.DoctorOptions
+	var o doctor.Options
 	var output string
 	c := &cobra.Command{
 		Use:   "doctor",
@@ -47,13 +47,13 @@ those repairs and makes none.`,
 			}
 			text := output == "text"
 			if text {
-				o.Before = func(rep app.DoctorReport) {
+				o.Before = func(rep doctor.Report) {
 					printDoctor(r.stdout, rep)
 					printRepairs(r.stdout, rep.Repairs, "Repairing (--fix):")
 					fmt.Fprintln(r.stdout)
 				}
 			}
-			rep, err := app.Doctor(c.Context(), r.env.Load(), o)
+			rep, err := doctor.Run(c.Context(), r.env.Load(), o)
 			if err != nil {
 				return err
 			}
@@ -88,7 +88,7 @@ those repairs and makes none.`,
 // printDoctor writes the report (its strings cleaned: findings quote what
 // the VM and the clusters said): one line per check, a Fix line under
 // each that is not OK, and the summary.
-func printDoctor(w io.Writer, rep app.DoctorReport) {
+func printDoctor(w io.Writer, rep doctor.Report) {
 	ui.CleanStrings(&rep)
 	width := 0
 	for _, c := range rep.Checks {
@@ -97,7 +97,7 @@ func printDoctor(w io.Writer, rep app.DoctorReport) {
 	for _, c := range rep.Checks {
 		tag := "[" + strings.ToUpper(string(c.Status)) + "]"
 		fmt.Fprintf(w, "%-6s %-*s  %s\n", tag, width, c.Name, c.Finding)
-		if c.Fix != "" && c.Status != app.DoctorOK && c.Status != app.DoctorSkip {
+		if c.Fix != "" && c.Status != doctor.OK && c.Status != doctor.Skip {
 			fmt.Fprintf(w, "%-6s %-*s  Fix: %s\n", "", width, "", c.Fix)
 		}
 	}

@@ -24,7 +24,8 @@ var (
 	kernel = []string{"session"}
 	// features may import each other only along these arrows.
 	features = map[string][]string{
-		"app":         {"dockerctx", "fleet", "kindcluster", "machine", "migrate", "skill", "status"},
+		"app":         {"dockerctx", "doctor", "fleet", "kindcluster", "machine", "migrate", "skill", "status"},
+		"doctor":      {"kindcluster", "machine", "status"},
 		"dockerctx":   nil,
 		"fleet":       nil,
 		"kindcluster": nil,

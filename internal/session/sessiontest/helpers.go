@@ -147,3 +147,27 @@ func Warm(t *testing.T) *World {
 	}
 	return f
 }
+
+// Healthy is a healthy lab on an Apple silicon Mac: the default
+// config, its mirrors and local DNS running and current, marina's route
+// through lima0, Rosetta installed, and cluster dev in slot 1 (direct
+// mode) with its kubeconfig.
+func Healthy(t *testing.T) *World {
+	t.Helper()
+	f := New(t)
+	f.DefaultMirrorsRunning()
+	f.DNSWarm()
+	cidr := f.Network.Subnet
+	if err := f.MustMade().Add(cidr, f.Lima0.Addr()); err != nil {
+		t.Fatal(err)
+	}
+	f.Route = &host.Route{Dest: cidr, Gateway: f.Lima0.Addr(), Interface: "bridge100"}
+	f.Doctor.Rosetta = true
+	f.Cluster("dev", 1, "https://192.168.64.3:7001")
+	return f
+}
+
+// ResolverFile is the Mac's resolver file for domain in the world.
+func (f *World) ResolverFile(domain string) string {
+	return filepath.Join(f.ResolverDir, domain)
+}

@@ -1,4 +1,4 @@
-package app
+package doctor
 
 import (
 	"bytes"
@@ -35,28 +35,9 @@ import (
 	"github.com/bcollard/marina/internal/host"
 )
 
-// doctorFixture is a healthy lab on an Apple silicon Mac: the default
-// config, its mirrors and local DNS running and current, marina's route
-// through lima0, Rosetta installed, and cluster dev in slot 1 (direct
-// mode) with its kubeconfig.
-func doctorFixture(t *testing.T) *sessiontest.World {
-	t.Helper()
-	f := sessiontest.New(t)
-	f.DefaultMirrorsRunning()
-	f.DNSWarm()
-	cidr := f.Network.Subnet
-	if err := f.MustMade().Add(cidr, f.Lima0.Addr()); err != nil {
-		t.Fatal(err)
-	}
-	f.Route = &hostRoute{Dest: cidr, Gateway: f.Lima0.Addr(), Interface: "bridge100"}
-	f.Doctor.Rosetta = true
-	f.Cluster("dev", 1, "https://192.168.64.3:7001")
-	return f
-}
-
-func doctorRun(f *sessiontest.World, opts DoctorOptions) DoctorReport {
+func doctorRun(f *sessiontest.World, opts Options) Report {
 	f.T.Helper()
-	r, err := Doctor(context.Background(), f.Env, opts)
+	r, err := Run(context.Background(), f.Env, opts)
 	if err != nil {
 		f.T.Fatalf("doctor: %v\n%s", err, f.Stderr.String())
 	}
@@ -64,7 +45,7 @@ func doctorRun(f *sessiontest.World, opts DoctorOptions) DoctorReport {
 }
 
 // check is the report's check called name (the test ends without one).
-func check(t *testing.T, r DoctorReport, name string) DoctorCheck {
+func check(t *testing.T, r Report, name string) Check {
 	t.Helper()
 	for _, c := range r.Checks {
 		if c.Name == name {
@@ -72,10 +53,10 @@ func check(t *testing.T, r DoctorReport, name string) DoctorCheck {
 		}
 	}
 	t.Fatalf("no check %s in:\n%s", name, reportText(r))
-	return DoctorCheck{}
+	return Check{}
 }
 
-func reportText(r DoctorReport) string {
+func reportText(r Report) string {
 	var b strings.Builder
 	for _, c := range r.Checks {
 		fmt.Fprintf(&b, "[%s] %s: %s\n", c.Status, c.Name, c.Finding)
@@ -88,7 +69,7 @@ func reportText(r DoctorReport) string {
 }
 
 // statuses is "name=status" for every check, in order.
-func statuses(r DoctorReport) string {
+func statuses(r Report) string {
 	var out []string
 	for _, c := range r.Checks {
 		out = append(out, c.Name+"="+string(c.Status))
@@ -98,12 +79,12 @@ func statuses(r DoctorReport) string {
 
 // notOK checks that exactly the checks want names ("name=status") are
 // not OK, that each that warns or fails has a Fix line, and returns them.
-func notOK(t *testing.T, r DoctorReport, want ...string) []DoctorCheck {
+func notOK(t *testing.T, r Report, want ...string) []Check {
 	t.Helper()
 	var got []string
-	var out []DoctorCheck
+	var out []Check
 	for _, c := range r.Checks {
-		if c.Status != DoctorOK {
+		if c.Status != OK {
 			got = append(got, c.Name+"="+string(c.Status))
 			out = append(out, c)
 		}
@@ -112,7 +93,7 @@ func notOK(t *testing.T, r DoctorReport, want ...string) []DoctorCheck {
 		t.Errorf("not OK: %v, want %v\n%s", got, want, reportText(r))
 	}
 	for _, c := range out {
-		if c.Fix == "" && c.Status != DoctorSkip {
+		if c.Fix == "" && c.Status != Skip {
 			t.Errorf("%s is %s without a Fix line", c.Name, c.Status)
 		}
 	}
@@ -122,8 +103,8 @@ func notOK(t *testing.T, r DoctorReport, want ...string) []DoctorCheck {
 // The healthy lab: every check OK, in the documented order, in one guest
 // round trip, and nothing changed.
 func TestDoctorHealthyLab(t *testing.T) {
-	f := doctorFixture(t)
-	r := doctorRun(f, DoctorOptions{})
+	f := sessiontest.Healthy(t)
+	r := doctorRun(f, Options{})
 	want := "config=ok limactl=ok vm=ok guest=ok docker=ok kind-network=ok forwarding=ok firewall=ok boot=ok route=ok dns=ok " +
 		"mirror registry-dockerio=ok mirror registry-quayio=ok mirror registry-gcrio=ok mirror registry-us-docker-pkgdev=ok mirror registry-us-central1-docker-pkgdev=ok " +
 		"cluster dev=ok inotify=ok disk=ok rosetta-host=ok rosetta-vm=ok local-network=ok"
@@ -154,11 +135,11 @@ func TestDoctorHealthyLab(t *testing.T) {
 // fields, and the summary; a stopped VM's checks are all listed too.
 func TestDoctorJSONListsEveryCheck(t *testing.T) {
 	for _, stopped := range []bool{false, true} {
-		f := doctorFixture(t)
+		f := sessiontest.Healthy(t)
 		if stopped {
 			f.Instance.Status = vm.StatusStopped
 		}
-		r := doctorRun(f, DoctorOptions{})
+		r := doctorRun(f, Options{})
 		var b bytes.Buffer
 		if err := ui.Render(&b, "json", r); err != nil {
 			t.Fatal(err)
@@ -200,22 +181,22 @@ func TestDoctorVMNotRunning(t *testing.T) {
 		{vm.StatusBroken, "Lima reports VM marina as Broken (disk missing)", "marina destroy && marina up"},
 		{"Starting", `VM marina is "Starting"`, "wait for Lima to finish with it, then: marina up"},
 	} {
-		f := doctorFixture(t)
+		f := sessiontest.Healthy(t)
 		if c.status == "" {
 			f.Instance = nil
 		} else {
 			f.Instance.Status, f.Instance.Errors = c.status, []string{"disk missing"}
 		}
-		r := doctorRun(f, DoctorOptions{})
+		r := doctorRun(f, Options{})
 		v := check(t, r, "vm")
-		if v.Status != DoctorFail || !strings.Contains(v.Finding, c.finding) || v.Fix != c.fix {
+		if v.Status != Fail || !strings.Contains(v.Finding, c.finding) || v.Fix != c.fix {
 			t.Errorf("%q: %+v", c.status, v)
 		}
 		if !r.Failed() {
 			t.Errorf("%q: not failed", c.status)
 		}
 		for _, n := range []string{"guest", "docker", "firewall", "route", "dns", "mirrors", "clusters", "disk", "rosetta-vm", "local-network"} {
-			if s := check(t, r, n); s.Status != DoctorSkip || !strings.Contains(s.Finding, "VM marina is not running") {
+			if s := check(t, r, n); s.Status != Skip || !strings.Contains(s.Finding, "VM marina is not running") {
 				t.Errorf("%q: %s: %+v", c.status, n, s)
 			}
 		}
@@ -229,32 +210,32 @@ func TestDoctorVMNotRunning(t *testing.T) {
 }
 
 func TestDoctorLimactl(t *testing.T) {
-	f := doctorFixture(t)
+	f := sessiontest.Healthy(t)
 	f.Env.Deps.VM = func() (session.VM, error) {
 		return nil, errors.New("limactl was not found on your PATH: marina runs its VM with Lima; install Lima 2.x: `brew install lima`")
 	}
-	r := doctorRun(f, DoctorOptions{})
-	if c := check(t, r, "limactl"); c.Status != DoctorFail || c.Fix != "brew install lima" || !strings.Contains(c.Finding, "not found") {
+	r := doctorRun(f, Options{})
+	if c := check(t, r, "limactl"); c.Status != Fail || c.Fix != "brew install lima" || !strings.Contains(c.Finding, "not found") {
 		t.Errorf("no limactl: %+v", c)
 	}
-	if c := check(t, r, "vm"); c.Status != DoctorSkip || !strings.Contains(c.Finding, "limactl") {
+	if c := check(t, r, "vm"); c.Status != Skip || !strings.Contains(c.Finding, "limactl") {
 		t.Errorf("vm without limactl: %+v", c)
 	}
-	f = doctorFixture(t)
+	f = sessiontest.Healthy(t)
 	f.Fail["vm.version"] = errors.New("Lima 1.2.0 is too old: marina needs Lima 2.0 or later; upgrade it: `brew upgrade lima`")
-	r = doctorRun(f, DoctorOptions{})
-	if c := check(t, r, "limactl"); c.Status != DoctorFail || c.Fix != "brew upgrade lima" || !strings.Contains(c.Finding, "1.2.0 is too old") {
+	r = doctorRun(f, Options{})
+	if c := check(t, r, "limactl"); c.Status != Fail || c.Fix != "brew upgrade lima" || !strings.Contains(c.Finding, "1.2.0 is too old") {
 		t.Errorf("old limactl: %+v", c)
 	}
 }
 
 func TestDoctorConfig(t *testing.T) {
 	// No file: the defaults, and a warning; the rest is checked.
-	f := doctorFixture(t)
+	f := sessiontest.Healthy(t)
 	if err := os.Remove(f.Env.Paths.Config); err != nil {
 		t.Fatal(err)
 	}
-	r := doctorRun(f, DoctorOptions{})
+	r := doctorRun(f, Options{})
 	notOK(t, r, "config=warn")
 	if c := check(t, r, "config"); !strings.Contains(c.Finding, "checking against the defaults") || c.Fix != "marina up (writes the default config)" {
 		t.Errorf("no config: %+v", c)
@@ -263,20 +244,20 @@ func TestDoctorConfig(t *testing.T) {
 		t.Error("a missing config alone failed doctor")
 	}
 	// vm.name readable, the rest not: what needs the config is skipped.
-	f = doctorFixture(t)
+	f = sessiontest.Healthy(t)
 	if err := os.WriteFile(f.Env.Paths.Config, []byte("vm:\n  name: marina\nnetwork:\n  cidr: 172.30.0.0/33\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	r = doctorRun(f, DoctorOptions{})
-	if c := check(t, r, "config"); c.Status != DoctorFail || c.Fix != "marina config edit" || !strings.Contains(c.Finding, "network.cidr") {
+	r = doctorRun(f, Options{})
+	if c := check(t, r, "config"); c.Status != Fail || c.Fix != "marina config edit" || !strings.Contains(c.Finding, "network.cidr") {
 		t.Errorf("bad config: %+v", c)
 	}
 	for _, n := range []string{"kind-network", "forwarding", "firewall", "boot", "route", "dns", "mirrors"} {
-		if c := check(t, r, n); c.Status != DoctorSkip || !strings.Contains(c.Finding, "config") {
+		if c := check(t, r, n); c.Status != Skip || !strings.Contains(c.Finding, "config") {
 			t.Errorf("%s with a bad config: %+v", n, c)
 		}
 	}
-	if c := check(t, r, "vm"); c.Status != DoctorOK {
+	if c := check(t, r, "vm"); c.Status != OK {
 		t.Errorf("the VM is still checked: %+v", c)
 	}
 }
@@ -285,24 +266,24 @@ func TestDoctorConfig(t *testing.T) {
 // once and answering a moment after the guest failed, is reported as it
 // answered (observe stops only a wait for Docker, not its one question).
 func TestDoctorDockerAnswersWhileTheGuestFails(t *testing.T) {
-	f := doctorFixture(t)
+	f := sessiontest.Healthy(t)
 	f.Fail["guest.observe"] = &vm.SSHError{Name: "observe the VM", Stderr: "Permission denied (publickey)."}
 	f.Before = func(call string) {
 		if call == "docker.version" {
 			time.Sleep(50 * time.Millisecond)
 		}
 	}
-	r := doctorRun(f, DoctorOptions{})
-	if c := check(t, r, "docker"); c.Status == DoctorFail || strings.Contains(c.Finding, "context canceled") {
+	r := doctorRun(f, Options{})
+	if c := check(t, r, "docker"); c.Status == Fail || strings.Contains(c.Finding, "context canceled") {
 		t.Errorf("docker, which answered: %+v", c)
 	}
 }
 
 func TestDoctorGuestChannel(t *testing.T) {
-	f := doctorFixture(t)
+	f := sessiontest.Healthy(t)
 	f.Fail["guest.observe"] = errors.New("observe the VM: cannot reach the VM over ssh (is it running? try `marina up`):\nConnection refused")
-	r := doctorRun(f, DoctorOptions{})
-	if c := check(t, r, "guest"); c.Status != DoctorFail || !strings.Contains(c.Finding, "cannot reach the VM over ssh") || c.Fix != "marina down && marina up" {
+	r := doctorRun(f, Options{})
+	if c := check(t, r, "guest"); c.Status != Fail || !strings.Contains(c.Finding, "cannot reach the VM over ssh") || c.Fix != "marina down && marina up" {
 		t.Errorf("guest: %+v", c)
 	}
 	for _, n := range []string{"forwarding", "firewall", "boot", "route", "cluster", "inotify", "disk", "rosetta-vm"} {
@@ -310,68 +291,68 @@ func TestDoctorGuestChannel(t *testing.T) {
 		if n == "cluster" {
 			name = "clusters"
 		}
-		if c := check(t, r, name); c.Status != DoctorSkip || !strings.Contains(c.Finding, "the guest does not answer") {
+		if c := check(t, r, name); c.Status != Skip || !strings.Contains(c.Finding, "the guest does not answer") {
 			t.Errorf("%s: %+v", name, c)
 		}
 	}
-	if c := check(t, r, "docker"); c.Status != DoctorOK {
+	if c := check(t, r, "docker"); c.Status != OK {
 		t.Errorf("docker is judged on its own: %+v", c)
 	}
 }
 
 func TestDoctorDocker(t *testing.T) {
 	for _, active := range []string{"inactive", "active"} {
-		f := doctorFixture(t)
+		f := sessiontest.Healthy(t)
 		f.Fail["docker.version"] = errors.New("error during connect: EOF")
 		f.Doctor.Net = func(st *guest.NetState) { st.Forwarding = false }
 		f.Doctor.Health = &guest.Health{Docker: active, InotifyWatches: 524288, InotifyInstances: 512, Disk: guest.Disk{Known: true, Used: 1, Avail: 9}}
-		r := doctorRun(f, DoctorOptions{})
+		r := doctorRun(f, Options{})
 		c := check(t, r, "docker")
 		switch active {
 		case "inactive":
-			if c.Status != DoctorFail || c.Finding != "Docker is not running in the VM (docker.service is inactive)" || c.Fix != "marina shell -- sudo systemctl start docker" {
+			if c.Status != Fail || c.Finding != "Docker is not running in the VM (docker.service is inactive)" || c.Fix != "marina shell -- sudo systemctl start docker" {
 				t.Errorf("docker stopped: %+v", c)
 			}
 		default:
-			if c.Status != DoctorFail || !strings.Contains(c.Finding, "does not answer on unix://") || !strings.Contains(c.Finding, "EOF") || !strings.HasPrefix(c.Fix, "marina down && marina up") {
+			if c.Status != Fail || !strings.Contains(c.Finding, "does not answer on unix://") || !strings.Contains(c.Finding, "EOF") || !strings.HasPrefix(c.Fix, "marina down && marina up") {
 				t.Errorf("socket gone: %+v", c)
 			}
 		}
 		for _, n := range []string{"kind-network", "dns", "mirrors", "clusters"} {
-			if s := check(t, r, n); s.Status != DoctorSkip || !strings.Contains(s.Finding, "Docker does not answer") {
+			if s := check(t, r, n); s.Status != Skip || !strings.Contains(s.Finding, "Docker does not answer") {
 				t.Errorf("%s: %+v", n, s)
 			}
 		}
 		// The rules cannot be re-applied without Docker's chain: no repair,
 		// and the fix says what comes first.
-		if s := check(t, r, "forwarding"); s.Status != DoctorFail || s.repair != repairNone || s.Fix != "start Docker first (see docker), then: marina doctor --fix" {
+		if s := check(t, r, "forwarding"); s.Status != Fail || s.repair != repairNone || s.Fix != "start Docker first (see docker), then: marina doctor --fix" {
 			t.Errorf("forwarding with Docker down: %+v", s)
 		}
 	}
 }
 
 func TestDoctorKindNetwork(t *testing.T) {
-	f := doctorFixture(t)
+	f := sessiontest.Healthy(t)
 	f.Network = nil
-	r := doctorRun(f, DoctorOptions{})
-	if c := check(t, r, "kind-network"); c.Status != DoctorFail || c.Fix != "marina up" || c.Finding != "there is no Docker network kind" {
+	r := doctorRun(f, Options{})
+	if c := check(t, r, "kind-network"); c.Status != Fail || c.Fix != "marina up" || c.Finding != "there is no Docker network kind" {
 		t.Errorf("no network: %+v", c)
 	}
 	// The rules hang on the network's bridge: up makes both.
-	f = doctorFixture(t)
+	f = sessiontest.Healthy(t)
 	f.Network = nil
 	f.Doctor.Net = func(st *guest.NetState) { delete(st.Chains, "filter MARINA-FORWARD") }
-	r = doctorRun(f, DoctorOptions{})
-	if c := check(t, r, "firewall"); c.Status != DoctorFail || c.repair != repairNone || !strings.HasPrefix(c.Fix, "marina up") {
+	r = doctorRun(f, Options{})
+	if c := check(t, r, "firewall"); c.Status != Fail || c.repair != repairNone || !strings.HasPrefix(c.Fix, "marina up") {
 		t.Errorf("rules without the network: %+v", c)
 	}
-	f = doctorFixture(t)
+	f = sessiontest.Healthy(t)
 	f.Network.Options = maps.Clone(f.Network.Options)
 	delete(f.Network.Options, "com.docker.network.bridge.trusted_host_interfaces")
 	f.Network.Managed = false
-	r = doctorRun(f, DoctorOptions{})
+	r = doctorRun(f, Options{})
 	c := check(t, r, "kind-network")
-	if c.Status != DoctorFail || !strings.Contains(c.Finding, "trusted_host_interfaces") || !strings.Contains(c.Finding, "not made by marina") || !strings.Contains(c.Fix, "recreate") {
+	if c.Status != Fail || !strings.Contains(c.Finding, "trusted_host_interfaces") || !strings.Contains(c.Finding, "not made by marina") || !strings.Contains(c.Fix, "recreate") {
 		t.Errorf("foreign network: %+v", c)
 	}
 }
@@ -401,9 +382,9 @@ func TestDoctorGuestRouting(t *testing.T) {
 		{"unit disabled", func(st *guest.NetState) { st.Enabled = false }, "boot", guest.UnitName + " enabled"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			f := doctorFixture(t)
+			f := sessiontest.Healthy(t)
 			f.Doctor.Net = c.change
-			r := doctorRun(f, DoctorOptions{})
+			r := doctorRun(f, Options{})
 			want := []string{c.check + "=fail"}
 			if c.check != "boot" {
 				// What goes from this host through the VM waits for it.
@@ -427,12 +408,12 @@ func TestDoctorRoute(t *testing.T) {
 	for _, c := range []struct {
 		name    string
 		setup   func(f *sessiontest.World)
-		status  DoctorStatus
+		status  Status
 		finding string
 		fix     string
 		repair  bool
 	}{
-		{"missing", func(f *sessiontest.World) { f.Route = nil }, DoctorFail,
+		{"missing", func(f *sessiontest.World) { f.Route = nil }, Fail,
 			"172.30.0.0/16 → missing (the host would send it along the default route via 192.168.1.1 on en0)",
 			"marina doctor --fix (runs: sudo ip route replace 172.30.0.0/16 via 192.168.64.3)", true},
 		{"wrong gateway", func(f *sessiontest.World) {
@@ -440,11 +421,11 @@ func TestDoctorRoute(t *testing.T) {
 			if err := f.MustMade().Add(f.Network.Subnet, mustAddr("192.168.64.7")); err != nil {
 				f.T.Fatal(err)
 			}
-		}, DoctorFail, "wrong gateway (via 192.168.64.7; the VM's lima0 is 192.168.64.3)",
+		}, Fail, "wrong gateway (via 192.168.64.7; the VM's lima0 is 192.168.64.3)",
 			"marina doctor --fix (runs: sudo ip route replace 172.30.0.0/16 via 192.168.64.3)", true},
 		{"foreign", func(f *sessiontest.World) {
 			f.Route.Gateway = mustAddr("192.168.64.9")
-		}, DoctorFail, "taken by 172.30.0.0/16 via 192.168.64.9 on bridge100, a route marina did not make",
+		}, Fail, "taken by 172.30.0.0/16 via 192.168.64.9 on bridge100, a route marina did not make",
 			"if it is a leftover: sudo ip route del 172.30.0.0/16 via 192.168.64.9; else choose another network.cidr (marina config edit)", false},
 		{"a VPN's /24 inside it", func(f *sessiontest.World) {
 			f.Doctor.Table = []host.Route{
@@ -453,33 +434,33 @@ func TestDoctorRoute(t *testing.T) {
 				{Dest: mustPrefix("172.30.5.0/24"), Gateway: mustAddr("10.8.0.1"), Interface: "utun4"},
 				{Dest: mustPrefix("10.8.0.0/16"), Gateway: mustAddr("10.8.0.1"), Interface: "utun4"},
 			}
-		}, DoctorFail, "172.30.0.0/16 → present (via 192.168.64.3), but 172.30.5.0/24 via 10.8.0.1 on utun4 take part of it: those addresses do not reach the VM (a VPN?)",
+		}, Fail, "172.30.0.0/16 → present (via 192.168.64.3), but 172.30.5.0/24 via 10.8.0.1 on utun4 take part of it: those addresses do not reach the VM (a VPN?)",
 			"disconnect the VPN that routes them, or remove a leftover: sudo ip route del 172.30.5.0/24 via 10.8.0.1; or choose another network.cidr (marina config edit)", false},
 		{"a VPN's route of the first addresses", func(f *sessiontest.World) {
 			f.Route = &hostRoute{Dest: mustPrefix("172.30.0.0/24"), Interface: "utun4"}
-		}, DoctorFail, "172.30.0.0/16 → shadowed by 172.30.0.0/24 on utun4", "sudo ip route del 172.30.0.0/24", false},
+		}, Fail, "172.30.0.0/16 → shadowed by 172.30.0.0/24 on utun4", "sudo ip route del 172.30.0.0/24", false},
 		{"a VPN's /24 over the local DNS", func(f *sessiontest.World) {
 			f.Doctor.Table = []host.Route{
 				{Dest: f.Network.Subnet, Gateway: gw, Interface: "bridge100"},
 				{Dest: mustPrefix("172.30.255.0/24"), Interface: "utun4"},
 			}
-		}, DoctorFail, "but 172.30.255.0/24 on utun4 take part of it", "sudo ip route del 172.30.255.0/24", false},
+		}, Fail, "but 172.30.255.0/24 on utun4 take part of it", "sudo ip route del 172.30.255.0/24", false},
 		{"a route inside it through the VM itself", func(f *sessiontest.World) {
 			f.Doctor.Table = []host.Route{
 				{Dest: f.Network.Subnet, Gateway: gw, Interface: "bridge100"},
 				{Dest: mustPrefix("172.30.1.200/32"), Gateway: gw, Interface: "bridge100", Cloned: true},
 			}
-		}, DoctorOK, "present (via 192.168.64.3); no other route inside it", "", false},
+		}, OK, "present (via 192.168.64.3); no other route inside it", "", false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			f := doctorFixture(t)
+			f := sessiontest.Healthy(t)
 			c.setup(f)
-			r := doctorRun(f, DoctorOptions{})
+			r := doctorRun(f, Options{})
 			rc := check(t, r, "route")
 			if rc.Status != c.status || !strings.Contains(rc.Finding, c.finding) || !strings.Contains(rc.Fix, c.fix) || (rc.repair == repairRoute) != c.repair {
 				t.Errorf("%+v\nwant %s %q fix %q repair %v", rc, c.status, c.finding, c.fix, c.repair)
 			}
-			if c.status == DoctorOK {
+			if c.status == OK {
 				notOK(t, r)
 				return
 			}
@@ -488,10 +469,10 @@ func TestDoctorRoute(t *testing.T) {
 			// DNS server's address alone.
 			d := check(t, r, "dns")
 			if c.name == "a VPN's /24 inside it" {
-				if d.Status != DoctorOK {
+				if d.Status != OK {
 					t.Errorf("dns with 172.30.255.53 still routed to the VM: %+v", d)
 				}
-			} else if d.Status != DoctorSkip || !strings.Contains(d.Finding, "route") {
+			} else if d.Status != Skip || !strings.Contains(d.Finding, "route") {
 				t.Errorf("dns: %+v", d)
 			}
 		})
@@ -499,34 +480,34 @@ func TestDoctorRoute(t *testing.T) {
 }
 
 func TestDoctorDNS(t *testing.T) {
-	f := doctorFixture(t)
+	f := sessiontest.Healthy(t)
 	for i := range f.Mirrors {
 		if f.Mirrors[i].Name == dns.EtcdName {
 			f.Mirrors[i].State = "exited"
 		}
 	}
-	r := doctorRun(f, DoctorOptions{})
-	if c := check(t, r, "dns"); c.Status != DoctorFail || !strings.Contains(c.Finding, "marina-dns-etcd at 172.30.255.52 is exited") || c.Fix != "marina up" {
+	r := doctorRun(f, Options{})
+	if c := check(t, r, "dns"); c.Status != Fail || !strings.Contains(c.Finding, "marina-dns-etcd at 172.30.255.52 is exited") || c.Fix != "marina up" {
 		t.Errorf("etcd exited: %+v", c)
 	}
-	f = doctorFixture(t)
+	f = sessiontest.Healthy(t)
 	f.Fail["host.query"] = errors.New("read udp: i/o timeout")
-	r = doctorRun(f, DoctorOptions{})
-	if c := check(t, r, "dns"); c.Status != DoctorFail || !strings.Contains(c.Finding, "lookup of marina-probe.demo.internal at 172.30.255.53 failed: read udp: i/o timeout") || !strings.Contains(c.Fix, "docker logs") {
+	r = doctorRun(f, Options{})
+	if c := check(t, r, "dns"); c.Status != Fail || !strings.Contains(c.Finding, "lookup of marina-probe.demo.internal at 172.30.255.53 failed: read udp: i/o timeout") || !strings.Contains(c.Fix, "docker logs") {
 		t.Errorf("lookup fails: %+v", c)
 	}
-	f = doctorFixture(t)
-	if err := os.Remove(resolverFile(f, "demo.internal")); err != nil {
+	f = sessiontest.Healthy(t)
+	if err := os.Remove(f.ResolverFile("demo.internal")); err != nil {
 		t.Fatal(err)
 	}
-	r = doctorRun(f, DoctorOptions{})
-	if c := check(t, r, "dns"); c.Status != DoctorFail || !strings.Contains(c.Finding, "resolver file") || !strings.Contains(c.Finding, "missing") || c.Fix != "marina up" {
+	r = doctorRun(f, Options{})
+	if c := check(t, r, "dns"); c.Status != Fail || !strings.Contains(c.Finding, "resolver file") || !strings.Contains(c.Finding, "missing") || c.Fix != "marina up" {
 		t.Errorf("no resolver file: %+v", c)
 	}
 }
 
 func TestDoctorMirrors(t *testing.T) {
-	f := doctorFixture(t)
+	f := sessiontest.Healthy(t)
 	for i := range f.Mirrors {
 		switch f.Mirrors[i].Name {
 		case "registry-quayio":
@@ -539,17 +520,17 @@ func TestDoctorMirrors(t *testing.T) {
 	f.Mirrors = slices.DeleteFunc(f.Mirrors, func(c docker.Container) bool { return c.Name == "registry-us-docker-pkgdev" })
 	f.Mirrors = append(f.Mirrors, docker.Container{ID: "x", Name: "registry-old", State: "running", Labels: map[string]string{registry.LabelMirror: "registry-old"}})
 	f.Doctor.Upstreams = map[string]guest.UpstreamResult{"registry-dockerio": {Detail: "dial: line 1: registry-1.docker.io: Name or service not known"}}
-	r := doctorRun(f, DoctorOptions{})
+	r := doctorRun(f, Options{})
 	for name, want := range map[string]struct {
-		status       DoctorStatus
+		status       Status
 		finding, fix string
 	}{
-		"mirror registry-dockerio":                  {DoctorFail, "its upstream registry-1.docker.io:443 does not answer from its container: dial: line 1: registry-1.docker.io: Name or service not known", "getent hosts registry-1.docker.io"},
-		"mirror registry-quayio":                    {DoctorFail, "its container registry-quayio is exited", "marina up (starts it again)"},
-		"mirror registry-gcrio":                     {DoctorWarn, "but its configuration changed", "marina up (recreates it)"},
-		"mirror registry-us-docker-pkgdev":          {DoctorFail, "there is no container for mirror registry-us-docker-pkgdev", "marina up"},
-		"mirror registry-us-central1-docker-pkgdev": {DoctorOK, "its upstream us-central1-docker.pkg.dev:443 answers from its container", ""},
-		"mirror registry-old":                       {DoctorWarn, "container registry-old is a mirror no longer in the config", "marina up (removes it)"},
+		"mirror registry-dockerio":                  {Fail, "its upstream registry-1.docker.io:443 does not answer from its container: dial: line 1: registry-1.docker.io: Name or service not known", "getent hosts registry-1.docker.io"},
+		"mirror registry-quayio":                    {Fail, "its container registry-quayio is exited", "marina up (starts it again)"},
+		"mirror registry-gcrio":                     {Warn, "but its configuration changed", "marina up (recreates it)"},
+		"mirror registry-us-docker-pkgdev":          {Fail, "there is no container for mirror registry-us-docker-pkgdev", "marina up"},
+		"mirror registry-us-central1-docker-pkgdev": {OK, "its upstream us-central1-docker.pkg.dev:443 answers from its container", ""},
+		"mirror registry-old":                       {Warn, "container registry-old is a mirror no longer in the config", "marina up (removes it)"},
 	} {
 		c := check(t, r, name)
 		if c.Status != want.status || !strings.Contains(c.Finding, want.finding) || !strings.Contains(c.Fix, want.fix) || c.repair != repairNone {
@@ -563,7 +544,7 @@ func TestDoctorClusters(t *testing.T) {
 	for _, c := range []struct {
 		name    string
 		setup   func(f *sessiontest.World)
-		status  DoctorStatus
+		status  Status
 		finding string
 		fix     string
 		stale   bool
@@ -571,33 +552,33 @@ func TestDoctorClusters(t *testing.T) {
 		{"stale kubeconfig", func(f *sessiontest.World) {
 			f.NodeContainers = nil
 			f.Cluster("dev", 1, "https://192.168.64.9:7001")
-		}, DoctorFail, "dev.kubeconfig names https://192.168.64.9:7001, but the cluster's API server is at https://192.168.64.3:7001 (lima0 moved?)",
+		}, Fail, "dev.kubeconfig names https://192.168.64.9:7001, but the cluster's API server is at https://192.168.64.3:7001 (lima0 moved?)",
 			"marina doctor --fix (or: marina kubeconfig merge dev)", true},
 		{"no kubeconfig", func(f *sessiontest.World) {
 			path, _ := f.Env.Paths.Kubeconfig("dev")
 			os.Remove(path)
-		}, DoctorFail, "cluster dev has no kubeconfig at", "marina kubeconfig merge dev", true},
-		{"certificate", func(f *sessiontest.World) { f.Doctor.KubeErr = map[string]error{"dev": certErr} }, DoctorFail,
+		}, Fail, "cluster dev has no kubeconfig at", "marina kubeconfig merge dev", true},
+		{"certificate", func(f *sessiontest.World) { f.Doctor.KubeErr = map[string]error{"dev": certErr} }, Fail,
 			"the API server at https://192.168.64.3:7001 has a certificate", "marina kubeconfig merge dev", false},
 		{"no answer", func(f *sessiontest.World) {
 			f.Doctor.KubeErr = map[string]error{"dev": errors.New("dial tcp 192.168.64.3:7001: connect: connection refused")}
-		}, DoctorFail, "the API server does not answer at https://192.168.64.3:7001: dial tcp", "marina shell -- docker logs --tail 50 dev-control-plane", false},
-		{"no pool", func(f *sessiontest.World) { f.Doctor.NoPool = map[string]bool{"dev": true} }, DoctorFail,
+		}, Fail, "the API server does not answer at https://192.168.64.3:7001: dial tcp", "marina shell -- docker logs --tail 50 dev-control-plane", false},
+		{"no pool", func(f *sessiontest.World) { f.Doctor.NoPool = map[string]bool{"dev": true} }, Fail,
 			"MetalLB has no IPAddressPool marina", "marina cluster delete dev && marina cluster create dev", false},
-		{"another pool", func(f *sessiontest.World) { f.Doctor.Pools = map[string][]string{"dev": {"172.30.9.1-172.30.9.7"}} }, DoctorWarn,
+		{"another pool", func(f *sessiontest.World) { f.Doctor.Pools = map[string][]string{"dev": {"172.30.9.1-172.30.9.7"}} }, Warn,
 			"holds 172.30.9.1-172.30.9.7, not slot 1's 172.30.1.1-172.30.1.7, 172.30.1.16-172.30.1.254", "marina cluster create dev", false},
-		{"nodes stopped", func(f *sessiontest.World) { f.NodeContainers[0].State = "exited" }, DoctorFail,
+		{"nodes stopped", func(f *sessiontest.World) { f.NodeContainers[0].State = "exited" }, Fail,
 			"its nodes do not all run: dev-control-plane not running", "marina shell -- docker start dev-control-plane", false},
 		{"a cluster made with the API on the VM's loopback", func(f *sessiontest.World) {
 			f.NodeContainers = nil
 			f.Cluster("dev", 1, "https://127.0.0.1:7001")
 			f.NodeContainers[0].APIHosts = map[int]string{7001: "127.0.0.1"}
-		}, DoctorOK, "answers at https://127.0.0.1:7001", "", false},
+		}, OK, "answers at https://127.0.0.1:7001", "", false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			f := doctorFixture(t)
+			f := sessiontest.Healthy(t)
 			c.setup(f)
-			r := doctorRun(f, DoctorOptions{})
+			r := doctorRun(f, Options{})
 			cc := check(t, r, "cluster dev")
 			if cc.Status != c.status || !strings.Contains(cc.Finding, c.finding) || !strings.Contains(cc.Fix, c.fix) || (cc.repair == repairKubeconfig) != c.stale {
 				t.Errorf("%+v\nwant %s %q %q stale %v", cc, c.status, c.finding, c.fix, c.stale)
@@ -615,21 +596,21 @@ func TestDoctorInotifyAndDisk(t *testing.T) {
 		watches, inst int
 		used, avail   int64
 		check         string
-		status        DoctorStatus
+		status        Status
 		finding, fix  string
 	}{
-		{"few watches", 8192, 512, 50, 50, "inotify", DoctorWarn, "max_user_watches 8192, max_user_instances 512: kind needs 524288 and 512", "sudo sysctl -w fs.inotify.max_user_watches=524288 fs.inotify.max_user_instances=512"},
-		{"few instances", 524288, 128, 50, 50, "inotify", DoctorWarn, "max_user_instances 128", "sysctl -w"},
-		{"unreadable", 0, 0, 50, 50, "inotify", DoctorWarn, "could not be read", "sysctl fs.inotify"},
-		{"disk 9% free", 524288, 512, 91, 9, "disk", DoctorWarn, "9.0% free", "docker image prune -a"},
-		{"disk 1.5% free", 524288, 512, 985, 15, "disk", DoctorFail, "1.5% free", "raise vm.disk"},
-		{"disk 10% free", 524288, 512, 90, 10, "disk", DoctorOK, "10.0% free", ""},
+		{"few watches", 8192, 512, 50, 50, "inotify", Warn, "max_user_watches 8192, max_user_instances 512: kind needs 524288 and 512", "sudo sysctl -w fs.inotify.max_user_watches=524288 fs.inotify.max_user_instances=512"},
+		{"few instances", 524288, 128, 50, 50, "inotify", Warn, "max_user_instances 128", "sysctl -w"},
+		{"unreadable", 0, 0, 50, 50, "inotify", Warn, "could not be read", "sysctl fs.inotify"},
+		{"disk 9% free", 524288, 512, 91, 9, "disk", Warn, "9.0% free", "docker image prune -a"},
+		{"disk 1.5% free", 524288, 512, 985, 15, "disk", Fail, "1.5% free", "raise vm.disk"},
+		{"disk 10% free", 524288, 512, 90, 10, "disk", OK, "10.0% free", ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			f := doctorFixture(t)
+			f := sessiontest.Healthy(t)
 			f.Doctor.Health = &guest.Health{Docker: "active", InotifyWatches: c.watches, InotifyInstances: c.inst, Disk: guest.Disk{Known: true, Mount: "/", Used: c.used << 20, Avail: c.avail << 20}}
-			r := doctorRun(f, DoctorOptions{})
-			if c.status == DoctorOK {
+			r := doctorRun(f, Options{})
+			if c.status == OK {
 				notOK(t, r)
 			} else {
 				notOK(t, r, c.check+"="+string(c.status))
@@ -639,7 +620,7 @@ func TestDoctorInotifyAndDisk(t *testing.T) {
 				t.Errorf("%+v", got)
 			}
 			// Warnings alone do not fail doctor.
-			if r.Failed() != (c.status == DoctorFail) {
+			if r.Failed() != (c.status == Fail) {
 				t.Errorf("failed = %v with %s", r.Failed(), c.status)
 			}
 		})
@@ -652,21 +633,21 @@ func TestDoctorRosetta(t *testing.T) {
 		os, arch                string
 		installed, want, binfmt bool
 		created                 bool
-		host, vm                DoctorStatus
+		host, vm                Status
 		hostFinding, vmFinding  string
 		hostFix, vmFix          string
 	}{
-		{"set, installed, registered", "darwin", "arm64", true, true, true, true, DoctorOK, DoctorOK, "is installed", "is registered", "", ""},
-		{"set, not installed", "darwin", "arm64", false, true, false, true, DoctorFail, DoctorFail, "vm.rosetta is set, but Rosetta 2 is not installed", "is missing: x86_64 images do not run",
+		{"set, installed, registered", "darwin", "arm64", true, true, true, true, OK, OK, "is installed", "is registered", "", ""},
+		{"set, not installed", "darwin", "arm64", false, true, false, true, Fail, Fail, "vm.rosetta is set, but Rosetta 2 is not installed", "is missing: x86_64 images do not run",
 			"softwareupdate --install-rosetta --agree-to-license", "marina down && marina up"},
-		{"set, VM made without it", "darwin", "arm64", true, true, false, false, DoctorOK, DoctorFail, "is installed", "the VM was created without Rosetta", "", "marina destroy && marina up"},
-		{"unset, registered", "darwin", "arm64", true, false, true, false, DoctorOK, DoctorWarn, "is installed", "vm.rosetta is off, but", "", "set vm.rosetta: true"},
-		{"unset, absent", "darwin", "arm64", false, false, false, false, DoctorOK, DoctorOK, "vm.rosetta is off, so nothing needs it", "no Rosetta binfmt entry", "", ""},
-		{"an Intel Mac", "darwin", "amd64", false, true, false, false, DoctorOK, DoctorOK, "N/A: not an Apple silicon Mac", "N/A", "", ""},
-		{"Linux", "linux", "arm64", false, true, false, false, DoctorOK, DoctorOK, "N/A: not a Mac", "N/A", "", ""},
+		{"set, VM made without it", "darwin", "arm64", true, true, false, false, OK, Fail, "is installed", "the VM was created without Rosetta", "", "marina destroy && marina up"},
+		{"unset, registered", "darwin", "arm64", true, false, true, false, OK, Warn, "is installed", "vm.rosetta is off, but", "", "set vm.rosetta: true"},
+		{"unset, absent", "darwin", "arm64", false, false, false, false, OK, OK, "vm.rosetta is off, so nothing needs it", "no Rosetta binfmt entry", "", ""},
+		{"an Intel Mac", "darwin", "amd64", false, true, false, false, OK, OK, "N/A: not an Apple silicon Mac", "N/A", "", ""},
+		{"Linux", "linux", "arm64", false, true, false, false, OK, OK, "N/A: not a Mac", "N/A", "", ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			f := doctorFixture(t)
+			f := sessiontest.Healthy(t)
 			f.Config(func(cfg *config.Config) { cfg.VM.Rosetta = c.want })
 			f.Doctor.OS, f.Doctor.Rosetta, f.Env.HostArch = c.os, c.installed, c.arch
 			f.Doctor.Health = &guest.Health{Docker: "active", InotifyWatches: 524288, InotifyInstances: 512, Disk: guest.Disk{Known: true, Used: 1, Avail: 1}, RosettaBinfmt: c.binfmt}
@@ -685,7 +666,7 @@ func TestDoctorRosetta(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			r := doctorRun(f, DoctorOptions{})
+			r := doctorRun(f, Options{})
 			h, v := check(t, r, "rosetta-host"), check(t, r, "rosetta-vm")
 			if h.Status != c.host || !strings.Contains(h.Finding, c.hostFinding) || h.Fix != c.hostFix {
 				t.Errorf("host: %+v", h)
@@ -704,20 +685,20 @@ func TestDoctorLocalNetwork(t *testing.T) {
 	for _, c := range []struct {
 		name, os, term string
 		dial           error
-		status         DoctorStatus
+		status         Status
 		finding, fix   string
 	}{
-		{"blocked", "darwin", "iTerm.app", unreach, DoctorFail, "macOS's Local Network privacy setting keeps iTerm off the local networks", "System Settings → Privacy & Security → Local Network: turn it on for iTerm"},
+		{"blocked", "darwin", "iTerm.app", unreach, Fail, "macOS's Local Network privacy setting keeps iTerm off the local networks", "System Settings → Privacy & Security → Local Network: turn it on for iTerm"},
 		// No answer has other causes than the privacy setting: a warning
 		// that does not send the user to System Settings.
-		{"no answer", "darwin", "", timeout, DoctorWarn, "cannot connect to the kind bridge's gateway 172.30.0.1", "marina status"},
-		{"refused is an answer", "darwin", "Apple_Terminal", refused, DoctorOK, "reaches the kind bridge's gateway 172.30.0.1", ""},
-		{"Linux", "linux", "", unreach, DoctorOK, "N/A: macOS only", ""},
+		{"no answer", "darwin", "", timeout, Warn, "cannot connect to the kind bridge's gateway 172.30.0.1", "marina status"},
+		{"refused is an answer", "darwin", "Apple_Terminal", refused, OK, "reaches the kind bridge's gateway 172.30.0.1", ""},
+		{"Linux", "linux", "", unreach, OK, "N/A: macOS only", ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			f := doctorFixture(t)
+			f := sessiontest.Healthy(t)
 			f.Doctor.OS, f.Doctor.Dial, f.Vars["TERM_PROGRAM"] = c.os, c.dial, c.term
-			r := doctorRun(f, DoctorOptions{})
+			r := doctorRun(f, Options{})
 			got := check(t, r, "local-network")
 			if got.Status != c.status || !strings.Contains(got.Finding, c.finding) || !strings.Contains(got.Fix, c.fix) {
 				t.Errorf("%+v", got)
@@ -729,25 +710,25 @@ func TestDoctorLocalNetwork(t *testing.T) {
 	}
 	// Blocked: the DNS lookup and the direct-mode clusters fail the same
 	// way, and are skipped with where to look instead of blamed.
-	f := doctorFixture(t)
+	f := sessiontest.Healthy(t)
 	f.Doctor.OS, f.Doctor.Dial = "darwin", unreach
-	r := doctorRun(f, DoctorOptions{})
-	if got := check(t, r, "dns"); got.Status != DoctorSkip || !strings.Contains(got.Finding, "see local-network") {
+	r := doctorRun(f, Options{})
+	if got := check(t, r, "dns"); got.Status != Skip || !strings.Contains(got.Finding, "see local-network") {
 		t.Errorf("dns while blocked: %+v", got)
 	}
 	// Without marina's kind network the gateway is not the VM's: no dial.
-	f = doctorFixture(t)
+	f = sessiontest.Healthy(t)
 	f.Doctor.OS, f.Doctor.Dial = "darwin", unreach
 	f.Network = nil
-	r = doctorRun(f, DoctorOptions{})
-	if got := check(t, r, "local-network"); got.Status != DoctorSkip || len(f.Called("host.dial")) != 0 {
+	r = doctorRun(f, Options{})
+	if got := check(t, r, "local-network"); got.Status != Skip || len(f.Called("host.dial")) != 0 {
 		t.Errorf("without the kind network: %+v", got)
 	}
 	// No route: nothing to try.
-	f = doctorFixture(t)
+	f = sessiontest.Healthy(t)
 	f.Route = nil
-	r = doctorRun(f, DoctorOptions{})
-	if got := check(t, r, "local-network"); got.Status != DoctorSkip || len(f.Called("host.dial")) != 0 {
+	r = doctorRun(f, Options{})
+	if got := check(t, r, "local-network"); got.Status != Skip || len(f.Called("host.dial")) != 0 {
 		t.Errorf("without the route: %+v", got)
 	}
 }
@@ -755,7 +736,7 @@ func TestDoctorLocalNetwork(t *testing.T) {
 // brokenForFix breaks the three things --fix repairs: forwarding, the
 // host route, a kubeconfig; the fakes make the repairs real.
 func brokenForFix(t *testing.T) *sessiontest.World {
-	f := doctorFixture(t)
+	f := sessiontest.Healthy(t)
 	f.Doctor.Net = func(st *guest.NetState) { st.Forwarding = false }
 	f.Route = nil
 	// No route, so no record of one: what --fix adds, it records itself.
@@ -783,8 +764,8 @@ func brokenForFix(t *testing.T) *sessiontest.World {
 // again.
 func TestDoctorFixRepairs(t *testing.T) {
 	f := brokenForFix(t)
-	var first *DoctorReport
-	r := doctorRun(f, DoctorOptions{Fix: true, Before: func(r DoctorReport) { first = &r }})
+	var first *Report
+	r := doctorRun(f, Options{Fix: true, Before: func(r Report) { first = &r }})
 	if first == nil {
 		t.Fatal("the first report was not shown before the repairs")
 	}
@@ -825,7 +806,7 @@ func TestDoctorFixDryRun(t *testing.T) {
 	f := brokenForFix(t)
 	path, _ := f.Env.Paths.Kubeconfig("dev")
 	before, _ := os.ReadFile(path)
-	r := doctorRun(f, DoctorOptions{Fix: true, DryRun: true, Before: func(DoctorReport) { t.Error("Before called on a dry run") }})
+	r := doctorRun(f, Options{Fix: true, DryRun: true, Before: func(Report) { t.Error("Before called on a dry run") }})
 	notOK(t, r, "forwarding=fail", "route=fail", "dns=skip", "cluster dev=fail", "local-network=skip")
 	want := []string{
 		"install and run the VM's network script (/usr/local/sbin/marina-network, marina-network.service, the docker.service drop-in): forwarding",
@@ -846,7 +827,7 @@ func TestDoctorFixDryRun(t *testing.T) {
 // What is not safe to repair is named, never touched: a VPN's route, a
 // stopped mirror, a missing pool, a full disk.
 func TestDoctorFixLeavesTheRestAlone(t *testing.T) {
-	f := doctorFixture(t)
+	f := sessiontest.Healthy(t)
 	f.Doctor.Table = []host.Route{
 		{Dest: f.Network.Subnet, Gateway: f.Lima0.Addr(), Interface: "bridge100"},
 		{Dest: mustPrefix("172.30.5.0/24"), Gateway: mustAddr("10.8.0.1"), Interface: "utun4"},
@@ -854,7 +835,7 @@ func TestDoctorFixLeavesTheRestAlone(t *testing.T) {
 	f.Mirrors[0].State = "exited"
 	f.Doctor.NoPool = map[string]bool{"dev": true}
 	f.Doctor.Health = &guest.Health{Docker: "active", InotifyWatches: 524288, InotifyInstances: 512, Disk: guest.Disk{Known: true, Used: 99, Avail: 1}}
-	r := doctorRun(f, DoctorOptions{Fix: true, Before: func(DoctorReport) { t.Error("nothing to repair, yet Before was called") }})
+	r := doctorRun(f, Options{Fix: true, Before: func(Report) { t.Error("nothing to repair, yet Before was called") }})
 	if len(r.Repairs) != 0 || !r.Failed() {
 		t.Errorf("repairs %q, failed %v", r.Repairs, r.Failed())
 	}
@@ -879,7 +860,7 @@ func TestDoctorFixGoesOnAfterAFailure(t *testing.T) {
 			f.Mu.Unlock()
 		}
 	}
-	r := doctorRun(f, DoctorOptions{Fix: true})
+	r := doctorRun(f, Options{Fix: true})
 	if len(r.Repairs) != 3 || !strings.Contains(r.Repairs[1], "failed: sudo: a password is required") {
 		t.Errorf("repairs %q", r.Repairs)
 	}
@@ -894,13 +875,13 @@ func mustAddr(s string) netip.Addr { return netip.MustParseAddr(s) }
 // A cluster whose API is on the VM's loopback is reached through Lima's
 // port mirroring, not the VM's forwarding: it is checked all the same.
 func TestDoctorLoopbackClusterWithoutForwarding(t *testing.T) {
-	f := doctorFixture(t)
+	f := sessiontest.Healthy(t)
 	f.Cluster("lo", 2, "https://127.0.0.1:7002")
 	f.NodeContainers[len(f.NodeContainers)-1].APIHosts = map[int]string{7002: "127.0.0.1"}
 	f.Doctor.Net = func(st *guest.NetState) { st.Forwarding = false }
-	r := doctorRun(f, DoctorOptions{})
+	r := doctorRun(f, Options{})
 	notOK(t, r, "forwarding=fail", "dns=skip", "cluster dev=skip")
-	if c := check(t, r, "cluster lo"); c.Status != DoctorOK || !strings.Contains(c.Finding, "answers at https://127.0.0.1:7002") {
+	if c := check(t, r, "cluster lo"); c.Status != OK || !strings.Contains(c.Finding, "answers at https://127.0.0.1:7002") {
 		t.Errorf("loopback cluster: %+v", c)
 	}
 }
@@ -916,19 +897,19 @@ func TestDoctorReportsMalformedDNSValues(t *testing.T) {
 	bad := `{"kvs":[` + kv("/skydns/internal/demo/dev/shop/web/1a2b3c4d", `{"host":"172.30.1.1"}`) + "," + kv("/skydns/internal/demo/dev/junk/0", "not json") + `]}`
 	for what, c := range map[string]struct {
 		records []byte
-		want    DoctorStatus
+		want    Status
 	}{
-		"no answer":   {nil, DoctorOK},
-		"records":     {[]byte(good), DoctorOK},
-		"a bad value": {[]byte(bad), DoctorWarn},
+		"no answer":   {nil, OK},
+		"records":     {[]byte(good), OK},
+		"a bad value": {[]byte(bad), Warn},
 	} {
-		f := doctorFixture(t)
+		f := sessiontest.Healthy(t)
 		f.Doctor.Records = c.records
-		chk := check(t, doctorRun(f, DoctorOptions{}), checkDNS)
+		chk := check(t, doctorRun(f, Options{}), checkDNS)
 		if chk.Status != c.want {
 			t.Errorf("%s: %s %s", what, chk.Status, chk.Finding)
 		}
-		if c.want == DoctorWarn && (!strings.Contains(chk.Finding, `"/skydns/internal/demo/dev/junk/0"`) || !strings.Contains(chk.Fix, "external-dns-etcd")) {
+		if c.want == Warn && (!strings.Contains(chk.Finding, `"/skydns/internal/demo/dev/junk/0"`) || !strings.Contains(chk.Fix, "external-dns-etcd")) {
 			t.Errorf("%s: %+v", what, chk)
 		}
 	}

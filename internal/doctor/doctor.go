@@ -1,4 +1,4 @@
-package app
+package doctor
 
 import (
 	"context"
@@ -39,31 +39,31 @@ import (
 // doctor's probes in it) and judges it; --fix makes the repairs that are
 // safe.
 
-// DoctorStatus is one check's outcome.
-type DoctorStatus string
+// Status is one check's outcome.
+type Status string
 
 // The outcomes of a check. A check that cannot run because one it needs
 // failed (no guest checks with the VM stopped) is skipped, and says which.
 const (
-	DoctorOK   DoctorStatus = "ok"
-	DoctorWarn DoctorStatus = "warn"
-	DoctorFail DoctorStatus = "fail"
-	DoctorSkip DoctorStatus = "skip"
+	OK   Status = "ok"
+	Warn Status = "warn"
+	Fail Status = "fail"
+	Skip Status = "skip"
 )
 
-// DoctorCheck is one check; its JSON is a contract.
-type DoctorCheck struct {
-	Name    string       `json:"name"`
-	Status  DoctorStatus `json:"status"`
-	Finding string       `json:"finding"`
+// Check is one check; its JSON is a contract.
+type Check struct {
+	Name    string `json:"name"`
+	Status  Status `json:"status"`
+	Finding string `json:"finding"`
 	// Fix is the command that fixes what is not right ("" when OK).
 	Fix string `json:"fix"`
 
 	repair repairKind // what --fix can do about it
 }
 
-// DoctorSummary counts the outcomes.
-type DoctorSummary struct {
+// Summary counts the outcomes.
+type Summary struct {
 	OK   int    `json:"ok"`
 	Warn int    `json:"warn"`
 	Fail int    `json:"fail"`
@@ -71,26 +71,26 @@ type DoctorSummary struct {
 	Line string `json:"line"`
 }
 
-// DoctorReport is what marina doctor prints.
-type DoctorReport struct {
-	Checks  []DoctorCheck `json:"checks"`
-	Summary DoctorSummary `json:"summary"`
+// Report is what marina doctor prints.
+type Report struct {
+	Checks  []Check `json:"checks"`
+	Summary Summary `json:"summary"`
 	// Repairs are what --fix did (with --dry-run: would do).
 	Repairs []string `json:"repairs,omitempty"`
 }
 
 // Failed reports whether a check failed: marina doctor then exits 1.
-func (r DoctorReport) Failed() bool { return r.Summary.Fail > 0 }
+func (r Report) Failed() bool { return r.Summary.Fail > 0 }
 
-// DoctorOptions are the flags of marina doctor.
-type DoctorOptions struct {
+// Options are the flags of marina doctor.
+type Options struct {
 	// Fix makes the safe repairs the checks name, then checks again.
 	Fix bool
 	// DryRun, with Fix, lists the repairs and makes none.
 	DryRun bool
 	// Before, when set, gets the first report (its Repairs are the ones
 	// about to be made) before --fix makes them.
-	Before func(DoctorReport)
+	Before func(Report)
 }
 
 // The safe repairs: nothing else is ever changed by doctor.
@@ -144,12 +144,12 @@ const (
 
 const fixCommand = "marina doctor --fix"
 
-// Doctor runs the checks; with opts.Fix it makes the safe repairs they
+// Run runs the checks; with opts.Fix it makes the safe repairs they
 // name and checks again, returning that second report.
-func Doctor(ctx context.Context, e *session.Env, opts DoctorOptions) (DoctorReport, error) {
+func Run(ctx context.Context, e *session.Env, opts Options) (Report, error) {
 	d, err := openDoctor(e)
 	if err != nil {
-		return DoctorReport{}, err
+		return Report{}, err
 	}
 	defer d.s.Close()
 	r := d.run(ctx)
@@ -175,15 +175,15 @@ func Doctor(ctx context.Context, e *session.Env, opts DoctorOptions) (DoctorRepo
 // doctor is one marina doctor: the session and what a run found.
 type doctor struct {
 	s      *session.Session
-	config DoctorCheck // the config's check, made once
-	cfgOK  bool        // s.Config is valid (read, or the defaults)
+	config Check // the config's check, made once
+	cfgOK  bool  // s.Config is valid (read, or the defaults)
 	cidr   netip.Prefix
 
 	// Set by run, for plan.
 	o     *session.Observed
 	made  status.MadeRecord
 	route host.RouteStatus
-	fixes []DoctorCheck
+	fixes []Check
 	stale []cluster.Info // clusters whose kubeconfig is missing or stale
 	// throughVM names the failed checks of what traffic from this host
 	// into the kind network passes (forwarding, marina's rules): what
@@ -243,17 +243,17 @@ func openDoctor(e *session.Env) (*doctor, error) {
 	return d, nil
 }
 
-func ok(name, finding string) DoctorCheck {
-	return DoctorCheck{Name: name, Status: DoctorOK, Finding: finding}
+func ok(name, finding string) Check {
+	return Check{Name: name, Status: OK, Finding: finding}
 }
-func warn(name, finding, fix string) DoctorCheck {
-	return DoctorCheck{Name: name, Status: DoctorWarn, Finding: finding, Fix: fix}
+func warn(name, finding, fix string) Check {
+	return Check{Name: name, Status: Warn, Finding: finding, Fix: fix}
 }
-func fail(name, finding, fix string) DoctorCheck {
-	return DoctorCheck{Name: name, Status: DoctorFail, Finding: finding, Fix: fix}
+func fail(name, finding, fix string) Check {
+	return Check{Name: name, Status: Fail, Finding: finding, Fix: fix}
 }
-func skip(name, why string) DoctorCheck {
-	return DoctorCheck{Name: name, Status: DoctorSkip, Finding: "skipped: " + why}
+func skip(name, why string) Check {
+	return Check{Name: name, Status: Skip, Finding: "skipped: " + why}
 }
 
 // oneLine joins a multi-line message into one line.
@@ -262,13 +262,13 @@ func oneLine(s string) string {
 }
 
 // run makes every check once.
-func (d *doctor) run(ctx context.Context) DoctorReport {
+func (d *doctor) run(ctx context.Context) Report {
 	s, e := d.s, d.s.Env
 	d.o, d.fixes, d.stale, d.throughVM, d.shadows = nil, nil, nil, nil, nil
 	d.route = host.RouteStatus{}
 	d.made = status.LoadMade(e.Paths, session.HostOwn(s.File.Config, s.File.Err == nil))
-	checks := []DoctorCheck{d.config}
-	add := func(c ...DoctorCheck) { checks = append(checks, c...) }
+	checks := []Check{d.config}
+	add := func(c ...Check) { checks = append(checks, c...) }
 	hostOS := s.Host.OS()
 
 	// limactl, then the VM.
@@ -276,13 +276,13 @@ func (d *doctor) run(ctx context.Context) DoctorReport {
 	add(lima)
 	vmCheck := judgeVM(s.Name, lima, inst, vmErr)
 	add(vmCheck)
-	running := vmCheck.Status == DoctorOK
+	running := vmCheck.Status == OK
 	if !running {
 		why := "VM " + s.Name + " is not running (see vm)"
 		switch {
-		case lima.Status == DoctorSkip:
+		case lima.Status == Skip:
 			why = "the config names no VM (see config)"
-		case lima.Status == DoctorFail:
+		case lima.Status == Fail:
 			why = "limactl is needed (see limactl)"
 		}
 		for _, n := range []string{checkGuest, checkDocker, checkKindNetwork, checkForwarding, checkFirewall, checkBoot, checkRoute, checkDNS, checkMirrors, checkClusters, checkInotify, checkDisk} {
@@ -332,7 +332,7 @@ func (d *doctor) run(ctx context.Context) DoctorReport {
 		c := judgeKindNetwork(docker.KindNetworkSpec(d.cidr, guest.HostIf), o.Network)
 		// Without marina's kind network nothing on it is reached from here:
 		// the DNS and the clusters' checks would blame themselves.
-		if c.Status == DoctorFail {
+		if c.Status == Fail {
 			d.throughVM = append(d.throughVM, checkKindNetwork)
 		}
 		add(c)
@@ -358,7 +358,7 @@ func (d *doctor) run(ctx context.Context) DoctorReport {
 		}
 		for _, area := range []guest.Area{guest.AreaForwarding, guest.AreaFirewall, guest.AreaBoot} {
 			c := judgeArea(area, cs, err, o.Guest.Net.Err, blocked)
-			if c.Status != DoctorOK && area != guest.AreaBoot {
+			if c.Status != OK && area != guest.AreaBoot {
 				d.throughVM = append(d.throughVM, c.Name)
 			}
 			add(c)
@@ -380,7 +380,7 @@ func (d *doctor) run(ctx context.Context) DoctorReport {
 	// The reach test first (at most 3 s): when macOS keeps this terminal
 	// off the local networks, the DNS lookup and the API calls over the
 	// route fail the same way, and would each point elsewhere.
-	var local DoctorCheck
+	var local Check
 	var gw netip.Addr
 	if d.cfgOK {
 		gw = docker.KindNetworkSpec(d.cidr, guest.HostIf).Gateway
@@ -398,14 +398,14 @@ func (d *doctor) run(ctx context.Context) DoctorReport {
 		dctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 		local = judgeLocalNetwork(gw, s.Host.Dial(dctx, netip.AddrPortFrom(gw, 9)), e.Getenv("TERM_PROGRAM"))
 		cancel()
-		if local.Status == DoctorFail {
+		if local.Status == Fail {
 			d.throughVM = append(d.throughVM, checkLocalNetwork)
 		}
 	}
 
 	// The DNS lookup and the clusters' APIs go at once.
-	var dnsCheck DoctorCheck
-	var clusterChecks []DoctorCheck
+	var dnsCheck Check
+	var clusterChecks []Check
 	var wg sync.WaitGroup
 	switch {
 	case !d.cfgOK:
@@ -425,11 +425,11 @@ func (d *doctor) run(ctx context.Context) DoctorReport {
 	}
 	switch {
 	case !guestOK:
-		clusterChecks = []DoctorCheck{skip(checkClusters, noGuest+": the API servers' address is not known")}
+		clusterChecks = []Check{skip(checkClusters, noGuest+": the API servers' address is not known")}
 	case !dockerOK:
-		clusterChecks = []DoctorCheck{skip(checkClusters, noDocker)}
+		clusterChecks = []Check{skip(checkClusters, noDocker)}
 	case o.ClustersErr != nil:
-		clusterChecks = []DoctorCheck{fail(checkClusters, "cannot list the clusters: "+oneLine(o.ClustersErr.Error()), "marina cluster list")}
+		clusterChecks = []Check{fail(checkClusters, "cannot list the clusters: "+oneLine(o.ClustersErr.Error()), "marina cluster list")}
 	default:
 		wg.Go(func() { clusterChecks = d.judgeClusters(ctx, o.Clusters) })
 	}
@@ -469,17 +469,17 @@ func (d *doctor) run(ctx context.Context) DoctorReport {
 	return summarize(checks)
 }
 
-func summarize(checks []DoctorCheck) DoctorReport {
-	r := DoctorReport{Checks: checks}
+func summarize(checks []Check) Report {
+	r := Report{Checks: checks}
 	for _, c := range checks {
 		switch c.Status {
-		case DoctorOK:
+		case OK:
 			r.Summary.OK++
-		case DoctorWarn:
+		case Warn:
 			r.Summary.Warn++
-		case DoctorFail:
+		case Fail:
 			r.Summary.Fail++
-		case DoctorSkip:
+		case Skip:
 			r.Summary.Skip++
 		}
 	}
@@ -499,7 +499,7 @@ func summarize(checks []DoctorCheck) DoctorReport {
 }
 
 // lookVM finds limactl, asks its version and looks the VM up.
-func (d *doctor) lookVM(ctx context.Context) (DoctorCheck, *vm.Instance, error) {
+func (d *doctor) lookVM(ctx context.Context) (Check, *vm.Instance, error) {
 	s := d.s
 	if s.Name == "" {
 		return skip(checkLima, "the config names no VM (see config)"), nil, nil
@@ -534,11 +534,11 @@ func (d *doctor) lookVM(ctx context.Context) (DoctorCheck, *vm.Instance, error) 
 }
 
 // judgeVM is the VM's check: there, and running.
-func judgeVM(name string, lima DoctorCheck, in *vm.Instance, err error) DoctorCheck {
+func judgeVM(name string, lima Check, in *vm.Instance, err error) Check {
 	switch {
-	case lima.Status == DoctorSkip:
+	case lima.Status == Skip:
 		return skip(checkVM, "the config names no VM (see config)")
-	case lima.Status != DoctorOK:
+	case lima.Status != OK:
 		return skip(checkVM, "limactl is needed (see limactl)")
 	case err != nil:
 		return fail(checkVM, "cannot look VM "+name+" up: "+oneLine(err.Error()), "marina status")
@@ -569,7 +569,7 @@ func judgeVM(name string, lima DoctorCheck, in *vm.Instance, err error) DoctorCh
 
 // judgeGuest is the guest channel's check: ssh answers, lima0 has an
 // address.
-func judgeGuest(o *session.Observed) DoctorCheck {
+func judgeGuest(o *session.Observed) Check {
 	switch {
 	case errors.Is(o.GuestErr, guest.ErrNoLima0):
 		return fail(checkGuest, "the guest answers over ssh, but "+oneLine(o.GuestErr.Error()), "marina down && marina up")
@@ -585,7 +585,7 @@ func judgeGuest(o *session.Observed) DoctorCheck {
 
 // judgeDocker is Docker's check, over the forwarded socket; the guest says
 // whether the daemon itself runs.
-func judgeDocker(o *session.Observed, sock string) DoctorCheck {
+func judgeDocker(o *session.Observed, sock string) Check {
 	if o.DockerErr == nil {
 		return ok(checkDocker, fmt.Sprintf("Docker %s answers on unix://%s", o.DockerVersion, sock))
 	}
@@ -596,7 +596,7 @@ func judgeDocker(o *session.Observed, sock string) DoctorCheck {
 }
 
 // judgeKindNetwork compares the kind network with marina's.
-func judgeKindNetwork(spec docker.NetworkSpec, have *docker.NetworkState) DoctorCheck {
+func judgeKindNetwork(spec docker.NetworkSpec, have *docker.NetworkState) Check {
 	if have == nil {
 		return fail(checkKindNetwork, "there is no Docker network "+spec.Name, "marina up")
 	}
@@ -614,7 +614,7 @@ func judgeKindNetwork(spec docker.NetworkSpec, have *docker.NetworkState) Doctor
 // judgeArea is one area of the guest's routing checks: forwarding,
 // marina's rules, or what keeps them across boots. blocked, when set, is
 // the fix to make first, before the network script can run again.
-func judgeArea(area guest.Area, cs []guest.Check, err error, readErr string, blocked string) DoctorCheck {
+func judgeArea(area guest.Area, cs []guest.Check, err error, readErr string, blocked string) Check {
 	name := map[guest.Area]string{guest.AreaForwarding: checkForwarding, guest.AreaFirewall: checkFirewall, guest.AreaBoot: checkBoot}[area]
 	if err != nil {
 		return fail(name, oneLine(err.Error()), "marina up")
@@ -663,7 +663,7 @@ func judgeArea(area guest.Area, cs []guest.Check, err error, readErr string, blo
 
 // judgeRoute is the host route's check: the route of the whole network,
 // and every route inside it.
-func (d *doctor) judgeRoute(o *session.Observed) (DoctorCheck, host.RouteStatus) {
+func (d *doctor) judgeRoute(o *session.Observed) (Check, host.RouteStatus) {
 	s, cidr := d.s, d.cidr
 	if o.RouteErr != nil {
 		return fail(checkRoute, "cannot read this host's route to "+cidr.String()+": "+oneLine(o.RouteErr.Error()), "marina status"), host.RouteStatus{}
@@ -710,7 +710,7 @@ func (d *doctor) judgeRoute(o *session.Observed) (DoctorCheck, host.RouteStatus)
 
 // shadowed fails the route check for routes that take part of the kind
 // network elsewhere: marina leaves them alone (a VPN's, most likely).
-func (d *doctor) shadowed(line string, shadows []host.Route) DoctorCheck {
+func (d *doctor) shadowed(line string, shadows []host.Route) Check {
 	var dels []string
 	for i, r := range shadows {
 		if i == 3 {
@@ -723,7 +723,7 @@ func (d *doctor) shadowed(line string, shadows []host.Route) DoctorCheck {
 }
 
 // judgeDNS is the local DNS's check, from status's DNS section.
-func judgeDNS(st status.DNSStatus) DoctorCheck {
+func judgeDNS(st status.DNSStatus) Check {
 	var bad []string
 	fix := "marina up"
 	switch host.ResolverState(st.Resolver) {
@@ -762,8 +762,8 @@ func judgeDNS(st status.DNSStatus) DoctorCheck {
 // values that are no DNS record: each stops the ExternalDNS of the
 // cluster whose zone holds it (the only user that can write there), and
 // marina's own view skips it.
-func judgeRecords(c DoctorCheck, h guest.Health, domain string) DoctorCheck {
-	if c.Status != DoctorOK || !h.RecordsRead {
+func judgeRecords(c Check, h guest.Health, domain string) Check {
+	if c.Status != OK || !h.RecordsRead {
 		return c
 	}
 	_, malformed, err := dns.ParseRange(h.Records, domain)
@@ -776,11 +776,11 @@ func judgeRecords(c DoctorCheck, h guest.Health, domain string) DoctorCheck {
 
 // judgeMirrors is one check per configured mirror, and one per mirror
 // container no longer in the config.
-func (d *doctor) judgeMirrors(o *session.Observed, probeErrs map[string]error, guestOK bool) []DoctorCheck {
+func (d *doctor) judgeMirrors(o *session.Observed, probeErrs map[string]error, guestOK bool) []Check {
 	s := d.s
 	cfg := s.Config.Registries
 	if len(cfg.Mirrors) == 0 && len(o.Mirrors) == 0 {
-		return []DoctorCheck{ok(checkMirrors, "no mirrors are configured")}
+		return []Check{ok(checkMirrors, "no mirrors are configured")}
 	}
 	// Out of date mirrors, judged as up judges them.
 	reasons := map[string]string{}
@@ -793,7 +793,7 @@ func (d *doctor) judgeMirrors(o *session.Observed, probeErrs map[string]error, g
 	for _, c := range o.Mirrors {
 		byName[c.Labels[registry.LabelMirror]] = c
 	}
-	var out []DoctorCheck
+	var out []Check
 	for _, m := range cfg.Mirrors {
 		name := "mirror " + m.Name
 		c, found := byName[m.Name]
@@ -853,11 +853,11 @@ func (d *doctor) judgeMirrors(o *session.Observed, probeErrs map[string]error, g
 const clusterTimeout = 5 * time.Second
 
 // judgeClusters is one check per cluster, all at once.
-func (d *doctor) judgeClusters(ctx context.Context, cs []cluster.Info) []DoctorCheck {
+func (d *doctor) judgeClusters(ctx context.Context, cs []cluster.Info) []Check {
 	if len(cs) == 0 {
-		return []DoctorCheck{ok(checkClusters, "no clusters")}
+		return []Check{ok(checkClusters, "no clusters")}
 	}
-	out := make([]DoctorCheck, len(cs))
+	out := make([]Check, len(cs))
 	stale := make([]bool, len(cs))
 	var wg sync.WaitGroup
 	for i, c := range cs {
@@ -876,7 +876,7 @@ func (d *doctor) judgeClusters(ctx context.Context, cs []cluster.Info) []DoctorC
 // API server of the mode it was made in, the API answers there with a
 // certificate the kubeconfig verifies, and MetalLB has marina's pool.
 // stale is set when exporting the kubeconfig again repairs it.
-func (d *doctor) judgeCluster(ctx context.Context, c cluster.Info) (DoctorCheck, bool) {
+func (d *doctor) judgeCluster(ctx context.Context, c cluster.Info) (Check, bool) {
 	s := d.s
 	name := "cluster " + c.Name
 	if c.Slot == 0 {
@@ -962,7 +962,7 @@ func certError(err error) bool {
 }
 
 // judgeInotify compares the VM's inotify limits with kind's.
-func judgeInotify(h guest.Health) DoctorCheck {
+func judgeInotify(h guest.Health) Check {
 	if h.InotifyWatches == 0 || h.InotifyInstances == 0 {
 		return warn(checkInotify, "the VM's inotify limits could not be read", "marina shell -- sysctl fs.inotify")
 	}
@@ -975,7 +975,7 @@ func judgeInotify(h guest.Health) DoctorCheck {
 }
 
 // judgeDisk is the free space of the file system holding Docker's data.
-func judgeDisk(h guest.Health) DoctorCheck {
+func judgeDisk(h guest.Health) Check {
 	if !h.Disk.Known {
 		return warn(checkDisk, "the free space of "+guest.DockerDataRoot+" in the VM could not be read", "marina shell -- df -h "+guest.DockerDataRoot)
 	}
@@ -1004,7 +1004,7 @@ func kib(n int64) string {
 const rosettaInstall = "softwareupdate --install-rosetta --agree-to-license"
 
 // judgeRosettaHost is Rosetta 2 on the Mac: needed only with vm.rosetta.
-func judgeRosettaHost(goos, arch string, installed, want bool) DoctorCheck {
+func judgeRosettaHost(goos, arch string, installed, want bool) Check {
 	switch {
 	case goos != "darwin":
 		return ok(checkRosettaHost, "N/A: not a Mac")
@@ -1021,7 +1021,7 @@ func judgeRosettaHost(goos, arch string, installed, want bool) DoctorCheck {
 // judgeRosettaVM is Rosetta's binfmt entry in the guest against
 // vm.rosetta. created says whether the VM was made with Rosetta (its
 // lima.yaml agrees with the config on it).
-func judgeRosettaVM(goos, arch string, binfmt, want, created bool) DoctorCheck {
+func judgeRosettaVM(goos, arch string, binfmt, want, created bool) Check {
 	switch {
 	case goos != "darwin" || arch != "arm64":
 		return ok(checkRosettaVM, "N/A: Rosetta runs on Apple silicon Macs only")
@@ -1066,7 +1066,7 @@ func (d *doctor) rosettaAtCreation(in *vm.Instance) bool {
 // judgeLocalNetwork is macOS's Local Network privacy setting: with it off
 // for the terminal, connections from it to the vzNAT network and what is
 // routed there fail ("no route to host"), though the route is there.
-func judgeLocalNetwork(gw netip.Addr, err error, term string) DoctorCheck {
+func judgeLocalNetwork(gw netip.Addr, err error, term string) Check {
 	if host.Reached(err) {
 		return ok(checkLocalNetwork, "this host reaches the kind bridge's gateway "+gw.String())
 	}
