@@ -14,6 +14,7 @@ import (
 	"github.com/bcollard/marina/internal/cluster"
 	"github.com/bcollard/marina/internal/config"
 	"github.com/bcollard/marina/internal/docker"
+	"github.com/bcollard/marina/internal/fleet"
 	"github.com/bcollard/marina/internal/kindcluster"
 	"github.com/bcollard/marina/internal/machine"
 	"github.com/bcollard/marina/internal/registry"
@@ -42,10 +43,10 @@ func TestDryRunsChangeNothing(t *testing.T) {
 			return kindcluster.Label(ctx, f.Env, "a", []string{"team=net", "env-"}, true)
 		}, "on every node of a: set team=net; remove env"},
 		{"fleet label", func(f *sessiontest.World) error {
-			return LabelFleet(ctx, f.Env, "demo", []string{"team=net"}, true)
+			return fleet.SetLabels(ctx, f.Env, "demo", []string{"team=net"}, true)
 		}, "on every node of a, b: set team=net"},
 		{"fleet delete", func(f *sessiontest.World) error {
-			return DeleteFleet(ctx, f.Env, "demo", "", false, true)
+			return fleet.Delete(ctx, f.Env, "demo", "", false, true)
 		}, "delete 2 clusters, in this order: a, b"},
 		{"kubeconfig merge", func(f *sessiontest.World) error {
 			return kindcluster.MergeKubeconfigs(ctx, f.Env, nil, true)

@@ -24,6 +24,7 @@ import (
 	"github.com/bcollard/marina/internal/cluster"
 	"github.com/bcollard/marina/internal/docker"
 	"github.com/bcollard/marina/internal/doctor"
+	"github.com/bcollard/marina/internal/fleet"
 	"github.com/bcollard/marina/internal/golden"
 	"github.com/bcollard/marina/internal/kindcluster"
 	"github.com/bcollard/marina/internal/machine"
@@ -108,8 +109,8 @@ func views(t *testing.T) (*sessiontest.World, []view) {
 		}
 		return v
 	}
-	fleet := filepath.Join(t.TempDir(), "fleet.yaml")
-	if err := os.WriteFile(fleet, fmt.Appendf(nil, demoFleet, "FailFast"), 0o600); err != nil {
+	manifest := filepath.Join(t.TempDir(), "fleet.yaml")
+	if err := os.WriteFile(manifest, fmt.Appendf(nil, sessiontest.DemoFleet, "FailFast"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	// east, stopped, fails its check; registry-old warns.
@@ -119,13 +120,13 @@ func views(t *testing.T) (*sessiontest.World, []view) {
 		{name: "cluster-list", v: must(kindcluster.List(ctx, f.Env, ""))},
 		{name: "registry-list", v: must(machine.ListMirrors(ctx, f.Env))},
 		{name: "dns-list", v: must(status.ListDNS(ctx, f.Env, ""))},
-		{name: "fleet-list", v: must(ListFleets(ctx, f.Env))},
-		{name: "fleet-describe", v: must(DescribeFleet(ctx, f.Env, "demo"))},
+		{name: "fleet-list", v: must(fleet.List(ctx, f.Env))},
+		{name: "fleet-describe", v: must(fleet.Describe(ctx, f.Env, "demo"))},
 		{name: "doctor", v: doc},
 		{name: "version", v: fixedVersion()},
-		{name: "fleet-apply", v: FleetReport{}, rendered: func(format string) []byte {
+		{name: "fleet-apply", v: fleet.Report{}, rendered: func(format string) []byte {
 			f.Stdout.Reset()
-			if err := ApplyFleet(ctx, f.Env, FleetOptions{File: fleet, DryRun: true, Output: format}); err != nil {
+			if err := fleet.Apply(ctx, f.Env, fleet.ApplyOptions{File: manifest, DryRun: true, Output: format}); err != nil {
 				t.Fatalf("fleet apply -o %s: %v\n%s", format, err, f.Stderr.String())
 			}
 			return bytes.Clone(f.Stdout.Bytes())

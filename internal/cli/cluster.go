@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/bcollard/marina/internal/app"
+	"github.com/bcollard/marina/internal/fleet"
 	"github.com/bcollard/marina/internal/kindcluster"
 	"github.com/bcollard/marina/internal/session"
 )
@@ -93,7 +93,7 @@ of these, in a terminal, pick from a list.`,
 				if len(o.Names) > 0 || o.Selector != "" {
 					return errors.New("-f deletes a fleet manifest's clusters: do not name clusters or give -l with it")
 				}
-				return app.DeleteFleet(c.Context(), r.env.Load(), "", file, o.Yes, o.DryRun)
+				return fleet.Delete(c.Context(), r.env.Load(), "", file, o.Yes, o.DryRun)
 			}
 			return kindcluster.Delete(c.Context(), r.env.Load(), o)
 		},

@@ -9,7 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/bcollard/marina/internal/app"
+	"github.com/bcollard/marina/internal/fleet"
 	"github.com/bcollard/marina/internal/kindcluster"
 	"github.com/bcollard/marina/internal/session"
 )
@@ -54,7 +54,7 @@ func (r *root) fleetCmd() *cobra.Command {
 }
 
 func (r *root) fleetApplyCmd(use string) *cobra.Command {
-	var o app.FleetOptions
+	var o fleet.ApplyOptions
 	c := &cobra.Command{
 		Use:   use + " -f FILE",
 		Short: "Create a fleet's missing clusters in parallel along their dependencies",
@@ -81,7 +81,7 @@ status is 1 when a cluster failed.
 			if o.Output == "text" {
 				o.Output = ""
 			}
-			return app.ApplyFleet(c.Context(), r.env.Load(), o)
+			return fleet.Apply(c.Context(), r.env.Load(), o)
 		},
 	}
 	f := c.Flags()
@@ -110,7 +110,7 @@ the fleet its control-plane node's marina.dev/fleet label names. Clusters of
 no fleet are left out (marina cluster list shows them).`,
 		Example: `  marina fleet list
   marina fleet ls -o yaml`,
-	}, app.ListFleets, printFleets, func() string {
+	}, fleet.List, printFleets, func() string {
 		return "No fleets: `marina fleet apply -f FILE` makes one."
 	})
 }
@@ -132,8 +132,8 @@ func (r *root) fleetDescribeCmd() *cobra.Command {
 nodes, Kubernetes version, whether every node is Ready, and its labels.`,
 		Example: `  marina fleet describe demo
   marina fleet desc demo -o json`,
-	}, func(ctx context.Context, e *session.Env) ([]app.FleetMember, error) {
-		return app.DescribeFleet(ctx, e, name)
+	}, func(ctx context.Context, e *session.Env) ([]fleet.MemberRow, error) {
+		return fleet.Describe(ctx, e, name)
 	}, printFleetMembers)
 	return c
 }
@@ -147,7 +147,7 @@ func (r *root) fleetLabelCmd() *cobra.Command {
 		Example: `  marina fleet label demo -l team=net -l env-`,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
-			return app.LabelFleet(c.Context(), r.env.Load(), args[0], labels, dryRun)
+			return fleet.SetLabels(c.Context(), r.env.Load(), args[0], labels, dryRun)
 		},
 		Long: `Set (-l key=value) or remove (-l key-) labels on every node of every cluster
 in the fleet, as marina cluster label does for one. marina.dev/fleet and
@@ -166,7 +166,7 @@ func (r *root) fleetAdoptCmd() *cobra.Command {
 		Example: `  marina fleet adopt demo dev staging`,
 		Args:    cobra.MinimumNArgs(2),
 		RunE: func(c *cobra.Command, args []string) error {
-			return app.AdoptClusters(c.Context(), r.env.Load(), args[0], args[1:])
+			return fleet.AdoptClusters(c.Context(), r.env.Load(), args[0], args[1:])
 		},
 		Long: `Set the marina.dev/fleet=FLEET label on every node of the named clusters, and
 nothing else: they then show in marina fleet list and go with marina fleet
@@ -194,7 +194,7 @@ kubeconfig files and entries. Asks first unless -y; a manifest read from stdin
 			if len(args) == 1 {
 				name = args[0]
 			}
-			return app.DeleteFleet(c.Context(), r.env.Load(), name, file, yes, dryRun)
+			return fleet.Delete(c.Context(), r.env.Load(), name, file, yes, dryRun)
 		},
 	}
 	c.Flags().StringVarP(&file, "filename", "f", "", "delete the clusters of this Fleet manifest (- for stdin)")
@@ -203,7 +203,7 @@ kubeconfig files and entries. Asks first unless -y; a manifest read from stdin
 	return c
 }
 
-func printFleets(w io.Writer, rows []app.FleetRow) {
+func printFleets(w io.Writer, rows []fleet.ListRow) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "FLEET\tCLUSTERS")
 	for _, r := range rows {
@@ -212,11 +212,11 @@ func printFleets(w io.Writer, rows []app.FleetRow) {
 	tw.Flush()
 }
 
-func printFleetMembers(w io.Writer, rows []app.FleetMember) {
+func printFleetMembers(w io.Writer, rows []fleet.MemberRow) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "NAME\tSLOT\tAPI-PORT\tNODES\tVERSION\tREADY\tKUBECONFIG\tLABELS")
 	for _, r := range rows {
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\t%v\t%s\t%s\n", r.Name, r.Num, r.APIPort, r.Nodes, orDash(r.Version), r.Ready, orDash(r.KubeconfigPath), orDash(app.ShownLabels(r.Labels)))
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\t%v\t%s\t%s\n", r.Name, r.Num, r.APIPort, r.Nodes, orDash(r.Version), r.Ready, orDash(r.KubeconfigPath), orDash(fleet.ShownLabels(r.Labels)))
 	}
 	tw.Flush()
 }

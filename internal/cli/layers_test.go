@@ -27,7 +27,7 @@ var (
 		"app":         {"dockerctx", "doctor", "fleet", "kindcluster", "machine", "migrate", "skill", "status"},
 		"doctor":      {"kindcluster", "machine", "status"},
 		"dockerctx":   nil,
-		"fleet":       nil,
+		"fleet":       {"kindcluster"},
 		"kindcluster": nil,
 		"machine":     {"kindcluster"},
 		"migrate":     nil,

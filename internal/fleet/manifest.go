@@ -1,7 +1,8 @@
 // Package fleet is marina's Fleet: a manifest that declares clusters and
 // the order they need, the plan that gives each its slot before anything
-// is made, and the scheduler that creates them in parallel along the
-// dependencies.
+// is made, the scheduler that creates them in parallel along the
+// dependencies, and the fleet commands over a session (apply, list,
+// describe, label, adopt, delete).
 package fleet
 
 import (

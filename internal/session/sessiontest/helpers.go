@@ -171,3 +171,23 @@ func Healthy(t *testing.T) *World {
 func (f *World) ResolverFile(domain string) string {
 	return filepath.Join(f.ResolverDir, domain)
 }
+
+const DemoFleet = `apiVersion: marina.dev/v1alpha1
+kind: Fleet
+metadata:
+  name: demo
+spec:
+  maxParallel: 2
+  strategy: %s
+  defaults:
+    labels: {env: demo}
+  clusters:
+    - east
+    - name: west
+      num: 5
+      registries: {mirrors: [registry-quayio]}
+    - name: mesh
+      dependsOn: [east, west]
+      labels: {role: hub}
+      addons: {metricsServer: {enabled: true}}
+`

@@ -1,4 +1,4 @@
-package app
+package fleet
 
 // fleet apply and fleet delete through the fixture: the plan, the slots
 // held while the creates run, the order along the dependencies, FailFast,
@@ -26,26 +26,6 @@ import (
 	"github.com/bcollard/marina/internal/vm"
 )
 
-const demoFleet = `apiVersion: marina.dev/v1alpha1
-kind: Fleet
-metadata:
-  name: demo
-spec:
-  maxParallel: 2
-  strategy: %s
-  defaults:
-    labels: {env: demo}
-  clusters:
-    - east
-    - name: west
-      num: 5
-      registries: {mirrors: [registry-quayio]}
-    - name: mesh
-      dependsOn: [east, west]
-      labels: {role: hub}
-      addons: {metricsServer: {enabled: true}}
-`
-
 // fleetFixture is a fixture where kind creates any cluster: its node
 // appears in the slot the cluster's reservation holds, which is how the
 // fixture proves a slot is held while kind runs.
@@ -66,8 +46,8 @@ func fleetFixture(t *testing.T, strategy string) (*sessiontest.World, string) {
 		f.NodeContainers = append(f.NodeContainers, docker.Node{Container: docker.Container{ID: name + "-cp", Name: name + "-control-plane", State: "running"}, Cluster: name, Role: "control-plane", APIPorts: []int{slot.APIPort(n)}})
 		f.Mu.Unlock()
 	}
-	file := filepath.Join(t.TempDir(), "fleet.yaml")
-	if err := os.WriteFile(file, fmt.Appendf(nil, demoFleet, strategy), 0o600); err != nil {
+	file := filepath.Join(t.TempDir(), "yaml")
+	if err := os.WriteFile(file, fmt.Appendf(nil, sessiontest.DemoFleet, strategy), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	return f, file
@@ -118,7 +98,7 @@ func lastIndex(calls []string, prefix string) int {
 
 func TestFleetApplyCreatesAlongTheDependencies(t *testing.T) {
 	f, file := fleetFixture(t, "FailFast")
-	if err := ApplyFleet(context.Background(), f.Env, FleetOptions{File: file}); err != nil {
+	if err := Apply(context.Background(), f.Env, ApplyOptions{File: file}); err != nil {
 		t.Fatalf("%v\n%s", err, f.Stderr.String())
 	}
 	for name, want := range map[string]int{"east": 1, "west": 5, "mesh": 2} {
@@ -184,7 +164,7 @@ func TestFleetApplyCreatesAlongTheDependencies(t *testing.T) {
 	before := len(f.Calls)
 	f.Mu.Unlock()
 	f.Stdout.Reset()
-	if err := ApplyFleet(context.Background(), f.Env, FleetOptions{File: file}); err != nil {
+	if err := Apply(context.Background(), f.Env, ApplyOptions{File: file}); err != nil {
 		t.Fatalf("%v\n%s", err, f.Stderr.String())
 	}
 	f.Mu.Lock()
@@ -204,7 +184,7 @@ func TestFleetApplyCreatesAlongTheDependencies(t *testing.T) {
 func TestFleetApplyDryRun(t *testing.T) {
 	f, file := fleetFixture(t, "FailFast")
 	f.Cluster("dev", 1, "")
-	if err := ApplyFleet(context.Background(), f.Env, FleetOptions{File: file, DryRun: true}); err != nil {
+	if err := Apply(context.Background(), f.Env, ApplyOptions{File: file, DryRun: true}); err != nil {
 		t.Fatalf("%v\n%s", err, f.Stderr.String())
 	}
 	out := f.Stdout.String()
@@ -232,7 +212,7 @@ func TestFleetApplyDryRun(t *testing.T) {
 func TestFleetApplyFailFast(t *testing.T) {
 	f, file := fleetFixture(t, "FailFast")
 	f.Fail["kube east pool"] = errBoom
-	err := ApplyFleet(context.Background(), f.Env, FleetOptions{File: file, MaxParallel: 1})
+	err := Apply(context.Background(), f.Env, ApplyOptions{File: file, MaxParallel: 1})
 	var exit *session.ExitError
 	if !errors.As(err, &exit) || exit.Code != 1 {
 		t.Fatalf("error = %v, want exit status 1", err)
@@ -260,14 +240,14 @@ func TestFleetApplyFailFast(t *testing.T) {
 func TestFleetApplyContinueOnError(t *testing.T) {
 	f, file := fleetFixture(t, "ContinueOnError")
 	f.Fail["kube east pool"] = errBoom
-	err := ApplyFleet(context.Background(), f.Env, FleetOptions{File: file, MaxParallel: 1, Output: "json"})
+	err := Apply(context.Background(), f.Env, ApplyOptions{File: file, MaxParallel: 1, Output: "json"})
 	if !errors.As(err, new(*session.ExitError)) {
 		t.Fatalf("error = %v, want an exit status", err)
 	}
 	if slotOf(f, "west") != 5 || slotOf(f, "mesh") != 0 {
 		t.Errorf("west in slot %d (want 5), mesh in slot %d (want none)", slotOf(f, "west"), slotOf(f, "mesh"))
 	}
-	var rep FleetReport
+	var rep Report
 	if err := jsonUnmarshal(f.Stdout.Bytes(), &rep); err != nil {
 		t.Fatalf("%v\n%s", err, f.Stdout.String())
 	}
@@ -291,20 +271,20 @@ func TestFleetApplyContinueOnError(t *testing.T) {
 func TestFleetApplyAdopts(t *testing.T) {
 	f, file := fleetFixture(t, "FailFast")
 	f.Cluster("east", 3, "https://127.0.0.1:7003")
-	if err := ApplyFleet(context.Background(), f.Env, FleetOptions{File: file, DryRun: true}); err != nil {
+	if err := Apply(context.Background(), f.Env, ApplyOptions{File: file, DryRun: true}); err != nil {
 		t.Fatal(err)
 	}
 	if !regexp.MustCompile(`east +3 +skip`).MatchString(f.Stdout.String()) || !strings.Contains(f.Stdout.String(), "east: exists without a fleet label: it is left as it is (--adopt makes it this fleet's)") {
 		t.Errorf("plan:\n%s", f.Stdout.String())
 	}
 	f.Stdout.Reset()
-	if err := ApplyFleet(context.Background(), f.Env, FleetOptions{File: file, DryRun: true, Adopt: true}); err != nil {
+	if err := Apply(context.Background(), f.Env, ApplyOptions{File: file, DryRun: true, Adopt: true}); err != nil {
 		t.Fatal(err)
 	}
 	if !regexp.MustCompile(`east +3 +adopt +- +mirrors=all, set env=demo,marina.dev/fleet=demo`).MatchString(f.Stdout.String()) {
 		t.Errorf("plan with --adopt:\n%s", f.Stdout.String())
 	}
-	if err := ApplyFleet(context.Background(), f.Env, FleetOptions{File: file, Adopt: true}); err != nil {
+	if err := Apply(context.Background(), f.Env, ApplyOptions{File: file, Adopt: true}); err != nil {
 		t.Fatalf("%v\n%s", err, f.Stderr.String())
 	}
 	if index(f, "kube east label-nodes env=demo,marina.dev/fleet=demo") < 0 || index(f, "guest.run kind create cluster east") >= 0 {
@@ -321,7 +301,7 @@ func TestFleetApplyAdopts(t *testing.T) {
 func TestFleetApplyPinnedSlotTaken(t *testing.T) {
 	f, file := fleetFixture(t, "FailFast")
 	f.Cluster("dev", 5, "")
-	err := ApplyFleet(context.Background(), f.Env, FleetOptions{File: file})
+	err := Apply(context.Background(), f.Env, ApplyOptions{File: file})
 	if err == nil || !strings.Contains(err.Error(), "cluster west: num 5 is taken by cluster dev") {
 		t.Fatalf("error = %v", err)
 	}
@@ -351,7 +331,7 @@ func TestFleetSlotsAreHeldForTheWholeApply(t *testing.T) {
 			res.Release()
 		}
 	}
-	if err := ApplyFleet(context.Background(), f.Env, FleetOptions{File: file, MaxParallel: 1}); err != nil {
+	if err := Apply(context.Background(), f.Env, ApplyOptions{File: file, MaxParallel: 1}); err != nil {
 		t.Fatalf("%v\n%s", err, f.Stderr.String())
 	}
 	if got == 1 || got == 2 || got == 5 || got == 0 {
@@ -368,17 +348,17 @@ func TestFleetDeleteOrder(t *testing.T) {
 		f.Labels[n] = map[string]string{cluster.FleetLabel: "demo"}
 	}
 	f.Cluster("solo", 9, "https://127.0.0.1:7009") // no fleet label
-	if err := DeleteFleet(context.Background(), f.Env, "", file, false, false); err == nil || !strings.Contains(err.Error(), "needs a confirmation") {
+	if err := Delete(context.Background(), f.Env, "", file, false, false); err == nil || !strings.Contains(err.Error(), "needs a confirmation") {
 		t.Fatalf("no terminal, no -y: %v", err)
 	}
-	f.Env.Stdin = strings.NewReader(fmt.Sprintf(demoFleet, "FailFast"))
-	if err := DeleteFleet(context.Background(), f.Env, "", "-", false, false); err == nil || !strings.Contains(err.Error(), "came from stdin") {
+	f.Env.Stdin = strings.NewReader(fmt.Sprintf(sessiontest.DemoFleet, "FailFast"))
+	if err := Delete(context.Background(), f.Env, "", "-", false, false); err == nil || !strings.Contains(err.Error(), "came from stdin") {
 		t.Fatalf("stdin manifest without -y: %v", err)
 	}
 	if got := f.Called("guest.run"); len(got) != 0 {
 		t.Fatalf("deleted without a confirmation: %v", got)
 	}
-	if err := DeleteFleet(context.Background(), f.Env, "", file, true, false); err != nil {
+	if err := Delete(context.Background(), f.Env, "", file, true, false); err != nil {
 		t.Fatalf("%v\n%s", err, f.Stderr.String())
 	}
 	body := f.Bodies["kind delete cluster"]
@@ -423,7 +403,7 @@ func TestReadmeFleetExample(t *testing.T) {
 	if err := os.WriteFile(file, []byte(m[1]), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := ApplyFleet(context.Background(), f.Env, FleetOptions{File: file, DryRun: true}); err != nil {
+	if err := Apply(context.Background(), f.Env, ApplyOptions{File: file, DryRun: true}); err != nil {
 		t.Fatalf("the README's fleet: %v", err)
 	}
 	for _, re := range []string{`east +1 +create`, `west +5 +create`, `mesh +2 +create +east,west +node=v1.36.4`} {
@@ -445,7 +425,7 @@ func TestFleetApplyInterrupted(t *testing.T) {
 			cancel()
 		}
 	}
-	err := ApplyFleet(ctx, f.Env, FleetOptions{File: file, MaxParallel: 1, Output: "json"})
+	err := Apply(ctx, f.Env, ApplyOptions{File: file, MaxParallel: 1, Output: "json"})
 	if err == nil {
 		t.Fatal("an interrupted apply succeeded")
 	}
@@ -461,7 +441,7 @@ func TestFleetApplyInterrupted(t *testing.T) {
 	if f.Env.Leftover() != "" {
 		t.Errorf("leftover after the rollback: %q", f.Env.Leftover())
 	}
-	var rep FleetReport
+	var rep Report
 	if err := jsonUnmarshal(f.Stdout.Bytes(), &rep); err != nil {
 		t.Fatalf("%v\n%s", err, f.Stdout.String())
 	}
@@ -479,7 +459,7 @@ func TestFleetApplyInterrupted(t *testing.T) {
 // manifest.
 func TestFleetDeleteByNameOrder(t *testing.T) {
 	f, file := fleetFixture(t, "FailFast")
-	if err := ApplyFleet(context.Background(), f.Env, FleetOptions{File: file}); err != nil {
+	if err := Apply(context.Background(), f.Env, ApplyOptions{File: file}); err != nil {
 		t.Fatalf("%v\n%s", err, f.Stderr.String())
 	}
 	f.Mu.Lock()
@@ -488,7 +468,7 @@ func TestFleetDeleteByNameOrder(t *testing.T) {
 		f.Labels[n] = map[string]string{cluster.FleetLabel: "demo"}
 	}
 	f.Mu.Unlock()
-	if err := DeleteFleet(context.Background(), f.Env, "demo", "", true, false); err != nil {
+	if err := Delete(context.Background(), f.Env, "demo", "", true, false); err != nil {
 		t.Fatalf("%v\n%s", err, f.Stderr.String())
 	}
 	var names []string
@@ -524,7 +504,7 @@ func TestFleetReleasesEachSlotOnce(t *testing.T) {
 			}
 		}
 	}
-	_ = ApplyFleet(context.Background(), f.Env, FleetOptions{File: file, MaxParallel: 1})
+	_ = Apply(context.Background(), f.Env, ApplyOptions{File: file, MaxParallel: 1})
 	if other.Slot == 0 {
 		t.Fatal("the other create got no slot")
 	}
@@ -539,14 +519,14 @@ func TestFleetApplyLabelFailureStopsCreates(t *testing.T) {
 	f, file := fleetFixture(t, "FailFast")
 	f.Cluster("east", 3, "https://127.0.0.1:7003")
 	f.Fail["kube east label-nodes"] = errBoom
-	err := ApplyFleet(context.Background(), f.Env, FleetOptions{File: file, Adopt: true, Output: "json"})
+	err := Apply(context.Background(), f.Env, ApplyOptions{File: file, Adopt: true, Output: "json"})
 	if !errors.As(err, new(*session.ExitError)) {
 		t.Fatalf("error = %v, want an exit status", err)
 	}
 	if got := f.Called("guest.run kind create"); len(got) != 0 {
 		t.Errorf("creates ran after the failed adoption: %v", got)
 	}
-	var rep FleetReport
+	var rep Report
 	if err := jsonUnmarshal(f.Stdout.Bytes(), &rep); err != nil {
 		t.Fatalf("%v\n%s", err, f.Stdout.String())
 	}
@@ -562,7 +542,7 @@ func TestFleetApplyLabelFailureStopsCreates(t *testing.T) {
 func TestFleetNamesCannotLeaveTheirFolder(t *testing.T) {
 	f, _ := fleetFixture(t, "FailFast")
 	for _, name := range []string{"../../etc/passwd", "..", "a/b", "-rf", ""} {
-		if err := DeleteFleet(context.Background(), f.Env, name, "", true, false); err == nil || name != "" && !strings.Contains(err.Error(), "cannot be a marina.dev/fleet label value") {
+		if err := Delete(context.Background(), f.Env, name, "", true, false); err == nil || name != "" && !strings.Contains(err.Error(), "cannot be a marina.dev/fleet label value") {
 			t.Errorf("fleet delete %q: %v", name, err)
 		}
 		if err := AdoptClusters(context.Background(), f.Env, name, []string{"east"}); err == nil {
@@ -574,7 +554,7 @@ func TestFleetNamesCannotLeaveTheirFolder(t *testing.T) {
 	if err := os.WriteFile(file, []byte(bad), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := ApplyFleet(context.Background(), f.Env, FleetOptions{File: file}); err == nil || !strings.Contains(err.Error(), "bad.yaml:3: metadata.name") {
+	if err := Apply(context.Background(), f.Env, ApplyOptions{File: file}); err == nil || !strings.Contains(err.Error(), "bad.yaml:3: metadata.name") {
 		t.Errorf("apply of a fleet named ../x: %v", err)
 	}
 	if got := f.Called("guest."); len(got) != 0 {

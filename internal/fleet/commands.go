@@ -1,4 +1,4 @@
-package app
+package fleet
 
 import (
 	"context"
@@ -16,21 +16,20 @@ import (
 	"github.com/bcollard/marina/internal/cluster"
 	"github.com/bcollard/marina/internal/config"
 	"github.com/bcollard/marina/internal/fileutil"
-	"github.com/bcollard/marina/internal/fleet"
 	"github.com/bcollard/marina/internal/kindcluster"
 	"github.com/bcollard/marina/internal/session"
 	"github.com/bcollard/marina/internal/ui"
 )
 
-// FleetRow is one line of marina fleet list.
-type FleetRow struct {
+// ListRow is one line of marina fleet list.
+type ListRow struct {
 	Name     string   `json:"name"`
 	Clusters []string `json:"clusters"`
 }
 
-// ListFleets groups the clusters by the fleet label of their control
+// List groups the clusters by the fleet label of their control
 // planes; clusters of no fleet are left out.
-func ListFleets(ctx context.Context, e *session.Env) ([]FleetRow, error) {
+func List(ctx context.Context, e *session.Env) ([]ListRow, error) {
 	s, err := session.Open(ctx, e, session.Needs{Config: session.VMOnly, Running: true, Clusters: true})
 	if err != nil {
 		return nil, err
@@ -46,16 +45,16 @@ func ListFleets(ctx context.Context, e *session.Env) ([]FleetRow, error) {
 			by[f] = append(by[f], r.Name)
 		}
 	}
-	out := []FleetRow{}
+	out := []ListRow{}
 	for f, cs := range by {
-		out = append(out, FleetRow{Name: f, Clusters: cs})
+		out = append(out, ListRow{Name: f, Clusters: cs})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out, nil
 }
 
-// FleetMember is one cluster of marina fleet describe.
-type FleetMember struct {
+// MemberRow is one cluster of marina fleet describe.
+type MemberRow struct {
 	Name           string            `json:"name"`
 	Num            int               `json:"num"`
 	APIPort        int               `json:"apiPort"`
@@ -105,9 +104,9 @@ func fleetMembers(ctx context.Context, s *session.Session, name string) ([]kindc
 	return out, nil
 }
 
-// DescribeFleet describes the clusters of fleet name, reading their nodes
+// Describe describes the clusters of fleet name, reading their nodes
 // at once.
-func DescribeFleet(ctx context.Context, e *session.Env, name string) ([]FleetMember, error) {
+func Describe(ctx context.Context, e *session.Env, name string) ([]MemberRow, error) {
 	if err := checkFleetName(name); err != nil {
 		return nil, err
 	}
@@ -120,11 +119,11 @@ func DescribeFleet(ctx context.Context, e *session.Env, name string) ([]FleetMem
 	if err != nil {
 		return nil, err
 	}
-	out := make([]FleetMember, len(rows))
+	out := make([]MemberRow, len(rows))
 	errs := make([]error, len(rows))
 	var wg sync.WaitGroup
 	for i, r := range rows {
-		out[i] = FleetMember{Name: r.Name, Num: r.Num, APIPort: r.APIPort, KubeconfigPath: r.KubeconfigPath, Labels: r.Labels}
+		out[i] = MemberRow{Name: r.Name, Num: r.Num, APIPort: r.APIPort, KubeconfigPath: r.KubeconfigPath, Labels: r.Labels}
 		wg.Go(func() {
 			k, err := s.Kube(r.Name, kindcluster.LabelTimeout)
 			if err != nil {
@@ -154,8 +153,8 @@ func DescribeFleet(ctx context.Context, e *session.Env, name string) ([]FleetMem
 	return out, nil
 }
 
-// LabelFleet sets and removes node labels on every cluster of a fleet.
-func LabelFleet(ctx context.Context, e *session.Env, name string, specs []string, dryRun bool) error {
+// SetLabels sets and removes node labels on every cluster of a fleet.
+func SetLabels(ctx context.Context, e *session.Env, name string, specs []string, dryRun bool) error {
 	if err := checkFleetName(name); err != nil {
 		return err
 	}
@@ -251,9 +250,9 @@ func AdoptClusters(ctx context.Context, e *session.Env, name string, clusters []
 	return errors.Join(errs...)
 }
 
-// DeleteFleet deletes the clusters of fleet name, or those of the manifest
+// Delete deletes the clusters of fleet name, or those of the manifest
 // in file that exist, every cluster before those it depends on.
-func DeleteFleet(ctx context.Context, e *session.Env, name, file string, yes, dryRun bool) error {
+func Delete(ctx context.Context, e *session.Env, name, file string, yes, dryRun bool) error {
 	switch {
 	case name != "" && file != "":
 		return errors.New("name the fleet or give its manifest with -f, not both")
@@ -264,7 +263,7 @@ func DeleteFleet(ctx context.Context, e *session.Env, name, file string, yes, dr
 			return err
 		}
 	}
-	var f fleet.Fleet
+	var f Fleet
 	if file != "" {
 		cfg, err := config.Load(e.Paths)
 		if err != nil {
@@ -316,7 +315,7 @@ func DeleteFleet(ctx context.Context, e *session.Env, name, file string, yes, dr
 // fleetDeletions are the clusters a fleet delete removes, dependents
 // first. From a named manifest, only the clusters in that fleet are: a
 // cluster of the same name made otherwise is reported and left alone.
-func fleetDeletions(ctx context.Context, s *session.Session, f fleet.Fleet, name string) ([]string, error) {
+func fleetDeletions(ctx context.Context, s *session.Session, f Fleet, name string) ([]string, error) {
 	e := s.Env
 	if name != "" {
 		rows, err := fleetMembers(ctx, s, name)
@@ -329,7 +328,7 @@ func fleetDeletions(ctx context.Context, s *session.Session, f fleet.Fleet, name
 		}
 		sort.Strings(names)
 		// The manifest apply recorded says who depends on whom.
-		data, err := fileutil.ReadRegular(fleetFile(e, name), fleet.MaxFileSize)
+		data, err := fileutil.ReadRegular(fleetFile(e, name), MaxFileSize)
 		if errors.Is(err, os.ErrNotExist) {
 			return names, nil
 		}
@@ -340,7 +339,7 @@ func fleetDeletions(ctx context.Context, s *session.Session, f fleet.Fleet, name
 			e.UI.Warnf("the manifest fleet apply recorded cannot be read (%v): deleting in name order", err)
 			return names, nil
 		}
-		return fleet.DeletionOrder(f, names), nil
+		return DeletionOrder(f, names), nil
 	}
 	var listed []string
 	for _, m := range f.Members {
@@ -378,7 +377,7 @@ func fleetDeletions(ctx context.Context, s *session.Session, f fleet.Fleet, name
 			return nil, nil
 		}
 	}
-	return fleet.DeletionOrder(f, names), nil
+	return DeletionOrder(f, names), nil
 }
 
 // hiddenLabelPrefixes are left out of fleet describe's text view.

@@ -1,4 +1,4 @@
-package app
+package fleet
 
 import (
 	"context"
@@ -18,14 +18,13 @@ import (
 	"github.com/bcollard/marina/internal/cluster"
 	"github.com/bcollard/marina/internal/config"
 	"github.com/bcollard/marina/internal/fileutil"
-	"github.com/bcollard/marina/internal/fleet"
 	"github.com/bcollard/marina/internal/kindcluster"
 	"github.com/bcollard/marina/internal/session"
 	"github.com/bcollard/marina/internal/ui"
 )
 
-// FleetOptions are the flags of marina fleet apply.
-type FleetOptions struct {
+// ApplyOptions are the flags of marina fleet apply.
+type ApplyOptions struct {
 	File        string // "-": stdin
 	DryRun      bool
 	MaxParallel int // > 0 overrides spec.maxParallel
@@ -41,16 +40,16 @@ func manifestFile(e *session.Env, file string) (string, []byte, error) {
 		return "", nil, errors.New("give the fleet manifest with -f FILE (or -f - to read it from stdin)")
 	}
 	if file == "-" {
-		b, err := io.ReadAll(io.LimitReader(e.Stdin, fleet.MaxFileSize+1))
+		b, err := io.ReadAll(io.LimitReader(e.Stdin, MaxFileSize+1))
 		if err != nil {
 			return "", nil, fmt.Errorf("read the fleet manifest from stdin: %w", err)
 		}
-		if len(b) > fleet.MaxFileSize {
-			return "", nil, fmt.Errorf("the fleet manifest on stdin is larger than %d bytes, which no fleet is: check what is piped in", fleet.MaxFileSize)
+		if len(b) > MaxFileSize {
+			return "", nil, fmt.Errorf("the fleet manifest on stdin is larger than %d bytes, which no fleet is: check what is piped in", MaxFileSize)
 		}
 		return "<stdin>", b, nil
 	}
-	b, err := fileutil.ReadRegular(file, fleet.MaxFileSize)
+	b, err := fileutil.ReadRegular(file, MaxFileSize)
 	if err != nil {
 		return "", nil, fmt.Errorf("read the fleet manifest: %w", err)
 	}
@@ -58,51 +57,51 @@ func manifestFile(e *session.Env, file string) (string, []byte, error) {
 }
 
 // loadFleet reads and checks the manifest in file against cfg.
-func loadFleet(e *session.Env, cfg config.Config, file string) (fleet.Fleet, []byte, error) {
+func loadFleet(e *session.Env, cfg config.Config, file string) (Fleet, []byte, error) {
 	name, data, err := manifestFile(e, file)
 	if err != nil {
-		return fleet.Fleet{}, nil, err
+		return Fleet{}, nil, err
 	}
 	f, err := parseFleet(e, cfg, name, data)
 	return f, data, err
 }
 
 // parseFleet checks the manifest data, read from name, against cfg.
-func parseFleet(e *session.Env, cfg config.Config, name string, data []byte) (fleet.Fleet, error) {
-	known := fleet.Known{
+func parseFleet(e *session.Env, cfg config.Config, name string, data []byte) (Fleet, error) {
+	known := Known{
 		NodeImage:     func(v string) error { _, err := cfg.Kind.NodeImage(v); return err },
 		MetricsServer: addons.MetricsServerVersions(),
 	}
 	for _, m := range cfg.Registries.Mirrors {
 		known.Mirrors = append(known.Mirrors, m.Name)
 	}
-	f, err := fleet.Load(name, data, known)
+	f, err := Load(name, data, known)
 	if err != nil {
 		return f, err
 	}
 	if f.Converted {
-		e.UI.Warnf("%s: apiVersion %s is klimax's: read as %s (write that in the file to silence this)", name, fleet.KlimaxAPIVersion, fleet.APIVersion)
+		e.UI.Warnf("%s: apiVersion %s is klimax's: read as %s (write that in the file to silence this)", name, KlimaxAPIVersion, APIVersion)
 	}
 	return f, nil
 }
 
-// FleetReport is the result of marina fleet apply, for -o json|yaml.
-type FleetReport struct {
-	Fleet           string         `json:"fleet"`
-	MaxParallel     int            `json:"maxParallel"`
-	Strategy        string         `json:"strategy"`
-	DryRun          bool           `json:"dryRun,omitempty"`
-	Created         int            `json:"created"`
-	Skipped         int            `json:"skipped"`
-	Failed          int            `json:"failed"`
-	MakespanSeconds float64        `json:"makespanSeconds,omitempty"`
-	Clusters        []FleetCluster `json:"clusters"`
-	Start           *time.Time     `json:"start,omitempty"`
-	End             *time.Time     `json:"end,omitempty"`
+// Report is the result of marina fleet apply, for -o json|yaml.
+type Report struct {
+	Fleet           string          `json:"fleet"`
+	MaxParallel     int             `json:"maxParallel"`
+	Strategy        string          `json:"strategy"`
+	DryRun          bool            `json:"dryRun,omitempty"`
+	Created         int             `json:"created"`
+	Skipped         int             `json:"skipped"`
+	Failed          int             `json:"failed"`
+	MakespanSeconds float64         `json:"makespanSeconds,omitempty"`
+	Clusters        []ClusterReport `json:"clusters"`
+	Start           *time.Time      `json:"start,omitempty"`
+	End             *time.Time      `json:"end,omitempty"`
 }
 
-// FleetCluster is one cluster of a FleetReport.
-type FleetCluster struct {
+// ClusterReport is one cluster of a Report.
+type ClusterReport struct {
 	Name      string   `json:"name"`
 	Slot      int      `json:"slot"`
 	Action    string   `json:"action"`
@@ -119,9 +118,9 @@ type FleetCluster struct {
 	Phases  []ui.StepTime `json:"phases,omitempty"`
 }
 
-// ApplyFleet creates what a fleet manifest lists and does not exist yet,
+// Apply creates what a fleet manifest lists and does not exist yet,
 // along its dependencies, and labels or adopts what exists.
-func ApplyFleet(ctx context.Context, e *session.Env, opts FleetOptions) error {
+func Apply(ctx context.Context, e *session.Env, opts ApplyOptions) error {
 	cfg, err := config.Load(e.Paths)
 	if err != nil {
 		return err
@@ -164,7 +163,7 @@ func ApplyFleet(ctx context.Context, e *session.Env, opts FleetOptions) error {
 	}
 	defer held.releaseAll()
 	for _, r := range rows {
-		if r.Action != fleet.Create {
+		if r.Action != Create {
 			continue
 		}
 		p := plans[r.Name]
@@ -178,9 +177,9 @@ func ApplyFleet(ctx context.Context, e *session.Env, opts FleetOptions) error {
 			return fmt.Errorf("cluster %s: %w", r.Name, err)
 		}
 	}
-	rep := &FleetReport{Fleet: f.Name, MaxParallel: f.MaxParallel, Strategy: string(f.Strategy), DryRun: opts.DryRun}
+	rep := &Report{Fleet: f.Name, MaxParallel: f.MaxParallel, Strategy: string(f.Strategy), DryRun: opts.DryRun}
 	for _, r := range rows {
-		rep.Clusters = append(rep.Clusters, FleetCluster{Name: r.Name, Slot: r.Slot, Action: string(r.Action), DependsOn: r.DependsOn, Options: r.Options(), Notes: r.Notes})
+		rep.Clusters = append(rep.Clusters, ClusterReport{Name: r.Name, Slot: r.Slot, Action: string(r.Action), DependsOn: r.DependsOn, Options: r.Options(), Notes: r.Notes})
 	}
 	if opts.Output == "" {
 		printFleetPlan(e.Stdout, f, rows)
@@ -212,11 +211,11 @@ func ApplyFleet(ctx context.Context, e *session.Env, opts FleetOptions) error {
 // prefetch gets the manifests the creates need into marina's cache
 // before any starts: a Mac without a network fails before anything is
 // made, not after the first clusters.
-func prefetch(ctx context.Context, s *session.Session, rows []fleet.Row) error {
+func prefetch(ctx context.Context, s *session.Session, rows []Row) error {
 	need := map[string]bool{}
 	creates := false
 	for _, r := range rows {
-		if r.Action != fleet.Create {
+		if r.Action != Create {
 			continue
 		}
 		creates = true
@@ -248,7 +247,7 @@ func fleetFile(e *session.Env, name string) string {
 }
 
 // memberOptions are the create options of member m.
-func memberOptions(f fleet.Fleet, m fleet.Member, opts FleetOptions) kindcluster.CreateOptions {
+func memberOptions(f Fleet, m Member, opts ApplyOptions) kindcluster.CreateOptions {
 	return kindcluster.CreateOptions{
 		Name: m.Name, Region: m.Region, Zone: m.Zone, Fleet: f.Name,
 		NodeVersion: m.NodeVersion, Workers: m.Workers, Mirrors: m.Mirrors,
@@ -258,14 +257,14 @@ func memberOptions(f fleet.Fleet, m fleet.Member, opts FleetOptions) kindcluster
 
 // liveClusters are the clusters with their control planes' labels (nil
 // for a cluster that is not running), read at once.
-func liveClusters(ctx context.Context, s *session.Session) ([]fleet.Live, error) {
+func liveClusters(ctx context.Context, s *session.Session) ([]Live, error) {
 	rows, err := kindcluster.Rows(ctx, s, nil, "")
 	if err != nil {
 		return nil, err
 	}
-	out := make([]fleet.Live, len(rows))
+	out := make([]Live, len(rows))
 	for i, r := range rows {
-		out[i] = fleet.Live{Name: r.Name, Slot: r.Num, Labels: r.Labels}
+		out[i] = Live{Name: r.Name, Slot: r.Num, Labels: r.Labels}
 	}
 	return out, nil
 }
@@ -274,9 +273,9 @@ func liveClusters(ctx context.Context, s *session.Session) ([]fleet.Live, error)
 // and reservations as they are then, and (unless a dry run) reserves the
 // slot of every cluster to create before the lock is let go: a cluster
 // create running meanwhile cannot take one.
-func placeFleet(ctx context.Context, s *session.Session, f fleet.Fleet, live []fleet.Live, opts FleetOptions) ([]fleet.Row, *holds, error) {
+func placeFleet(ctx context.Context, s *session.Session, f Fleet, live []Live, opts ApplyOptions) ([]Row, *holds, error) {
 	rs := cluster.Reservations{Dir: s.Paths.Slots()}
-	var rows []fleet.Row
+	var rows []Row
 	held := &holds{by: map[string]cluster.Reservation{}}
 	err := cluster.Locked(ctx, s.Paths.SlotsLock(), func() error {
 		now, err := s.ListClusters(ctx)
@@ -284,11 +283,11 @@ func placeFleet(ctx context.Context, s *session.Session, f fleet.Fleet, live []f
 			return err
 		}
 		// Clusters made since the labels were read count, unlabelled.
-		byName := map[string]fleet.Live{}
+		byName := map[string]Live{}
 		for _, l := range live {
 			byName[l.Name] = l
 		}
-		var cur []fleet.Live
+		var cur []Live
 		for _, c := range now {
 			l := byName[c.Name]
 			l.Name, l.Slot = c.Name, c.Slot
@@ -298,18 +297,18 @@ func placeFleet(ctx context.Context, s *session.Session, f fleet.Fleet, live []f
 		if err != nil {
 			return err
 		}
-		var hs []fleet.Held
+		var hs []Held
 		for _, h := range others {
-			hs = append(hs, fleet.Held{Slot: h.Slot, Name: h.Name, PID: h.PID})
+			hs = append(hs, Held{Slot: h.Slot, Name: h.Name, PID: h.PID})
 		}
-		if rows, err = fleet.Plan(f, cur, hs, opts.Adopt); err != nil {
+		if rows, err = Plan(f, cur, hs, opts.Adopt); err != nil {
 			return err
 		}
 		if opts.DryRun {
 			return nil
 		}
 		for _, r := range rows {
-			if r.Action != fleet.Create {
+			if r.Action != Create {
 				continue
 			}
 			res, err := rs.Take(r.Slot, r.Name)
@@ -324,7 +323,7 @@ func placeFleet(ctx context.Context, s *session.Session, f fleet.Fleet, live []f
 	return rows, held, err
 }
 
-func printFleetPlan(w io.Writer, f fleet.Fleet, rows []fleet.Row) {
+func printFleetPlan(w io.Writer, f Fleet, rows []Row) {
 	name := f.Name
 	if name == "" {
 		name = "(unnamed)"
@@ -379,10 +378,10 @@ func (h *holds) releaseAll() {
 	}
 }
 
-func runFleet(ctx context.Context, s *session.Session, f fleet.Fleet, rows []fleet.Row, plans map[string]*kindcluster.Plan, held *holds, opts FleetOptions, rep *FleetReport) {
+func runFleet(ctx context.Context, s *session.Session, f Fleet, rows []Row, plans map[string]*kindcluster.Plan, held *holds, opts ApplyOptions, rep *Report) {
 	e := s.Env
 	start := time.Now()
-	byName := map[string]*FleetCluster{}
+	byName := map[string]*ClusterReport{}
 	for i := range rep.Clusters {
 		byName[rep.Clusters[i].Name] = &rep.Clusters[i]
 	}
@@ -390,15 +389,15 @@ func runFleet(ctx context.Context, s *session.Session, f fleet.Fleet, rows []fle
 	for _, r := range rows {
 		c := byName[r.Name]
 		switch r.Action {
-		case fleet.Skip:
+		case Skip:
 			c.Result = "skipped"
 			c.Reason = "exists"
 			continue
-		case fleet.Create:
+		case Create:
 			continue
 		}
 		done := "labelled"
-		if r.Action == fleet.Adopt {
+		if r.Action == Adopt {
 			done = "adopted"
 		}
 		err := e.Step(fmt.Sprintf("Setting %s on the nodes of %s", cluster.FormatLabels(r.Set), r.Name), "", func() error {
@@ -414,17 +413,17 @@ func runFleet(ctx context.Context, s *session.Session, f fleet.Fleet, rows []fle
 			labelFailed = true
 		}
 	}
-	var tasks []fleet.Task
+	var tasks []Task
 	for _, r := range rows {
-		if r.Action == fleet.Create {
-			tasks = append(tasks, fleet.Task{Name: r.Name, DependsOn: r.DependsOn})
+		if r.Action == Create {
+			tasks = append(tasks, Task{Name: r.Name, DependsOn: r.DependsOn})
 		}
 	}
-	if len(tasks) > 0 && f.Strategy == fleet.FailFast && labelFailed {
+	if len(tasks) > 0 && f.Strategy == FailFast && labelFailed {
 		// Nothing new starts after a failure under FailFast.
 		for _, t := range tasks {
 			c := byName[t.Name]
-			c.Result, c.Reason = "skipped", "not started: a label change failed, and the fleet's strategy is "+string(fleet.FailFast)
+			c.Result, c.Reason = "skipped", "not started: a label change failed, and the fleet's strategy is "+string(FailFast)
 		}
 		tasks = nil
 	}
@@ -434,11 +433,11 @@ func runFleet(ctx context.Context, s *session.Session, f fleet.Fleet, rows []fle
 		for _, t := range tasks {
 			lines[t.Name] = board.Add(t.Name)
 		}
-		members := map[string]fleet.Member{}
+		members := map[string]Member{}
 		for _, r := range rows {
 			members[r.Name] = r.Member
 		}
-		outs := fleet.Run(ctx, tasks, f.MaxParallel, f.Strategy, time.Now, func(ctx context.Context, name string) error {
+		outs := Run(ctx, tasks, f.MaxParallel, f.Strategy, time.Now, func(ctx context.Context, name string) error {
 			line := lines[name]
 			line.Begin()
 			ms := s.Member(e.Member(name, line.UI()))
@@ -454,9 +453,9 @@ func runFleet(ctx context.Context, s *session.Session, f fleet.Fleet, rows []fle
 		for _, o := range outs {
 			c := byName[o.Name]
 			switch o.State {
-			case fleet.Done:
+			case Done:
 				c.Result = "created"
-			case fleet.Failed:
+			case Failed:
 				c.Result, c.Reason = "failed", o.Reason
 			default:
 				c.Result, c.Reason = "skipped", o.Reason
@@ -490,7 +489,7 @@ func firstLine(s string) string {
 }
 
 // fleetResult prints the outcome of an apply and fails when a cluster did.
-func fleetResult(e *session.Env, rep *FleetReport, output string) error {
+func fleetResult(e *session.Env, rep *Report, output string) error {
 	if output != "" {
 		if err := ui.Render(e.Stdout, output, rep); err != nil {
 			return err

@@ -1,0 +1,5 @@
+package fleet
+
+import "errors"
+
+var errBoom = errors.New("boom")
