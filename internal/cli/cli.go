@@ -16,10 +16,10 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
-	"github.com/bcollard/marina/internal/app"
 	"github.com/bcollard/marina/internal/config"
 	"github.com/bcollard/marina/internal/dns"
 	"github.com/bcollard/marina/internal/machine"
+	"github.com/bcollard/marina/internal/migrate"
 	"github.com/bcollard/marina/internal/session"
 	"github.com/bcollard/marina/internal/status"
 	"github.com/bcollard/marina/internal/ui"
@@ -158,7 +158,7 @@ pods see your Mac's real address.
 				return err
 			}
 			if cmd.Name() != "migrate" {
-				app.KlimaxNotice(r.env.Load())
+				migrate.KlimaxNotice(r.env.Load())
 			}
 			return nil
 		},

@@ -30,7 +30,7 @@ var (
 		"fleet":       {"kindcluster"},
 		"kindcluster": nil,
 		"machine":     {"kindcluster"},
-		"migrate":     nil,
+		"migrate":     {"dockerctx", "fleet", "machine", "skill"},
 		"skill":       nil,
 		"status":      nil,
 		"version":     nil,

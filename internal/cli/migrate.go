@@ -1,13 +1,12 @@
 package cli
 
 import (
+	"github.com/bcollard/marina/internal/migrate"
 	"github.com/spf13/cobra"
-
-	"github.com/bcollard/marina/internal/app"
 )
 
 func (r *root) migrateCmd() *cobra.Command {
-	var o app.MigrateOptions
+	var o migrate.Options
 	c := &cobra.Command{
 		Use:   "migrate [FLEET-FILE...]",
 		Short: "Bring a klimax installation over: config, caches, VM, clusters, kubeconfigs",
@@ -48,7 +47,7 @@ success plans nothing.`,
 				return err
 			}
 			o.Skill = []byte(skill)
-			return app.Migrate(c.Context(), r.env.Load(), o)
+			return migrate.Run(c.Context(), r.env.Load(), o)
 		},
 	}
 	c.Flags().BoolVarP(&o.Yes, "yes", "y", false, "stop klimax's running VM without asking")

@@ -1,4 +1,4 @@
-package app
+package migrate
 
 import (
 	"bytes"
@@ -30,7 +30,6 @@ import (
 	"github.com/bcollard/marina/internal/kube"
 	"github.com/bcollard/marina/internal/kubeconfig"
 	"github.com/bcollard/marina/internal/machine"
-	"github.com/bcollard/marina/internal/migrate"
 	"github.com/bcollard/marina/internal/session"
 	"github.com/bcollard/marina/internal/skill"
 	"github.com/bcollard/marina/internal/slot"
@@ -38,8 +37,8 @@ import (
 	"github.com/bcollard/marina/internal/vm"
 )
 
-// MigrateOptions are marina migrate's flags.
-type MigrateOptions struct {
+// Options are marina migrate's flags.
+type Options struct {
 	DryRun bool
 	// Yes accepts stopping klimax's VM without asking.
 	Yes bool
@@ -54,7 +53,7 @@ type MigrateOptions struct {
 	Now func() time.Time
 }
 
-// journal is what migrate records in ~/.marina/migrate.json as it goes,
+// journal is what migrate records in ~/.marina/json as it goes,
 // so that a run stopped anywhere resumes where it was: the choice made
 // about the VM, the config it wrote, the kind network's containers before
 // it was converted, and the VM steps done.
@@ -66,7 +65,7 @@ type journal struct {
 	Done      map[string]bool   `json:"done,omitempty"`
 }
 
-func journalPath(p config.Paths) string { return filepath.Join(p.Dir, "migrate.json") }
+func journalPath(p config.Paths) string { return filepath.Join(p.Dir, "json") }
 
 func readJournal(p config.Paths) (*journal, error) {
 	j := &journal{Done: map[string]bool{}}
@@ -109,9 +108,9 @@ const (
 // plans from it.
 type migration struct {
 	e     *session.Env
-	k     migrate.Klimax
+	k     Klimax
 	j     *journal
-	conv  migrate.Converted
+	conv  Converted
 	name  string // the VM's
 	steps []mstep
 	// notes are what the plan says about choices made (not steps).
@@ -132,7 +131,7 @@ func (m *migration) add(do, why string, run func(ctx context.Context) error) {
 	m.steps = append(m.steps, mstep{Step: session.Step{Do: do, Reason: why}, run: run})
 }
 
-// Migrate brings the klimax installation in the user's home over to
+// Run brings the klimax installation in the user's home over to
 // marina, planning every step before it does any: the config, the mirrors'
 // host caches, klimax's VM (adopted under marina's LIMA_HOME with its
 // clusters, when that can be done safely), the clusters' kubeconfigs and
@@ -141,14 +140,14 @@ func (m *migration) add(do, why string, run func(ctx context.Context) error) {
 // is kept under ~/.klimax, and ~/.klimax itself stays until --cleanup.
 // A second run after a success plans nothing; a run stopped anywhere
 // completes when run again.
-func Migrate(ctx context.Context, e *session.Env, o MigrateOptions) error {
-	k := migrate.Locate(e.Paths.Home)
+func Run(ctx context.Context, e *session.Env, o Options) error {
+	k := Locate(e.Paths.Home)
 	j, err := readJournal(e.Paths)
 	if err != nil {
 		return err
 	}
 	m := &migration{e: e, k: k, j: j}
-	if migrate.Found(e.Paths.Home) {
+	if Found(e.Paths.Home) {
 		if err := k.Check(); err != nil {
 			return err
 		}
@@ -166,15 +165,15 @@ func Migrate(ctx context.Context, e *session.Env, o MigrateOptions) error {
 		// A VM moved into marina's Lima by a migrate whose record is gone
 		// (or was not this VM's): what of the adoption is left cannot be
 		// told, and "nothing to migrate" would not be true.
-		if migrate.Found(e.Paths.Home) && !m.adopt && m.name != "" && m.moved() {
+		if Found(e.Paths.Home) && !m.adopt && m.name != "" && m.moved() {
 			return fmt.Errorf("klimax's VM %s is in marina's Lima (an earlier marina migrate moved it), but %s, migrate's record of what it did, is missing or not this migration's, so migrate cannot tell what of the adoption is left; nothing was changed. `marina up` starts the VM as marina's and puts its networking in order; check it with `marina doctor`", m.name, journalPath(e.Paths))
 		}
 		switch {
-		case !migrate.Found(e.Paths.Home) && len(o.Fleets) == 0:
+		case !Found(e.Paths.Home) && len(o.Fleets) == 0:
 			fmt.Fprintf(e.Stdout, "Nothing to migrate: there is no klimax installation at %s.\n", k.Dir)
 		default:
 			fmt.Fprintln(e.Stdout, "Nothing to migrate: everything of klimax's is marina's already.")
-			if migrate.Found(e.Paths.Home) && !o.Cleanup {
+			if Found(e.Paths.Home) && !o.Cleanup {
 				fmt.Fprintf(e.Stdout, "%s is left in place; `marina migrate --cleanup` renames it aside.\n", k.Dir)
 			}
 		}
@@ -199,7 +198,7 @@ func Migrate(ctx context.Context, e *session.Env, o MigrateOptions) error {
 		}
 	}
 	fmt.Fprintln(e.Stdout, "Migration complete.")
-	if !o.Cleanup && migrate.Found(e.Paths.Home) {
+	if !o.Cleanup && Found(e.Paths.Home) {
 		fmt.Fprintf(e.Stdout, "%s is left in place; `marina migrate --cleanup` renames it aside once you are happy.\n", k.Dir)
 	}
 	return nil
@@ -224,7 +223,7 @@ func (m *migration) print(dryRun bool) {
 }
 
 // observe reads klimax's installation and marina's, and plans.
-func (m *migration) observe(ctx context.Context, o MigrateOptions) error {
+func (m *migration) observe(ctx context.Context, o Options) error {
 	e, k := m.e, m.k
 	raw, err := k.ReadConfig()
 	if err != nil {
@@ -232,7 +231,7 @@ func (m *migration) observe(ctx context.Context, o MigrateOptions) error {
 	}
 	// klimax's VM name decides where its instance is; the conversion
 	// reports it (klimax's default when unset).
-	probe, err := migrate.Config(raw, migrate.ConfigOptions{KeepVM: true})
+	probe, err := Config(raw, ConfigOptions{KeepVM: true})
 	if err != nil {
 		return fmt.Errorf("klimax's config %s: %w", k.Config(), err)
 	}
@@ -256,7 +255,7 @@ func (m *migration) observe(ctx context.Context, o MigrateOptions) error {
 		}
 	}
 	m.adopt = adopt
-	m.conv, err = migrate.Config(raw, migrate.ConfigOptions{KeepVM: adopt})
+	m.conv, err = Config(raw, ConfigOptions{KeepVM: adopt})
 	if err != nil {
 		return fmt.Errorf("klimax's config %s: %w", k.Config(), err)
 	}
@@ -318,7 +317,7 @@ func (m *migration) canAdopt(ctx context.Context, cfgThere, ours bool) (bool, st
 		return false, fmt.Sprintf("%s and %s are on different file systems, so moving the VM's disk would be a copy of many gigabytes. %s", m.k.Dir, e.Paths.Dir, keep)
 	}
 	ours1 := filepath.Join(e.Paths.LimaHome(), "_config", "user")
-	if fileExists(ours1) && !migrate.SameFile(ours1, m.k.Key()) {
+	if fileExists(ours1) && !SameFile(ours1, m.k.Key()) {
 		return false, fmt.Sprintf("marina's Lima has an SSH key of its own (%s), which klimax's VM does not know. %s", ours1, keep)
 	}
 	return true, ""
@@ -360,7 +359,7 @@ func (m *migration) planExport() {
 func (m *migration) export(ctx context.Context, names []string, out string) error {
 	e := m.e
 	live := m.klimaxRunning()
-	var cs []migrate.Cluster
+	var cs []Cluster
 	for _, n := range names {
 		if err := cluster.CheckName(n); err != nil {
 			e.UI.Warnf("%s.kubeconfig in %s is left out of the Fleet: %v", n, m.k.KubeDir(), err)
@@ -375,7 +374,7 @@ func (m *migration) export(ctx context.Context, names []string, out string) erro
 			e.UI.Warnf("%s is left out of the Fleet: %v", n, err)
 			continue
 		}
-		c := migrate.Cluster{Name: n}
+		c := Cluster{Name: n}
 		if srv, err := kubeconfig.Server(kc); err == nil {
 			if u, err := url.Parse(srv); err == nil {
 				if p, err := strconv.Atoi(u.Port()); err == nil && slot.Check(p-slot.APIPort(0)) == nil {
@@ -390,7 +389,7 @@ func (m *migration) export(ctx context.Context, names []string, out string) erro
 		}
 		cs = append(cs, c)
 	}
-	b, err := migrate.Fleet(cs)
+	b, err := Fleet(cs)
 	if err != nil {
 		return err
 	}
@@ -399,7 +398,7 @@ func (m *migration) export(ctx context.Context, names []string, out string) erro
 
 // readCluster fills c from its nodes: the control plane's version, region,
 // zone and the user's labels, and the number of workers.
-func (m *migration) readCluster(ctx context.Context, kc []byte, c *migrate.Cluster) error {
+func (m *migration) readCluster(ctx context.Context, kc []byte, c *Cluster) error {
 	k, err := m.e.Deps.Kube(kc, 10*time.Second)
 	if err != nil {
 		return err
@@ -428,7 +427,7 @@ func (m *migration) readCluster(ctx context.Context, kc []byte, c *migrate.Clust
 		}
 	}
 	c.Region, c.Zone = cp.Labels[cluster.RegionLabel], cp.Labels[cluster.ZoneLabel]
-	c.Labels = migrate.UserLabels(cp.Labels)
+	c.Labels = UserLabels(cp.Labels)
 	c.Fleet = cp.Labels[klimaxFleetLabel]
 	return nil
 }
@@ -477,7 +476,7 @@ func (m *migration) planCaches(vmStopped bool) {
 		m.notes = append(m.notes, fmt.Sprintf("the mirrors' caches in %s stay: klimax's VM %s runs and uses them; stop it (klimax down) and run marina migrate again to move them", k.Cache(), m.name))
 		return
 	}
-	mv := migrate.Mover{}
+	mv := Mover{}
 	for _, d := range dirs {
 		to := d
 		if n, ok := m.conv.Mirrors[d]; ok {
@@ -1043,7 +1042,7 @@ func (m *migration) planSkill(content []byte) {
 		if _, err := skill.Install(e.Paths.Home, content, skill.Options{}); err != nil {
 			return err
 		}
-		_, err := migrate.Mover{}.Move(k.Skill(), kept)
+		_, err := Mover{}.Move(k.Skill(), kept)
 		return err
 	})
 }
@@ -1080,9 +1079,9 @@ func (m *migration) planFleets(files []string) error {
 
 // planCleanup renames ~/.klimax and ~/.kube/klimax aside, once nothing
 // else is left to do.
-func (m *migration) planCleanup(o MigrateOptions) {
+func (m *migration) planCleanup(o Options) {
 	k := m.k
-	if !migrate.Found(k.Home) {
+	if !Found(k.Home) {
 		return
 	}
 	if len(m.steps) > 0 {
@@ -1169,10 +1168,10 @@ func device(p string) (uint64, bool) {
 // KlimaxNotice says, once per command, how to bring a klimax installation
 // over when there is one and no marina config yet.
 func KlimaxNotice(e *session.Env) {
-	if fileExists(e.Paths.Config) || !migrate.Found(e.Paths.Home) {
+	if fileExists(e.Paths.Config) || !Found(e.Paths.Home) {
 		return
 	}
-	e.UI.Warnf("found klimax's %s and no %s: `marina migrate --dry-run` shows how it comes over to marina (config, caches, VM and clusters), `marina migrate` does it", migrate.Locate(e.Paths.Home).Dir, e.Paths.Config)
+	e.UI.Warnf("found klimax's %s and no %s: `marina migrate --dry-run` shows how it comes over to marina (config, caches, VM and clusters), `marina migrate` does it", Locate(e.Paths.Home).Dir, e.Paths.Config)
 }
 
 // vzNATBridge is the interface the Mac reaches a vzNAT VM on.
