@@ -1,5 +1,7 @@
 // Package cli is marina's command line: cobra commands that turn flags into
-// calls to package app and print the result. No command does work itself.
+// calls to the feature packages (machine, kindcluster, fleet, status,
+// doctor, migrate…) and print the result, and the production wiring of the
+// session's ports. No command does work itself.
 package cli
 
 import (
@@ -91,7 +93,7 @@ func (r *root) run(ctx context.Context, args []string) int {
 	return r.exit(err)
 }
 
-// exit prints err and turns it into marina's exit status: app's Exit*
+// exit prints err and turns it into marina's exit status: the session's Exit*
 // constants are the only codes (plus 128+N for a signal), so that scripts
 // can tell a usage error from a VM that is not running from a failure.
 func (r *root) exit(err error) int {

@@ -3,7 +3,7 @@ package cli
 // Shell completion: what a tab offers for each argument and flag value,
 // wired here by command path once every command is built
 // (registerCompletions); an argument completion set here replaces the one
-// a command's literal names. The names come from package app's Complete
+// a command's literal names. The names come from package kindcluster's Complete
 // functions; with the VM down they are empty, never file names: the root's
 // default directive is NoFileComp, and only what is a file (a Fleet
 // manifest, the config, migrate's FLEET-FILEs) completes files, YAML ones.
@@ -23,7 +23,7 @@ import (
 // yamlFiles are the extensions of the files marina reads.
 var yamlFiles = []string{"yaml", "yml"}
 
-// lister is one of app's Complete functions.
+// lister is one of kindcluster's Complete functions.
 type lister func(context.Context, *session.Env) []string
 
 // argCompletions are the commands whose arguments name something, by

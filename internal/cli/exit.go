@@ -8,7 +8,8 @@ import (
 )
 
 // outputHelp is the root help's section on what scripts may rely on; the
-// README's "Output and exit codes" says the same. The codes are app's.
+// README's "Output and exit codes" says the same. The codes are the
+// session's (internal/session/exit.go).
 var outputHelp = fmt.Sprintf(`Output and exit codes:
   -o json and -o yaml print the same fields under the same camelCase names
   (the yaml is the json, converted), and leave out the same empty fields.

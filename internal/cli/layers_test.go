@@ -24,7 +24,6 @@ var (
 	kernel = []string{"session"}
 	// features may import each other only along these arrows.
 	features = map[string][]string{
-		"app":         {"dockerctx", "doctor", "fleet", "kindcluster", "machine", "migrate", "skill", "status"},
 		"doctor":      {"kindcluster", "machine", "status"},
 		"dockerctx":   nil,
 		"fleet":       {"kindcluster"},
@@ -35,9 +34,6 @@ var (
 		"status":      nil,
 		"version":     nil,
 	}
-	// bigger holds the packages still allowed past maxLines while the
-	// renovation of app goes on (issue 30); none when it is done.
-	bigger = map[string]bool{"app": true}
 )
 
 // maxLines bounds a package's non-test lines: past it, it holds more than
@@ -109,7 +105,7 @@ func TestLayers(t *testing.T) {
 		for _, f := range p.GoFiles {
 			n += countLines(t, filepath.Join(p.Dir, f))
 		}
-		if n > maxLines && !bigger[name] {
+		if n > maxLines {
 			t.Errorf("%s has %d non-test lines, more than %d: split it by concern", name, n, maxLines)
 		}
 	}

@@ -17,13 +17,13 @@ import (
 	"github.com/bcollard/marina/internal/version"
 )
 
-// appViews holds the json of every -o view, rendered by internal/app's
-// TestGoldenViews from one fixture: the text views below are printed from
-// those same values.
-var appViews = filepath.Join("..", "app", "testdata", "views")
+// jsonViews holds the json of every -o view, rendered by TestGoldenViews
+// (json_views_test.go) from one fixture: the text views below are printed
+// from those same values.
+var jsonViews = filepath.Join("testdata", "views")
 
 // viewOf is the view each command with an -o flag prints: a command that
-// gains an -o flag needs a view in internal/app's views test first.
+// gains an -o flag needs a view in json_views_test.go first.
 var viewOf = map[string]string{
 	"status":         "status",
 	"cluster list":   "cluster-list",
@@ -46,8 +46,8 @@ func TestEveryOutputFlagHasAView(t *testing.T) {
 			seen[path] = true
 			name, ok := viewOf[path]
 			if !ok {
-				t.Errorf("marina %s has -o but no view: add it to internal/app's views() and to viewOf", path)
-			} else if _, err := os.Stat(filepath.Join(appViews, name+".json")); err != nil {
+				t.Errorf("marina %s has -o but no view: add it to views() in json_views_test.go and to viewOf", path)
+			} else if _, err := os.Stat(filepath.Join(jsonViews, name+".json")); err != nil {
 				t.Errorf("marina %s: %v", path, err)
 			}
 		}
@@ -80,7 +80,7 @@ func text[T any](print func(io.Writer, T)) func(*testing.T, []byte) []byte {
 	}
 }
 
-// The text of every view but fleet apply's (its plan is printed by app
+// The text of every view but fleet apply's (its plan is printed by fleet
 // as it goes), from the same fixture as the json, checked in under
 // testdata/views.
 func TestGoldenTextViews(t *testing.T) {
@@ -94,9 +94,9 @@ func TestGoldenTextViews(t *testing.T) {
 		"doctor":         text(printDoctor),
 	} {
 		t.Run(name, func(t *testing.T) {
-			js, err := os.ReadFile(filepath.Join(appViews, name+".json"))
+			js, err := os.ReadFile(filepath.Join(jsonViews, name+".json"))
 			if err != nil {
-				t.Fatalf("%v (go test ./internal/app -run TestGoldenViews -update writes it)", err)
+				t.Fatalf("%v (go test ./internal/cli -run TestGoldenViews -update writes it)", err)
 			}
 			golden.Check(t, filepath.Join("views", name+".txt"), print(t, js))
 		})

@@ -1,12 +1,18 @@
 package machine
 
 import (
+	"context"
+	"errors"
+	"os"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/bcollard/marina/internal/config"
 	"github.com/bcollard/marina/internal/dns"
 	"github.com/bcollard/marina/internal/docker"
+	"github.com/bcollard/marina/internal/guest"
+	"github.com/bcollard/marina/internal/session/sessiontest"
 )
 
 func TestPlanDNS(t *testing.T) {
@@ -82,5 +88,212 @@ func TestOldZone(t *testing.T) {
 		if got := oldZone(c.name, c.was, c.now); got != c.want {
 			t.Errorf("oldZone(%q, %q, %q) = %q, want %q", c.name, c.was, c.now, got, c.want)
 		}
+	}
+}
+
+// A resolver file for the zone that marina did not write is left alone,
+// and said so; everything else goes on.
+func TestUpLeavesAForeignResolverFileAlone(t *testing.T) {
+	f := sessiontest.New(t)
+	f.Config(nil)
+	if err := os.MkdirAll(f.ResolverDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	mine := "nameserver 10.9.9.9\n"
+	if err := os.WriteFile(f.ResolverFile("demo.internal"), []byte(mine), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := Up(context.Background(), f.Env, UpOptions{}); err != nil {
+		t.Fatalf("%v\n%s", err, f.Stderr.String())
+	}
+	if b, _ := os.ReadFile(f.ResolverFile("demo.internal")); string(b) != mine {
+		t.Errorf("the user's resolver file was changed:\n%s", b)
+	}
+	if !strings.Contains(f.Stderr.String(), "marina did not write it") {
+		t.Errorf("no warning:\n%s", f.Stderr.String())
+	}
+	for _, c := range f.Called("host.privileged") {
+		if strings.Contains(c, f.ResolverDir) {
+			t.Errorf("ran %s", c)
+		}
+	}
+	// destroy does not remove it either.
+	if err := Destroy(context.Background(), f.Env, DestroyOptions{Yes: true}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(f.ResolverFile("demo.internal")); err != nil {
+		t.Errorf("destroy removed the user's resolver file: %v", err)
+	}
+}
+
+// A new dns.domain: the resolver file of the old one goes, the new one is
+// written, and the server's Corefile and container are recreated.
+func TestUpFollowsADNSDomainChange(t *testing.T) {
+	f := sessiontest.New(t)
+	f.Config(nil)
+	if err := Up(context.Background(), f.Env, UpOptions{}); err != nil {
+		t.Fatalf("%v\n%s", err, f.Stderr.String())
+	}
+	old := f.ResolverFile("demo.internal")
+	if _, err := os.Stat(old); err != nil {
+		t.Fatalf("up wrote no resolver file: %v", err)
+	}
+	f.Config(func(c *config.Config) { c.DNS.Domain = "lab.internal" })
+	f.Calls = nil
+	if err := Up(context.Background(), f.Env, UpOptions{DryRun: true}); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"recreate the local DNS's marina-dns", "/bin/rm -f " + old, "lab.internal"} {
+		if !strings.Contains(f.Stdout.String(), want) {
+			t.Errorf("the dry run lacks %q:\n%s", want, f.Stdout.String())
+		}
+	}
+	if got := f.Called("host.privileged"); len(got) != 0 {
+		t.Errorf("the dry run changed the host: %v", got)
+	}
+	if err := Up(context.Background(), f.Env, UpOptions{}); err != nil {
+		t.Fatalf("%v\n%s", err, f.Stderr.String())
+	}
+	if _, err := os.Stat(old); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the old domain's resolver file is still there: %v", err)
+	}
+	if b, _ := os.ReadFile(f.ResolverFile("lab.internal")); !strings.HasSuffix(string(b), "nameserver 172.30.255.53\n") {
+		t.Errorf("lab.internal's resolver file:\n%s", b)
+	}
+	if got := f.Called("docker.run marina-dns"); len(got) != 1 || got[0] != "docker.run marina-dns" {
+		t.Errorf("recreated %v", f.Called("docker.run"))
+	}
+	if len(f.Called("docker.run marina-dns-etcd")) != 0 {
+		t.Error("etcd was recreated for a new domain: its records would be lost for nothing")
+	}
+	// The next up finds the new domain in place.
+	f.Calls = nil
+	if err := Up(context.Background(), f.Env, UpOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// (The fixture does not keep mirrors or routes: the DNS's parts only.)
+	var again []string
+	for _, c := range f.Calls {
+		if strings.HasPrefix(c, "docker.run marina-dns") || strings.Contains(c, "Corefile") || strings.Contains(c, f.ResolverDir) {
+			again = append(again, c)
+		}
+	}
+	if len(again) != 0 {
+		t.Errorf("the up after the change changed the local DNS again: %v", again)
+	}
+	// destroy removes what marina wrote.
+	if err := Destroy(context.Background(), f.Env, DestroyOptions{Yes: true}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(f.ResolverFile("lab.internal")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("destroy left the resolver file: %v", err)
+	}
+	if _, err := os.Stat(f.Env.Paths.ResolverCopy("lab.internal")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("destroy left marina's copy of it: %v", err)
+	}
+}
+
+// A cluster made before local DNS gets ExternalDNS and the CoreDNS block
+// from up, once; one that has it gets nothing.
+func TestUpPutsOlderClustersOnTheDNSOnce(t *testing.T) {
+	f := sessiontest.New(t)
+	f.Config(nil)
+	f.Cluster("old", 1, "https://192.168.64.3:7001")
+	f.Cluster("cur", 2, "https://192.168.64.3:7002")
+	f.Addons["cur"] = guest.Addons{DNS: "demo.internal", Auth: true}
+	f.DNSWarm()
+	f.RegistrySums = f.MirrorSums()
+	if err := Up(context.Background(), f.Env, UpOptions{}); err != nil {
+		t.Fatalf("%v\n%s", err, f.Stderr.String())
+	}
+	want := "kube old ready,kube old apply-external-dns,kube old wait deployment external-dns/external-dns available,kube old coredns,kube old wait deployment kube-system/coredns available"
+	if got := strings.Join(f.Called("kube "), ","); got != want {
+		t.Errorf("kube calls %s, want %s", got, want)
+	}
+	if body := f.Bodies["record the clusters' addons"]; !strings.Contains(body, "/etc/marina/clusters/old ]") || strings.Contains(body, "clusters/cur") {
+		t.Errorf("records written:\n%s", body)
+	}
+	f.Calls = nil
+	if err := Up(context.Background(), f.Env, UpOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.Called("kube "); len(got) != 0 {
+		t.Errorf("the second up did it again: %v", got)
+	}
+	if got := f.Called("guest."); len(got) != 1 {
+		t.Errorf("the second up made %d guest round trips: %v", len(got), got)
+	}
+	// (Docker is asked for the clusters all the same in direct mode: the
+	// lima0 check of their kubeconfigs needs them; once, not twice.)
+	if got := f.Called("docker.kind-nodes"); len(got) > 1 {
+		t.Errorf("the second up asked Docker for the clusters %d times", len(got))
+	}
+}
+
+// The local DNS's etcd users: a first up sets them up once the DNS
+// containers run, with a user for every cluster the VM has and none for a
+// cluster kind made without marina; the next up finds the container it set
+// up and does nothing; a recreated etcd is set up again.
+func TestUpSetsUpTheEtcdUsers(t *testing.T) {
+	f := sessiontest.New(t)
+	f.Config(nil)
+	f.Cluster("dev", 1, "https://192.168.64.3:7001")
+	f.Addons["dev"] = guest.Addons{DNS: "demo.internal", Auth: true}
+	f.RegistrySums = f.MirrorSums()
+	if err := Up(context.Background(), f.Env, UpOptions{}); err != nil {
+		t.Fatalf("%v\n%s", err, f.Stderr.String())
+	}
+	calls := strings.Join(f.Calls, "\n")
+	run, users := strings.Index(calls, "docker.run "+dns.EtcdName), strings.Index(calls, "guest.run set up the local DNS's etcd users")
+	if run < 0 || users < run {
+		t.Fatalf("the users were not set up after etcd ran:\n%s", calls)
+	}
+	body := f.Bodies["set up the local DNS's etcd users"]
+	for _, want := range []string{`{"name":"externaldns-dev"}`, `"name":"marina-dns-read"`, "auth/enable"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("the set-up lacks %s", want)
+		}
+	}
+	f.Calls = nil
+	if err := Up(context.Background(), f.Env, UpOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.Called("guest."); len(got) != 1 {
+		t.Errorf("the warm up made %d guest round trips: %v", len(got), got)
+	}
+	// etcd recreated behind marina's back: its users are set up again.
+	f.EtcdAuth = "another-container"
+	f.Calls = nil
+	if err := Up(context.Background(), f.Env, UpOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.Called("guest.run set up the local DNS's etcd users"); len(got) != 1 {
+		t.Errorf("an etcd marina did not set up: %v", f.Calls)
+	}
+}
+
+// A cluster whose ExternalDNS predates the etcd users gets its user first,
+// then its ExternalDNS again (with the user's Secret: the fake Kube checks
+// the user and its password), then the record that says so.
+func TestUpGivesOlderClustersTheirEtcdUser(t *testing.T) {
+	f := sessiontest.New(t)
+	f.Config(nil)
+	f.Cluster("old", 1, "https://192.168.64.3:7001")
+	f.Addons["old"] = guest.Addons{DNS: "demo.internal"}
+	f.DNSWarm()
+	f.RegistrySums = f.MirrorSums()
+	if err := Up(context.Background(), f.Env, UpOptions{}); err != nil {
+		t.Fatalf("%v\n%s", err, f.Stderr.String())
+	}
+	calls := strings.Join(f.Calls, "\n")
+	user, apply, record := strings.Index(calls, "guest.run add the clusters' etcd users"), strings.Index(calls, "kube old apply-external-dns"), strings.Index(calls, "guest.run record the clusters' addons")
+	if user < 0 || apply < user || record < apply {
+		t.Fatalf("user %d, apply %d, record %d:\n%s", user, apply, record, calls)
+	}
+	if !strings.Contains(f.Bodies["add the clusters' etcd users"], `{"name":"externaldns-old"}`) {
+		t.Errorf("no user for old:\n%s", f.Bodies["add the clusters' etcd users"])
+	}
+	if !f.Addons["old"].Auth {
+		t.Errorf("old's record: %+v", f.Addons["old"])
 	}
 }

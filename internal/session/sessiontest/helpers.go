@@ -191,3 +191,18 @@ spec:
       labels: {role: hub}
       addons: {metricsServer: {enabled: true}}
 `
+
+// TwoClusters is a world with clusters a (slot 1) and b (slot 2), both
+// merged into ~/.kube/config.
+func TwoClusters(t *testing.T) *World {
+	f := New(t)
+	f.Config(nil)
+	f.Cluster("a", 1, "https://127.0.0.1:7001")
+	f.Cluster("b", 2, "https://127.0.0.1:7002")
+	for _, n := range []string{"a", "b"} {
+		if err := kubeconfig.Merge(f.KubeconfigFile(), n, f.MustKubeconfig(n, "https://127.0.0.1:700"+map[string]string{"a": "1", "b": "2"}[n]), f.Env.KubeOwner(true)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return f
+}

@@ -1,4 +1,4 @@
-package app
+package status
 
 import (
 	"bytes"
@@ -16,7 +16,6 @@ import (
 	"github.com/bcollard/marina/internal/dns"
 	"github.com/bcollard/marina/internal/docker"
 	"github.com/bcollard/marina/internal/session/sessiontest"
-	"github.com/bcollard/marina/internal/status"
 	"github.com/bcollard/marina/internal/ui"
 	"github.com/bcollard/marina/internal/vm"
 )
@@ -32,11 +31,11 @@ func TestStatusListsTheClusters(t *testing.T) {
 		docker.Node{Container: docker.Container{ID: "e-cp", Name: "east-control-plane", State: "running"}, Cluster: "east", Role: "control-plane", APIPorts: []int{7002}},
 		docker.Node{Container: docker.Container{ID: "e-w", Name: "east-worker", State: "exited"}, Cluster: "east", Role: "worker"},
 		docker.Node{Container: docker.Container{ID: "w-cp", Name: "west-control-plane", State: "exited"}, Cluster: "west", Role: "control-plane", APIPorts: []int{7003}})
-	st, err := status.Get(context.Background(), f.Env)
+	st, err := Get(context.Background(), f.Env)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []status.ClusterStatus{{Name: "dev", Slot: 1, Nodes: 1, State: "running"}, {Name: "east", Slot: 2, Nodes: 2, State: "partial"}, {Name: "west", Slot: 3, Nodes: 1, State: "stopped"}}
+	want := []ClusterStatus{{Name: "dev", Slot: 1, Nodes: 1, State: "running"}, {Name: "east", Slot: 2, Nodes: 2, State: "partial"}, {Name: "west", Slot: 3, Nodes: 1, State: "stopped"}}
 	if st.Clusters == nil || !reflect.DeepEqual(*st.Clusters, want) {
 		t.Errorf("clusters = %+v, want %+v", st.Clusters, want)
 	}
@@ -63,7 +62,7 @@ func TestStatusListsTheClusters(t *testing.T) {
 // The clusters field is an empty list when the VM runs none, and absent
 // when the VM does not run.
 func TestStatusClustersField(t *testing.T) {
-	field := func(t *testing.T, st status.Status) (json.RawMessage, bool) {
+	field := func(t *testing.T, st Status) (json.RawMessage, bool) {
 		t.Helper()
 		b, err := json.Marshal(st)
 		if err != nil {
@@ -78,7 +77,7 @@ func TestStatusClustersField(t *testing.T) {
 	}
 	f := sessiontest.New(t)
 	f.Config(nil)
-	st, err := status.Get(context.Background(), f.Env)
+	st, err := Get(context.Background(), f.Env)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,7 +97,7 @@ func TestStatusClustersField(t *testing.T) {
 		} else {
 			f.Instance.Status = state
 		}
-		st, err := status.Get(context.Background(), f.Env)
+		st, err := Get(context.Background(), f.Env)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -117,7 +116,7 @@ func TestStatusClustersDockerError(t *testing.T) {
 	f := sessiontest.New(t)
 	f.Config(nil)
 	f.Fail["docker.kind-nodes"] = errBoom
-	st, err := status.Get(context.Background(), f.Env)
+	st, err := Get(context.Background(), f.Env)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,7 +135,7 @@ func TestStatusClustersDockerError(t *testing.T) {
 	f.Config(nil)
 	f.Fail["docker.version"] = errBoom
 	f.Fail["docker.kind-nodes"] = errBoom
-	st, err = status.Get(context.Background(), f.Env)
+	st, err = Get(context.Background(), f.Env)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -186,7 +185,7 @@ func TestStatusProblems(t *testing.T) {
 			f := sessiontest.Healthy(t)
 			f.Network.Options = maps.Clone(f.Network.Options)
 			c.breakIt(f)
-			st, err := status.Get(context.Background(), f.Env)
+			st, err := Get(context.Background(), f.Env)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -1,4 +1,4 @@
-package app
+package cli
 
 import (
 	"context"
@@ -67,7 +67,7 @@ func TestDryRunsChangeNothing(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			f := deleteFixture(t)
+			f := sessiontest.TwoClusters(t)
 			f.Labels = map[string]map[string]string{
 				"a": {cluster.RegionLabel: "r", cluster.FleetLabel: "demo", "env": "dev"},
 				"b": {cluster.RegionLabel: "r", cluster.FleetLabel: "demo"},
@@ -82,7 +82,7 @@ func TestDryRunsChangeNothing(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			before := homeFiles(t, f.Vars["HOME"])
+			before := filesUnder(t, f.Vars["HOME"])
 			f.Calls = nil
 			if err := c.run(f); err != nil {
 				t.Fatalf("%v\n%s", err, f.Stderr.String())
@@ -95,7 +95,7 @@ func TestDryRunsChangeNothing(t *testing.T) {
 					t.Errorf("the dry run did %q", call)
 				}
 			}
-			if after := homeFiles(t, f.Vars["HOME"]); !slices.Equal(after, before) {
+			if after := filesUnder(t, f.Vars["HOME"]); !slices.Equal(after, before) {
 				t.Errorf("the dry run changed files:\nbefore %q\nafter  %q", before, after)
 			}
 		})
@@ -104,7 +104,7 @@ func TestDryRunsChangeNothing(t *testing.T) {
 
 // homeFiles is every file and folder under dir with its mode and, for a
 // file, a digest of its content.
-func homeFiles(t *testing.T, dir string) []string {
+func filesUnder(t *testing.T, dir string) []string {
 	t.Helper()
 	var out []string
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {

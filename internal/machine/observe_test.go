@@ -1,14 +1,10 @@
-package app
+package machine
 
 import (
 	"context"
-	"errors"
 	"strings"
 	"testing"
 
-	"github.com/bcollard/marina/internal/kindcluster"
-	"github.com/bcollard/marina/internal/machine"
-	"github.com/bcollard/marina/internal/session"
 	"github.com/bcollard/marina/internal/session/sessiontest"
 	"github.com/bcollard/marina/internal/vm"
 )
@@ -21,7 +17,7 @@ func TestUpStopsAtOnceWhenSSHIsRefused(t *testing.T) {
 	f.Config(nil)
 	f.DockerHangs = true
 	f.Fail["guest.observe"] = &vm.SSHError{Name: "observe the VM", Stderr: "lima@127.0.0.1: Permission denied (publickey)."}
-	err := machine.Up(context.Background(), f.Env, machine.UpOptions{})
+	err := Up(context.Background(), f.Env, UpOptions{})
 	if !vm.FinalSSH(err) || !strings.Contains(err.Error(), "Permission denied (publickey)") {
 		t.Fatalf("Up = %v; want ssh's refusal", err)
 	}
@@ -41,21 +37,10 @@ func TestUpRetriesARefusedSSHConnection(t *testing.T) {
 	f.DNSWarm()
 	f.RegistrySums = f.MirrorSums()
 	f.Fail["guest.observe"] = &vm.SSHError{Name: "observe the VM", Stderr: "ssh: connect to host 127.0.0.1 port 60022: Connection refused"}
-	if err := machine.Up(context.Background(), f.Env, machine.UpOptions{}); err != nil {
+	if err := Up(context.Background(), f.Env, UpOptions{}); err != nil {
 		t.Fatalf("Up = %v\n%s", err, f.Stderr.String())
 	}
 	if got := f.Called("guest.observe"); len(got) != 2 {
 		t.Errorf("the guest was observed %d times, want 2 (one refused, one answered)", len(got))
-	}
-}
-
-// With no config file yet there is no VM yet: a command that needs it
-// running exits 3, as for a VM not created, and says how to make one.
-func TestNoConfigIsNoVM(t *testing.T) {
-	f := sessiontest.New(t)
-	_, err := kindcluster.List(context.Background(), f.Env, "")
-	exit, ok := errors.AsType[*session.ExitError](err)
-	if !ok || exit.Code != session.ExitNotRunning || !strings.Contains(err.Error(), "marina up") {
-		t.Fatalf("ListClusters without a config = %v", err)
 	}
 }

@@ -1,0 +1,323 @@
+package kindcluster
+
+// Commands run through the fake world: their sequencing, rollback and
+// confirmations, without a VM.
+
+import (
+	"context"
+	"errors"
+	"net/netip"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/bcollard/marina/internal/cluster"
+	"github.com/bcollard/marina/internal/config"
+	"github.com/bcollard/marina/internal/docker"
+	"github.com/bcollard/marina/internal/kubeconfig"
+	"github.com/bcollard/marina/internal/session/sessiontest"
+	"github.com/bcollard/marina/internal/vm"
+)
+
+// createFixture is a fixture where kind creates cluster c1.
+func createFixture(t *testing.T, change func(*config.Config)) *sessiontest.World {
+	f := sessiontest.New(t)
+	f.Config(change)
+	f.DNSWarm()
+	f.Scripts["kind create cluster c1"] = vm.Result{Stdout: []byte(f.Export("c1"))}
+	// kind's nodes appear once it ran.
+	f.Before = func(call string) {
+		if call == "guest.run kind create cluster c1" {
+			f.Mu.Lock()
+			f.NodeContainers = append(f.NodeContainers, docker.Node{Container: docker.Container{ID: "c1-cp", Name: "c1-control-plane", State: "running"}, Cluster: "c1", Role: "control-plane", APIPorts: []int{7001}})
+			f.Mu.Unlock()
+		}
+	}
+	return f
+}
+
+func create(f *sessiontest.World, opts CreateOptions) error {
+	if opts.Name == "" {
+		opts.Name = "c1"
+	}
+	return Create(context.Background(), f.Env, opts)
+}
+
+func TestCreateSucceeds(t *testing.T) {
+	f := createFixture(t, nil)
+	if err := create(f, CreateOptions{}); err != nil {
+		t.Fatalf("%v\n%s", err, f.Stderr.String())
+	}
+	want := []string{
+		"kube c1 apply-metallb",
+		"kube c1 wait 2 CRDs Established",
+		"kube c1 wait deployment metallb-system/controller available",
+		"kube c1 wait daemonset metallb-system/speaker ready",
+		"kube c1 pool marina",
+		"kube c1 apply-external-dns",
+		"kube c1 wait deployment external-dns/external-dns available",
+		"kube c1 coredns",
+		"kube c1 wait deployment kube-system/coredns available",
+	}
+	if got := f.Called("kube "); strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("addon calls:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if f.Addons["c1"].DNS != "demo.internal" {
+		t.Errorf("kind create wrote the addons record %+v", f.Addons["c1"])
+	}
+	path, _ := f.Env.Paths.Kubeconfig("c1")
+	if _, err := os.Stat(path); err != nil || !f.HasContext("c1") {
+		t.Errorf("kubeconfig not written and merged: %v", err)
+	}
+	if ents, _ := os.ReadDir(f.Env.Paths.Slots()); len(ents) != 0 {
+		t.Errorf("the slot reservation is still held: %v", ents)
+	}
+	// It says what remains true of the Mac's DNS cache, and the way out.
+	if out := f.Stdout.String(); !strings.Contains(out, "SERVICE.NAMESPACE.c1.demo.internal within seconds; a name the Mac looked up before it existed may stay missing on the Mac for about a minute (`marina dns flush`") {
+		t.Errorf("output:\n%s", out)
+	}
+}
+
+// A signal ends the command's context mid-create: the rollback still runs
+// in the guest, on a context of its own (the fake guest, as limactl, runs
+// nothing on an ended one), whether kind itself or a later step failed.
+func TestCreateRollsBackAfterASignal(t *testing.T) {
+	for _, c := range []struct{ at, rollback string }{
+		{"guest.run kind create cluster c1", "guest.run remove cluster c1"},
+		{"kube c1 apply-metallb", "guest.run kind delete cluster c1"},
+	} {
+		t.Run(c.at, func(t *testing.T) {
+			f := createFixture(t, nil)
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			kind := f.Before
+			f.Before = func(call string) {
+				kind(call)
+				if call == c.at {
+					cancel()
+					f.Mu.Lock()
+					f.Fail[c.at] = context.Canceled
+					f.Mu.Unlock()
+				}
+			}
+			err := Create(ctx, f.Env, CreateOptions{Name: "c1"})
+			if err == nil || !errors.Is(err, context.Canceled) {
+				t.Fatalf("error = %v", err)
+			}
+			if got := f.Called(c.rollback); len(got) != 1 || len(f.Called("guest.cancelled")) != 0 {
+				t.Errorf("the rollback did not run in the guest: %v\n%s", got, f.Log())
+			}
+			if strings.Contains(err.Error(), "failed too") || f.Env.Leftover() != "" {
+				t.Errorf("error = %v, leftover %q", err, f.Env.Leftover())
+			}
+		})
+	}
+}
+
+// A failure at any step after kind removes the cluster, its kubeconfig file
+// and nothing of the user's, and names the step.
+func TestCreateRollsBackAtEachStep(t *testing.T) {
+	withDNS := func(c *config.Config) {
+		c.Kind.CustomDNSResolvers = []config.DNSResolver{{Domain: "corp.example.com", Resolvers: []string{"10.0.0.53"}}}
+	}
+	cases := []struct {
+		fail, step string
+	}{
+		{"kube c1 apply-metallb", "installing MetalLB"},
+		{"kube c1 wait 2 CRDs", "installing MetalLB"},
+		{"kube c1 wait deployment", "installing MetalLB"},
+		{"kube c1 wait daemonset", "installing MetalLB"},
+		{"kube c1 pool", "adding the MetalLB pool"},
+		{"kube c1 coredns", "configuring CoreDNS"},
+		{"merge", "writing its kubeconfig"},
+	}
+	for _, c := range cases {
+		t.Run(c.fail, func(t *testing.T) {
+			f := createFixture(t, withDNS)
+			// The user's kubeconfig, with an entry of marina's from an
+			// earlier c1 that this run did not write.
+			old := f.MustKubeconfig("c1", "https://127.0.0.1:7009")
+			if err := kubeconfig.Merge(f.KubeconfigFile(), "c1", old, f.Env.KubeOwner(true)); err != nil {
+				t.Fatal(err)
+			}
+			if c.fail == "merge" {
+				// The merge fails: ~/.kube/config turns unreadable while kind runs.
+				kind := f.Before
+				f.Before = func(call string) {
+					kind(call)
+					if call == "guest.run kind create cluster c1" {
+						if err := os.WriteFile(f.KubeconfigFile(), []byte("{not: [yaml"), 0o600); err != nil {
+							t.Fatal(err)
+						}
+					}
+				}
+			} else {
+				f.Fail[c.fail] = errBoom
+			}
+			before, _ := os.ReadFile(f.KubeconfigFile())
+			if c.fail == "merge" {
+				before = []byte("{not: [yaml")
+			}
+			err := create(f, CreateOptions{})
+			if err == nil || !strings.Contains(err.Error(), "cluster c1: "+c.step+" failed: ") || !strings.Contains(err.Error(), "the cluster was removed") {
+				t.Fatalf("error = %v, want the step %q named and the cluster removed", err, c.step)
+			}
+			if c.fail != "merge" && !strings.Contains(err.Error(), "boom") {
+				t.Errorf("error = %v, want the cause", err)
+			}
+			if got := f.Called("guest.run kind delete cluster c1"); len(got) != 1 {
+				t.Errorf("the cluster was not removed once: %v\n%s", got, f.Log())
+			}
+			path, _ := f.Env.Paths.Kubeconfig("c1")
+			if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("the cluster's kubeconfig file is left: %v", err)
+			}
+			// Only what this run merged is removed: nothing, here.
+			if after, _ := os.ReadFile(f.KubeconfigFile()); string(after) != string(before) {
+				t.Errorf("~/.kube/config changed:\n%s\nwas\n%s", after, before)
+			}
+			if ents, _ := os.ReadDir(f.Env.Paths.Slots()); len(ents) != 0 {
+				t.Errorf("the slot reservation is still held: %v", ents)
+			}
+			if f.Env.Leftover() != "" {
+				t.Errorf("leftover after a finished rollback: %q", f.Env.Leftover())
+			}
+		})
+	}
+}
+
+func TestCreateRetainKeepsAFailedCluster(t *testing.T) {
+	f := createFixture(t, nil)
+	f.Fail["kube c1 pool"] = errBoom
+	err := create(f, CreateOptions{Retain: true})
+	if err == nil || !strings.Contains(err.Error(), "cluster c1: adding the MetalLB pool failed: boom") {
+		t.Fatalf("error = %v", err)
+	}
+	if got := f.Called("guest.run kind delete"); len(got) != 0 {
+		t.Errorf("--retain removed the cluster: %v", got)
+	}
+	if !strings.Contains(f.Stderr.String(), "--retain: cluster c1 is kept") {
+		t.Errorf("no word about the kept cluster:\n%s", f.Stderr.String())
+	}
+}
+
+// A failed kind removes what kind left, and no addon step runs.
+func TestCreateKindFails(t *testing.T) {
+	f := createFixture(t, nil)
+	f.Fail["guest.run kind create cluster c1"] = errBoom
+	err := create(f, CreateOptions{})
+	if err == nil || !strings.Contains(err.Error(), "cluster c1: kind could not create it: boom") {
+		t.Fatalf("error = %v", err)
+	}
+	if len(f.Called("guest.run remove cluster c1")) != 1 || len(f.Called("kube ")) != 0 {
+		t.Errorf("calls:\n%s", f.Log())
+	}
+}
+
+// deleted is the clusters the delete script named.
+func deleted(f *sessiontest.World) []string {
+	var out []string
+	body := f.Bodies["kind delete cluster"]
+	for _, n := range []string{"a", "b"} {
+		if strings.Contains(body, "\nkind_delete "+n+"\n") {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+func TestDeleteConfirmation(t *testing.T) {
+	region := cluster.RegionLabel + "=r"
+	cases := []struct {
+		name  string
+		opts  DeleteOptions
+		tty   bool
+		stdin string
+		want  []string // deleted
+		err   string
+	}{
+		{name: "no name, no terminal", err: "name the clusters to delete, or select them with -l"},
+		{name: "no name, a pick", tty: true, stdin: "2\n", want: []string{"b"}},
+		{name: "no name, all", tty: true, stdin: "all\n", want: []string{"a", "b"}},
+		{name: "no name, nothing picked", tty: true, stdin: "\n", err: "nothing was deleted"},
+		{name: "no name, a wrong number", tty: true, stdin: "3\n", err: `"3" is not one of the numbers 1 to 2; nothing was deleted`},
+		{name: "-l without a terminal", opts: DeleteOptions{Selector: region}, err: "needs a confirmation: run it in a terminal, or pass -y"},
+		{name: "-l answered no", opts: DeleteOptions{Selector: region}, tty: true, stdin: "n\n", err: "nothing was deleted"},
+		{name: "-l answered yes", opts: DeleteOptions{Selector: region}, tty: true, stdin: "y\n", want: []string{"a", "b"}},
+		{name: "-l -y", opts: DeleteOptions{Selector: region, Yes: true}, want: []string{"a", "b"}},
+		{name: "-l matching nothing", opts: DeleteOptions{Selector: cluster.RegionLabel + "=elsewhere"}},
+		{name: "named", opts: DeleteOptions{Names: []string{"a"}}, want: []string{"a"}},
+		{name: "named, one unknown", opts: DeleteOptions{Names: []string{"a", "zz"}}, err: "there is no cluster zz"},
+		{name: "named, one invalid", opts: DeleteOptions{Names: []string{"a", "B_"}}, err: "B_"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			f := sessiontest.TwoClusters(t)
+			f.Env.TTY = c.tty
+			f.Env.Stdin = strings.NewReader(c.stdin)
+			err := Delete(context.Background(), f.Env, c.opts)
+			if c.err != "" {
+				if err == nil || !strings.Contains(err.Error(), c.err) {
+					t.Fatalf("error = %v, want %q", err, c.err)
+				}
+			} else if err != nil {
+				t.Fatal(err)
+			}
+			if got := deleted(f); strings.Join(got, ",") != strings.Join(c.want, ",") {
+				t.Errorf("deleted %v, want %v\n%s", got, c.want, f.Log())
+			}
+			for _, n := range []string{"a", "b"} {
+				gone := strings.Contains(","+strings.Join(c.want, ",")+",", ","+n+",")
+				path, _ := f.Env.Paths.Kubeconfig(n)
+				_, statErr := os.Stat(path)
+				if gone != errors.Is(statErr, os.ErrNotExist) || gone == f.HasContext(n) {
+					t.Errorf("cluster %s (deleted %v): kubeconfig file %v, entry %v", n, gone, statErr, f.HasContext(n))
+				}
+			}
+		})
+	}
+}
+
+// verify fails when the echo server saw another address than the Mac's
+// (something translated it on the way), and removes its workload whatever
+// happened.
+func TestVerify(t *testing.T) {
+	for _, c := range []struct {
+		name, seen, fail, echo, err string
+	}{
+		{name: "seen as itself"},
+		{name: "translated", seen: "192.168.64.2:40000", err: "saw 192.168.64.2, not this machine's address 192.168.64.1: something on the way translates addresses"},
+		{name: "no address", fail: "kube c1 echo-address", err: "boom"},
+		{name: "no answer", fail: "host.client-ip", err: "boom"},
+		// S7: a hostile API server names any address in the Service's
+		// status; the Mac calls none but the cluster's own pool's.
+		{name: "another cluster's pool", echo: "172.30.2.20", err: "172.30.2.20, outside the cluster's LoadBalancer pool 172.30.1.1-172.30.1.7, 172.30.1.16-172.30.1.254 (slot 1)"},
+		{name: "the Mac's metadata address", echo: "169.254.169.254", err: "outside the cluster's LoadBalancer pool"},
+		{name: "the gateway", echo: "172.30.1.8", err: "outside the cluster's LoadBalancer pool"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := sessiontest.New(t)
+			f.Cluster("c1", 1, "https://127.0.0.1:7001")
+			f.Seen = c.seen
+			if c.echo != "" {
+				f.Echo = netip.MustParseAddr(c.echo)
+			}
+			if c.fail != "" {
+				f.Fail[c.fail] = errBoom
+			}
+			err := Verify(context.Background(), f.Env, VerifyOptions{Name: "c1"})
+			if c.err == "" && err != nil || c.err != "" && (err == nil || !strings.Contains(err.Error(), c.err)) {
+				t.Fatalf("error = %v, want %q", err, c.err)
+			}
+			if c.err == "" && !strings.Contains(f.Stdout.String(), "answered this machine directly: it saw 192.168.64.1:50000") {
+				t.Errorf("output:\n%s", f.Stdout.String())
+			}
+			if got := f.Called("kube c1 delete-namespace"); len(got) != 1 {
+				t.Errorf("the workload was not removed:\n%s", f.Log())
+			}
+			if got := f.Called("host.client-ip"); c.echo != "" && len(got) != 0 {
+				t.Errorf("called %s, outside the pool: %v", c.echo, got)
+			}
+		})
+	}
+}

@@ -1,0 +1,5 @@
+package kindcluster
+
+import "errors"
+
+var errBoom = errors.New("boom")

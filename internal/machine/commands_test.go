@@ -1,0 +1,290 @@
+package machine
+
+// Commands run through the fake world: their sequencing, rollback and
+// confirmations, without a VM.
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/bcollard/marina/internal/config"
+	"github.com/bcollard/marina/internal/docker"
+	"github.com/bcollard/marina/internal/guest"
+	"github.com/bcollard/marina/internal/kubeconfig"
+	"github.com/bcollard/marina/internal/registry"
+	"github.com/bcollard/marina/internal/session/sessiontest"
+	"github.com/bcollard/marina/internal/vm"
+	"sigs.k8s.io/yaml"
+)
+
+// clean-cache stops the mirrors, empties their caches in one round trip and
+// starts them again, in that order, even when emptying fails.
+func TestCleanCacheOrder(t *testing.T) {
+	for _, failEmpty := range []bool{false, true} {
+		name := "emptied"
+		if failEmpty {
+			name = "emptying fails"
+		}
+		t.Run(name, func(t *testing.T) {
+			f := sessiontest.New(t)
+			f.Config(func(c *config.Config) { c.Registries.CacheStorage = config.CacheGuest })
+			for _, m := range config.Default().Registries.Mirrors {
+				f.Mirrors = append(f.Mirrors, docker.Container{ID: m.Name + "-id", Name: m.Name, State: "running", Labels: map[string]string{registry.LabelMirror: m.Name}})
+			}
+			if failEmpty {
+				f.Fail["guest.run empty the mirror caches"] = errBoom
+			}
+			err := CleanCache(context.Background(), f.Env, nil, CleanCacheOptions{Yes: true})
+			if failEmpty != (err != nil) || (failEmpty && !strings.Contains(err.Error(), "boom")) {
+				t.Fatalf("error = %v", err)
+			}
+			var order []string
+			for _, c := range strings.Split(f.Log(), "\n") {
+				switch {
+				case strings.HasPrefix(c, "docker.remove"):
+					order = append(order, "stop")
+				case strings.HasPrefix(c, "guest.run empty"):
+					order = append(order, "empty")
+				case strings.HasPrefix(c, "docker.run"):
+					order = append(order, "start")
+				}
+			}
+			n := len(config.Default().Registries.Mirrors)
+			want := strings.Repeat("stop ", n) + "empty " + strings.Repeat("start ", n)
+			if got := strings.Join(order, " ") + " "; got != want {
+				t.Errorf("order %q, want %q\n%s", got, want, f.Log())
+			}
+			for _, m := range config.Default().Registries.Mirrors {
+				if !strings.Contains(f.Bodies["empty the mirror caches"], "rm -rf -- /var/lib/marina/registry-cache/"+m.Name+"\n") {
+					t.Errorf("the cache of %s was not emptied:\n%s", m.Name, f.Bodies["empty the mirror caches"])
+				}
+			}
+			// The mirrors run again: nothing is left to say.
+			if f.Env.Leftover() != "" {
+				t.Errorf("leftover %q after %s", f.Env.Leftover(), name)
+			}
+		})
+	}
+}
+
+// up after lima0 moved re-exports exactly the kubeconfigs that name the
+// old address, merges them again where they were merged, and moves the
+// route marina made.
+func TestUpFollowsALima0Move(t *testing.T) {
+	f := sessiontest.New(t)
+	f.Config(func(c *config.Config) { c.Network.DisablePortMirroring = true })
+	f.Cluster("old", 1, "https://192.168.64.3:7001")
+	f.Cluster("cur", 2, "https://192.168.64.7:7002")
+	if err := kubeconfig.Merge(f.KubeconfigFile(), "old", f.MustKubeconfig("old", "https://192.168.64.3:7001"), f.Env.KubeOwner(true)); err != nil {
+		t.Fatal(err)
+	}
+	cidr := f.Network.Subnet
+	made := f.MustMade()
+	if err := made.Add(cidr, f.Lima0.Addr()); err != nil {
+		t.Fatal(err)
+	}
+	f.Route = &hostRoute{Dest: cidr, Gateway: f.Lima0.Addr(), Interface: "bridge100"}
+	curPath, _ := f.Env.Paths.Kubeconfig("cur")
+	curBefore, _ := os.ReadFile(curPath)
+
+	f.Lima0 = mustPrefix("192.168.64.7/24")
+	f.Scripts["export kubeconfigs"] = vm.Result{Stdout: []byte(f.Export("old"))}
+	if err := Up(context.Background(), f.Env, UpOptions{}); err != nil {
+		t.Fatalf("%v\n%s", err, f.Stderr.String())
+	}
+	body := f.Bodies["export kubeconfigs"]
+	if !strings.Contains(body, "--name old\n") || strings.Contains(body, "cur") {
+		t.Errorf("exported:\n%s", body)
+	}
+	oldPath, _ := f.Env.Paths.Kubeconfig("old")
+	kc, _ := os.ReadFile(oldPath)
+	if s, _ := kubeconfig.Server(kc); s != "https://192.168.64.7:7001" {
+		t.Errorf("old's kubeconfig names %s", s)
+	}
+	if after, _ := os.ReadFile(curPath); string(after) != string(curBefore) {
+		t.Errorf("cur's current kubeconfig was rewritten")
+	}
+	target, _ := os.ReadFile(f.KubeconfigFile())
+	if !strings.Contains(string(target), "https://192.168.64.7:7001") || strings.Contains(string(target), "192.168.64.3") {
+		t.Errorf("~/.kube/config:\n%s", target)
+	}
+	if got := f.Called("host.privileged ip route"); len(got) != 1 || !strings.Contains(got[0], "192.168.64.7") {
+		t.Errorf("route change: %v", got)
+	}
+	// A second up finds nothing stale and changes nothing.
+	f.Calls = nil
+	f.Route.Gateway = f.Lima0.Addr()
+	f.RegistrySums = f.MirrorSums()
+	if err := Up(context.Background(), f.Env, UpOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if got := append(f.Called("guest.run"), f.Called("host.privileged")...); len(got) != 0 {
+		t.Errorf("a warm up changed: %v", got)
+	}
+	if got := f.Called("guest."); len(got) != 1 {
+		t.Errorf("a warm up made %d guest round trips, want 1: %v", len(got), got)
+	}
+}
+
+// The recovery after an interrupted up: the config files in the VM are
+// current already, but a mirror container still carries the old config's
+// digest, and is recreated.
+func TestUpRecreatesAMirrorWithAStaleDigest(t *testing.T) {
+	f := sessiontest.New(t)
+	specs := f.DefaultMirrorsRunning()
+	f.Mirrors[0].Labels[registry.LabelConfig] = "sha256:from-before"
+	f.DNSWarm()
+	if err := Up(context.Background(), f.Env, UpOptions{}); err != nil {
+		t.Fatalf("%v\n%s", err, f.Stderr.String())
+	}
+	if got := f.Called("docker.run"); len(got) != 1 || got[0] != "docker.run "+specs[0].Name {
+		t.Errorf("recreated %v, want only %s\n%s", got, specs[0].Name, f.Log())
+	}
+	if got := f.Called("guest.run"); len(got) != 0 {
+		t.Errorf("current config files written again: %v", got)
+	}
+}
+
+// A mirror taken out of the config goes before its config file does: one
+// that restarts after the file is gone (its upstream unreachable, so it
+// restarts until it can) would have Docker make a folder at the file's
+// path (the lab saw it happen).
+func TestUpRemovesAGoneMirrorBeforeItsConfigFile(t *testing.T) {
+	f := sessiontest.New(t)
+	f.DefaultMirrorsRunning()
+	f.Mirrors = append(f.Mirrors, docker.Container{ID: "registry-gone-id", Name: "registry-gone", State: "restarting", Labels: map[string]string{registry.LabelMirror: "registry-gone", registry.LabelConfig: "sha256:old"}})
+	f.RegistrySums[registry.ConfigDir+"/registry-gone.yml"] = "0123"
+	f.DNSWarm()
+	if err := Up(context.Background(), f.Env, UpOptions{}); err != nil {
+		t.Fatalf("%v\n%s", err, f.Stderr.String())
+	}
+	removed, wrote := -1, -1
+	for i, c := range f.Called("") {
+		switch {
+		case c == "docker.remove registry-gone-id":
+			removed = i
+		case strings.HasPrefix(c, "guest.run install the VM's") && strings.Contains(c, "mirror configs"):
+			wrote = i
+		}
+	}
+	if removed < 0 || wrote < 0 || removed > wrote {
+		t.Errorf("registry-gone removed at call %d, its config file at %d: the container must go first\n%s", removed, wrote, f.Log())
+	}
+}
+
+// The first up writes the default config and creates the VM from a
+// template that carries the guest's provisioning script, then brings the
+// VM's networking up.
+func TestUpCreatesTheVM(t *testing.T) {
+	f := sessiontest.New(t)
+	f.Instance = nil
+	if err := Up(context.Background(), f.Env, UpOptions{}); err != nil {
+		t.Fatalf("%v\n%s", err, f.Stderr.String())
+	}
+	if _, err := os.Stat(f.Env.Paths.Config); err != nil {
+		t.Errorf("no default config: %v", err)
+	}
+	if got := f.Called("vm.create"); len(got) != 1 {
+		t.Fatalf("vm.create calls: %v\n%s", got, f.Log())
+	}
+	var y struct {
+		Provision []struct{ Mode, Script string }
+	}
+	if err := yaml.Unmarshal(f.Template, &y); err != nil {
+		t.Fatal(err)
+	}
+	if len(y.Provision) != 1 || y.Provision[0].Mode != "system" || y.Provision[0].Script != guest.Provision() {
+		t.Errorf("the template does not carry guest.Provision():\n%s", f.Template)
+	}
+	if len(f.Called("guest.run install the VM's")) != 1 || len(f.Called("host.privileged ip route")) != 1 {
+		t.Errorf("the VM's networking was not brought up:\n%s", f.Log())
+	}
+}
+
+// Only marina's own config file is written with the defaults: up with a
+// --config that names no file stops before it looks at anything, and
+// writes neither that file nor marina's own.
+func TestUpRefusesAMissingNamedConfig(t *testing.T) {
+	for _, dry := range []bool{true, false} {
+		f := sessiontest.New(t)
+		f.Instance = nil
+		own := f.Env.Paths.Config
+		f.Env.Paths.Config, f.Env.Paths.Named = filepath.Join(t.TempDir(), "typo.yaml"), true
+		err := Up(context.Background(), f.Env, UpOptions{DryRun: dry})
+		if err == nil || !strings.Contains(err.Error(), "--config names "+f.Env.Paths.Config+", which does not exist") {
+			t.Errorf("up (dry run %v) with a missing --config: %v", dry, err)
+		}
+		for _, p := range []string{f.Env.Paths.Config, own} {
+			if _, err := os.Stat(p); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("up (dry run %v) wrote %s: %v", dry, p, err)
+			}
+		}
+		if log := f.Log(); log != "" || strings.Contains(f.Stdout.String(), "write the default config") {
+			t.Errorf("up (dry run %v) went on:\n%s\n%s", dry, log, f.Stdout.String())
+		}
+	}
+}
+
+// destroy without a terminal and without -y changes nothing.
+func TestDestroyNeedsAConfirmation(t *testing.T) {
+	f := sessiontest.New(t)
+	f.Config(nil)
+	made := f.MustMade()
+	if err := made.Add(f.Network.Subnet, f.Lima0.Addr()); err != nil {
+		t.Fatal(err)
+	}
+	f.Route = &hostRoute{Dest: f.Network.Subnet, Gateway: f.Lima0.Addr(), Interface: "bridge100"}
+	err := Destroy(context.Background(), f.Env, DestroyOptions{})
+	if err == nil || !strings.Contains(err.Error(), "needs a confirmation: run it in a terminal, or pass -y") {
+		t.Fatalf("error = %v", err)
+	}
+	for _, c := range strings.Split(f.Log(), "\n") {
+		if !strings.HasPrefix(c, "vm.get") && !strings.HasPrefix(c, "host.lookup") && c != "docker.kind-nodes" {
+			t.Errorf("destroy did %q before its confirmation", c)
+		}
+	}
+	if f.Instance == nil {
+		t.Error("the VM is gone")
+	}
+	// With -y it goes, route and all.
+	if err := Destroy(context.Background(), f.Env, DestroyOptions{Yes: true}); err != nil {
+		t.Fatal(err)
+	}
+	if f.Instance != nil || len(f.Called("host.privileged")) != 1 {
+		t.Errorf("destroy -y:\n%s", f.Log())
+	}
+}
+
+// up --dry-run plans everything and changes nothing, not even marina's own
+// label key.
+func TestUpDryRunChangesNothing(t *testing.T) {
+	f := sessiontest.New(t)
+	f.Config(nil)
+	f.Route = nil // no route yet
+	if err := Up(context.Background(), f.Env, UpOptions{DryRun: true}); err != nil {
+		t.Fatal(err)
+	}
+	for _, step := range []string{"run the mirror registry-dockerio", "route 172.30.0.0/16 to the VM"} {
+		if !strings.Contains(f.Stdout.String(), step) {
+			t.Errorf("plan lacks %q:\n%s", step, f.Stdout.String())
+		}
+	}
+	// Only looks: no call that changes anything.
+	looks := []string{"vm.get ", "host.lookup ", "guest.observe", "docker.version", "docker.wait-ready", "docker.inspect-network ", "docker.list ", "docker.kind-nodes"}
+	for _, c := range strings.Split(f.Log(), "\n") {
+		if !slices.ContainsFunc(looks, func(p string) bool { return strings.HasPrefix(c, p) }) {
+			t.Errorf("dry run did %q", c)
+		}
+	}
+	if got := f.Called("guest."); len(got) != 1 {
+		t.Errorf("dry run made %d guest round trips, want 1: %v", len(got), got)
+	}
+	if _, err := os.Stat(f.Env.Paths.LabelKey()); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("dry run wrote the label key: %v", err)
+	}
+}
