@@ -18,21 +18,7 @@ func (r *root) doctorCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "doctor",
 		Short: "Check every part of the lab and say how to fix what is wrong",
-		Long: `Check, in order: the config, limactl, the VM, the guest channel, Docker, the
-kind network, forwarding and marina's firewall rules in the VM, the boot unit
-and Docker drop-in, the host's route (and any route inside the kind network
-that takes part of it, a VPN's), the local DNS, each registry mirror and its
-upstream, each cluster's API server, kubeconfig and MetalLB pool, the VM's
-inotify limits and free disk, Rosetta, and on macOS the Local Network privacy
-setting. Each check prints [OK], [WARN] or [FAIL] with what it found, and the
-command that fixes what is not right; checks that need one that failed are
-[SKIP]. Exits 1 when a check failed (warnings alone: 0).
-
---fix makes the safe repairs it names, and nothing else: it runs the VM's
-network script again (rules, forwarding, boot unit and drop-in), adds the
-host's route or moves marina's own to lima0's address (through sudo), and
-exports stale kubeconfigs again; then it checks again. --fix --dry-run lists
-those repairs and makes none.`,
+		Long: doctorHelp(),
 		Example: `  marina doctor
   marina doctor -o json
   marina doctor --fix --dry-run
@@ -113,4 +99,30 @@ func printRepairs(w io.Writer, repairs []string, head string) {
 	for _, s := range repairs {
 		fmt.Fprintf(w, "  - %s\n", s)
 	}
+}
+
+// doctorHelp lists doctor's checks from its table, in their order, with
+// what each needs.
+func doctorHelp() string {
+	var b strings.Builder
+	b.WriteString("Check every part of the lab, in this order:\n\n")
+	row := func(name, about, needs string) {
+		b.WriteString(strings.TrimRight(fmt.Sprintf("  %-14s %-41s %s", name, about, needs), " ") + "\n")
+	}
+	row("CHECK", "WHAT", "NEEDS")
+	for _, c := range doctor.Checks() {
+		row(c.Name, c.About, strings.Join(c.Needs, ", "))
+	}
+	b.WriteString(`
+Each check prints [OK], [WARN] or [FAIL] with what it found, and the command
+that fixes what is not right; a check whose needs did not pass is [SKIP] and
+says which. A mirror and a cluster each have a check of their own. Exits 1
+when a check failed (warnings alone: 0).
+
+--fix makes the safe repairs it names, and nothing else: it runs the VM's
+network script again (rules, forwarding, boot unit and drop-in), adds the
+host's route or moves marina's own to lima0's address (through sudo), and
+exports stale kubeconfigs again; then it checks again. --fix --dry-run lists
+those repairs and makes none.`)
+	return b.String()
 }

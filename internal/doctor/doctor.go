@@ -120,28 +120,6 @@ const (
 	diskFailPercent = 2.0
 )
 
-// The check names, in order (a mirror's and a cluster's carry its name).
-const (
-	checkConfig       = "config"
-	checkLima         = "limactl"
-	checkVM           = "vm"
-	checkGuest        = "guest"
-	checkDocker       = "docker"
-	checkKindNetwork  = "kind-network"
-	checkForwarding   = "forwarding"
-	checkFirewall     = "firewall"
-	checkBoot         = "boot"
-	checkRoute        = "route"
-	checkDNS          = "dns"
-	checkMirrors      = "mirrors"
-	checkClusters     = "clusters"
-	checkInotify      = "inotify"
-	checkDisk         = "disk"
-	checkRosettaHost  = "rosetta-host"
-	checkRosettaVM    = "rosetta-vm"
-	checkLocalNetwork = "local-network"
-)
-
 const fixCommand = "marina doctor --fix"
 
 // Run runs the checks; with opts.Fix it makes the safe repairs they
@@ -191,6 +169,12 @@ type doctor struct {
 	throughVM []string
 	// shadows are the routes inside the kind network that go elsewhere.
 	shadows []host.Route
+	// What the checks found, for the checks after them.
+	inst      *vm.Instance     // the VM, nil when there is none
+	vmErr     error            // looking the VM up failed
+	probeErrs map[string]error // mirrors whose upstream cannot be probed
+	// result is the check called name, once it has run.
+	result func(name string) Check
 }
 
 // reaches reports whether this host's packets to addr, in the kind
@@ -261,206 +245,14 @@ func oneLine(s string) string {
 	return strings.Join(strings.Fields(strings.ReplaceAll(s, "\n", " ")), " ")
 }
 
-// run makes every check once.
+// run makes every check once, in the table's order (checks.go).
 func (d *doctor) run(ctx context.Context) Report {
 	s, e := d.s, d.s.Env
 	d.o, d.fixes, d.stale, d.throughVM, d.shadows = nil, nil, nil, nil, nil
+	d.inst, d.vmErr, d.probeErrs = nil, nil, nil
 	d.route = host.RouteStatus{}
 	d.made = status.LoadMade(e.Paths, session.HostOwn(s.File.Config, s.File.Err == nil))
-	checks := []Check{d.config}
-	add := func(c ...Check) { checks = append(checks, c...) }
-	hostOS := s.Host.OS()
-
-	// limactl, then the VM.
-	lima, inst, vmErr := d.lookVM(ctx)
-	add(lima)
-	vmCheck := judgeVM(s.Name, lima, inst, vmErr)
-	add(vmCheck)
-	running := vmCheck.Status == OK
-	if !running {
-		why := "VM " + s.Name + " is not running (see vm)"
-		switch {
-		case lima.Status == Skip:
-			why = "the config names no VM (see config)"
-		case lima.Status == Fail:
-			why = "limactl is needed (see limactl)"
-		}
-		for _, n := range []string{checkGuest, checkDocker, checkKindNetwork, checkForwarding, checkFirewall, checkBoot, checkRoute, checkDNS, checkMirrors, checkClusters, checkInotify, checkDisk} {
-			add(skip(n, why))
-		}
-		add(judgeRosettaHost(hostOS, e.HostArch, s.Host.Rosetta(), d.cfgOK && s.Config.VM.Rosetta))
-		add(skip(checkRosettaVM, why), skip(checkLocalNetwork, why))
-		return summarize(checks)
-	}
-
-	// One look at the guest (with the probes), Docker and the host.
-	var probes guest.Probes
-	probeErrs := map[string]error{}
-	if d.cfgOK {
-		for _, m := range s.Config.Registries.Mirrors {
-			u, err := guest.UpstreamOf(m)
-			if err != nil {
-				probeErrs[m.Name] = err
-				continue
-			}
-			probes.Upstreams = append(probes.Upstreams, u)
-		}
-		// The local DNS's records, read as root, for values that are none.
-		if etcd, _, ok, err := session.DNSEtcd(s.Config, s.Paths); err == nil && ok {
-			probes.Records, _ = guest.DNSRecordsProbe(etcd, s.Config.DNS.Domain)
-		}
-	}
-	o := session.ObserveWith(ctx, s, d.cidr, session.ObserveOptions{Probes: probes, Routes: true, Clusters: true})
-	d.o = o
-	guestOK := o.GuestErr == nil
-	if guestOK {
-		s.Lima0 = o.Guest.Lima0.Addr()
-	}
-	add(judgeGuest(o))
-	add(judgeDocker(o, s.Socket()))
-	dockerOK := o.DockerErr == nil
-	noConfig := "the config is not valid (see config)"
-	noGuest := "the guest does not answer (see guest)"
-	noDocker := "Docker does not answer (see docker)"
-
-	switch {
-	case !d.cfgOK:
-		add(skip(checkKindNetwork, noConfig))
-	case !dockerOK:
-		add(skip(checkKindNetwork, noDocker))
-	default:
-		c := judgeKindNetwork(docker.KindNetworkSpec(d.cidr, guest.HostIf), o.Network)
-		// Without marina's kind network nothing on it is reached from here:
-		// the DNS and the clusters' checks would blame themselves.
-		if c.Status == Fail {
-			d.throughVM = append(d.throughVM, checkKindNetwork)
-		}
-		add(c)
-	}
-
-	// The guest's routing: forwarding, marina's rules, what keeps them.
-	switch {
-	case !d.cfgOK:
-		add(skip(checkForwarding, noConfig), skip(checkFirewall, noConfig), skip(checkBoot, noConfig))
-	case !guestOK:
-		add(skip(checkForwarding, noGuest), skip(checkFirewall, noGuest), skip(checkBoot, noGuest))
-	default:
-		net := guest.KindNet(d.cidr, o.Mac)
-		cs, err := net.Checks(o.Guest.Net)
-		// The script needs Docker's DOCKER-USER chain and the kind
-		// network's bridge: without them, --fix cannot run it yet.
-		blocked := ""
-		switch {
-		case !dockerOK:
-			blocked = "start Docker first (see docker), then: " + fixCommand
-		case o.Network == nil:
-			blocked = "marina up (it creates the kind network, then installs the rules)"
-		}
-		for _, area := range []guest.Area{guest.AreaForwarding, guest.AreaFirewall, guest.AreaBoot} {
-			c := judgeArea(area, cs, err, o.Guest.Net.Err, blocked)
-			if c.Status != OK && area != guest.AreaBoot {
-				d.throughVM = append(d.throughVM, c.Name)
-			}
-			add(c)
-		}
-	}
-
-	// The host's route, then what goes over it.
-	switch {
-	case !d.cfgOK:
-		add(skip(checkRoute, noConfig))
-	case !guestOK:
-		add(skip(checkRoute, noGuest+": lima0's address is not known"))
-	default:
-		c, rs := d.judgeRoute(o)
-		d.route = rs
-		add(c)
-	}
-
-	// The reach test first (at most 3 s): when macOS keeps this terminal
-	// off the local networks, the DNS lookup and the API calls over the
-	// route fail the same way, and would each point elsewhere.
-	var local Check
-	var gw netip.Addr
-	if d.cfgOK {
-		gw = docker.KindNetworkSpec(d.cidr, guest.HostIf).Gateway
-	}
-	switch {
-	case hostOS != "darwin":
-		local = ok(checkLocalNetwork, "N/A: macOS only (its Local Network privacy setting)")
-	case !d.cfgOK:
-		local = skip(checkLocalNetwork, noConfig)
-	case !d.reaches(gw):
-		local = skip(checkLocalNetwork, "needs the host's route (see route)")
-	case slices.Contains(d.throughVM, checkKindNetwork):
-		local = skip(checkLocalNetwork, "needs marina's kind network (see kind-network)")
-	default:
-		dctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-		local = judgeLocalNetwork(gw, s.Host.Dial(dctx, netip.AddrPortFrom(gw, 9)), e.Getenv("TERM_PROGRAM"))
-		cancel()
-		if local.Status == Fail {
-			d.throughVM = append(d.throughVM, checkLocalNetwork)
-		}
-	}
-
-	// The DNS lookup and the clusters' APIs go at once.
-	var dnsCheck Check
-	var clusterChecks []Check
-	var wg sync.WaitGroup
-	switch {
-	case !d.cfgOK:
-		dnsCheck = skip(checkDNS, noConfig)
-	case !dockerOK:
-		dnsCheck = skip(checkDNS, noDocker)
-	case !d.reaches(dnsServer(d.cidr)):
-		dnsCheck = skip(checkDNS, "the lookup goes over the host's route (see route)")
-	case len(d.throughVM) > 0:
-		dnsCheck = skip(checkDNS, "the lookup goes over the route into the kind network, which does not carry it now (see "+strings.Join(d.throughVM, ", ")+")")
-	default:
-		wg.Go(func() {
-			st := &status.Status{}
-			st.DNSSection(ctx, s, o, d.cidr, d.made)
-			dnsCheck = judgeRecords(judgeDNS(*st.DNS), o.Guest.Health, s.Config.DNS.Domain)
-		})
-	}
-	switch {
-	case !guestOK:
-		clusterChecks = []Check{skip(checkClusters, noGuest+": the API servers' address is not known")}
-	case !dockerOK:
-		clusterChecks = []Check{skip(checkClusters, noDocker)}
-	case o.ClustersErr != nil:
-		clusterChecks = []Check{fail(checkClusters, "cannot list the clusters: "+oneLine(o.ClustersErr.Error()), "marina cluster list")}
-	default:
-		wg.Go(func() { clusterChecks = d.judgeClusters(ctx, o.Clusters) })
-	}
-	wg.Wait()
-	add(dnsCheck)
-
-	// The mirrors.
-	switch {
-	case !d.cfgOK:
-		add(skip(checkMirrors, noConfig))
-	case !dockerOK:
-		add(skip(checkMirrors, noDocker))
-	default:
-		add(d.judgeMirrors(o, probeErrs, guestOK)...)
-	}
-	add(clusterChecks...)
-
-	// The VM's resources and Rosetta.
-	if guestOK {
-		add(judgeInotify(o.Guest.Health), judgeDisk(o.Guest.Health))
-	} else {
-		add(skip(checkInotify, noGuest), skip(checkDisk, noGuest))
-	}
-	want := d.cfgOK && s.Config.VM.Rosetta
-	add(judgeRosettaHost(hostOS, e.HostArch, s.Host.Rosetta(), want))
-	if guestOK {
-		add(judgeRosettaVM(hostOS, e.HostArch, o.Guest.Health.RosettaBinfmt, want, d.rosettaAtCreation(inst)))
-	} else {
-		add(skip(checkRosettaVM, noGuest))
-	}
-	add(local)
+	checks := d.runTable(ctx)
 	for _, c := range checks {
 		if c.repair != repairNone {
 			d.fixes = append(d.fixes, c)
@@ -1155,28 +947,12 @@ func (d *doctor) repair(ctx context.Context, todo []repairStep) []string {
 		var err error
 		switch rp.kind {
 		case repairNet:
-			err = s.Step("Installing and running the VM's network script", "", func() error {
-				b := guest.NewBatch()
-				if err := guest.KindNet(d.cidr, o.Mac).Apply(b); err != nil {
-					return err
-				}
-				_, err := s.Guest.Run(ctx, vm.Script{Name: "install the VM's routing rules", Body: b.Script(), Root: true})
-				return err
-			})
+			err = machine.InstallGuest(ctx, s, machine.GuestWrites{Net: guest.KindNet(d.cidr, o.Mac), Rules: true})
 		case repairRoute:
-			fix := s.Host.RouteFix(d.route)
-			err = s.Step(fmt.Sprintf("Routing %s from this host via %s", d.route.Want, d.route.Via), "", func() error {
-				made, err := host.LoadMade(s.Paths.Routes(), session.HostOwn(s.Config, true))
-				if err != nil {
-					return err
-				}
-				if err := s.Host.Privileged(ctx, fix); err != nil {
-					return err
-				}
-				// Remembered as up remembers it: only marina's route is
-				// ever changed or removed.
-				return made.Add(d.route.Want, d.route.Via)
-			})
+			var made *host.Made
+			if made, err = host.LoadMade(s.Paths.Routes(), session.HostOwn(s.Config, true)); err == nil {
+				err = machine.AddRoute(ctx, s, made, d.route, s.Host.RouteFix(d.route))
+			}
 		case repairKubeconfig:
 			err = kindcluster.FollowLima0(ctx, s, d.stale)
 		}

@@ -44,8 +44,8 @@ func doctorRun(f *sessiontest.World, opts Options) Report {
 	return r
 }
 
-// check is the report's check called name (the test ends without one).
-func check(t *testing.T, r Report, name string) Check {
+// findCheck is the report's check called name (the test ends without one).
+func findCheck(t *testing.T, r Report, name string) Check {
 	t.Helper()
 	for _, c := range r.Checks {
 		if c.Name == name {
@@ -126,7 +126,7 @@ func TestDoctorHealthyLab(t *testing.T) {
 			t.Errorf("%s: %s", c.Name, c.Finding)
 		}
 	}
-	if c := check(t, r, "route"); !strings.Contains(c.Finding, "172.30.0.0/16 → present (via 192.168.64.3)") {
+	if c := findCheck(t, r, "route"); !strings.Contains(c.Finding, "172.30.0.0/16 → present (via 192.168.64.3)") {
 		t.Errorf("route: %s", c.Finding)
 	}
 }
@@ -188,7 +188,7 @@ func TestDoctorVMNotRunning(t *testing.T) {
 			f.Instance.Status, f.Instance.Errors = c.status, []string{"disk missing"}
 		}
 		r := doctorRun(f, Options{})
-		v := check(t, r, "vm")
+		v := findCheck(t, r, "vm")
 		if v.Status != Fail || !strings.Contains(v.Finding, c.finding) || v.Fix != c.fix {
 			t.Errorf("%q: %+v", c.status, v)
 		}
@@ -196,7 +196,7 @@ func TestDoctorVMNotRunning(t *testing.T) {
 			t.Errorf("%q: not failed", c.status)
 		}
 		for _, n := range []string{"guest", "docker", "firewall", "route", "dns", "mirrors", "clusters", "disk", "rosetta-vm", "local-network"} {
-			if s := check(t, r, n); s.Status != Skip || !strings.Contains(s.Finding, "VM marina is not running") {
+			if s := findCheck(t, r, n); s.Status != Skip || !strings.Contains(s.Finding, "VM marina is not running") {
 				t.Errorf("%q: %s: %+v", c.status, n, s)
 			}
 		}
@@ -215,16 +215,16 @@ func TestDoctorLimactl(t *testing.T) {
 		return nil, errors.New("limactl was not found on your PATH: marina runs its VM with Lima; install Lima 2.x: `brew install lima`")
 	}
 	r := doctorRun(f, Options{})
-	if c := check(t, r, "limactl"); c.Status != Fail || c.Fix != "brew install lima" || !strings.Contains(c.Finding, "not found") {
+	if c := findCheck(t, r, "limactl"); c.Status != Fail || c.Fix != "brew install lima" || !strings.Contains(c.Finding, "not found") {
 		t.Errorf("no limactl: %+v", c)
 	}
-	if c := check(t, r, "vm"); c.Status != Skip || !strings.Contains(c.Finding, "limactl") {
+	if c := findCheck(t, r, "vm"); c.Status != Skip || !strings.Contains(c.Finding, "limactl") {
 		t.Errorf("vm without limactl: %+v", c)
 	}
 	f = sessiontest.Healthy(t)
 	f.Fail["vm.version"] = errors.New("Lima 1.2.0 is too old: marina needs Lima 2.0 or later; upgrade it: `brew upgrade lima`")
 	r = doctorRun(f, Options{})
-	if c := check(t, r, "limactl"); c.Status != Fail || c.Fix != "brew upgrade lima" || !strings.Contains(c.Finding, "1.2.0 is too old") {
+	if c := findCheck(t, r, "limactl"); c.Status != Fail || c.Fix != "brew upgrade lima" || !strings.Contains(c.Finding, "1.2.0 is too old") {
 		t.Errorf("old limactl: %+v", c)
 	}
 }
@@ -237,7 +237,7 @@ func TestDoctorConfig(t *testing.T) {
 	}
 	r := doctorRun(f, Options{})
 	notOK(t, r, "config=warn")
-	if c := check(t, r, "config"); !strings.Contains(c.Finding, "checking against the defaults") || c.Fix != "marina up (writes the default config)" {
+	if c := findCheck(t, r, "config"); !strings.Contains(c.Finding, "checking against the defaults") || c.Fix != "marina up (writes the default config)" {
 		t.Errorf("no config: %+v", c)
 	}
 	if r.Failed() {
@@ -249,15 +249,15 @@ func TestDoctorConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	r = doctorRun(f, Options{})
-	if c := check(t, r, "config"); c.Status != Fail || c.Fix != "marina config edit" || !strings.Contains(c.Finding, "network.cidr") {
+	if c := findCheck(t, r, "config"); c.Status != Fail || c.Fix != "marina config edit" || !strings.Contains(c.Finding, "network.cidr") {
 		t.Errorf("bad config: %+v", c)
 	}
 	for _, n := range []string{"kind-network", "forwarding", "firewall", "boot", "route", "dns", "mirrors"} {
-		if c := check(t, r, n); c.Status != Skip || !strings.Contains(c.Finding, "config") {
+		if c := findCheck(t, r, n); c.Status != Skip || !strings.Contains(c.Finding, "config") {
 			t.Errorf("%s with a bad config: %+v", n, c)
 		}
 	}
-	if c := check(t, r, "vm"); c.Status != OK {
+	if c := findCheck(t, r, "vm"); c.Status != OK {
 		t.Errorf("the VM is still checked: %+v", c)
 	}
 }
@@ -274,7 +274,7 @@ func TestDoctorDockerAnswersWhileTheGuestFails(t *testing.T) {
 		}
 	}
 	r := doctorRun(f, Options{})
-	if c := check(t, r, "docker"); c.Status == Fail || strings.Contains(c.Finding, "context canceled") {
+	if c := findCheck(t, r, "docker"); c.Status == Fail || strings.Contains(c.Finding, "context canceled") {
 		t.Errorf("docker, which answered: %+v", c)
 	}
 }
@@ -283,7 +283,7 @@ func TestDoctorGuestChannel(t *testing.T) {
 	f := sessiontest.Healthy(t)
 	f.Fail["guest.observe"] = errors.New("observe the VM: cannot reach the VM over ssh (is it running? try `marina up`):\nConnection refused")
 	r := doctorRun(f, Options{})
-	if c := check(t, r, "guest"); c.Status != Fail || !strings.Contains(c.Finding, "cannot reach the VM over ssh") || c.Fix != "marina down && marina up" {
+	if c := findCheck(t, r, "guest"); c.Status != Fail || !strings.Contains(c.Finding, "cannot reach the VM over ssh") || c.Fix != "marina down && marina up" {
 		t.Errorf("guest: %+v", c)
 	}
 	for _, n := range []string{"forwarding", "firewall", "boot", "route", "cluster", "inotify", "disk", "rosetta-vm"} {
@@ -291,11 +291,11 @@ func TestDoctorGuestChannel(t *testing.T) {
 		if n == "cluster" {
 			name = "clusters"
 		}
-		if c := check(t, r, name); c.Status != Skip || !strings.Contains(c.Finding, "the guest does not answer") {
+		if c := findCheck(t, r, name); c.Status != Skip || !strings.Contains(c.Finding, "the guest does not answer") {
 			t.Errorf("%s: %+v", name, c)
 		}
 	}
-	if c := check(t, r, "docker"); c.Status != OK {
+	if c := findCheck(t, r, "docker"); c.Status != OK {
 		t.Errorf("docker is judged on its own: %+v", c)
 	}
 }
@@ -307,7 +307,7 @@ func TestDoctorDocker(t *testing.T) {
 		f.Doctor.Net = func(st *guest.NetState) { st.Forwarding = false }
 		f.Doctor.Health = &guest.Health{Docker: active, InotifyWatches: 524288, InotifyInstances: 512, Disk: guest.Disk{Known: true, Used: 1, Avail: 9}}
 		r := doctorRun(f, Options{})
-		c := check(t, r, "docker")
+		c := findCheck(t, r, "docker")
 		switch active {
 		case "inactive":
 			if c.Status != Fail || c.Finding != "Docker is not running in the VM (docker.service is inactive)" || c.Fix != "marina shell -- sudo systemctl start docker" {
@@ -319,13 +319,13 @@ func TestDoctorDocker(t *testing.T) {
 			}
 		}
 		for _, n := range []string{"kind-network", "dns", "mirrors", "clusters"} {
-			if s := check(t, r, n); s.Status != Skip || !strings.Contains(s.Finding, "Docker does not answer") {
+			if s := findCheck(t, r, n); s.Status != Skip || !strings.Contains(s.Finding, "Docker does not answer") {
 				t.Errorf("%s: %+v", n, s)
 			}
 		}
 		// The rules cannot be re-applied without Docker's chain: no repair,
 		// and the fix says what comes first.
-		if s := check(t, r, "forwarding"); s.Status != Fail || s.repair != repairNone || s.Fix != "start Docker first (see docker), then: marina doctor --fix" {
+		if s := findCheck(t, r, "forwarding"); s.Status != Fail || s.repair != repairNone || s.Fix != "start Docker first (see docker), then: marina doctor --fix" {
 			t.Errorf("forwarding with Docker down: %+v", s)
 		}
 	}
@@ -335,7 +335,7 @@ func TestDoctorKindNetwork(t *testing.T) {
 	f := sessiontest.Healthy(t)
 	f.Network = nil
 	r := doctorRun(f, Options{})
-	if c := check(t, r, "kind-network"); c.Status != Fail || c.Fix != "marina up" || c.Finding != "there is no Docker network kind" {
+	if c := findCheck(t, r, "kind-network"); c.Status != Fail || c.Fix != "marina up" || c.Finding != "there is no Docker network kind" {
 		t.Errorf("no network: %+v", c)
 	}
 	// The rules hang on the network's bridge: up makes both.
@@ -343,7 +343,7 @@ func TestDoctorKindNetwork(t *testing.T) {
 	f.Network = nil
 	f.Doctor.Net = func(st *guest.NetState) { delete(st.Chains, "filter MARINA-FORWARD") }
 	r = doctorRun(f, Options{})
-	if c := check(t, r, "firewall"); c.Status != Fail || c.repair != repairNone || !strings.HasPrefix(c.Fix, "marina up") {
+	if c := findCheck(t, r, "firewall"); c.Status != Fail || c.repair != repairNone || !strings.HasPrefix(c.Fix, "marina up") {
 		t.Errorf("rules without the network: %+v", c)
 	}
 	f = sessiontest.Healthy(t)
@@ -351,7 +351,7 @@ func TestDoctorKindNetwork(t *testing.T) {
 	delete(f.Network.Options, "com.docker.network.bridge.trusted_host_interfaces")
 	f.Network.Managed = false
 	r = doctorRun(f, Options{})
-	c := check(t, r, "kind-network")
+	c := findCheck(t, r, "kind-network")
 	if c.Status != Fail || !strings.Contains(c.Finding, "trusted_host_interfaces") || !strings.Contains(c.Finding, "not made by marina") || !strings.Contains(c.Fix, "recreate") {
 		t.Errorf("foreign network: %+v", c)
 	}
@@ -391,7 +391,7 @@ func TestDoctorGuestRouting(t *testing.T) {
 				want = append(want, "dns=skip", "cluster dev=skip")
 			}
 			got := notOK(t, r, want...)
-			if dns := check(t, r, "dns"); c.check != "boot" && !strings.Contains(dns.Finding, "(see "+c.check+")") {
+			if dns := findCheck(t, r, "dns"); c.check != "boot" && !strings.Contains(dns.Finding, "(see "+c.check+")") {
 				t.Errorf("dns: %+v", dns)
 			}
 			if len(got) > 0 {
@@ -456,7 +456,7 @@ func TestDoctorRoute(t *testing.T) {
 			f := sessiontest.Healthy(t)
 			c.setup(f)
 			r := doctorRun(f, Options{})
-			rc := check(t, r, "route")
+			rc := findCheck(t, r, "route")
 			if rc.Status != c.status || !strings.Contains(rc.Finding, c.finding) || !strings.Contains(rc.Fix, c.fix) || (rc.repair == repairRoute) != c.repair {
 				t.Errorf("%+v\nwant %s %q fix %q repair %v", rc, c.status, c.finding, c.fix, c.repair)
 			}
@@ -467,7 +467,7 @@ func TestDoctorRoute(t *testing.T) {
 			// The lookup goes over the route: the DNS check waits for it,
 			// unless the route that takes part of the network leaves the
 			// DNS server's address alone.
-			d := check(t, r, "dns")
+			d := findCheck(t, r, "dns")
 			if c.name == "a VPN's /24 inside it" {
 				if d.Status != OK {
 					t.Errorf("dns with 172.30.255.53 still routed to the VM: %+v", d)
@@ -487,13 +487,13 @@ func TestDoctorDNS(t *testing.T) {
 		}
 	}
 	r := doctorRun(f, Options{})
-	if c := check(t, r, "dns"); c.Status != Fail || !strings.Contains(c.Finding, "marina-dns-etcd at 172.30.255.52 is exited") || c.Fix != "marina up" {
+	if c := findCheck(t, r, "dns"); c.Status != Fail || !strings.Contains(c.Finding, "marina-dns-etcd at 172.30.255.52 is exited") || c.Fix != "marina up" {
 		t.Errorf("etcd exited: %+v", c)
 	}
 	f = sessiontest.Healthy(t)
 	f.Fail["host.query"] = errors.New("read udp: i/o timeout")
 	r = doctorRun(f, Options{})
-	if c := check(t, r, "dns"); c.Status != Fail || !strings.Contains(c.Finding, "lookup of marina-probe.demo.internal at 172.30.255.53 failed: read udp: i/o timeout") || !strings.Contains(c.Fix, "docker logs") {
+	if c := findCheck(t, r, "dns"); c.Status != Fail || !strings.Contains(c.Finding, "lookup of marina-probe.demo.internal at 172.30.255.53 failed: read udp: i/o timeout") || !strings.Contains(c.Fix, "docker logs") {
 		t.Errorf("lookup fails: %+v", c)
 	}
 	f = sessiontest.Healthy(t)
@@ -501,7 +501,7 @@ func TestDoctorDNS(t *testing.T) {
 		t.Fatal(err)
 	}
 	r = doctorRun(f, Options{})
-	if c := check(t, r, "dns"); c.Status != Fail || !strings.Contains(c.Finding, "resolver file") || !strings.Contains(c.Finding, "missing") || c.Fix != "marina up" {
+	if c := findCheck(t, r, "dns"); c.Status != Fail || !strings.Contains(c.Finding, "resolver file") || !strings.Contains(c.Finding, "missing") || c.Fix != "marina up" {
 		t.Errorf("no resolver file: %+v", c)
 	}
 }
@@ -532,7 +532,7 @@ func TestDoctorMirrors(t *testing.T) {
 		"mirror registry-us-central1-docker-pkgdev": {OK, "its upstream us-central1-docker.pkg.dev:443 answers from its container", ""},
 		"mirror registry-old":                       {Warn, "container registry-old is a mirror no longer in the config", "marina up (removes it)"},
 	} {
-		c := check(t, r, name)
+		c := findCheck(t, r, name)
 		if c.Status != want.status || !strings.Contains(c.Finding, want.finding) || !strings.Contains(c.Fix, want.fix) || c.repair != repairNone {
 			t.Errorf("%s: %+v\nwant %+v", name, c, want)
 		}
@@ -579,7 +579,7 @@ func TestDoctorClusters(t *testing.T) {
 			f := sessiontest.Healthy(t)
 			c.setup(f)
 			r := doctorRun(f, Options{})
-			cc := check(t, r, "cluster dev")
+			cc := findCheck(t, r, "cluster dev")
 			if cc.Status != c.status || !strings.Contains(cc.Finding, c.finding) || !strings.Contains(cc.Fix, c.fix) || (cc.repair == repairKubeconfig) != c.stale {
 				t.Errorf("%+v\nwant %s %q %q stale %v", cc, c.status, c.finding, c.fix, c.stale)
 			}
@@ -615,7 +615,7 @@ func TestDoctorInotifyAndDisk(t *testing.T) {
 			} else {
 				notOK(t, r, c.check+"="+string(c.status))
 			}
-			got := check(t, r, c.check)
+			got := findCheck(t, r, c.check)
 			if got.Status != c.status || !strings.Contains(got.Finding, c.finding) || !strings.Contains(got.Fix, c.fix) {
 				t.Errorf("%+v", got)
 			}
@@ -667,7 +667,7 @@ func TestDoctorRosetta(t *testing.T) {
 				}
 			}
 			r := doctorRun(f, Options{})
-			h, v := check(t, r, "rosetta-host"), check(t, r, "rosetta-vm")
+			h, v := findCheck(t, r, "rosetta-host"), findCheck(t, r, "rosetta-vm")
 			if h.Status != c.host || !strings.Contains(h.Finding, c.hostFinding) || h.Fix != c.hostFix {
 				t.Errorf("host: %+v", h)
 			}
@@ -699,7 +699,7 @@ func TestDoctorLocalNetwork(t *testing.T) {
 			f := sessiontest.Healthy(t)
 			f.Doctor.OS, f.Doctor.Dial, f.Vars["TERM_PROGRAM"] = c.os, c.dial, c.term
 			r := doctorRun(f, Options{})
-			got := check(t, r, "local-network")
+			got := findCheck(t, r, "local-network")
 			if got.Status != c.status || !strings.Contains(got.Finding, c.finding) || !strings.Contains(got.Fix, c.fix) {
 				t.Errorf("%+v", got)
 			}
@@ -713,7 +713,7 @@ func TestDoctorLocalNetwork(t *testing.T) {
 	f := sessiontest.Healthy(t)
 	f.Doctor.OS, f.Doctor.Dial = "darwin", unreach
 	r := doctorRun(f, Options{})
-	if got := check(t, r, "dns"); got.Status != Skip || !strings.Contains(got.Finding, "see local-network") {
+	if got := findCheck(t, r, "dns"); got.Status != Skip || !strings.Contains(got.Finding, "see local-network") {
 		t.Errorf("dns while blocked: %+v", got)
 	}
 	// Without marina's kind network the gateway is not the VM's: no dial.
@@ -721,14 +721,14 @@ func TestDoctorLocalNetwork(t *testing.T) {
 	f.Doctor.OS, f.Doctor.Dial = "darwin", unreach
 	f.Network = nil
 	r = doctorRun(f, Options{})
-	if got := check(t, r, "local-network"); got.Status != Skip || len(f.Called("host.dial")) != 0 {
+	if got := findCheck(t, r, "local-network"); got.Status != Skip || len(f.Called("host.dial")) != 0 {
 		t.Errorf("without the kind network: %+v", got)
 	}
 	// No route: nothing to try.
 	f = sessiontest.Healthy(t)
 	f.Route = nil
 	r = doctorRun(f, Options{})
-	if got := check(t, r, "local-network"); got.Status != Skip || len(f.Called("host.dial")) != 0 {
+	if got := findCheck(t, r, "local-network"); got.Status != Skip || len(f.Called("host.dial")) != 0 {
 		t.Errorf("without the route: %+v", got)
 	}
 }
@@ -881,7 +881,7 @@ func TestDoctorLoopbackClusterWithoutForwarding(t *testing.T) {
 	f.Doctor.Net = func(st *guest.NetState) { st.Forwarding = false }
 	r := doctorRun(f, Options{})
 	notOK(t, r, "forwarding=fail", "dns=skip", "cluster dev=skip")
-	if c := check(t, r, "cluster lo"); c.Status != OK || !strings.Contains(c.Finding, "answers at https://127.0.0.1:7002") {
+	if c := findCheck(t, r, "cluster lo"); c.Status != OK || !strings.Contains(c.Finding, "answers at https://127.0.0.1:7002") {
 		t.Errorf("loopback cluster: %+v", c)
 	}
 }
@@ -905,7 +905,7 @@ func TestDoctorReportsMalformedDNSValues(t *testing.T) {
 	} {
 		f := sessiontest.Healthy(t)
 		f.Doctor.Records = c.records
-		chk := check(t, doctorRun(f, Options{}), checkDNS)
+		chk := findCheck(t, doctorRun(f, Options{}), checkDNS)
 		if chk.Status != c.want {
 			t.Errorf("%s: %s %s", what, chk.Status, chk.Finding)
 		}

@@ -259,19 +259,11 @@ func applyConverge(ctx context.Context, s *session.Session, p convergePlan) erro
 			return err
 		}
 	}
-	if p.routeFix != nil {
-		err := e.Step(fmt.Sprintf("Routing %s from this host via %s", p.route.Want, p.route.Via), "", func() error {
-			return s.Host.Privileged(ctx, p.routeFix)
-		})
-		if err != nil {
-			return err
-		}
-	}
 	// Remember the route marina made: a lima0 move may then change it and
 	// destroy delete it, even with the VM stopped; nothing else is ever
 	// touched.
 	if p.routeFix != nil {
-		if err := p.made.Add(p.route.Want, p.route.Via); err != nil {
+		if err := AddRoute(ctx, s, p.made, p.route, p.routeFix); err != nil {
 			return err
 		}
 	}
@@ -282,25 +274,50 @@ func applyConverge(ctx context.Context, s *session.Session, p convergePlan) erro
 // installGuest writes the routing rules and the mirror configs p needs
 // into the guest and applies them, in one round trip.
 func installGuest(ctx context.Context, s *session.Session, p convergePlan) error {
-	if !p.applyRules && !p.mirrors.writes && !p.dns.writes {
+	w := GuestWrites{Net: p.net, Rules: p.applyRules}
+	if p.mirrors.writes {
+		w.Mirrors = &p.mirrors.specs
+	}
+	if p.dns.writes {
+		w.DNS = &p.dns.specs
+	}
+	return InstallGuest(ctx, s, w)
+}
+
+// GuestWrites is what one round trip installs in the guest.
+type GuestWrites struct {
+	Net guest.Net
+	// Rules installs Net's network script, unit and drop-in, and runs it.
+	Rules bool
+	// Mirrors, when set, are the mirror configs to write (none: remove
+	// them all).
+	Mirrors *[]registry.Spec
+	// DNS, when set, is the DNS servers' config to write.
+	DNS *[]dns.Spec
+}
+
+// InstallGuest writes w into the guest and applies it, in one round trip:
+// what up converges, and what doctor --fix repairs.
+func InstallGuest(ctx context.Context, s *session.Session, w GuestWrites) error {
+	if !w.Rules && w.Mirrors == nil && w.DNS == nil {
 		return nil
 	}
 	b := guest.NewBatch()
 	var what []string
-	if p.applyRules {
-		if err := p.net.Apply(b); err != nil {
+	if w.Rules {
+		if err := w.Net.Apply(b); err != nil {
 			return err
 		}
 		what = append(what, "routing rules")
 	}
-	if p.mirrors.writes {
-		if err := guest.RegistryApply(b, p.mirrors.specs); err != nil {
+	if w.Mirrors != nil {
+		if err := guest.RegistryApply(b, *w.Mirrors); err != nil {
 			return err
 		}
 		what = append(what, "mirror configs")
 	}
-	if p.dns.writes {
-		if err := guest.DNSApply(b, p.dns.specs); err != nil {
+	if w.DNS != nil {
+		if err := guest.DNSApply(b, *w.DNS); err != nil {
 			return err
 		}
 		what = append(what, "DNS server's Corefile")
@@ -310,6 +327,20 @@ func installGuest(ctx context.Context, s *session.Session, p convergePlan) error
 		_, err := s.Guest.Run(ctx, vm.Script{Name: "install the VM's " + parts, Body: b.Script(), Root: true})
 		return err
 	})
+}
+
+// AddRoute routes rs.Want from this host via rs.Via (fix is the
+// privileged command that does it) and records it in made: only a route
+// marina recorded is ever changed or removed, by a lima0 move, down
+// --remove-route or destroy.
+func AddRoute(ctx context.Context, s *session.Session, made *host.Made, rs host.RouteStatus, fix []string) error {
+	err := s.Step(fmt.Sprintf("Routing %s from this host via %s", rs.Want, rs.Via), "", func() error {
+		return s.Host.Privileged(ctx, fix)
+	})
+	if err != nil {
+		return err
+	}
+	return made.Add(rs.Want, rs.Via)
 }
 
 // networkMismatch explains a kind network marina did not make and will not
