@@ -140,7 +140,9 @@ func (a *applier) mapping(ctx context.Context, gvk schema.GroupVersionKind) (*me
 		return m, nil
 	}
 	if meta.IsNoMatchError(err) {
-		return nil, fmt.Errorf("the API server does not serve %s (still unknown when the wait ended: %v): the CustomResourceDefinition that defines it must be applied, and Established, first", gvk, perr)
+		// The wait's end is said, not wrapped: the error is the missing
+		// kind, not a cancellation.
+		return nil, fmt.Errorf("the API server does not serve %s (still unknown when the wait ended: %v): the CustomResourceDefinition that defines it must be applied, and Established, first", gvk, perr) //nolint:errorlint // said, not wrapped
 	}
 	return nil, wrap(err, "look up %s in the API server's discovery", gvk)
 }

@@ -23,7 +23,9 @@ func timeoutError(ctx context.Context, what, state string, start time.Time, err 
 	if ctx.Err() == nil || !errors.Is(err, ctx.Err()) {
 		return wrap(err, "wait for %s", what)
 	}
-	return fmt.Errorf("%s: still %s after %s (%v): %s", what, state, time.Since(start).Round(time.Second), ctx.Err(), fix)
+	// The context's error is said, not wrapped: a wait that ran out is the
+	// wait's failure (exit 1), never taken for an interrupt.
+	return fmt.Errorf("%s: still %s after %s (%v): %s", what, state, time.Since(start).Round(time.Second), ctx.Err(), fix) //nolint:errorlint // said, not wrapped
 }
 
 // waitObject polls one object until state calls it done; on a timeout the

@@ -103,13 +103,13 @@ func (r *root) exit(err error) int {
 	if exit, ok := errors.AsType[*session.ExitError](err); ok {
 		// An ExitError without a message of its own follows output that
 		// said what went wrong (the shell's command, doctor's report).
-		if exit.Err != nil || error(exit) != err {
+		if exit.Err != nil || error(exit) != err { //nolint:errorlint // identity: is err the ExitError itself
 			fmt.Fprintf(r.stderr, "ERROR: %s\n", ui.CleanLines(err.Error()))
 		}
 		return exit.Code
 	}
 	if errors.Is(err, context.Canceled) {
-		if err == context.Canceled {
+		if err == context.Canceled { //nolint:errorlint // identity: the bare interrupt
 			fmt.Fprintln(r.stderr, "ERROR: interrupted")
 		} else {
 			fmt.Fprintf(r.stderr, "ERROR: interrupted: %s\n", ui.CleanLines(err.Error()))

@@ -18,7 +18,7 @@ func (r *root) doctorCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "doctor",
 		Short: "Check every part of the lab and say how to fix what is wrong",
-		Long: doctorHelp(),
+		Long:  doctorHelp(),
 		Example: `  marina doctor
   marina doctor -o json
   marina doctor --fix --dry-run

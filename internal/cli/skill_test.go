@@ -238,15 +238,15 @@ var envAssignment = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*=`)
 
 // proseWords may follow marina in a sentence that names no command ("the
 // commands marina runs"); none is a command's name (a test checks).
-var proseWords = map[string]bool{}
-
-func init() {
+var proseWords = func() map[string]bool {
+	m := map[string]bool{}
 	for _, w := range strings.Fields(`is was has does did can cannot will would may must should
 		runs ran makes made keeps kept writes wrote reads prints says uses needs owns knows sees
 		adds removes asks checks itself and or as at by of in on to for from with then`) {
-		proseWords[w] = true
+		m[w] = true
 	}
-}
+	return m
+}()
 
 func isFlag(s string) bool {
 	if strings.HasPrefix(s, "--") {

@@ -189,7 +189,7 @@ func (s Spec) check() error {
 		return err
 	}
 	if _, err := netip.ParseAddr(s.ListenAddress); err != nil {
-		return fmt.Errorf("API listen address %q: %v", s.ListenAddress, err)
+		return fmt.Errorf("API listen address %q: %w", s.ListenAddress, err)
 	}
 	for _, san := range s.SANs {
 		if _, err := netip.ParseAddr(san); err != nil {

@@ -57,7 +57,7 @@ func Locked(ctx context.Context, lock string, fn func() error) error {
 	lctx, cancel := context.WithTimeout(ctx, lockWait)
 	defer cancel()
 	if ok, err := fl.TryLockContext(lctx, 50*time.Millisecond); !ok {
-		return fmt.Errorf("another marina holds %s: %v", lock, err)
+		return fmt.Errorf("another marina holds %s: %v", lock, err) //nolint:errorlint // err may be nil here
 	}
 	defer fl.Unlock()
 	return fn()

@@ -62,7 +62,7 @@ func semverLess(a, b string) bool {
 func checkPinned(ref string) error {
 	named, err := reference.ParseNormalizedNamed(ref)
 	if err != nil {
-		return fmt.Errorf("%q is not an image reference: %v", ref, err)
+		return fmt.Errorf("%q is not an image reference: %w", ref, err)
 	}
 	if _, ok := named.(reference.Digested); !ok {
 		return fmt.Errorf("%q is not pinned by digest: write it as name:tag@sha256:<digest> (docker image inspect --format '{{index .RepoDigests 0}}' shows it)", ref)

@@ -28,7 +28,7 @@ func VMName(data []byte) (string, error) {
 		if p.Line > 0 {
 			p.Msg = fmt.Sprintf("line %d: %s", p.Line, p.Msg)
 		}
-		return "", fmt.Errorf("%v, and the file does not parse: %s", lerr, p.Msg)
+		return "", fmt.Errorf("%w, and the file does not parse: %s", lerr, p.Msg)
 	}
 	return name, nil
 }
@@ -218,7 +218,7 @@ func nameInBlock(lines []string, vmAt int) (string, error) {
 		}
 		v, err := scalar(l.rest)
 		if err != nil {
-			return "", fmt.Errorf("line %d: vm.name %v", i+1, err)
+			return "", fmt.Errorf("line %d: vm.name %w", i+1, err)
 		}
 		name, nameAt = v, i
 	}

@@ -254,7 +254,7 @@ func UseContext(ctx context.Context, e *session.Env, opts ContextOptions) error 
 		return err
 	}
 	if err := CheckName(name); err != nil {
-		return fmt.Errorf("vm.name %s cannot name a Docker context (%v): set another vm.name (`marina config edit`)", name, err)
+		return fmt.Errorf("vm.name %s cannot name a Docker context (%w): set another vm.name (`marina config edit`)", name, err)
 	}
 	st, err := Read(dir, name)
 	if err != nil {

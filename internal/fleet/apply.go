@@ -121,11 +121,13 @@ type ClusterReport struct {
 // Apply creates what a fleet manifest lists and does not exist yet,
 // along its dependencies, and labels or adopts what exists.
 func Apply(ctx context.Context, e *session.Env, opts ApplyOptions) error {
-	cfg, err := config.Load(e.Paths)
+	// The config is read once: the manifest is checked against it before
+	// the VM is looked at.
+	s, err := session.Read(e, session.Needs{Config: session.Strict})
 	if err != nil {
 		return err
 	}
-	f, data, err := loadFleet(e, cfg, opts.File)
+	f, data, err := loadFleet(e, s.Config, opts.File)
 	if err != nil {
 		return err
 	}
@@ -135,8 +137,7 @@ func Apply(ctx context.Context, e *session.Env, opts ApplyOptions) error {
 	if opts.MaxParallel > 0 {
 		f.MaxParallel = opts.MaxParallel
 	}
-	s, err := session.Open(ctx, e, session.Needs{Config: session.Strict, Running: true, Lima0: true, Clusters: true})
-	if err != nil {
+	if err := s.Attach(ctx, session.Needs{Config: session.Strict, Running: true, Lima0: true, Clusters: true}); err != nil {
 		return err
 	}
 	defer s.Close()
@@ -144,38 +145,17 @@ func Apply(ctx context.Context, e *session.Env, opts ApplyOptions) error {
 	if err != nil {
 		return err
 	}
-	// What needs no slot is checked for every new cluster before any
-	// slot is taken: a kubeconfig entry of the user's, the local DNS.
-	plans := map[string]*kindcluster.Plan{}
-	for _, m := range f.Members {
-		if _, ok := cluster.Find(s.Clusters, m.Name); ok {
-			continue
-		}
-		p, err := kindcluster.Prepare(ctx, s, memberOptions(f, m, opts))
-		if err != nil {
-			return fmt.Errorf("cluster %s: %w", m.Name, err)
-		}
-		plans[m.Name] = p
+	plans, err := prepareMembers(ctx, s, f, opts)
+	if err != nil {
+		return err
 	}
 	rows, held, err := placeFleet(ctx, s, f, live, opts)
 	if err != nil {
 		return err
 	}
 	defer held.releaseAll()
-	for _, r := range rows {
-		if r.Action != Create {
-			continue
-		}
-		p := plans[r.Name]
-		if p == nil { // deleted since it was looked at
-			if p, err = kindcluster.Prepare(ctx, s, memberOptions(f, r.Member, opts)); err != nil {
-				return fmt.Errorf("cluster %s: %w", r.Name, err)
-			}
-			plans[r.Name] = p
-		}
-		if err := p.ForSlot(s, memberOptions(f, r.Member, opts), r.Labels, r.Slot); err != nil {
-			return fmt.Errorf("cluster %s: %w", r.Name, err)
-		}
+	if err := planSlots(ctx, s, f, rows, plans, opts); err != nil {
+		return err
 	}
 	rep := &Report{Fleet: f.Name, MaxParallel: f.MaxParallel, Strategy: string(f.Strategy), DryRun: opts.DryRun}
 	for _, r := range rows {
@@ -244,6 +224,45 @@ func prefetch(ctx context.Context, s *session.Session, rows []Row) error {
 // value: letters, digits, '-', '_' and '.', never a path).
 func fleetFile(e *session.Env, name string) string {
 	return filepath.Join(e.Paths.Dir, "fleets", name+".yaml")
+}
+
+// prepareMembers checks what needs no slot for every new cluster before
+// any slot is taken: a kubeconfig entry of the user's, the local DNS.
+func prepareMembers(ctx context.Context, s *session.Session, f Fleet, opts ApplyOptions) (map[string]*kindcluster.Plan, error) {
+	plans := map[string]*kindcluster.Plan{}
+	for _, m := range f.Members {
+		if _, ok := cluster.Find(s.Clusters, m.Name); ok {
+			continue
+		}
+		p, err := kindcluster.Prepare(ctx, s, memberOptions(f, m, opts))
+		if err != nil {
+			return nil, fmt.Errorf("cluster %s: %w", m.Name, err)
+		}
+		plans[m.Name] = p
+	}
+	return plans, nil
+}
+
+// planSlots completes the plan of every cluster to create for the slot
+// it was placed in.
+func planSlots(ctx context.Context, s *session.Session, f Fleet, rows []Row, plans map[string]*kindcluster.Plan, opts ApplyOptions) error {
+	for _, r := range rows {
+		if r.Action != Create {
+			continue
+		}
+		p := plans[r.Name]
+		if p == nil { // deleted since it was looked at
+			var err error
+			if p, err = kindcluster.Prepare(ctx, s, memberOptions(f, r.Member, opts)); err != nil {
+				return fmt.Errorf("cluster %s: %w", r.Name, err)
+			}
+			plans[r.Name] = p
+		}
+		if err := p.ForSlot(s, memberOptions(f, r.Member, opts), r.Labels, r.Slot); err != nil {
+			return fmt.Errorf("cluster %s: %w", r.Name, err)
+		}
+	}
+	return nil
 }
 
 // memberOptions are the create options of member m.
@@ -378,14 +397,51 @@ func (h *holds) releaseAll() {
 	}
 }
 
+// runFleet labels and adopts the clusters that exist, then creates the
+// new ones along their dependencies; rep gets each one's result.
 func runFleet(ctx context.Context, s *session.Session, f Fleet, rows []Row, plans map[string]*kindcluster.Plan, held *holds, opts ApplyOptions, rep *Report) {
-	e := s.Env
 	start := time.Now()
 	byName := map[string]*ClusterReport{}
 	for i := range rep.Clusters {
 		byName[rep.Clusters[i].Name] = &rep.Clusters[i]
 	}
-	labelFailed := false
+	labelFailed := labelExisting(ctx, s, rows, byName)
+	var tasks []Task
+	for _, r := range rows {
+		if r.Action == Create {
+			tasks = append(tasks, Task{Name: r.Name, DependsOn: r.DependsOn})
+		}
+	}
+	if len(tasks) > 0 && f.Strategy == FailFast && labelFailed {
+		// Nothing new starts after a failure under FailFast.
+		for _, t := range tasks {
+			c := byName[t.Name]
+			c.Result, c.Reason = "skipped", "not started: a label change failed, and the fleet's strategy is "+string(FailFast)
+		}
+		tasks = nil
+	}
+	if len(tasks) > 0 {
+		createAll(ctx, s, f, rows, tasks, plans, held, opts, byName)
+	}
+	end := time.Now()
+	rep.Start, rep.End, rep.MakespanSeconds = &start, &end, end.Sub(start).Seconds()
+	for _, c := range rep.Clusters {
+		switch c.Result {
+		case "created":
+			rep.Created++
+		case "skipped":
+			rep.Skipped++
+		case "failed":
+			rep.Failed++
+		}
+	}
+}
+
+// labelExisting sets the fleet's labels on the clusters it labels or
+// adopts; it reports whether one failed.
+func labelExisting(ctx context.Context, s *session.Session, rows []Row, byName map[string]*ClusterReport) bool {
+	e := s.Env
+	failed := false
 	for _, r := range rows {
 		c := byName[r.Name]
 		switch r.Action {
@@ -410,77 +466,56 @@ func runFleet(ctx context.Context, s *session.Session, f Fleet, rows []Row, plan
 		c.Result = done
 		if err != nil {
 			c.Result, c.Reason = "failed", err.Error()
-			labelFailed = true
+			failed = true
 		}
 	}
-	var tasks []Task
+	return failed
+}
+
+// createAll creates the new clusters along their dependencies, each on
+// its own line of a board.
+func createAll(ctx context.Context, s *session.Session, f Fleet, rows []Row, tasks []Task, plans map[string]*kindcluster.Plan, held *holds, opts ApplyOptions, byName map[string]*ClusterReport) {
+	e := s.Env
+	board := ui.NewBoard(e.Stderr, e.UI.Smart(), e.UI.Debug(), time.Now)
+	lines := map[string]*ui.Row{}
+	for _, t := range tasks {
+		lines[t.Name] = board.Add(t.Name)
+	}
+	members := map[string]Member{}
 	for _, r := range rows {
-		if r.Action == Create {
-			tasks = append(tasks, Task{Name: r.Name, DependsOn: r.DependsOn})
+		members[r.Name] = r.Member
+	}
+	outs := Run(ctx, tasks, f.MaxParallel, f.Strategy, time.Now, func(ctx context.Context, name string) error {
+		line := lines[name]
+		line.Begin()
+		ms := s.Member(e.Member(name, line.UI()))
+		err := kindcluster.Apply(ctx, ms, plans[name], memberOptions(f, members[name], opts))
+		held.release(name)
+		if err != nil {
+			line.Finish(false, "failed: "+firstLine(err.Error()))
+			return err
+		}
+		line.Finish(true, fmt.Sprintf("created in slot %d", plans[name].Slot()))
+		return nil
+	})
+	for _, o := range outs {
+		c := byName[o.Name]
+		switch o.State {
+		case Done:
+			c.Result = "created"
+		case Failed:
+			c.Result, c.Reason = "failed", o.Reason
+		default:
+			c.Result, c.Reason = "skipped", o.Reason
+			lines[o.Name].Finish(false, "skipped: "+c.Reason)
+		}
+		if !o.Start.IsZero() {
+			st, en := o.Start, o.End
+			c.Start, c.End, c.Seconds = &st, &en, en.Sub(st).Seconds()
+			c.Phases = lines[o.Name].Times()
 		}
 	}
-	if len(tasks) > 0 && f.Strategy == FailFast && labelFailed {
-		// Nothing new starts after a failure under FailFast.
-		for _, t := range tasks {
-			c := byName[t.Name]
-			c.Result, c.Reason = "skipped", "not started: a label change failed, and the fleet's strategy is "+string(FailFast)
-		}
-		tasks = nil
-	}
-	if len(tasks) > 0 {
-		board := ui.NewBoard(e.Stderr, e.UI.Smart(), e.UI.Debug(), time.Now)
-		lines := map[string]*ui.Row{}
-		for _, t := range tasks {
-			lines[t.Name] = board.Add(t.Name)
-		}
-		members := map[string]Member{}
-		for _, r := range rows {
-			members[r.Name] = r.Member
-		}
-		outs := Run(ctx, tasks, f.MaxParallel, f.Strategy, time.Now, func(ctx context.Context, name string) error {
-			line := lines[name]
-			line.Begin()
-			ms := s.Member(e.Member(name, line.UI()))
-			err := kindcluster.Apply(ctx, ms, plans[name], memberOptions(f, members[name], opts))
-			held.release(name)
-			if err != nil {
-				line.Finish(false, "failed: "+firstLine(err.Error()))
-				return err
-			}
-			line.Finish(true, fmt.Sprintf("created in slot %d", plans[name].Slot()))
-			return nil
-		})
-		for _, o := range outs {
-			c := byName[o.Name]
-			switch o.State {
-			case Done:
-				c.Result = "created"
-			case Failed:
-				c.Result, c.Reason = "failed", o.Reason
-			default:
-				c.Result, c.Reason = "skipped", o.Reason
-				lines[o.Name].Finish(false, "skipped: "+c.Reason)
-			}
-			if !o.Start.IsZero() {
-				st, en := o.Start, o.End
-				c.Start, c.End, c.Seconds = &st, &en, en.Sub(st).Seconds()
-				c.Phases = lines[o.Name].Times()
-			}
-		}
-		board.Stop()
-	}
-	end := time.Now()
-	rep.Start, rep.End, rep.MakespanSeconds = &start, &end, end.Sub(start).Seconds()
-	for _, c := range rep.Clusters {
-		switch c.Result {
-		case "created":
-			rep.Created++
-		case "skipped":
-			rep.Skipped++
-		case "failed":
-			rep.Failed++
-		}
-	}
+	board.Stop()
 }
 
 func firstLine(s string) string {

@@ -198,41 +198,8 @@ func yamlError(err error) (int, string) {
 }
 
 func (p *parser) load(data []byte, known Known) Fleet {
-	// The lines a problem names must be the lines the user's editor
-	// shows: YAML also reads UTF-16 and counts U+0085, U+2028 and U+2029
-	// as line breaks, which editors do not.
-	if !utf8.Valid(data) {
-		p.add(1, "", "not UTF-8 text (UTF-16, or another encoding): save the file as UTF-8")
-		return Fleet{}
-	}
-	for i, line := range bytes.Split(data, []byte("\n")) {
-		if bytes.ContainsAny(line, "\u0085\u2028\u2029") {
-			p.add(i+1, "", "a Unicode line separator (U+0085, U+2028 or U+2029), which YAML counts as a line break: remove it")
-		}
-	}
-	if len(p.probs) > 0 {
-		return Fleet{}
-	}
-	var doc yaml.Node
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	if err := dec.Decode(&doc); err != nil {
-		if errors.Is(err, io.EOF) {
-			p.add(1, "", "the file is empty: a Fleet needs apiVersion: %s, kind: %s and spec.clusters", APIVersion, Kind)
-			return Fleet{}
-		}
-		line, msg := yamlError(err)
-		p.add(line, "", "not YAML: %s", msg)
-		return Fleet{}
-	}
-	var next yaml.Node
-	if err := dec.Decode(&next); err == nil {
-		p.add(next.Line, "", "a second YAML document starts here: give one Fleet per file")
-	} else if !errors.Is(err, io.EOF) {
-		line, msg := yamlError(err)
-		p.add(line, "", "not YAML after the first document: %s", msg)
-	}
-	if len(doc.Content) == 0 {
-		p.add(1, "", "the file has no Fleet: it needs apiVersion: %s, kind: %s and spec.clusters", APIVersion, Kind)
+	root := p.decode(data)
+	if root == nil {
 		return Fleet{}
 	}
 	var (
@@ -244,7 +211,6 @@ func (p *parser) load(data []byte, known Known) Fleet {
 		members             []entry
 		specLine, clustersL int
 	)
-	root := doc.Content[0]
 	p.mapping(root, "", map[string]func(*yaml.Node, string){
 		"apiVersion": func(n *yaml.Node, path string) { apiVersion = p.str(n, path) },
 		"kind":       func(n *yaml.Node, path string) { kind = p.str(n, path) },
@@ -282,6 +248,64 @@ func (p *parser) load(data []byte, known Known) Fleet {
 			})
 		},
 	})
+	p.header(&f, root, apiVersion, kind, maxParallel, strategy)
+	if len(members) == 0 {
+		line := clustersL
+		if line == 0 {
+			line = max(specLine, root.Line)
+		}
+		p.add(line, "spec.clusters", "a Fleet needs at least one cluster: list them under spec.clusters (a name, or name: with settings)")
+	}
+	f.Members = p.resolve(members, defaults, known)
+	return f
+}
+
+// decode reads data as one YAML document: its root, or nil when it is not
+// one (the problems say why).
+func (p *parser) decode(data []byte) *yaml.Node {
+	// The lines a problem names must be the lines the user's editor
+	// shows: YAML also reads UTF-16 and counts U+0085, U+2028 and U+2029
+	// as line breaks, which editors do not.
+	if !utf8.Valid(data) {
+		p.add(1, "", "not UTF-8 text (UTF-16, or another encoding): save the file as UTF-8")
+		return nil
+	}
+	for i, line := range bytes.Split(data, []byte("\n")) {
+		if bytes.ContainsAny(line, "\u0085\u2028\u2029") {
+			p.add(i+1, "", "a Unicode line separator (U+0085, U+2028 or U+2029), which YAML counts as a line break: remove it")
+		}
+	}
+	if len(p.probs) > 0 {
+		return nil
+	}
+	var doc yaml.Node
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	if err := dec.Decode(&doc); err != nil {
+		if errors.Is(err, io.EOF) {
+			p.add(1, "", "the file is empty: a Fleet needs apiVersion: %s, kind: %s and spec.clusters", APIVersion, Kind)
+			return nil
+		}
+		line, msg := yamlError(err)
+		p.add(line, "", "not YAML: %s", msg)
+		return nil
+	}
+	var next yaml.Node
+	if err := dec.Decode(&next); err == nil {
+		p.add(next.Line, "", "a second YAML document starts here: give one Fleet per file")
+	} else if !errors.Is(err, io.EOF) {
+		line, msg := yamlError(err)
+		p.add(line, "", "not YAML after the first document: %s", msg)
+	}
+	if len(doc.Content) == 0 {
+		p.add(1, "", "the file has no Fleet: it needs apiVersion: %s, kind: %s and spec.clusters", APIVersion, Kind)
+		return nil
+	}
+	return doc.Content[0]
+}
+
+// header checks apiVersion and kind, and sets f's scheduling from
+// spec.maxParallel and spec.strategy.
+func (p *parser) header(f *Fleet, root *yaml.Node, apiVersion, kind value[string], maxParallel value[int], strategy value[string]) {
 	switch {
 	case !apiVersion.set:
 		p.add(root.Line, "apiVersion", "missing: write apiVersion: %s", APIVersion)
@@ -313,15 +337,6 @@ func (p *parser) load(data []byte, known Known) Fleet {
 			p.add(strategy.line, "spec.strategy", "%q: choose %s (the default: nothing new starts after a failure) or %s (only a failure's dependents are skipped)", strategy.v, FailFast, ContinueOnError)
 		}
 	}
-	if len(members) == 0 {
-		line := clustersL
-		if line == 0 {
-			line = max(specLine, root.Line)
-		}
-		p.add(line, "spec.clusters", "a Fleet needs at least one cluster: list them under spec.clusters (a name, or name: with settings)")
-	}
-	f.Members = p.resolve(members, defaults, known)
-	return f
 }
 
 // resolve applies the defaults to every entry and checks the results.
@@ -358,73 +373,88 @@ func (p *parser) resolve(es []entry, d entry, known Known) []Member {
 			}
 		}
 		m.DependsOn = e.dependsOn.v
-		// at is where a value comes from: the entry, or spec.defaults
-		// when the entry leaves it out.
-		at := func(own bool) string {
-			if own {
-				return e.path
-			}
-			return d.path
-		}
-		nv := e.nodeVersion.or(d.nodeVersion)
-		if nv.set && known.NodeImage != nil {
-			if err := known.NodeImage(nv.v); err != nil {
-				p.add(nv.line, at(e.nodeVersion.set)+".nodeVersion", "%v", err)
-			}
-		}
-		m.NodeVersion = nv.v
-		for _, tz := range []struct {
-			key string
-			own bool
-			v   value[string]
-			to  *string
-		}{{"region", e.region.set, e.region.or(d.region), &m.Region}, {"zone", e.zone.set, e.zone.or(d.zone), &m.Zone}} {
-			if !tz.v.set {
-				continue
-			}
-			if errs := validation.IsValidLabelValue(tz.v.v); len(errs) > 0 || tz.v.v == "" {
-				p.add(tz.v.line, at(tz.own)+"."+tz.key, "%q is not a label value: %s", tz.v.v, orEmpty(errs))
-			}
-			*tz.to = tz.v.v
-		}
-		if w := e.workers.or(d.workers); w.set {
-			if w.v < 0 || w.v > cluster.MaxWorkers {
-				p.add(w.line, at(e.workers.set)+".workers", "%d: choose 0 to %d worker nodes", w.v, cluster.MaxWorkers)
-			}
-			m.Workers = w.v
-		}
-		m.Labels = p.labels(e, d)
-		mirrors := e.mirrors
-		if !mirrors.set {
-			mirrors = d.mirrors
-		}
-		if mirrors.set {
-			m.Mirrors = p.mirrors(mirrors, at(e.mirrors.set), known)
-		}
-		ms := e.metrics.or(d.metrics)
-		msPath := at(e.metrics.set) + ".addons.metricsServer"
-		if ms.set && (!ms.v.enabled.set || ms.v.enabled.v) {
-			if !ms.v.enabledSeen {
-				p.add(ms.line, msPath, "say enabled: true (or false): an entry's addons.metricsServer replaces the whole one of spec.defaults, enabled included")
-			}
-			m.MetricsServer = &addons.MetricsServer{InsecureTLS: !ms.v.insecure.set || ms.v.insecure.v}
-			switch {
-			case ms.v.version.set && !slices.Contains(known.MetricsServer, ms.v.version.v):
-				p.add(ms.v.version.line, msPath+".version", "metrics-server %q has no pinned manifest in this marina: use one of %s, or leave version out for %s",
-					ms.v.version.v, strings.Join(known.MetricsServer, ", "), last(known.MetricsServer))
-			case ms.v.version.set:
-				m.MetricsServer.Version = ms.v.version.v
-			default:
-				m.MetricsServer.Version = last(known.MetricsServer)
-			}
-		}
+		p.settings(&m, e, d, known)
 		out = append(out, m)
 	}
+	byName := p.dependencies(es, out)
+	for _, c := range cycles(out) {
+		p.add(byName[c[0]].Line, "dependsOn", "the clusters depend on each other in a circle: %s; remove one of these dependencies", strings.Join(c, " → "))
+	}
+	return out
+}
+
+// settings resolves entry e's settings over the defaults d into m, and
+// checks them.
+func (p *parser) settings(m *Member, e, d entry, known Known) {
+	// at is where a value comes from: the entry, or spec.defaults
+	// when the entry leaves it out.
+	at := func(own bool) string {
+		if own {
+			return e.path
+		}
+		return d.path
+	}
+	nv := e.nodeVersion.or(d.nodeVersion)
+	if nv.set && known.NodeImage != nil {
+		if err := known.NodeImage(nv.v); err != nil {
+			p.add(nv.line, at(e.nodeVersion.set)+".nodeVersion", "%v", err)
+		}
+	}
+	m.NodeVersion = nv.v
+	for _, tz := range []struct {
+		key string
+		own bool
+		v   value[string]
+		to  *string
+	}{{"region", e.region.set, e.region.or(d.region), &m.Region}, {"zone", e.zone.set, e.zone.or(d.zone), &m.Zone}} {
+		if !tz.v.set {
+			continue
+		}
+		if errs := validation.IsValidLabelValue(tz.v.v); len(errs) > 0 || tz.v.v == "" {
+			p.add(tz.v.line, at(tz.own)+"."+tz.key, "%q is not a label value: %s", tz.v.v, orEmpty(errs))
+		}
+		*tz.to = tz.v.v
+	}
+	if w := e.workers.or(d.workers); w.set {
+		if w.v < 0 || w.v > cluster.MaxWorkers {
+			p.add(w.line, at(e.workers.set)+".workers", "%d: choose 0 to %d worker nodes", w.v, cluster.MaxWorkers)
+		}
+		m.Workers = w.v
+	}
+	m.Labels = p.labels(e, d)
+	mirrors := e.mirrors
+	if !mirrors.set {
+		mirrors = d.mirrors
+	}
+	if mirrors.set {
+		m.Mirrors = p.mirrors(mirrors, at(e.mirrors.set), known)
+	}
+	ms := e.metrics.or(d.metrics)
+	msPath := at(e.metrics.set) + ".addons.metricsServer"
+	if ms.set && (!ms.v.enabled.set || ms.v.enabled.v) {
+		if !ms.v.enabledSeen {
+			p.add(ms.line, msPath, "say enabled: true (or false): an entry's addons.metricsServer replaces the whole one of spec.defaults, enabled included")
+		}
+		m.MetricsServer = &addons.MetricsServer{InsecureTLS: !ms.v.insecure.set || ms.v.insecure.v}
+		switch {
+		case ms.v.version.set && !slices.Contains(known.MetricsServer, ms.v.version.v):
+			p.add(ms.v.version.line, msPath+".version", "metrics-server %q has no pinned manifest in this marina: use one of %s, or leave version out for %s",
+				ms.v.version.v, strings.Join(known.MetricsServer, ", "), last(known.MetricsServer))
+		case ms.v.version.set:
+			m.MetricsServer.Version = ms.v.version.v
+		default:
+			m.MetricsServer.Version = last(known.MetricsServer)
+		}
+	}
+}
+
+// dependencies checks every entry's dependsOn against the members.
+func (p *parser) dependencies(es []entry, out []Member) map[string]*Member {
 	byName := map[string]*Member{}
 	for i := range out {
 		byName[out[i].Name] = &out[i]
 	}
-	for i, e := range es {
+	for _, e := range es {
 		m, ok := byName[e.name.v]
 		if !ok || m.Line != e.line {
 			continue
@@ -441,12 +471,8 @@ func (p *parser) resolve(es []entry, d entry, known Known) []Member {
 			}
 			seen[dep] = true
 		}
-		_ = i
 	}
-	for _, c := range cycles(out) {
-		p.add(byName[c[0]].Line, "dependsOn", "the clusters depend on each other in a circle: %s; remove one of these dependencies", strings.Join(c, " → "))
-	}
-	return out
+	return byName
 }
 
 // labels merges the defaults' labels into the entry's (the entry wins) and

@@ -366,7 +366,11 @@ func TestLoadStableReport(t *testing.T) {
 			t.Fatalf("reports differ:\n%v\n%v", first, err)
 		}
 	}
-	if n := len(first.(*fleet.Error).Problems); n != 5 {
+	fe, ok := errors.AsType[*fleet.Error](first)
+	if !ok {
+		t.Fatalf("not a *fleet.Error: %v", first)
+	}
+	if n := len(fe.Problems); n != 5 {
 		t.Errorf("%d problems for five bad labels:\n%v", n, first)
 	}
 }

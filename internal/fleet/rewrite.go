@@ -31,7 +31,7 @@ func Rewrite(data []byte) (out []byte, changed bool, err error) {
 	}
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil || len(doc.Content) == 0 {
-		return nil, false, fmt.Errorf("read the manifest again: %v", err)
+		return nil, false, fmt.Errorf("read the manifest again: %v", err) //nolint:errorlint // err may be nil here
 	}
 	var v *yaml.Node
 	root := doc.Content[0]

@@ -1,6 +1,7 @@
 package guest
 
 import (
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,7 +18,7 @@ func runBash(t *testing.T, script string) (string, error) {
 		t.Fatal(err)
 	}
 	out, err := exec.Command("bash", f).Output()
-	if ee, ok := err.(*exec.ExitError); ok {
+	if ee, ok := errors.AsType[*exec.ExitError](err); ok {
 		t.Logf("stderr: %s", ee.Stderr)
 	}
 	return string(out), err

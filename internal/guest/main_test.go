@@ -101,7 +101,7 @@ func fakeIptables(file string, args []string) int {
 			return noChain()
 		}
 		for _, l := range append(heads, rules...) {
-			fmt.Println(l)
+			fmt.Fprintln(os.Stdout, l)
 		}
 	case "-N":
 		if c != nil {

@@ -385,7 +385,7 @@ func runKind(ctx context.Context, s *session.Session, p *Plan, retain bool) (vm.
 	rb, cancel := rollbackContext(ctx)
 	defer cancel()
 	if _, rerr := s.Guest.Run(rb, vm.Script{Name: "remove cluster " + name, Body: p.remove, Root: true}); rerr != nil {
-		return out, fmt.Errorf("cluster %s: kind could not create it: %w\nremoving what it left failed too: %v; `marina cluster delete %s` finishes it", name, err, rerr, name)
+		return out, fmt.Errorf("cluster %s: kind could not create it: %w\nremoving what it left failed too: %v; `marina cluster delete %s` finishes it", name, err, rerr, name) //nolint:errorlint // the cleanup's failure is said; the error is the cause
 	}
 	e.SetLeftover("")
 	return out, fmt.Errorf("cluster %s: kind could not create it: %w", name, err)
@@ -427,7 +427,7 @@ func (r *rollback) fail(what string, cause error) error {
 		return errors.Join(errs...)
 	})
 	if rmErr != nil {
-		return fmt.Errorf("cluster %s: %s failed: %w\nremoving the cluster failed too: %v; `marina cluster delete %s` finishes it", name, what, cause, rmErr, name)
+		return fmt.Errorf("cluster %s: %s failed: %w\nremoving the cluster failed too: %v; `marina cluster delete %s` finishes it", name, what, cause, rmErr, name) //nolint:errorlint // the cleanup's failure is said; the error is the cause
 	}
 	e.SetLeftover("")
 	return fmt.Errorf("cluster %s: %s failed: %w\nthe cluster was removed; rerun with --retain to keep a failed cluster for a look", name, what, cause)

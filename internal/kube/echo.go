@@ -138,7 +138,7 @@ func clientIP(ctx context.Context, url string) (seen, mine string, err error) {
 		last = err
 		select {
 		case <-ctx.Done():
-			return "", "", fmt.Errorf("no answer from %s: %v (the pod may not run yet: kubectl get pods -A; or the route is missing: marina status)", url, last)
+			return "", "", fmt.Errorf("no answer from %s: %v (the pod may not run yet: kubectl get pods -A; or the route is missing: marina status)", url, last) //nolint:errorlint // the last try's error is said; the error is the wait's end
 		case <-time.After(time.Second):
 		}
 	}

@@ -47,7 +47,7 @@ type single struct {
 func parseSingle(data []byte, ours bool) (single, error) {
 	var c clientcmdv1.Config
 	if err := yaml.UnmarshalStrict(data, &c); err != nil {
-		return single{}, fmt.Errorf("it is not a kubeconfig marina can read: %v", err)
+		return single{}, fmt.Errorf("it is not a kubeconfig marina can read: %w", err)
 	}
 	if c.Kind != "Config" || c.APIVersion != "v1" {
 		return single{}, fmt.Errorf("it is %s %s, not a v1 Config", c.APIVersion, c.Kind)
@@ -88,7 +88,7 @@ func parseSingle(data []byte, ours bool) (single, error) {
 		return single{}, errors.New("its certificate-authority-data is not a PEM certificate")
 	}
 	if _, err := tls.X509KeyPair(s.cert, s.key); err != nil {
-		return single{}, fmt.Errorf("its client certificate and key are not a pair: %v", err)
+		return single{}, fmt.Errorf("its client certificate and key are not a pair: %w", err)
 	}
 	return s, nil
 }

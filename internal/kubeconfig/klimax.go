@@ -64,7 +64,7 @@ func parseKlimax(data []byte, name string) (single, error) {
 func checkServer(server string) error {
 	u, err := url.Parse(server)
 	if err != nil {
-		return fmt.Errorf("its server %q is not a URL: %v", server, err)
+		return fmt.Errorf("its server %q is not a URL: %w", server, err)
 	}
 	if u.Scheme != "https" || u.Hostname() == "" || u.Port() == "" || u.User != nil || u.Opaque != "" ||
 		(u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" || u.ForceQuery {
@@ -168,7 +168,7 @@ func klimaxEntries(name string, s single, home string) (want map[string][]byte, 
 	}
 	var doc yaml.Node
 	if err := yaml.Unmarshal(ours, &doc); err != nil || len(doc.Content) == 0 {
-		return nil, nil, fmt.Errorf("read marina's own kubeconfig of %s: %v", name, err)
+		return nil, nil, fmt.Errorf("read marina's own kubeconfig of %s: %v", name, err) //nolint:errorlint // err may be nil here
 	}
 	marks = map[string]*yaml.Node{}
 	for _, sec := range sections {

@@ -101,7 +101,7 @@ var sections = []string{"clusters", "contexts", "users"}
 func Merge(target, name string, cluster []byte, o Owner) error {
 	var src yaml.Node
 	if err := yaml.Unmarshal(cluster, &src); err != nil || len(src.Content) == 0 {
-		return fmt.Errorf("read the kubeconfig of %s: %v", name, err)
+		return fmt.Errorf("read the kubeconfig of %s: %v", name, err) //nolint:errorlint // err may be nil here
 	}
 	entries := map[string]*yaml.Node{}
 	for _, sec := range sections {

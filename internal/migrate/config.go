@@ -803,42 +803,11 @@ func (c *conv) coreDNSDomains(m, k, v *yaml.Node, after *[]func()) bool {
 		return false
 	}
 	existing := lookup(m, "customDnsResolvers")
-	have, listed := map[string]bool{}, map[string]bool{}
-	if existing != nil && existing.Kind == yaml.SequenceNode {
-		for _, e := range existing.Content {
-			if d := lookup(e, "domain"); d != nil && d.Kind == yaml.ScalarNode {
-				have[normDomain(d.Value)] = true
-			}
-		}
+	add, already, repeated, ok := c.newDomains(items, existing)
+	if !ok {
+		return false
 	}
-	type entry struct {
-		domain string
-		line   int
-		index  int
-	}
-	var add []entry
-	var already, repeated []string
-	for i, it := range items {
-		if it.Kind != yaml.ScalarNode {
-			c.fail(fmt.Errorf("line %d: kind.coreDNSDomains[%d] is %s, not a domain: fix it (or remove it) and run marina migrate again", it.Line, i, kindOf(it)))
-			return false
-		}
-		d := strings.TrimSpace(it.Value)
-		if d == "" || isNull(it) {
-			continue
-		}
-		switch {
-		case have[normDomain(d)]:
-			already = append(already, d)
-			continue
-		case listed[normDomain(d)]:
-			repeated = append(repeated, d)
-			continue
-		}
-		listed[normDomain(d)] = true
-		add = append(add, entry{d, it.Line, i})
-	}
-	klPath := func(e entry) string {
+	klPath := func(e domainAt) string {
 		if v.Kind == yaml.SequenceNode {
 			return fmt.Sprintf("kind.coreDNSDomains[%d]", e.index)
 		}
@@ -848,20 +817,7 @@ func (c *conv) coreDNSDomains(m, k, v *yaml.Node, after *[]func()) bool {
 	for _, e := range add {
 		names = append(names, e.domain)
 	}
-	msg := fmt.Sprintf("kind.coreDNSDomains (line %d) is gone from klimax and unknown to marina", k.Line)
-	switch {
-	case len(add) > 0:
-		msg += fmt.Sprintf(": %s now forwarded to Google DNS (%s) by kind.customDnsResolvers, as coreDNSDomains did", strings.Join(names, ", "), strings.Join(googleDNS, ", "))
-	default:
-		msg += ": dropped"
-	}
-	if len(already) > 0 {
-		msg += fmt.Sprintf("; %s already had a kind.customDnsResolvers entry, kept as it was", strings.Join(already, ", "))
-	}
-	if len(repeated) > 0 {
-		msg += fmt.Sprintf("; %s repeated a domain listed before it", strings.Join(repeated, ", "))
-	}
-	c.notes = append(c.notes, msg)
+	c.notes = append(c.notes, coreDNSNote(k.Line, names, already, repeated))
 	if len(add) == 0 {
 		return false
 	}
@@ -893,6 +849,69 @@ func (c *conv) coreDNSDomains(m, k, v *yaml.Node, after *[]func()) bool {
 	k.LineComment = joinComments(k.LineComment, v.LineComment)
 	*v = yaml.Node{Kind: yaml.SequenceNode, Tag: "!!seq", Content: entries(0), FootComment: v.FootComment}
 	return true
+}
+
+// domainAt is a domain of kind.coreDNSDomains: where it was, and its index
+// in the list.
+type domainAt struct {
+	domain string
+	line   int
+	index  int
+}
+
+// newDomains sorts coreDNSDomains' items: the domains to add to
+// customDnsResolvers, those it already has, and those listed twice; ok is
+// false when an item is not a domain (c.fail says so).
+func (c *conv) newDomains(items []*yaml.Node, existing *yaml.Node) (add []domainAt, already, repeated []string, ok bool) {
+	have, listed := map[string]bool{}, map[string]bool{}
+	if existing != nil && existing.Kind == yaml.SequenceNode {
+		for _, e := range existing.Content {
+			if d := lookup(e, "domain"); d != nil && d.Kind == yaml.ScalarNode {
+				have[normDomain(d.Value)] = true
+			}
+		}
+	}
+	for i, it := range items {
+		if it.Kind != yaml.ScalarNode {
+			c.fail(fmt.Errorf("line %d: kind.coreDNSDomains[%d] is %s, not a domain: fix it (or remove it) and run marina migrate again", it.Line, i, kindOf(it)))
+			return nil, nil, nil, false
+		}
+		d := strings.TrimSpace(it.Value)
+		if d == "" || isNull(it) {
+			continue
+		}
+		switch {
+		case have[normDomain(d)]:
+			already = append(already, d)
+			continue
+		case listed[normDomain(d)]:
+			repeated = append(repeated, d)
+			continue
+		}
+		listed[normDomain(d)] = true
+		add = append(add, domainAt{d, it.Line, i})
+	}
+	return add, already, repeated, true
+}
+
+// coreDNSNote says what became of klimax's kind.coreDNSDomains (at line):
+// the domains now forwarded (names), those that already had an entry, and
+// those listed twice.
+func coreDNSNote(line int, names, already, repeated []string) string {
+	msg := fmt.Sprintf("kind.coreDNSDomains (line %d) is gone from klimax and unknown to marina", line)
+	switch {
+	case len(names) > 0:
+		msg += fmt.Sprintf(": %s now forwarded to Google DNS (%s) by kind.customDnsResolvers, as coreDNSDomains did", strings.Join(names, ", "), strings.Join(googleDNS, ", "))
+	default:
+		msg += ": dropped"
+	}
+	if len(already) > 0 {
+		msg += fmt.Sprintf("; %s already had a kind.customDnsResolvers entry, kept as it was", strings.Join(already, ", "))
+	}
+	if len(repeated) > 0 {
+		msg += fmt.Sprintf("; %s repeated a domain listed before it", strings.Join(repeated, ", "))
+	}
+	return msg
 }
 
 func normDomain(d string) string {

@@ -79,7 +79,7 @@ func (m Mover) Move(src, dst string) (string, error) {
 	}
 	if _, err := os.Lstat(dst); err == nil {
 		if err := same(src, dst); err != nil {
-			return "", fmt.Errorf("%s and %s are both there and differ (%v): nothing was changed; keep the one you want and remove the other", src, dst, err)
+			return "", fmt.Errorf("%s and %s are both there and differ (%w): nothing was changed; keep the one you want and remove the other", src, dst, err)
 		}
 		if err := os.RemoveAll(src); err != nil {
 			return "", fmt.Errorf("remove %s after comparing it with %s: %w", src, dst, err)
@@ -106,7 +106,7 @@ func (m Mover) Move(src, dst string) (string, error) {
 	}
 	if err := same(src, tmp); err != nil {
 		_ = os.RemoveAll(tmp)
-		return "", fmt.Errorf("the copy of %s differs from it (%v): the copy was removed, the source is untouched", src, err)
+		return "", fmt.Errorf("the copy of %s differs from it (%w): the copy was removed, the source is untouched", src, err)
 	}
 	if err := os.Rename(tmp, dst); err != nil {
 		return "", err

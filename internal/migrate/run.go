@@ -532,34 +532,8 @@ func (m *migration) planAdoption(ctx context.Context, skill []byte) error {
 	kdir, _ := k.Instance(name)
 	moved := !fileExists(kdir) && fileExists(files.InstanceDir)
 	if !moved {
-		kl, err := e.Deps.VMAt(k.Dir)
-		if err != nil {
+		if err := m.planStop(ctx, files.DockerSocket); err != nil {
 			return err
-		}
-		in, err := kl.Get(ctx, name)
-		if err != nil {
-			return fmt.Errorf("klimax's VM %s: %w", name, err)
-		}
-		if in != nil && in.Status != vm.StatusStopped {
-			m.stop = true
-			m.add(fmt.Sprintf("stop klimax's VM %s (%s)", name, in.Status), "its disk moves; its clusters come back when it starts as marina's", func(ctx context.Context) error {
-				if err := m.recordEndpoints(ctx, files.DockerSocket); err != nil {
-					return err
-				}
-				return e.Step("Stopping klimax's VM "+name, "", func() error {
-					if err := kl.Stop(ctx, name); err != nil {
-						return err
-					}
-					in, err := kl.Get(ctx, name)
-					if err != nil {
-						return err
-					}
-					if in != nil && in.Status != vm.StatusStopped {
-						return fmt.Errorf("klimax's VM %s is %s after the stop: stop it (klimax down) and run marina migrate again", name, in.Status)
-					}
-					return nil
-				})
-			})
 		}
 	}
 	m.planCaches(true)
@@ -604,6 +578,42 @@ func (m *migration) planAdoption(ctx context.Context, skill []byte) error {
 	}
 	m.planContext()
 	m.planSkill(skill)
+	return nil
+}
+
+// planStop plans stopping klimax's VM when it runs: its disk moves.
+// Docker's view of the kind network (at sock) is recorded first.
+func (m *migration) planStop(ctx context.Context, sock string) error {
+	e, k, name := m.e, m.k, m.name
+	kl, err := e.Deps.VMAt(k.Dir)
+	if err != nil {
+		return err
+	}
+	in, err := kl.Get(ctx, name)
+	if err != nil {
+		return fmt.Errorf("klimax's VM %s: %w", name, err)
+	}
+	if in != nil && in.Status != vm.StatusStopped {
+		m.stop = true
+		m.add(fmt.Sprintf("stop klimax's VM %s (%s)", name, in.Status), "its disk moves; its clusters come back when it starts as marina's", func(ctx context.Context) error {
+			if err := m.recordEndpoints(ctx, sock); err != nil {
+				return err
+			}
+			return e.Step("Stopping klimax's VM "+name, "", func() error {
+				if err := kl.Stop(ctx, name); err != nil {
+					return err
+				}
+				in, err := kl.Get(ctx, name)
+				if err != nil {
+					return err
+				}
+				if in != nil && in.Status != vm.StatusStopped {
+					return fmt.Errorf("klimax's VM %s is %s after the stop: stop it (klimax down) and run marina migrate again", name, in.Status)
+				}
+				return nil
+			})
+		})
+	}
 	return nil
 }
 
@@ -792,7 +802,7 @@ func (m *migration) recordEndpoints(ctx context.Context, sock string) error {
 	if len(m.j.Endpoints) > 0 {
 		return nil // recorded by an earlier run
 	}
-	return fmt.Errorf("klimax's VM runs but its Docker does not answer on %s (%v), so the containers on its kind network cannot be recorded before it stops: check it with `docker -H unix://%s ps`, or stop it yourself (klimax down) and run marina migrate again", sock, err, sock)
+	return fmt.Errorf("klimax's VM runs but its Docker does not answer on %s (%v), so the containers on its kind network cannot be recorded before it stops: check it with `docker -H unix://%s ps`, or stop it yourself (klimax down) and run marina migrate again", sock, err, sock) //nolint:errorlint // Docker's answer is said: the error is the refusal
 }
 
 // convertNetwork gives the kind network marina's settings: the containers

@@ -187,7 +187,7 @@ func Hosts(m config.Mirror) ([]string, error) {
 	}
 	// The host names a folder in the VM: it must be a host and nothing else.
 	if err := config.CheckHostPort(u.Host); err != nil {
-		return nil, fmt.Errorf("mirror %s: %v", m.Name, err)
+		return nil, fmt.Errorf("mirror %s: %w", m.Name, err)
 	}
 	switch u.Host {
 	case "registry-1.docker.io", "docker.io", "index.docker.io":

@@ -72,6 +72,20 @@ type Session struct {
 // lima0's address and the clusters are read at the same time. The caller
 // closes the session.
 func Open(ctx context.Context, e *Env, need Needs) (*Session, error) {
+	s, err := Read(e, need)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.Attach(ctx, need); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// Read is the first half of Open: the config, as far as need reads it, and
+// nothing else yet. A command that checks its own input against the config
+// before it reaches for the VM (fleet apply) reads once, then Attaches.
+func Read(e *Env, need Needs) (*Session, error) {
 	s := &Session{Env: e, Host: e.Deps.Host()}
 	if err := s.readConfig(need.Config); err != nil {
 		// No config yet is no VM yet: for a command that needs one, that
@@ -81,27 +95,34 @@ func Open(ctx context.Context, e *Env, need Needs) (*Session, error) {
 		}
 		return nil, err
 	}
+	return s, nil
+}
+
+// Attach is the second half of Open: the VM, the guest and Docker, as far
+// as need asks.
+func (s *Session) Attach(ctx context.Context, need Needs) error {
+	e := s.Env
 	if need.Config == NoConfig {
-		return s, nil
+		return nil
 	}
 	var err error
 	if s.VM, err = e.Deps.VM(); err != nil {
-		return nil, err
+		return err
 	}
 	if s.Instance, err = s.VM.Get(ctx, s.Name); err != nil {
-		return nil, err
+		return err
 	}
 	if need.Running && !s.Running() {
-		return nil, NotRunning(s.Name, s.Instance)
+		return NotRunning(s.Name, s.Instance)
 	}
 	s.Guest = e.Deps.Guest(s.Name)
 	if s.Instance != nil {
 		if s.Docker, err = e.Deps.Docker(s.Socket()); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	if !s.Running() {
-		return s, nil
+		return nil
 	}
 	var wg sync.WaitGroup
 	var gErr, dErr error
@@ -118,9 +139,9 @@ func Open(ctx context.Context, e *Env, need Needs) (*Session, error) {
 	wg.Wait()
 	if err := errors.Join(gErr, dErr); err != nil {
 		s.Close()
-		return nil, err
+		return err
 	}
-	return s, nil
+	return nil
 }
 
 func (s *Session) readConfig(need ConfigNeed) error {

@@ -27,11 +27,11 @@ func ModuleDir(module, version string) (string, error) {
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		return "", fmt.Errorf("go mod download %s@%s: %v: %s%s", module, version, err, out, stderr.Bytes())
+		return "", fmt.Errorf("go mod download %s@%s: %w: %s%s", module, version, err, out, stderr.Bytes())
 	}
 	var mod struct{ Dir string }
 	if err := json.Unmarshal(out, &mod); err != nil || mod.Dir == "" {
-		return "", fmt.Errorf("go mod download -json %s@%s: %v (%s)", module, version, err, out)
+		return "", fmt.Errorf("go mod download -json %s@%s: %w (%s)", module, version, err, out)
 	}
 	return mod.Dir, nil
 }
@@ -61,7 +61,7 @@ func MetricsServer(version string) ([]byte, error) {
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		return nil, fmt.Errorf("kustomize build of metrics-server %s: %v: %s", version, err, stderr.Bytes())
+		return nil, fmt.Errorf("kustomize build of metrics-server %s: %w: %s", version, err, stderr.Bytes())
 	}
 	return out, nil
 }

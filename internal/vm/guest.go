@@ -227,7 +227,7 @@ func (g *SSHGuest) ensureMaster(ctx context.Context, ssh, cfg, host string) erro
 	cmd.Stderr = errf
 	if err := cmd.Run(); err != nil {
 		msg, _ := os.ReadFile(errf.Name())
-		return fmt.Errorf("%v: %s", err, strings.TrimSpace(string(msg)))
+		return fmt.Errorf("%w: %s", err, strings.TrimSpace(string(msg)))
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package vm
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -43,7 +44,7 @@ func TestSSHErrors(t *testing.T) {
 		t.Setenv("PATH", bin)
 		g := &SSHGuest{Name: "marina", Dir: dir}
 		_, err := g.Run(context.Background(), Script{Name: "observe the VM", Body: "true"})
-		if e, ok := err.(*SSHError); !ok || e.Final() != c.final || FinalSSH(err) != c.final {
+		if e, ok := errors.AsType[*SSHError](err); !ok || e.Final() != c.final || FinalSSH(err) != c.final {
 			t.Errorf("%q: %T %v, want final=%v", c.stderr, err, err, c.final)
 			continue
 		}

@@ -11,6 +11,7 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -134,7 +135,7 @@ func outside(repo string) int {
 		}()
 		if err := c.Wait(); err != nil {
 			code = 1
-			if ee, ok := err.(*exec.ExitError); ok && ee.ExitCode() > 0 {
+			if ee, ok := errors.AsType[*exec.ExitError](err); ok && ee.ExitCode() > 0 {
 				code = ee.ExitCode()
 			}
 		}
@@ -195,7 +196,7 @@ func runResult(name string, args ...string) result {
 	r := result{stdout: out.String(), stderr: errb.String()}
 	if err != nil {
 		r.code = -1
-		if ee, ok := err.(*exec.ExitError); ok {
+		if ee, ok := errors.AsType[*exec.ExitError](err); ok {
 			r.code = ee.ExitCode()
 		}
 	}

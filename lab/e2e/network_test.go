@@ -3,7 +3,6 @@ package e2e
 import (
 	"bufio"
 	"fmt"
-	"github.com/bcollard/marina/internal/dns"
 	"io/fs"
 	"net"
 	"os"
@@ -17,6 +16,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/bcollard/marina/internal/dns"
 )
 
 const (
@@ -683,7 +684,7 @@ func intruder(t *testing.T) func(addr string) error {
 		}
 		out, err := exec.Command("nsenter", "--net=/run/netns/"+ns, "timeout", "3", "bash", "-c", `exec 3<>"/dev/tcp/$0/$1"`, host, port).CombinedOutput()
 		if err != nil {
-			return fmt.Errorf("%v %s", err, out)
+			return fmt.Errorf("%w %s", err, out)
 		}
 		return nil
 	}

@@ -12,6 +12,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -206,7 +207,7 @@ func timedMarina(t *testing.T, args ...string) (result, []step, time.Duration) {
 	r := result{stdout: out.String(), stderr: errb.String()}
 	if err != nil {
 		r.code = -1
-		if ee, ok := err.(*exec.ExitError); ok {
+		if ee, ok := errors.AsType[*exec.ExitError](err); ok {
 			r.code = ee.ExitCode()
 		}
 	}

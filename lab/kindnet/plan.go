@@ -38,7 +38,7 @@ func parsePodSubnets(s string) ([]netip.Prefix, error) {
 		}
 		p, err := netip.ParsePrefix(f)
 		if err != nil {
-			return nil, fmt.Errorf("POD_SUBNET entry %q: %v", f, err)
+			return nil, fmt.Errorf("POD_SUBNET entry %q: %w", f, err)
 		}
 		if p.Addr().Is4() {
 			v4 = appendPrefix(v4, p.Masked())

@@ -389,7 +389,7 @@ func (v VM) Start(ctx context.Context, name string, edits vm.Edits) error {
 		}
 		for _, m := range y.Mounts {
 			if fi, err := os.Stat(m.Location); err != nil || !fi.IsDir() {
-				return fmt.Errorf("mount %s: not a folder (%v)", m.Location, err)
+				return fmt.Errorf("mount %s: not a folder (%w)", m.Location, err)
 			}
 		}
 	}
