@@ -2,6 +2,8 @@
 // loading with line numbers, validation and the commented default file.
 package config
 
+import "net/netip"
+
 // Config is the whole of ~/.marina/config.yaml after defaults are applied.
 type Config struct {
 	VM         VM         `yaml:"vm" json:"vm"`
@@ -27,6 +29,13 @@ type Network struct {
 	// DisablePortMirroring turns off Lima's automatic port mirroring;
 	// kubeconfigs then use the VM's lima0 address (direct mode).
 	DisablePortMirroring bool `yaml:"disablePortMirroring" json:"disablePortMirroring"`
+}
+
+// Prefix is CIDR as a prefix: the one place it is parsed. In a config
+// that failed validation it may be the zero Prefix (IsValid false).
+func (n Network) Prefix() netip.Prefix {
+	p, _ := netip.ParsePrefix(n.CIDR)
+	return p
 }
 
 // Kind holds the per-cluster defaults.

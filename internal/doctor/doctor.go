@@ -222,7 +222,7 @@ func openDoctor(e *session.Env) (*doctor, error) {
 		d.config = ok(checkConfig, e.Paths.Config+" is valid")
 	}
 	if d.cfgOK {
-		d.cidr = netip.MustParsePrefix(s.Config.Network.CIDR) // validated
+		d.cidr = s.Config.Network.Prefix()
 	}
 	return d, nil
 }

@@ -3,7 +3,6 @@ package kindcluster
 import (
 	"context"
 	"fmt"
-	"net/netip"
 	"strings"
 	"time"
 
@@ -122,7 +121,7 @@ func DNSSteps(s *session.Session, k session.Kube, m Manifests, wait time.Duratio
 // coreDNSForwards are the domains every cluster's CoreDNS forwards: marina's
 // zone to the local DNS server, then kind.customDnsResolvers.
 func coreDNSForwards(cfg config.Config) []config.DNSResolver {
-	_, server := dns.Addrs(netip.MustParsePrefix(cfg.Network.CIDR)) // validated
+	_, server := dns.Addrs(cfg.Network.Prefix())
 	return append([]config.DNSResolver{{Domain: cfg.DNS.Domain, Resolvers: []string{server.String()}}}, cfg.Kind.CustomDNSResolvers...)
 }
 

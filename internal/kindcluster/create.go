@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/netip"
 	"os"
 	"strings"
 	"time"
@@ -215,7 +214,7 @@ func (p *Plan) ForSlot(s *session.Session, opts CreateOptions, userLabels cluste
 	if p.kindConfig, err = p.spec.KindConfig(); err != nil {
 		return err
 	}
-	if p.pool, err = slot.MetalLBRanges(netip.MustParsePrefix(cfg.Network.CIDR), n); err != nil {
+	if p.pool, err = slot.MetalLBRanges(cfg.Network.Prefix(), n); err != nil {
 		return err
 	}
 	etcd, pw, ok, err := session.DNSEtcd(cfg, s.Paths)

@@ -65,7 +65,7 @@ func Verify(ctx context.Context, e *session.Env, opts VerifyOptions) error {
 	if err != nil {
 		return err
 	}
-	bridge := netip.MustParsePrefix(cfg.Network.CIDR) // validated
+	bridge := cfg.Network.Prefix()
 	n, err := clusterSlot(s, name)
 	if err != nil {
 		return err

@@ -27,7 +27,7 @@ import (
 // planned (the steps decided before it) and its own, and changes nothing.
 func converge(ctx context.Context, s *session.Session, planned []session.Step, dryRun bool) error {
 	e, cfg, name := s.Env, s.Config, s.Name
-	cidr := netip.MustParsePrefix(cfg.Network.CIDR) // validated
+	cidr := cfg.Network.Prefix()
 	o, err := observeStep(ctx, s, cidr, dryRun)
 	if err != nil {
 		return err
@@ -156,7 +156,7 @@ type convergePlan struct {
 // nothing; it fails on what marina must not change (a foreign kind
 // network).
 func planConverge(cfg config.Config, o *session.Observed, key session.LabelKey, made *host.Made, h session.Host) (convergePlan, error) {
-	cidr := netip.MustParsePrefix(cfg.Network.CIDR)
+	cidr := cfg.Network.Prefix()
 	lima0 := o.Guest.Lima0
 	p := convergePlan{network: docker.KindNetworkSpec(cidr, guest.HostIf), net: guest.KindNet(cidr, o.Mac)}
 	if have := o.Network; have != nil {

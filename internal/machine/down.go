@@ -85,7 +85,7 @@ func routeRemovals(ctx context.Context, s *session.Session) ([]routeRemoval, err
 	}
 	nets := made.Networks()
 	if v.Err == nil {
-		p := netip.MustParsePrefix(v.Config.Network.CIDR) // validated
+		p := v.Config.Network.Prefix()
 		if !slices.Contains(nets, p) {
 			nets = append(nets, p)
 		}

@@ -58,9 +58,9 @@ func (k LabelKey) Save(p config.Paths) error {
 
 // ReadResolver is the host's resolver file for cfg's zone.
 func ReadResolver(cfg config.Config, made *host.Made) (host.Resolver, error) {
-	cidr, err := netip.ParsePrefix(cfg.Network.CIDR)
-	if err != nil {
-		return host.Resolver{}, err
+	cidr := cfg.Network.Prefix()
+	if !cidr.IsValid() {
+		return host.Resolver{}, fmt.Errorf("network.cidr %q is not a CIDR", cfg.Network.CIDR)
 	}
 	_, server := dns.Addrs(cidr)
 	return host.ReadResolver(host.ResolverDir(), cfg.DNS.Domain, dns.ResolverFile(server), made)
@@ -78,7 +78,7 @@ func DNSEtcd(cfg config.Config, p config.Paths) (e guest.Etcd, pw dns.Passwords,
 	if pw, err = dns.NewPasswords(key.Key); err != nil {
 		return e, pw, false, err
 	}
-	addr, _ := dns.Addrs(netip.MustParsePrefix(cfg.Network.CIDR)) // validated
+	addr, _ := dns.Addrs(cfg.Network.Prefix())
 	return guest.Etcd{Addr: addr, Root: pw.Root()}, pw, true, nil
 }
 
@@ -86,8 +86,8 @@ func DNSEtcd(cfg config.Config, p config.Paths) (e guest.Etcd, pw dns.Passwords,
 // change or delete, for cfg: its network.cidr's route and its resolver
 // file (host.Own). With no valid config, nothing.
 func HostOwn(cfg config.Config, valid bool) host.Own {
-	cidr, err := netip.ParsePrefix(cfg.Network.CIDR)
-	if !valid || err != nil || !config.IsDomain(cfg.DNS.Domain) {
+	cidr := cfg.Network.Prefix()
+	if !valid || !cidr.IsValid() || !config.IsDomain(cfg.DNS.Domain) {
 		return host.Own{}
 	}
 	_, server := dns.Addrs(cidr)

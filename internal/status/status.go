@@ -187,7 +187,7 @@ func Get(ctx context.Context, e *session.Env) (Status, error) {
 		s.ConfigError = file.Err.Error()
 		s.Route.Line = "unknown (the config is invalid: `marina config edit` fixes it)"
 	} else {
-		cidr = netip.MustParsePrefix(file.Config.Network.CIDR) // validated
+		cidr = file.Config.Network.Prefix()
 		s.Route.CIDR = cidr.String()
 	}
 	// What marina made on the host, read once for the route and the

@@ -179,7 +179,7 @@ func New(t *testing.T) *World {
 	}
 	f.Instance = &vm.Instance{Name: "marina", Status: vm.StatusRunning, CPUs: 4, Memory: 10 << 30, Disk: 40 << 30}
 	cfg := config.Default()
-	spec := docker.KindNetworkSpec(netip.MustParsePrefix(cfg.Network.CIDR), guest.HostIf)
+	spec := docker.KindNetworkSpec(cfg.Network.Prefix(), guest.HostIf)
 	f.Network = &docker.NetworkState{Driver: "bridge", Subnet: spec.Subnet, Gateway: spec.Gateway, IPRange: spec.IPRange, Options: spec.Options, Managed: true}
 	if f.CA, err = testpki.LoadOrMakeCA(t.TempDir(), "ca", "kubernetes"); err != nil {
 		t.Fatal(err)
@@ -444,7 +444,7 @@ func (g Guest) Observe(ctx context.Context) (guest.State, error) {
 func (g Guest) State() guest.State {
 	cfg := config.Default()
 	g.Mu.Lock()
-	n := guest.KindNet(netip.MustParsePrefix(cfg.Network.CIDR), g.Mac)
+	n := guest.KindNet(cfg.Network.Prefix(), g.Mac)
 	g.Mu.Unlock()
 	files, err := n.Files()
 	if err != nil {
