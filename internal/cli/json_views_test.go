@@ -19,6 +19,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"gopkg.in/yaml.v3"
 
@@ -139,7 +140,7 @@ func views(t *testing.T) (*sessiontest.World, []view) {
 // builds (marina's own version, Go's, the platform, the limactl found)
 // set to fixed values: its pins are what the code says.
 func fixedVersion() version.Report {
-	v := version.GetReport(context.Background(), func(string) string { return "/nonexistent/limactl" })
+	v := version.GetReport(context.Background(), func() (*vm.Limactl, error) { return nil, errors.New("no limactl") }, time.Second)
 	v.Version, v.Commit, v.Modified, v.GoVersion, v.Platform = "v0.4.0", "0123456789abcdef0123456789abcdef01234567", true, "go1.26.8", "darwin/arm64"
 	v.Limactl = version.Limactl{Path: "/opt/homebrew/bin/limactl", Version: "2.0.3"}
 	return v

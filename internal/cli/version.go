@@ -10,8 +10,10 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/bcollard/marina/internal/config"
 	"github.com/bcollard/marina/internal/session"
 	"github.com/bcollard/marina/internal/version"
+	"github.com/bcollard/marina/internal/vm"
 )
 
 func versionCmd(r *root) *cobra.Command {
@@ -29,7 +31,13 @@ else the PATH). It reads no config and does not reach the VM.`,
 		// Needs no config, no VM.
 		PersistentPreRunE: func(*cobra.Command, []string) error { return nil },
 	}, func(ctx context.Context, _ *session.Env) (version.Report, error) {
-		return version.GetReport(ctx, os.Getenv), nil
+		return version.GetReport(ctx, func() (*vm.Limactl, error) {
+			limaHome := ""
+			if p, err := config.ResolvePaths(os.Getenv, ""); err == nil {
+				limaHome = p.LimaHome()
+			}
+			return limactl(os.Getenv, limaHome, nil)
+		}, version.LimactlWait), nil
 	}, printVersion)
 }
 

@@ -18,6 +18,17 @@ import (
 	"github.com/bcollard/marina/internal/vm"
 )
 
+// limactl is the limactl marina runs on limaHome, found as marina finds it
+// ($LIMACTL, else the PATH): for the VM's commands, migrate's look at
+// klimax's Lima, and marina version.
+func limactl(getenv func(string) string, limaHome string, log func(string, ...any)) (*vm.Limactl, error) {
+	bin, err := vm.FindLimactl(getenv)
+	if err != nil {
+		return nil, err
+	}
+	return &vm.Limactl{Bin: bin, LimaHome: limaHome, Run: run.Runner{Log: log}}, nil
+}
+
 // production wires the real parts (the composition root): limactl, ssh into the guest, the moby
 // client, route(8) through sudo, client-go.
 func production(e *session.Env) session.Deps {
@@ -25,11 +36,10 @@ func production(e *session.Env) session.Deps {
 	var g *vm.SSHGuest // one per process, so the round-trip count covers the command
 	return session.Deps{
 		VM: func() (session.VM, error) {
-			bin, err := vm.FindLimactl(e.Getenv)
-			if err != nil {
+			var err error
+			if l, err = limactl(e.Getenv, e.Paths.LimaHome(), e.UI.Debugf); err != nil {
 				return nil, err
 			}
-			l = &vm.Limactl{Bin: bin, LimaHome: e.Paths.LimaHome(), Run: run.Runner{Log: e.UI.Debugf}}
 			if w := e.UI.Writer("lima: "); w != nil {
 				l.Stream = w
 			}
@@ -37,11 +47,7 @@ func production(e *session.Env) session.Deps {
 			return l, nil
 		},
 		VMAt: func(limaHome string) (session.VM, error) {
-			bin, err := vm.FindLimactl(e.Getenv)
-			if err != nil {
-				return nil, err
-			}
-			return &vm.Limactl{Bin: bin, LimaHome: limaHome, Run: run.Runner{Log: e.UI.Debugf}}, nil
+			return limactl(e.Getenv, limaHome, e.UI.Debugf)
 		},
 		Guest: func(name string) session.Guest {
 			if g == nil {

@@ -9,7 +9,6 @@ import (
 	"github.com/bcollard/marina/internal/addons"
 	"github.com/bcollard/marina/internal/config"
 	"github.com/bcollard/marina/internal/dns"
-	"github.com/bcollard/marina/internal/run"
 	"github.com/bcollard/marina/internal/vm"
 )
 
@@ -54,14 +53,15 @@ type Limactl struct {
 	Note    string `json:"note,omitempty"`
 }
 
-// limactlWait bounds `limactl --version`: version must answer at once
+// LimactlWait bounds `limactl --version`: version must answer at once
 // even when limactl hangs.
-var limactlWait = 2 * time.Second
+const LimactlWait = 2 * time.Second
 
 // GetReport reports this marina's version and pins, and asks the limactl
-// found as marina finds it ($LIMACTL, else the PATH) for its version. It
-// reads no config and never reaches the VM.
-func GetReport(ctx context.Context, getenv func(string) string) Report {
+// find gives (the one marina runs: $LIMACTL, else the PATH) for its
+// version, waiting at most wait. It reads no config and never reaches the
+// VM.
+func GetReport(ctx context.Context, find func() (*vm.Limactl, error), wait time.Duration) Report {
 	b := Get()
 	ms := addons.MetricsServerVersions()
 	info := Report{
@@ -79,27 +79,22 @@ func GetReport(ctx context.Context, getenv func(string) string) Report {
 			LimaMinimum:           fmt.Sprintf("%d.%d.%d", vm.MinLima[0], vm.MinLima[1], vm.MinLima[2]),
 		},
 	}
-	info.Limactl = findLimactl(ctx, getenv)
+	info.Limactl = askLimactl(ctx, find, wait)
 	return info
 }
 
-func findLimactl(ctx context.Context, getenv func(string) string) Limactl {
-	bin, err := vm.FindLimactl(getenv)
+func askLimactl(ctx context.Context, find func() (*vm.Limactl, error), wait time.Duration) Limactl {
+	l, err := find()
 	if err != nil {
 		return Limactl{Note: err.Error()}
 	}
-	found := Limactl{Path: bin}
-	limaHome := ""
-	if p, err := config.ResolvePaths(getenv, ""); err == nil {
-		limaHome = p.LimaHome()
-	}
-	ctx, cancel := context.WithTimeout(ctx, limactlWait)
+	found := Limactl{Path: l.Bin}
+	ctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
-	l := &vm.Limactl{Bin: bin, LimaHome: limaHome, Run: run.Runner{}}
 	v, tooOld, err := l.FoundVersion(ctx)
 	switch {
 	case errors.Is(err, context.DeadlineExceeded):
-		found.Note = fmt.Sprintf("`%s --version` did not answer within %s", bin, limactlWait)
+		found.Note = fmt.Sprintf("`%s --version` did not answer within %s", l.Bin, wait)
 	case err != nil:
 		found.Note = err.Error()
 	case tooOld != nil:

@@ -7,6 +7,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/bcollard/marina/internal/run"
+	"github.com/bcollard/marina/internal/vm"
 )
 
 // A limactl that does not answer does not hold marina version up: it is
@@ -16,11 +19,10 @@ func TestVersionDoesNotWaitForAHungLimactl(t *testing.T) {
 	if err := os.WriteFile(bin, []byte("#!/bin/sh\nexec sleep 30\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	wait := limactlWait
-	limactlWait = 100 * time.Millisecond
-	t.Cleanup(func() { limactlWait = wait })
-	env := map[string]string{"HOME": t.TempDir(), "LIMACTL": bin}
-	v := GetReport(context.Background(), func(k string) string { return env[k] })
+	find := func() (*vm.Limactl, error) {
+		return &vm.Limactl{Bin: bin, LimaHome: t.TempDir(), Run: run.Runner{}}, nil
+	}
+	v := GetReport(context.Background(), find, 100*time.Millisecond)
 	if l := v.Limactl; l.Path != bin || l.Version != "" || !strings.Contains(l.Note, "`"+bin+" --version` did not answer within 100ms") {
 		t.Errorf("a hung limactl: %+v", l)
 	}
