@@ -200,24 +200,21 @@ func dnsServer(cidr netip.Prefix) netip.Addr {
 // openDoctor reads the config as far as it can: doctor runs with a config
 // marina up would refuse, and without one (the defaults).
 func openDoctor(e *session.Env) (*doctor, error) {
-	s := &session.Session{Env: e, Host: e.Deps.Host()}
+	s, err := session.Read(e, session.Needs{Config: session.Lenient})
+	if err != nil {
+		return nil, err
+	}
 	d := &doctor{s: s}
-	v, err := e.VMName(false)
 	switch {
-	case errors.Is(err, config.ErrNotFound):
-		s.Config = config.Default()
-		s.Name = s.Config.VM.Name
-		s.File = config.Lenient{Name: s.Name, Config: s.Config}
-		s.ConfigMissing, d.cfgOK = true, true
+	case s.ConfigMissing:
+		d.cfgOK = true
 		d.config = warn(checkConfig, "no config file at "+e.Paths.Config+": checking against the defaults", "marina up (writes the default config)")
-	case err != nil:
+	case s.ConfigErr != nil:
 		// Not even vm.name: nothing can be looked up.
-		d.config = fail(checkConfig, oneLine(err.Error()), "marina config edit")
-	case v.Err != nil:
-		s.File, s.Name = v, v.Name
-		d.config = fail(checkConfig, oneLine(v.Err.Error()), "marina config edit")
+		d.config = fail(checkConfig, oneLine(s.ConfigErr.Error()), "marina config edit")
+	case s.File.Err != nil:
+		d.config = fail(checkConfig, oneLine(s.File.Err.Error()), "marina config edit")
 	default:
-		s.File, s.Name, s.Config = v, v.Name, v.Config
 		d.cfgOK = true
 		d.config = ok(checkConfig, e.Paths.Config+" is valid")
 	}

@@ -98,15 +98,8 @@ func completeLabel(ctx context.Context, e *session.Env, key string) []string {
 // socket is gone or refuses at once, so limactl is not asked whether the
 // VM runs.
 func completionSession(ctx context.Context, e *session.Env) *session.Session {
-	v, err := config.LoadVMName(e.Paths)
-	if err != nil {
-		return nil
-	}
-	s := &session.Session{Env: e, Name: v.Name, File: v}
-	if v.Err == nil {
-		s.Config = v.Config
-	}
-	if s.Docker, err = e.Deps.Docker(s.Socket()); err != nil {
+	s, err := session.Read(e, session.Needs{Config: session.VMOnlyQuiet})
+	if err != nil || s.DialDocker() != nil {
 		return nil
 	}
 	cs, err := s.Docker.ListLabeled(ctx, cluster.KindLabel)

@@ -34,6 +34,11 @@ const (
 	StrictOrDefault
 	// NoConfig reads no config and looks at no VM (cluster verify).
 	NoConfig
+	// Lenient reads what it can and never fails: the defaults when there
+	// is no file, vm.name alone when the rest is not valid (File.Err),
+	// and nothing when even vm.name cannot be read (ConfigErr). Doctor
+	// reports on the config rather than stopping at it.
+	Lenient
 )
 
 // Needs says what a command needs from Open.
@@ -57,7 +62,9 @@ type Session struct {
 	// VMOnly reads, only when File.Err is nil).
 	File          config.Lenient
 	Config        config.Config
-	ConfigMissing bool // StrictOrDefault found no file: Config is the defaults
+	ConfigMissing bool // StrictOrDefault or Lenient found no file: Config is the defaults
+	// ConfigErr is why a Lenient read found no vm.name (Name is "").
+	ConfigErr error
 
 	VM       VM
 	Instance *vm.Instance // nil when the VM does not exist
@@ -96,6 +103,15 @@ func Read(e *Env, need Needs) (*Session, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// DialDocker connects to the VM's Docker over its forwarded socket without
+// asking Lima about the VM: completion must answer fast, and quietly when
+// the VM is down.
+func (s *Session) DialDocker() error {
+	var err error
+	s.Docker, err = s.Deps.Docker(s.Socket())
+	return err
 }
 
 // Attach is the second half of Open: the VM, the guest and Docker, as far
@@ -171,6 +187,18 @@ func (s *Session) readConfig(need ConfigNeed) error {
 		return nil
 	}
 	v, err := s.VMName(need == VMOnly)
+	if need == Lenient {
+		switch {
+		case errors.Is(err, config.ErrNotFound):
+			cfg := config.Default()
+			s.Config, s.Name = cfg, cfg.VM.Name
+			s.File, s.ConfigMissing = config.Lenient{Name: s.Name, Config: cfg}, true
+			return nil
+		case err != nil:
+			s.ConfigErr = err
+			return nil
+		}
+	}
 	if err != nil {
 		return err
 	}
