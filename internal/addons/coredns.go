@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/bcollard/marina/internal/config"
 	"github.com/bcollard/marina/internal/kube"
+	"github.com/bcollard/marina/internal/ui"
 )
 
 // Where kubeadm (and so kind) keeps the cluster's CoreDNS configuration.
@@ -359,4 +361,42 @@ func serverBlocks(resolvers []config.DNSResolver) ([]serverBlock, error) {
 		out = append(out, serverBlock{domain: d, upstreams: ups})
 	}
 	return out, nil
+}
+
+// coreDNS is the CoreDNS edit: marina's zone and customDnsResolvers
+// forwarded, so that pods resolve the names too.
+type coreDNS struct {
+	forwards []config.DNSResolver
+	wait     time.Duration
+}
+
+// NewCoreDNS is the CoreDNS edit that forwards forwards' domains.
+func NewCoreDNS(forwards []config.DNSResolver, wait time.Duration) Addon {
+	return coreDNS{forwards: forwards, wait: wait}
+}
+
+func (d coreDNS) What() string { return "configuring CoreDNS" }
+
+func (d coreDNS) Plan() string {
+	var ds []string
+	for _, r := range d.forwards {
+		ds = append(ds, r.Domain+" → "+strings.Join(r.Resolvers, " "))
+	}
+	return "forward from CoreDNS: " + strings.Join(ds, ", ")
+}
+
+func (d coreDNS) Steps() ([]Step, error) {
+	return []Step{
+		{Label: fmt.Sprintf("Forwarding %s from CoreDNS", ui.Plural(len(d.forwards), "domain")), What: d.What(), Run: func(ctx context.Context, c Cluster) error {
+			return within(ctx, time.Minute, func(ctx context.Context) error {
+				return c.Do(ctx, Op{Name: "coredns", Run: func(ctx context.Context, k *kube.Cluster) error {
+					return CoreDNS(ctx, k, d.forwards)
+				}})
+			})
+		}},
+		// Until its pods have rolled, CoreDNS answers with the old Corefile.
+		{Label: "Waiting for CoreDNS to serve it", What: d.What(), Run: func(ctx context.Context, c Cluster) error {
+			return within(ctx, d.wait, func(ctx context.Context) error { return c.Wait(ctx, CoreDNSWait()) })
+		}},
+	}, nil
 }

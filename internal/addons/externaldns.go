@@ -3,11 +3,13 @@ package addons
 import (
 	"context"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/bcollard/marina/internal/dns"
 	"github.com/bcollard/marina/internal/kube"
 )
 
@@ -56,4 +58,51 @@ func secretObject(secret *corev1.Secret) (*unstructured.Unstructured, error) {
 	u.SetAPIVersion("v1")
 	u.SetKind("Secret")
 	return u, nil
+}
+
+// externalDNS is ExternalDNS publishing the cluster's LoadBalancer
+// Services on the local DNS, with the cluster's etcd user.
+type externalDNS struct {
+	zone     string
+	manifest []byte
+	etcd     dns.Creds
+	wait     time.Duration
+}
+
+// NewExternalDNS is ExternalDNS (manifest, as dns.ExternalDNS makes it)
+// writing the names of zone with the etcd user etcd.
+func NewExternalDNS(zone string, manifest []byte, etcd dns.Creds, wait time.Duration) Addon {
+	return externalDNS{zone: zone, manifest: manifest, etcd: etcd, wait: wait}
+}
+
+func (x externalDNS) What() string { return "installing ExternalDNS" }
+
+func (x externalDNS) Plan() string {
+	return fmt.Sprintf("install ExternalDNS %s: its LoadBalancer Services answer as <service>.<namespace>.%s", dns.ExternalDNSVersion, x.zone)
+}
+
+func (x externalDNS) Steps() ([]Step, error) {
+	objs, err := decodeManifest(x.manifest)
+	if err != nil {
+		return nil, err
+	}
+	secret := dns.ExternalDNSCreds(x.etcd)
+	s, err := secretObject(secret)
+	if err != nil {
+		return nil, err
+	}
+	return []Step{
+		{Label: "Installing ExternalDNS " + dns.ExternalDNSVersion, What: x.What(), Run: func(ctx context.Context, c Cluster) error {
+			return within(ctx, x.wait, func(ctx context.Context) error {
+				return c.Do(ctx, Op{Name: "apply-external-dns", Objects: withSecret(objs, s), Run: func(ctx context.Context, k *kube.Cluster) error {
+					return ApplyExternalDNS(ctx, k, x.manifest, secret)
+				}})
+			})
+		}},
+		{Label: "Waiting for ExternalDNS to be available", What: x.What(), Run: func(ctx context.Context, c Cluster) error {
+			return within(ctx, x.wait, func(ctx context.Context) error {
+				return c.Wait(ctx, DeploymentWait(dns.ExternalDNSNamespace, dns.ExternalDNSName))
+			})
+		}},
+	}, nil
 }

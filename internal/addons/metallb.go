@@ -274,3 +274,76 @@ func checkRanges(ranges []string) error {
 	}
 	return nil
 }
+
+// PoolName names the IPAddressPool and L2Advertisement of every cluster.
+const PoolName = "marina"
+
+// metalLB is MetalLB with the cluster's LoadBalancer pool.
+type metalLB struct {
+	version  string
+	manifest []byte
+	pool     []string
+	wait     time.Duration
+}
+
+// NewMetalLB is MetalLB version (its pinned manifest) serving pool: its
+// install and each of its waits share one deadline, wait.
+func NewMetalLB(version string, manifest []byte, pool []string, wait time.Duration) Addon {
+	return metalLB{version: version, manifest: manifest, pool: pool, wait: wait}
+}
+
+func (m metalLB) What() string { return "installing MetalLB" }
+
+func (m metalLB) Plan() string {
+	return fmt.Sprintf("install MetalLB %s with the LoadBalancer pool %s", m.version, strings.Join(m.pool, ", "))
+}
+
+func (m metalLB) Steps() ([]Step, error) {
+	objs, err := decodeManifest(m.manifest)
+	if err != nil {
+		return nil, err
+	}
+	waits, err := MetalLBWaits(m.manifest)
+	if err != nil {
+		return nil, err
+	}
+	// One deadline for the whole of MetalLB's install, as its waits
+	// follow one another; it starts with the apply.
+	var deadline time.Time
+	steps := []Step{{Label: "Installing MetalLB " + m.version, What: m.What(), Run: func(ctx context.Context, c Cluster) error {
+		deadline = time.Now().Add(m.wait)
+		ctx, cancel := context.WithDeadline(ctx, deadline)
+		defer cancel()
+		return c.Do(ctx, Op{Name: "apply-metallb", Objects: objs, Run: func(ctx context.Context, k *kube.Cluster) error {
+			return ApplyMetalLB(ctx, k, m.manifest)
+		}})
+	}}}
+	for _, w := range waits {
+		steps = append(steps, Step{Label: "Waiting for MetalLB: " + w.String(), What: m.What(), Run: func(ctx context.Context, c Cluster) error {
+			ctx, cancel := context.WithDeadline(ctx, deadline)
+			defer cancel()
+			return c.Wait(ctx, w)
+		}})
+	}
+	return append(steps, Step{Label: "Adding the LoadBalancer pool " + strings.Join(m.pool, ", "), What: "adding the MetalLB pool", Run: func(ctx context.Context, c Cluster) error {
+		return within(ctx, m.wait, func(ctx context.Context) error {
+			return c.Do(ctx, Op{Name: "pool " + PoolName, Run: func(ctx context.Context, k *kube.Cluster) error {
+				return Pool(ctx, k, PoolName, m.pool)
+			}})
+		})
+	}}), nil
+}
+
+// PoolAddresses reads the addresses of MetalLB's IPAddressPool name; found
+// is false when there is none.
+func PoolAddresses(ctx context.Context, c Cluster, name string) (addrs []string, found bool, err error) {
+	obj, err := c.Get(ctx, kube.PoolResource, MetalLBNamespace, name)
+	if err != nil || obj == nil {
+		return nil, false, err
+	}
+	addrs, _, err = unstructured.NestedStringSlice(obj.Object, "spec", "addresses")
+	if err != nil {
+		return nil, true, fmt.Errorf("read IPAddressPool %s/%s: %w", MetalLBNamespace, name, err)
+	}
+	return addrs, true, nil
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/version"
@@ -137,4 +138,50 @@ type MetricsServer struct {
 	// InsecureTLS adds --kubelet-insecure-tls: kind's kubelets serve
 	// self-signed certificates.
 	InsecureTLS bool
+}
+
+// metricsServer is metrics-server, as a Fleet may ask for it.
+type metricsServer struct {
+	spec     MetricsServer
+	manifest []byte
+	wait     time.Duration
+}
+
+// NewMetricsServer is metrics-server as spec says, from its pinned
+// manifest; its install and its wait share one deadline, wait.
+func NewMetricsServer(spec MetricsServer, manifest []byte, wait time.Duration) Addon {
+	return metricsServer{spec: spec, manifest: manifest, wait: wait}
+}
+
+func (m metricsServer) What() string { return "installing metrics-server" }
+
+func (m metricsServer) Plan() string {
+	do := "install metrics-server " + m.spec.Version
+	if m.spec.InsecureTLS {
+		do += " with " + InsecureTLSArg
+	}
+	return do
+}
+
+func (m metricsServer) Steps() ([]Step, error) {
+	objs, err := metricsServerObjects(m.manifest, m.spec.InsecureTLS)
+	if err != nil {
+		return nil, err
+	}
+	var deadline time.Time
+	return []Step{
+		{Label: "Installing metrics-server " + m.spec.Version, What: m.What(), Run: func(ctx context.Context, c Cluster) error {
+			deadline = time.Now().Add(m.wait)
+			ctx, cancel := context.WithDeadline(ctx, deadline)
+			defer cancel()
+			return c.Do(ctx, Op{Name: fmt.Sprintf("apply-metrics-server insecure=%v", m.spec.InsecureTLS), Objects: objs, Run: func(ctx context.Context, k *kube.Cluster) error {
+				return ApplyMetricsServer(ctx, k, m.manifest, m.spec.InsecureTLS)
+			}})
+		}},
+		{Label: "Waiting for metrics-server to be available", What: m.What(), Run: func(ctx context.Context, c Cluster) error {
+			ctx, cancel := context.WithDeadline(ctx, deadline)
+			defer cancel()
+			return c.Wait(ctx, MetricsServerWait())
+		}},
+	}, nil
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/bcollard/marina/internal/addons"
 	"github.com/bcollard/marina/internal/fleet"
 	"github.com/bcollard/marina/internal/kindcluster"
 	"github.com/bcollard/marina/internal/session"
@@ -66,7 +67,7 @@ entries are removed again, unless --retain is given.`,
 	f.StringVar(&o.NodeVersion, "node-version", "", "Kubernetes version of the nodes (default kind.nodeVersion)")
 	f.IntVar(&o.Workers, "workers", 0, "number of worker nodes besides the control plane")
 	f.BoolVar(&o.Retain, "retain", false, "keep the cluster when a step fails, for a look")
-	f.DurationVar(&o.Wait, "wait", kindcluster.DefaultWait, "how long to wait for MetalLB to be ready")
+	f.DurationVar(&o.Wait, "wait", addons.DefaultWait, "how long to wait for MetalLB to be ready")
 	dryRunFlag(c, &o.DryRun)
 	return c
 }

@@ -9,8 +9,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/bcollard/marina/internal/addons"
 	"github.com/bcollard/marina/internal/fleet"
-	"github.com/bcollard/marina/internal/kindcluster"
 	"github.com/bcollard/marina/internal/session"
 )
 
@@ -89,7 +89,7 @@ status is 1 when a cluster failed.
 	f.IntVar(&o.MaxParallel, "max-parallel", 0, "create this many clusters at once (overrides spec.maxParallel)")
 	f.BoolVar(&o.Adopt, "adopt", false, "make existing clusters of the manifest's names this fleet's (sets the fleet label and the manifest's labels)")
 	f.StringVarP(&o.Output, "output", "o", "text", "output format: text, json or yaml (the plan, or each cluster's result, slot and phase timings)")
-	f.DurationVar(&o.Wait, "wait", kindcluster.DefaultWait, "how long each cluster waits for each addon to be ready")
+	f.DurationVar(&o.Wait, "wait", addons.DefaultWait, "how long each cluster waits for each addon to be ready")
 	f.BoolVar(&o.Retain, "retain", false, "keep a cluster whose create failed, for a look")
 	dryRunFlag(c, &o.DryRun)
 	_ = c.RegisterFlagCompletionFunc("filename", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {

@@ -6,8 +6,10 @@ import (
 	"runtime"
 	"time"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
 	"github.com/bcollard/marina/internal/addons"
-	"github.com/bcollard/marina/internal/config"
 	"github.com/bcollard/marina/internal/dns"
 	"github.com/bcollard/marina/internal/docker"
 	"github.com/bcollard/marina/internal/guest"
@@ -114,28 +116,11 @@ func (macHost) Query(ctx context.Context, server netip.Addr, name string) (dns.A
 
 type kubeCluster struct{ *kube.Cluster }
 
-func (k kubeCluster) ApplyMetricsServer(ctx context.Context, manifest []byte, insecureTLS bool) error {
-	return addons.ApplyMetricsServer(ctx, k.Cluster, manifest, insecureTLS)
-}
-
-func (k kubeCluster) ApplyMetalLB(ctx context.Context, manifest []byte) error {
-	return addons.ApplyMetalLB(ctx, k.Cluster, manifest)
-}
-
-func (k kubeCluster) ApplyExternalDNS(ctx context.Context, manifest []byte, etcd dns.Creds) error {
-	return addons.ApplyExternalDNS(ctx, k.Cluster, manifest, dns.ExternalDNSCreds(etcd))
-}
+// Do runs an add-on's operation on the cluster.
+func (k kubeCluster) Do(ctx context.Context, op addons.Op) error { return op.Run(ctx, k.Cluster) }
 
 func (k kubeCluster) Wait(ctx context.Context, w addons.Wait) error { return w.Do(ctx, k.Cluster) }
 
-func (k kubeCluster) Pool(ctx context.Context, name string, ranges []string) error {
-	return addons.Pool(ctx, k.Cluster, name, ranges)
-}
-
-func (k kubeCluster) CoreDNS(ctx context.Context, rs []config.DNSResolver) error {
-	return addons.CoreDNS(ctx, k.Cluster, rs)
-}
-
-func (k kubeCluster) MetalLBPool(ctx context.Context, name string) ([]string, bool, error) {
-	return k.Cluster.IPAddressPool(ctx, addons.MetalLBNamespace, name)
+func (k kubeCluster) Get(ctx context.Context, r schema.GroupVersionResource, ns, name string) (*unstructured.Unstructured, error) {
+	return k.Cluster.Get(ctx, r, ns, name)
 }

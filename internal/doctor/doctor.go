@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/bcollard/marina/internal/addons"
 	"github.com/bcollard/marina/internal/cluster"
 	"github.com/bcollard/marina/internal/config"
 	"github.com/bcollard/marina/internal/dns"
@@ -725,20 +726,20 @@ func (d *doctor) judgeCluster(ctx context.Context, c cluster.Info) (Check, bool)
 		return fail(name, "the API server does not answer at "+server+": "+oneLine(err.Error()), "marina shell -- docker logs --tail 50 "+c.Name+"-control-plane"), false
 	}
 	found := fmt.Sprintf("API %s answers at %s, its certificate verified", ver, server)
-	addrs, has, err := k.MetalLBPool(cctx, kindcluster.PoolName)
+	addrs, has, err := addons.PoolAddresses(cctx, k, addons.PoolName)
 	recreate := "marina cluster delete " + c.Name + " && marina cluster create " + c.Name + " (its workloads are lost)"
 	switch {
 	case err != nil:
-		return fail(name, found+"; MetalLB's pool "+kindcluster.PoolName+" cannot be read: "+oneLine(err.Error()), "marina shell -- docker logs --tail 50 "+c.Name+"-control-plane"), false
+		return fail(name, found+"; MetalLB's pool "+addons.PoolName+" cannot be read: "+oneLine(err.Error()), "marina shell -- docker logs --tail 50 "+c.Name+"-control-plane"), false
 	case !has:
-		return fail(name, found+"; MetalLB has no IPAddressPool "+kindcluster.PoolName+": LoadBalancer Services get no address", recreate), false
+		return fail(name, found+"; MetalLB has no IPAddressPool "+addons.PoolName+": LoadBalancer Services get no address", recreate), false
 	}
 	if d.cfgOK {
 		if want, err := slot.MetalLBRanges(d.cidr, c.Slot); err == nil && !slices.Equal(want, addrs) {
-			return warn(name, fmt.Sprintf("%s; MetalLB's pool %s holds %s, not slot %d's %s", found, kindcluster.PoolName, strings.Join(addrs, ", "), c.Slot, strings.Join(want, ", ")), recreate), false
+			return warn(name, fmt.Sprintf("%s; MetalLB's pool %s holds %s, not slot %d's %s", found, addons.PoolName, strings.Join(addrs, ", "), c.Slot, strings.Join(want, ", ")), recreate), false
 		}
 	}
-	return ok(name, fmt.Sprintf("%s; MetalLB pool %s: %s", found, kindcluster.PoolName, strings.Join(addrs, ", "))), false
+	return ok(name, fmt.Sprintf("%s; MetalLB pool %s: %s", found, addons.PoolName, strings.Join(addrs, ", "))), false
 }
 
 // certError reports whether err is a TLS certificate that did not verify.

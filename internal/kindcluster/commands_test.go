@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/bcollard/marina/internal/addons"
 	"github.com/bcollard/marina/internal/cluster"
 	"github.com/bcollard/marina/internal/config"
 	"github.com/bcollard/marina/internal/docker"
@@ -319,5 +320,29 @@ func TestVerify(t *testing.T) {
 				t.Errorf("called %s, outside the pool: %v", c.echo, got)
 			}
 		})
+	}
+}
+
+// A create's --dry-run lists the add-ons in the order the create installs
+// them, from the one list both read: metrics-server last, after CoreDNS's
+// forwarding.
+func TestCreateDryRunListsTheAddonsInTheirOrder(t *testing.T) {
+	ms := &addons.MetricsServer{Version: "v0.8.0", InsecureTLS: true}
+	f := createFixture(t, nil)
+	if err := create(f, CreateOptions{DryRun: true, MetricsServer: ms}); err != nil {
+		t.Fatalf("%v\n%s", err, f.Stderr.String())
+	}
+	plan := f.Stdout.String()
+	metallb, coredns, metrics := strings.Index(plan, "install MetalLB"), strings.Index(plan, "forward from CoreDNS"), strings.Index(plan, "install metrics-server")
+	if metallb < 0 || coredns < metallb || metrics < coredns {
+		t.Errorf("the plan does not list the add-ons as they install:\n%s", plan)
+	}
+	f = createFixture(t, nil)
+	if err := create(f, CreateOptions{MetricsServer: ms}); err != nil {
+		t.Fatalf("%v\n%s", err, f.Stderr.String())
+	}
+	calls := strings.Join(f.Called("kube c1 "), "\n")
+	if !(strings.Index(calls, "apply-metallb") < strings.Index(calls, "coredns") && strings.Index(calls, "coredns") < strings.Index(calls, "apply-metrics-server")) {
+		t.Errorf("installed in another order:\n%s", calls)
 	}
 }

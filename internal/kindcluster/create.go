@@ -53,8 +53,9 @@ type Plan struct {
 	target     string // the kubeconfig it is merged into ("" when not)
 	create     string // the guest scripts: kind create, and delete
 	remove     string
-	// externalDNS is the cluster's ExternalDNS manifest and etcd user.
-	externalDNS Manifests
+	// externalDNS is the cluster's ExternalDNS manifest, etcd its user.
+	externalDNS []byte
+	etcd        dns.Creds
 	// metricsServer is set when the cluster gets metrics-server.
 	metricsServer *addons.MetricsServer
 }
@@ -235,8 +236,8 @@ func (p *Plan) ForSlot(s *session.Session, opts CreateOptions, userLabels cluste
 	if p.create, err = guest.KindCreate(opts.Name, p.image, p.kindConfig, p.certsD, guest.DNSRecord(cfg.DNS.Domain), auth, opts.Retain); err != nil {
 		return err
 	}
-	p.externalDNS.Etcd = user.Creds
-	if p.externalDNS.ExternalDNS, err = dns.ExternalDNS(opts.Name, cfg); err != nil {
+	p.etcd = user.Creds
+	if p.externalDNS, err = dns.ExternalDNS(opts.Name, cfg); err != nil {
 		return err
 	}
 	p.remove, err = deleteScript(cfg, s.Paths, []string{opts.Name})
@@ -254,21 +255,10 @@ func (p *Plan) steps(cfg config.Config) []session.Step {
 			s.Name, s.Slot, p.server, slot.ServiceSubnet(s.Slot), slot.PodSubnet(s.Slot), s.Workers, p.image)},
 		{Do: "label its nodes " + cluster.FormatLabels(s.NodeLabels())},
 		{Do: "point its nodes' containerd at " + mirrors},
-		{Do: fmt.Sprintf("install MetalLB %s with the LoadBalancer pool %s", cfg.Kind.MetalLBVersion, strings.Join(p.pool, ", "))},
-		{Do: fmt.Sprintf("install ExternalDNS %s: its LoadBalancer Services answer as <service>.<namespace>.%s", dns.ExternalDNSVersion, dns.ClusterZone(s.Name, cfg.DNS.Domain))},
 	}
-	if ms := p.metricsServer; ms != nil {
-		do := "install metrics-server " + ms.Version
-		if ms.InsecureTLS {
-			do += " with " + addons.InsecureTLSArg
-		}
-		steps = append(steps, session.Step{Do: do})
+	for _, plan := range addons.Plans(p.addons(cfg, nil, nil, 0)) {
+		steps = append(steps, session.Step{Do: plan})
 	}
-	var ds []string
-	for _, r := range coreDNSForwards(cfg) {
-		ds = append(ds, r.Domain+" → "+strings.Join(r.Resolvers, " "))
-	}
-	steps = append(steps, session.Step{Do: "forward from CoreDNS: " + strings.Join(ds, ", ")})
 	kc := "write " + p.kubeconfig
 	if p.target != "" {
 		kc += " and merge it into " + p.target + " as context " + s.Name
@@ -319,16 +309,11 @@ func Apply(ctx context.Context, s *session.Session, p *Plan, opts CreateOptions)
 	if err != nil {
 		return rb.fail("reading its kubeconfig", err)
 	}
-	if err := installAddons(ctx, s, k, manifest, p.externalDNS, p.pool, opts.Wait); err != nil {
-		if ae, ok := errors.AsType[*addonError](err); ok {
-			return rb.fail(ae.step, ae.err)
+	if err := addons.Install(ctx, k, p.addons(s.Config, manifest, metrics, opts.Wait), Stepper(s, "")); err != nil {
+		if ae, ok := errors.AsType[*addons.Error](err); ok {
+			return rb.fail(ae.What, ae.Err)
 		}
 		return rb.fail("installing the addons", err)
-	}
-	if ms := p.metricsServer; ms != nil {
-		if err := installMetricsServer(ctx, s, k, metrics, ms, opts.Wait); err != nil {
-			return rb.fail("installing metrics-server", err)
-		}
 	}
 	if err := e.Step("Writing its kubeconfig", "Wrote "+p.kubeconfig, func() error {
 		if err := kubeconfig.WriteFile(p.kubeconfig, name, kc, s.KubeOwner(true)); err != nil {
@@ -431,14 +416,6 @@ func (r *rollback) fail(what string, cause error) error {
 	e.SetLeftover("")
 	return fmt.Errorf("cluster %s: %s failed: %w\nthe cluster was removed; rerun with --retain to keep a failed cluster for a look", name, what, cause)
 }
-
-// addonError is a failed addon step, named for the rollback message.
-type addonError struct {
-	step string
-	err  error
-}
-
-func (a *addonError) Error() string { return a.step + ": " + a.err.Error() }
 
 // dnsRunning fails unless both local DNS containers run.
 func dnsRunning(ctx context.Context, dc session.Docker) error {

@@ -33,22 +33,14 @@ func (k *Cluster) ServerVersion(ctx context.Context) (string, error) {
 	return v.GitVersion, nil
 }
 
-// IPAddressPool reads the addresses of MetalLB's IPAddressPool name in ns;
-// found is false when there is no such pool (or MetalLB's resource is not
-// there at all).
-func (k *Cluster) IPAddressPool(ctx context.Context, ns, name string) (addrs []string, found bool, err error) {
-	obj, err := k.Dynamic.Resource(PoolResource).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
+// Get reads the object name (in namespace ns, "" for a cluster-wide one)
+// of resource r: nil when there is none.
+func (k *Cluster) Get(ctx context.Context, r schema.GroupVersionResource, ns, name string) (*unstructured.Unstructured, error) {
+	obj, err := k.Dynamic.Resource(r).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
-		return nil, false, nil
+		return nil, nil
 	}
-	if err != nil {
-		return nil, false, err
-	}
-	addrs, _, err = unstructured.NestedStringSlice(obj.Object, "spec", "addresses")
-	if err != nil {
-		return nil, true, fmt.Errorf("read IPAddressPool %s/%s: %w", ns, name, err)
-	}
-	return addrs, true, nil
+	return obj, err
 }
 
 // Ready waits until the API server says it is ready (GET /readyz). A

@@ -2,11 +2,13 @@ package machine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
 	"time"
 
+	"github.com/bcollard/marina/internal/addons"
 	"github.com/bcollard/marina/internal/cluster"
 	"github.com/bcollard/marina/internal/dns"
 	"github.com/bcollard/marina/internal/guest"
@@ -153,12 +155,11 @@ func upgradeCluster(ctx context.Context, s *session.Session, name string, etcd d
 	if err := APIReady(ctx, s, name, k); err != nil {
 		return err
 	}
-	for _, st := range kindcluster.DNSSteps(s, k, kindcluster.Manifests{ExternalDNS: m, Etcd: etcd}, kindcluster.DefaultWait) {
-		if err := s.Step(name+": "+st.Label, "", func() error { return st.Fn(ctx) }); err != nil {
-			return err
-		}
+	err = addons.Install(ctx, k, kindcluster.DNSAddons(s.Config, name, m, etcd), kindcluster.Stepper(s, name+": "))
+	if ae, ok := errors.AsType[*addons.Error](err); ok {
+		return ae.Err // the step's own line said which
 	}
-	return nil
+	return err
 }
 
 // APIReadyWait bounds the wait for a cluster's API server to serve: a

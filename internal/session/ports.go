@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/bcollard/marina/internal/addons"
-	"github.com/bcollard/marina/internal/config"
 	"github.com/bcollard/marina/internal/dns"
 	"github.com/bcollard/marina/internal/docker"
 	"github.com/bcollard/marina/internal/guest"
@@ -89,18 +88,13 @@ type Host interface {
 	Rosetta() bool
 }
 
-// Kube is one cluster's API.
+// Kube is one cluster's API: the generic operations add-ons need
+// (addons.Cluster), and marina's own on nodes and the echo workload.
 type Kube interface {
-	ApplyMetalLB(ctx context.Context, manifest []byte) error
-	// ApplyExternalDNS applies its manifest with its etcd user in a Secret.
-	ApplyExternalDNS(ctx context.Context, manifest []byte, etcd dns.Creds) error
-	Wait(ctx context.Context, w addons.Wait) error
-	Pool(ctx context.Context, name string, ranges []string) error
-	CoreDNS(ctx context.Context, resolvers []config.DNSResolver) error
+	addons.Cluster
 	NodeLabels(ctx context.Context, node string) (map[string]string, error)
 	LabelNodes(ctx context.Context, set map[string]string, remove []string) error
 	Nodes(ctx context.Context) ([]kube.NodeInfo, error)
-	ApplyMetricsServer(ctx context.Context, manifest []byte, insecureTLS bool) error
 	DeployEcho(ctx context.Context, e kube.Echo) error
 	EchoAddress(ctx context.Context, ns string) (netip.Addr, error)
 	DeleteNamespace(ctx context.Context, ns string) error
@@ -108,9 +102,6 @@ type Kube interface {
 	ServerVersion(ctx context.Context) (string, error)
 	// Ready waits until the API server serves requests (GET /readyz).
 	Ready(ctx context.Context) error
-	// MetalLBPool reads the addresses of MetalLB's IPAddressPool name;
-	// found is false when there is none.
-	MetalLBPool(ctx context.Context, name string) (addrs []string, found bool, err error)
 }
 
 // Deps makes the outside world's parts for one process.

@@ -5,8 +5,12 @@ import (
 	"maps"
 	"net/netip"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
 	"github.com/bcollard/marina/internal/guest"
 	"github.com/bcollard/marina/internal/host"
+	"github.com/bcollard/marina/internal/kube"
 	"github.com/bcollard/marina/internal/slot"
 )
 
@@ -132,10 +136,27 @@ func (k Kube) Ready(context.Context) error {
 	return k.Call("kube " + k.Name + " ready")
 }
 
-func (k Kube) MetalLBPool(_ context.Context, name string) ([]string, bool, error) {
-	if err := k.Call("kube " + k.Name + " read-pool " + name); err != nil {
-		return nil, false, err
+// Get reads an object of the cluster: MetalLB's pool, as doctor's world
+// scripts it (Doctor.Pools, Doctor.NoPool), or the slot's.
+func (k Kube) Get(_ context.Context, r schema.GroupVersionResource, ns, name string) (*unstructured.Unstructured, error) {
+	if err := k.Call("kube " + k.Name + " get " + r.Resource + " " + ns + "/" + name); err != nil {
+		return nil, err
 	}
+	if r != kube.PoolResource {
+		return nil, nil
+	}
+	addrs, found, err := k.pool()
+	if !found || err != nil {
+		return nil, err
+	}
+	list := make([]any, len(addrs))
+	for i, a := range addrs {
+		list[i] = a
+	}
+	return &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{"addresses": list}}}, nil
+}
+
+func (k Kube) pool() ([]string, bool, error) {
 	k.Mu.Lock()
 	defer k.Mu.Unlock()
 	if k.Doctor.NoPool[k.Name] {

@@ -27,6 +27,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lima-vm/lima/v2/pkg/yqutil"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	sigyaml "sigs.k8s.io/yaml"
+
 	"github.com/bcollard/marina/internal/addons"
 	"github.com/bcollard/marina/internal/cluster"
 	"github.com/bcollard/marina/internal/config"
@@ -42,8 +46,6 @@ import (
 	"github.com/bcollard/marina/internal/testpki"
 	"github.com/bcollard/marina/internal/ui"
 	"github.com/bcollard/marina/internal/vm"
-	"github.com/lima-vm/lima/v2/pkg/yqutil"
-	sigyaml "sigs.k8s.io/yaml"
 )
 
 // Fakes is the fakes' shared state and the log of calls.
@@ -768,26 +770,44 @@ type Kube struct {
 	Name string
 }
 
-func (k Kube) ApplyMetalLB(context.Context, []byte) error {
-	return k.Call("kube " + k.Name + " apply-metallb")
-}
-func (k Kube) ApplyExternalDNS(_ context.Context, _ []byte, etcd dns.Creds) error {
-	if etcd.User != dns.ClusterUser(k.Name) || len(etcd.Password) < 40 {
-		return fmt.Errorf("ExternalDNS of %s got etcd user %q with a %d-character password", k.Name, etcd.User, len(etcd.Password))
+// Do records an add-on's operation by its name. What it applies holds to
+// what reaches a real cluster: ExternalDNS's etcd user is the cluster's
+// own, and metrics-server runs its image by digest.
+func (k Kube) Do(_ context.Context, op addons.Op) error {
+	for _, o := range op.Objects {
+		if err := k.check(o); err != nil {
+			return err
+		}
 	}
-	return k.Call("kube " + k.Name + " apply-external-dns")
+	return k.Call("kube " + k.Name + " " + op.Name)
 }
+
+func (k Kube) check(o *unstructured.Unstructured) error {
+	switch {
+	case o.GetKind() == "Secret" && o.GetName() == dns.ExternalDNSSecret:
+		data, _, _ := unstructured.NestedStringMap(o.Object, "data")
+		user, _ := base64.StdEncoding.DecodeString(data["ETCD_USERNAME"])
+		pw, _ := base64.StdEncoding.DecodeString(data["ETCD_PASSWORD"])
+		if string(user) != dns.ClusterUser(k.Name) || len(pw) < 40 {
+			return fmt.Errorf("ExternalDNS of %s got etcd user %q with a %d-character password", k.Name, user, len(pw))
+		}
+	case o.GetKind() == "Deployment" && o.GetName() == addons.MetricsServerName:
+		cs, _, _ := unstructured.NestedSlice(o.Object, "spec", "template", "spec", "containers")
+		for _, c := range cs {
+			img, _ := c.(map[string]any)["image"].(string)
+			if !regexp.MustCompile(`^registry.k8s.io/metrics-server/metrics-server:v[0-9.]+@sha256:[0-9a-f]{64}$`).MatchString(img) {
+				return fmt.Errorf("metrics-server's manifest does not pin its image: %s", img)
+			}
+		}
+	}
+	return nil
+}
+
 func (k Kube) Wait(ctx context.Context, w addons.Wait) error {
 	if err := k.Call("kube " + k.Name + " wait " + w.String()); err != nil {
 		return err
 	}
 	return ctx.Err() // an interrupted wait ends, as a real one does
-}
-func (k Kube) Pool(_ context.Context, name string, _ []string) error {
-	return k.Call("kube " + k.Name + " pool " + name)
-}
-func (k Kube) CoreDNS(context.Context, []config.DNSResolver) error {
-	return k.Call("kube " + k.Name + " coredns")
 }
 func (k Kube) NodeLabels(_ context.Context, node string) (map[string]string, error) {
 	err := k.Call("kube " + k.Name + " node-labels " + node)
@@ -828,13 +848,6 @@ func (k Kube) Nodes(context.Context) ([]kube.NodeInfo, error) {
 	}
 	l["node-role.kubernetes.io/control-plane"] = ""
 	return []kube.NodeInfo{{Name: k.Name + "-control-plane", Version: "v1.36.1", Ready: true, Labels: l}}, err
-}
-func (k Kube) ApplyMetricsServer(_ context.Context, manifest []byte, insecure bool) error {
-	// What reaches a cluster runs its images by digest.
-	if !regexp.MustCompile(`image: registry.k8s.io/metrics-server/metrics-server:v[0-9.]+@sha256:[0-9a-f]{64}\n`).Match(manifest) {
-		return fmt.Errorf("metrics-server's manifest does not pin its image:\n%s", manifest)
-	}
-	return k.Call(fmt.Sprintf("kube %s apply-metrics-server insecure=%v", k.Name, insecure))
 }
 func (k Kube) DeployEcho(_ context.Context, e kube.Echo) error {
 	return k.Call("kube " + k.Name + " deploy-echo")

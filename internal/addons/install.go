@@ -1,0 +1,140 @@
+package addons
+
+import (
+	"context"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/bcollard/marina/internal/config"
+	"github.com/bcollard/marina/internal/dns"
+	"github.com/bcollard/marina/internal/kube"
+)
+
+// Op is one operation of an add-on on a cluster's API: applying its
+// objects, editing CoreDNS, adding MetalLB's pool. Name says it in logs and
+// to the tests' fake clusters; Objects, when set, are what it applies.
+type Op struct {
+	Name    string
+	Objects []*unstructured.Unstructured
+	Run     func(ctx context.Context, k *kube.Cluster) error
+}
+
+// Cluster is what an add-on needs of a cluster: to run an operation on its
+// API, to wait for a condition, and to read an object. None of it names an
+// add-on, so that a new add-on changes no port, no wiring and no fake.
+type Cluster interface {
+	Do(ctx context.Context, op Op) error
+	Wait(ctx context.Context, w Wait) error
+	// Get reads the object name (in namespace ns) of resource r: nil
+	// when there is none.
+	Get(ctx context.Context, r schema.GroupVersionResource, ns, name string) (*unstructured.Unstructured, error)
+}
+
+// Step is one step of an add-on's install: its progress line, its name in
+// a failure ("installing MetalLB"), and what it does.
+type Step struct {
+	Label, What string
+	Run         func(ctx context.Context, c Cluster) error
+}
+
+// Addon is one add-on a cluster gets: one file each (metallb.go,
+// externaldns.go, coredns.go, metricsserver.go), listed in Default.
+type Addon interface {
+	// Plan is its line in a create's --dry-run.
+	Plan() string
+	// Steps are what installing it does, in order; an error is a
+	// manifest that cannot be read.
+	Steps() ([]Step, error)
+	// What names it in a failure before its first step.
+	What() string
+}
+
+// DefaultWait is how long an add-on's install waits for it to serve.
+const DefaultWait = 5 * time.Minute
+
+// Error is a failed step of an add-on's install: What names the step.
+type Error struct {
+	What string
+	Err  error
+}
+
+func (e *Error) Error() string { return e.What + ": " + e.Err.Error() }
+func (e *Error) Unwrap() error { return e.Err }
+
+// Install installs set on c in order, each step through step (which shows
+// it as a line of progress). A failure is an *Error.
+func Install(ctx context.Context, c Cluster, set []Addon, step func(label string, fn func() error) error) error {
+	for _, a := range set {
+		steps, err := a.Steps()
+		if err != nil {
+			return &Error{What: a.What(), Err: err}
+		}
+		for _, st := range steps {
+			if err := step(st.Label, func() error { return st.Run(ctx, c) }); err != nil {
+				return &Error{What: st.What, Err: err}
+			}
+		}
+	}
+	return nil
+}
+
+// Plans are the dry-run lines of set.
+func Plans(set []Addon) []string {
+	out := make([]string, len(set))
+	for i, a := range set {
+		out[i] = a.Plan()
+	}
+	return out
+}
+
+// within runs fn with ctx bounded by wait.
+func within(ctx context.Context, wait time.Duration, fn func(context.Context) error) error {
+	ctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	return fn(ctx)
+}
+
+// Defaults is what a cluster's add-ons are made from.
+type Defaults struct {
+	// MetalLBVersion and MetalLB (its pinned manifest) serve Pool.
+	MetalLBVersion string
+	MetalLB        []byte
+	Pool           []string
+	// Zone is the cluster's DNS zone; ExternalDNS (its manifest) writes
+	// its names as the etcd user Etcd.
+	Zone        string
+	ExternalDNS []byte
+	Etcd        dns.Creds
+	// Forwards are the domains CoreDNS forwards.
+	Forwards []config.DNSResolver
+	// MetricsServer, when set, adds metrics-server from MetricsManifest.
+	MetricsServer   *MetricsServer
+	MetricsManifest []byte
+	// Wait bounds each add-on's install (DefaultWait when 0).
+	Wait time.Duration
+}
+
+// Default is every add-on a new cluster gets, in the order they install:
+// create runs them, and its --dry-run prints their plans.
+func Default(d Defaults) []Addon {
+	set := append([]Addon{NewMetalLB(d.MetalLBVersion, d.MetalLB, d.Pool, d.wait())}, DNS(d)...)
+	if d.MetricsServer != nil {
+		set = append(set, NewMetricsServer(*d.MetricsServer, d.MetricsManifest, d.wait()))
+	}
+	return set
+}
+
+// DNS are the add-ons that put a cluster on the local DNS: ExternalDNS and
+// the CoreDNS edit. up gives them to clusters made before marina had them.
+func DNS(d Defaults) []Addon {
+	return []Addon{NewExternalDNS(d.Zone, d.ExternalDNS, d.Etcd, d.wait()), NewCoreDNS(d.Forwards, d.wait())}
+}
+
+func (d Defaults) wait() time.Duration {
+	if d.Wait <= 0 {
+		return DefaultWait
+	}
+	return d.Wait
+}
