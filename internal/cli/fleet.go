@@ -12,6 +12,7 @@ import (
 	"github.com/bcollard/marina/internal/addons"
 	"github.com/bcollard/marina/internal/fleet"
 	"github.com/bcollard/marina/internal/session"
+	"github.com/bcollard/marina/internal/ui"
 )
 
 // fleetLong's manifest is indented four spaces, so that the generated
@@ -55,6 +56,7 @@ func (r *root) fleetCmd() *cobra.Command {
 
 func (r *root) fleetApplyCmd(use string) *cobra.Command {
 	var o fleet.ApplyOptions
+	var output string
 	c := &cobra.Command{
 		Use:   use + " -f FILE",
 		Short: "Create a fleet's missing clusters in parallel along their dependencies",
@@ -75,20 +77,41 @@ status is 1 when a cluster failed.
   marina fleet apply -f fleet.yaml --adopt -o json`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			if err := checkOutput(o.Output); err != nil {
+			if err := checkOutput(output); err != nil {
 				return err
 			}
-			if o.Output == "text" {
-				o.Output = ""
+			text := output == "text"
+			if text {
+				o.Plan = func(rep *fleet.Report) { fleet.WritePlan(r.stdout, rep) }
 			}
-			return fleet.Apply(c.Context(), r.env.Load(), o)
+			rep, err := fleet.Apply(c.Context(), r.env.Load(), o)
+			if rep == nil {
+				return err
+			}
+			switch {
+			case !text:
+				if rerr := ui.Render(r.stdout, output, rep); rerr != nil {
+					return rerr
+				}
+			case rep.DryRun:
+				fmt.Fprintln(r.stdout, "(dry-run: no changes made)")
+			default:
+				fleet.WriteApplied(r.stdout, rep)
+			}
+			if fails := rep.Failures(); len(fails) > 0 {
+				fmt.Fprintln(r.stderr, "ERROR: "+strings.Join(fails, "\nERROR: "))
+				if err == nil {
+					err = &session.ExitError{Code: session.ExitFailed}
+				}
+			}
+			return err
 		},
 	}
 	f := c.Flags()
 	f.StringVarP(&o.File, "filename", "f", "", "the Fleet manifest (- for stdin)")
 	f.IntVar(&o.MaxParallel, "max-parallel", 0, "create this many clusters at once (overrides spec.maxParallel)")
 	f.BoolVar(&o.Adopt, "adopt", false, "make existing clusters of the manifest's names this fleet's (sets the fleet label and the manifest's labels)")
-	f.StringVarP(&o.Output, "output", "o", "text", "output format: text, json or yaml (the plan, or each cluster's result, slot and phase timings)")
+	f.StringVarP(&output, "output", "o", "text", "output format: text, json or yaml (the plan, or each cluster's result, slot and phase timings)")
 	f.DurationVar(&o.Wait, "wait", addons.DefaultWait, "how long each cluster waits for each addon to be ready")
 	f.BoolVar(&o.Retain, "retain", false, "keep a cluster whose create failed, for a look")
 	dryRunFlag(c, &o.DryRun)

@@ -127,11 +127,17 @@ func views(t *testing.T) (*sessiontest.World, []view) {
 		{name: "doctor", v: doc},
 		{name: "version", v: fixedVersion()},
 		{name: "fleet-apply", v: fleet.Report{}, rendered: func(format string) []byte {
-			f.Stdout.Reset()
-			if err := fleet.Apply(ctx, f.Env, fleet.ApplyOptions{File: manifest, DryRun: true, Output: format}); err != nil {
-				t.Fatalf("fleet apply -o %s: %v\n%s", format, err, f.Stderr.String())
+			// The command itself, on the fake world.
+			var out, errb bytes.Buffer
+			r := newRoot(&out, &errb)
+			r.env.Store(f.Env)
+			c := r.fleetApplyCmd("apply")
+			c.SetArgs([]string{"-f", manifest, "--dry-run", "-o", format})
+			c.SetContext(ctx)
+			if err := c.Execute(); err != nil {
+				t.Fatalf("fleet apply -o %s: %v\n%s", format, err, errb.String())
 			}
-			return bytes.Clone(f.Stdout.Bytes())
+			return out.Bytes()
 		}},
 	}
 }

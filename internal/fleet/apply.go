@@ -29,9 +29,11 @@ type ApplyOptions struct {
 	DryRun      bool
 	MaxParallel int // > 0 overrides spec.maxParallel
 	Adopt       bool
-	Output      string // "", json or yaml
-	Wait        time.Duration
-	Retain      bool // keep a cluster whose create failed, for a look
+	// Plan, when set, gets the plan before anything changes (the CLI
+	// prints it as text).
+	Plan   func(*Report)
+	Wait   time.Duration
+	Retain bool // keep a cluster whose create failed, for a look
 }
 
 // manifestFile reads a fleet manifest from file, or stdin for "-".
@@ -119,73 +121,71 @@ type ClusterReport struct {
 }
 
 // Apply creates what a fleet manifest lists and does not exist yet,
-// along its dependencies, and labels or adopts what exists.
-func Apply(ctx context.Context, e *session.Env, opts ApplyOptions) error {
+// along its dependencies, and labels or adopts what exists. Its report is
+// the plan (a dry run) or each cluster's result; it is nil when the apply
+// stopped before it began. The clusters that failed are the report's
+// (Failures), not the error's: an error is the apply's own.
+func Apply(ctx context.Context, e *session.Env, opts ApplyOptions) (*Report, error) {
 	// The config is read once: the manifest is checked against it before
 	// the VM is looked at.
 	s, err := session.Read(e, session.Needs{Config: session.Strict})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	f, data, err := loadFleet(e, s.Config, opts.File)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if opts.MaxParallel < 0 {
-		return fmt.Errorf("--max-parallel %d: give the number of clusters created at once", opts.MaxParallel)
+		return nil, fmt.Errorf("--max-parallel %d: give the number of clusters created at once", opts.MaxParallel)
 	}
 	if opts.MaxParallel > 0 {
 		f.MaxParallel = opts.MaxParallel
 	}
 	if err := s.Attach(ctx, session.Needs{Config: session.Strict, Running: true, Lima0: true, Clusters: true}); err != nil {
-		return err
+		return nil, err
 	}
 	defer s.Close()
 	live, err := liveClusters(ctx, s)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	plans, err := prepareMembers(ctx, s, f, opts)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	rows, held, err := placeFleet(ctx, s, f, live, opts)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer held.releaseAll()
 	if err := planSlots(ctx, s, f, rows, plans, opts); err != nil {
-		return err
+		return nil, err
 	}
 	rep := &Report{Fleet: f.Name, MaxParallel: f.MaxParallel, Strategy: string(f.Strategy), DryRun: opts.DryRun}
 	for _, r := range rows {
 		rep.Clusters = append(rep.Clusters, ClusterReport{Name: r.Name, Slot: r.Slot, Action: string(r.Action), DependsOn: r.DependsOn, Options: r.Options(), Notes: r.Notes})
 	}
-	if opts.Output == "" {
-		printFleetPlan(e.Stdout, f, rows)
+	if opts.Plan != nil {
+		opts.Plan(rep)
 	}
 	if opts.DryRun {
-		if opts.Output != "" {
-			return ui.Render(e.Stdout, opts.Output, rep)
-		}
-		fmt.Fprintln(e.Stdout, "(dry-run: no changes made)")
-		return nil
+		return rep, nil
 	}
 	if err := prefetch(ctx, s, rows); err != nil {
-		return err
+		return nil, err
 	}
 	if f.Name != "" {
 		// fleet delete NAME reads it for the order of the deletes.
 		if err := fileutil.WriteAtomic(fleetFile(e, f.Name), data, 0o600); err != nil {
-			return fmt.Errorf("record the fleet's manifest: %w: check that %s is writable", err, e.Paths.Dir)
+			return nil, fmt.Errorf("record the fleet's manifest: %w: check that %s is writable", err, e.Paths.Dir)
 		}
 	}
 	runFleet(ctx, s, f, rows, plans, held, opts, rep)
-	err = fleetResult(e, rep, opts.Output)
 	if ctx.Err() != nil {
-		return fmt.Errorf("%w: the clusters not started are reported as skipped", ctx.Err())
+		return rep, fmt.Errorf("%w: the clusters not started are reported as skipped", ctx.Err())
 	}
-	return err
+	return rep, nil
 }
 
 // prefetch gets the manifests the creates need into marina's cache
@@ -342,33 +342,6 @@ func placeFleet(ctx context.Context, s *session.Session, f Fleet, live []Live, o
 	return rows, held, err
 }
 
-func printFleetPlan(w io.Writer, f Fleet, rows []Row) {
-	name := f.Name
-	if name == "" {
-		name = "(unnamed)"
-	}
-	fmt.Fprintf(w, "Fleet %s — maxParallel=%d strategy=%s\n", name, f.MaxParallel, f.Strategy)
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tNUM\tACTION\tDEPENDS-ON\tOPTIONS")
-	for _, r := range rows {
-		deps := "-"
-		if len(r.DependsOn) > 0 {
-			deps = strings.Join(r.DependsOn, ",")
-		}
-		num := "-"
-		if r.Slot > 0 {
-			num = strconv.Itoa(r.Slot)
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.Name, num, r.Action, deps, r.Options())
-	}
-	tw.Flush()
-	for _, r := range rows {
-		for _, n := range r.Notes {
-			fmt.Fprintf(w, "  %s: %s\n", r.Name, n)
-		}
-	}
-}
-
 // runFleet applies the rows: labels and adoptions first, one at a time,
 // then the creates along their dependencies, each shown on its own line.
 // holds are the slots a fleet apply reserved, each released once: when
@@ -523,57 +496,85 @@ func firstLine(s string) string {
 	return line
 }
 
-// fleetResult prints the outcome of an apply and fails when a cluster did.
-func fleetResult(e *session.Env, rep *Report, output string) error {
-	if output != "" {
-		if err := ui.Render(e.Stdout, output, rep); err != nil {
-			return err
-		}
-	} else {
-		changed := rep.Created + rep.Failed
-		for _, c := range rep.Clusters {
-			if c.Result == "adopted" || c.Result == "labelled" {
-				changed++
-			}
-		}
-		notes := false
-		for _, c := range rep.Clusters {
-			notes = notes || len(c.Notes) > 0
-		}
-		if changed == 0 && !notes {
-			fmt.Fprintln(e.Stdout, "Nothing to do: every cluster of the fleet exists as the manifest says.")
-		}
-		extra := ""
-		var al []string
-		for _, what := range []string{"adopted", "labelled"} {
-			n := 0
-			for _, c := range rep.Clusters {
-				if c.Result == what {
-					n++
-				}
-			}
-			if n > 0 {
-				al = append(al, fmt.Sprintf("%d %s", n, what))
-			}
-		}
-		if len(al) > 0 {
-			extra = " (" + strings.Join(al, ", ") + ")"
-		}
-		fmt.Fprintf(e.Stdout, "apply complete: %d created, %d skipped, %d failed%s in %s\n", rep.Created, rep.Skipped, rep.Failed, extra, time.Duration(rep.MakespanSeconds*float64(time.Second)).Round(100*time.Millisecond))
+// WritePlan is the text view of fleet apply's plan (the CLI's, as
+// ShownLabels is fleet describe's): each cluster's slot, action,
+// dependencies and options, then the notes.
+func WritePlan(w io.Writer, rep *Report) {
+	name := rep.Fleet
+	if name == "" {
+		name = "(unnamed)"
 	}
-	if rep.Failed == 0 {
-		return nil
-	}
-	var errs []string
+	fmt.Fprintf(w, "Fleet %s — maxParallel=%d strategy=%s\n", name, rep.MaxParallel, rep.Strategy)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tNUM\tACTION\tDEPENDS-ON\tOPTIONS")
 	for _, c := range rep.Clusters {
-		if c.Result == "failed" {
-			if strings.HasPrefix(c.Reason, "cluster "+c.Name+":") {
-				errs = append(errs, c.Reason)
-			} else {
-				errs = append(errs, "cluster "+c.Name+": "+c.Reason)
-			}
+		deps := "-"
+		if len(c.DependsOn) > 0 {
+			deps = strings.Join(c.DependsOn, ",")
+		}
+		num := "-"
+		if c.Slot > 0 {
+			num = strconv.Itoa(c.Slot)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", c.Name, num, c.Action, deps, c.Options)
+	}
+	_ = tw.Flush()
+	for _, c := range rep.Clusters {
+		for _, n := range c.Notes {
+			fmt.Fprintf(w, "  %s: %s\n", c.Name, n)
 		}
 	}
-	fmt.Fprintln(e.Stderr, "ERROR: "+strings.Join(errs, "\nERROR: "))
-	return &session.ExitError{Code: session.ExitFailed}
+}
+
+// WriteApplied is the text view of the end of a fleet apply: what it changed, in how
+// long, or that there was nothing to do.
+func WriteApplied(w io.Writer, rep *Report) {
+	changed := rep.Created + rep.Failed + rep.Count("adopted") + rep.Count("labelled")
+	notes := false
+	for _, c := range rep.Clusters {
+		notes = notes || len(c.Notes) > 0
+	}
+	if changed == 0 && !notes {
+		fmt.Fprintln(w, "Nothing to do: every cluster of the fleet exists as the manifest says.")
+	}
+	var al []string
+	for _, what := range []string{"adopted", "labelled"} {
+		if n := rep.Count(what); n > 0 {
+			al = append(al, fmt.Sprintf("%d %s", n, what))
+		}
+	}
+	extra := ""
+	if len(al) > 0 {
+		extra = " (" + strings.Join(al, ", ") + ")"
+	}
+	fmt.Fprintf(w, "apply complete: %d created, %d skipped, %d failed%s in %s\n", rep.Created, rep.Skipped, rep.Failed, extra,
+		time.Duration(rep.MakespanSeconds*float64(time.Second)).Round(100*time.Millisecond))
+}
+
+// Failures are the clusters that failed, one line each, as the CLI's
+// ERROR lines say them.
+func (r *Report) Failures() []string {
+	var out []string
+	for _, c := range r.Clusters {
+		if c.Result != "failed" {
+			continue
+		}
+		if strings.HasPrefix(c.Reason, "cluster "+c.Name+":") {
+			out = append(out, c.Reason)
+		} else {
+			out = append(out, "cluster "+c.Name+": "+c.Reason)
+		}
+	}
+	return out
+}
+
+// Count is the number of clusters whose result is result.
+func (r *Report) Count(result string) int {
+	n := 0
+	for _, c := range r.Clusters {
+		if c.Result == result {
+			n++
+		}
+	}
+	return n
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/bcollard/marina/internal/session"
 	"github.com/bcollard/marina/internal/session/sessiontest"
 	"github.com/bcollard/marina/internal/slot"
+	"github.com/bcollard/marina/internal/ui"
 	"github.com/bcollard/marina/internal/vm"
 )
 
@@ -98,7 +99,7 @@ func lastIndex(calls []string, prefix string) int {
 
 func TestFleetApplyCreatesAlongTheDependencies(t *testing.T) {
 	f, file := fleetFixture(t, "FailFast")
-	if err := Apply(context.Background(), f.Env, ApplyOptions{File: file}); err != nil {
+	if err := apply(context.Background(), f, ApplyOptions{File: file}, "text"); err != nil {
 		t.Fatalf("%v\n%s", err, f.Stderr.String())
 	}
 	for name, want := range map[string]int{"east": 1, "west": 5, "mesh": 2} {
@@ -164,7 +165,7 @@ func TestFleetApplyCreatesAlongTheDependencies(t *testing.T) {
 	before := len(f.Calls)
 	f.Mu.Unlock()
 	f.Stdout.Reset()
-	if err := Apply(context.Background(), f.Env, ApplyOptions{File: file}); err != nil {
+	if err := apply(context.Background(), f, ApplyOptions{File: file}, "text"); err != nil {
 		t.Fatalf("%v\n%s", err, f.Stderr.String())
 	}
 	f.Mu.Lock()
@@ -184,7 +185,7 @@ func TestFleetApplyCreatesAlongTheDependencies(t *testing.T) {
 func TestFleetApplyDryRun(t *testing.T) {
 	f, file := fleetFixture(t, "FailFast")
 	f.Cluster("dev", 1, "")
-	if err := Apply(context.Background(), f.Env, ApplyOptions{File: file, DryRun: true}); err != nil {
+	if err := apply(context.Background(), f, ApplyOptions{File: file, DryRun: true}, "text"); err != nil {
 		t.Fatalf("%v\n%s", err, f.Stderr.String())
 	}
 	out := f.Stdout.String()
@@ -212,7 +213,7 @@ func TestFleetApplyDryRun(t *testing.T) {
 func TestFleetApplyFailFast(t *testing.T) {
 	f, file := fleetFixture(t, "FailFast")
 	f.Fail["kube east pool"] = errBoom
-	err := Apply(context.Background(), f.Env, ApplyOptions{File: file, MaxParallel: 1})
+	err := apply(context.Background(), f, ApplyOptions{File: file, MaxParallel: 1}, "text")
 	var exit *session.ExitError
 	if !errors.As(err, &exit) || exit.Code != 1 {
 		t.Fatalf("error = %v, want exit status 1", err)
@@ -240,7 +241,7 @@ func TestFleetApplyFailFast(t *testing.T) {
 func TestFleetApplyContinueOnError(t *testing.T) {
 	f, file := fleetFixture(t, "ContinueOnError")
 	f.Fail["kube east pool"] = errBoom
-	err := Apply(context.Background(), f.Env, ApplyOptions{File: file, MaxParallel: 1, Output: "json"})
+	err := apply(context.Background(), f, ApplyOptions{File: file, MaxParallel: 1}, "json")
 	if !errors.As(err, new(*session.ExitError)) {
 		t.Fatalf("error = %v, want an exit status", err)
 	}
@@ -271,20 +272,20 @@ func TestFleetApplyContinueOnError(t *testing.T) {
 func TestFleetApplyAdopts(t *testing.T) {
 	f, file := fleetFixture(t, "FailFast")
 	f.Cluster("east", 3, "https://127.0.0.1:7003")
-	if err := Apply(context.Background(), f.Env, ApplyOptions{File: file, DryRun: true}); err != nil {
+	if err := apply(context.Background(), f, ApplyOptions{File: file, DryRun: true}, "text"); err != nil {
 		t.Fatal(err)
 	}
 	if !regexp.MustCompile(`east +3 +skip`).MatchString(f.Stdout.String()) || !strings.Contains(f.Stdout.String(), "east: exists without a fleet label: it is left as it is (--adopt makes it this fleet's)") {
 		t.Errorf("plan:\n%s", f.Stdout.String())
 	}
 	f.Stdout.Reset()
-	if err := Apply(context.Background(), f.Env, ApplyOptions{File: file, DryRun: true, Adopt: true}); err != nil {
+	if err := apply(context.Background(), f, ApplyOptions{File: file, DryRun: true, Adopt: true}, "text"); err != nil {
 		t.Fatal(err)
 	}
 	if !regexp.MustCompile(`east +3 +adopt +- +mirrors=all, set env=demo,marina.dev/fleet=demo`).MatchString(f.Stdout.String()) {
 		t.Errorf("plan with --adopt:\n%s", f.Stdout.String())
 	}
-	if err := Apply(context.Background(), f.Env, ApplyOptions{File: file, Adopt: true}); err != nil {
+	if err := apply(context.Background(), f, ApplyOptions{File: file, Adopt: true}, "text"); err != nil {
 		t.Fatalf("%v\n%s", err, f.Stderr.String())
 	}
 	if index(f, "kube east label-nodes env=demo,marina.dev/fleet=demo") < 0 || index(f, "guest.run kind create cluster east") >= 0 {
@@ -301,7 +302,7 @@ func TestFleetApplyAdopts(t *testing.T) {
 func TestFleetApplyPinnedSlotTaken(t *testing.T) {
 	f, file := fleetFixture(t, "FailFast")
 	f.Cluster("dev", 5, "")
-	err := Apply(context.Background(), f.Env, ApplyOptions{File: file})
+	err := apply(context.Background(), f, ApplyOptions{File: file}, "text")
 	if err == nil || !strings.Contains(err.Error(), "cluster west: num 5 is taken by cluster dev") {
 		t.Fatalf("error = %v", err)
 	}
@@ -331,7 +332,7 @@ func TestFleetSlotsAreHeldForTheWholeApply(t *testing.T) {
 			res.Release()
 		}
 	}
-	if err := Apply(context.Background(), f.Env, ApplyOptions{File: file, MaxParallel: 1}); err != nil {
+	if err := apply(context.Background(), f, ApplyOptions{File: file, MaxParallel: 1}, "text"); err != nil {
 		t.Fatalf("%v\n%s", err, f.Stderr.String())
 	}
 	if got == 1 || got == 2 || got == 5 || got == 0 {
@@ -403,7 +404,7 @@ func TestReadmeFleetExample(t *testing.T) {
 	if err := os.WriteFile(file, []byte(m[1]), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := Apply(context.Background(), f.Env, ApplyOptions{File: file, DryRun: true}); err != nil {
+	if err := apply(context.Background(), f, ApplyOptions{File: file, DryRun: true}, "text"); err != nil {
 		t.Fatalf("the README's fleet: %v", err)
 	}
 	for _, re := range []string{`east +1 +create`, `west +5 +create`, `mesh +2 +create +east,west +node=v1.36.4`} {
@@ -425,7 +426,7 @@ func TestFleetApplyInterrupted(t *testing.T) {
 			cancel()
 		}
 	}
-	err := Apply(ctx, f.Env, ApplyOptions{File: file, MaxParallel: 1, Output: "json"})
+	err := apply(ctx, f, ApplyOptions{File: file, MaxParallel: 1}, "json")
 	if err == nil {
 		t.Fatal("an interrupted apply succeeded")
 	}
@@ -459,7 +460,7 @@ func TestFleetApplyInterrupted(t *testing.T) {
 // manifest.
 func TestFleetDeleteByNameOrder(t *testing.T) {
 	f, file := fleetFixture(t, "FailFast")
-	if err := Apply(context.Background(), f.Env, ApplyOptions{File: file}); err != nil {
+	if err := apply(context.Background(), f, ApplyOptions{File: file}, "text"); err != nil {
 		t.Fatalf("%v\n%s", err, f.Stderr.String())
 	}
 	f.Mu.Lock()
@@ -504,7 +505,7 @@ func TestFleetReleasesEachSlotOnce(t *testing.T) {
 			}
 		}
 	}
-	_ = Apply(context.Background(), f.Env, ApplyOptions{File: file, MaxParallel: 1})
+	_ = apply(context.Background(), f, ApplyOptions{File: file, MaxParallel: 1}, "text")
 	if other.Slot == 0 {
 		t.Fatal("the other create got no slot")
 	}
@@ -519,7 +520,7 @@ func TestFleetApplyLabelFailureStopsCreates(t *testing.T) {
 	f, file := fleetFixture(t, "FailFast")
 	f.Cluster("east", 3, "https://127.0.0.1:7003")
 	f.Fail["kube east label-nodes"] = errBoom
-	err := Apply(context.Background(), f.Env, ApplyOptions{File: file, Adopt: true, Output: "json"})
+	err := apply(context.Background(), f, ApplyOptions{File: file, Adopt: true}, "json")
 	if !errors.As(err, new(*session.ExitError)) {
 		t.Fatalf("error = %v, want an exit status", err)
 	}
@@ -554,10 +555,40 @@ func TestFleetNamesCannotLeaveTheirFolder(t *testing.T) {
 	if err := os.WriteFile(file, []byte(bad), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := Apply(context.Background(), f.Env, ApplyOptions{File: file}); err == nil || !strings.Contains(err.Error(), "bad.yaml:3: metadata.name") {
+	if err := apply(context.Background(), f, ApplyOptions{File: file}, "text"); err == nil || !strings.Contains(err.Error(), "bad.yaml:3: metadata.name") {
 		t.Errorf("apply of a fleet named ../x: %v", err)
 	}
 	if got := f.Called("guest."); len(got) != 0 {
 		t.Errorf("refused names reached the guest: %v", got)
 	}
+}
+
+// apply is fleet apply as the CLI runs it (internal/cli/fleet.go): the
+// plan and the end in text, or the report in json; the failed clusters
+// as ERROR lines and exit status 1.
+func apply(ctx context.Context, f *sessiontest.World, opts ApplyOptions, output string) error {
+	if output == "text" {
+		opts.Plan = func(rep *Report) { WritePlan(&f.Stdout, rep) }
+	}
+	rep, err := Apply(ctx, f.Env, opts)
+	if rep == nil {
+		return err
+	}
+	switch {
+	case output != "text":
+		if rerr := ui.Render(&f.Stdout, output, rep); rerr != nil {
+			return rerr
+		}
+	case rep.DryRun:
+		fmt.Fprintln(&f.Stdout, "(dry-run: no changes made)")
+	default:
+		WriteApplied(&f.Stdout, rep)
+	}
+	if fails := rep.Failures(); len(fails) > 0 {
+		fmt.Fprintln(&f.Stderr, "ERROR: "+strings.Join(fails, "\nERROR: "))
+		if err == nil {
+			err = &session.ExitError{Code: session.ExitFailed}
+		}
+	}
+	return err
 }
