@@ -2,6 +2,7 @@ package addons
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -137,4 +138,26 @@ func (d Defaults) wait() time.Duration {
 		return DefaultWait
 	}
 	return d.Wait
+}
+
+// The add-ons marina fetches a pinned manifest for, by name: one line each.
+var sources = map[string]manifestSource{
+	MetalLBSource:       defaultSource,
+	MetricsServerSource: metricsServerSource,
+}
+
+// The names of the add-ons' manifests, as Fetch takes them.
+const (
+	MetalLBSource       = "metallb"
+	MetricsServerSource = "metrics-server"
+)
+
+// Fetch returns add-on name's pinned manifest of version, from cacheDir
+// or downloaded once and checked against its pin.
+func Fetch(ctx context.Context, cacheDir, name, version string) ([]byte, error) {
+	src, ok := sources[name]
+	if !ok {
+		return nil, fmt.Errorf("marina fetches no manifest for an add-on called %q (a marina bug)", name)
+	}
+	return src.manifest(ctx, cacheDir, version)
 }

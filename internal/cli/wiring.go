@@ -69,11 +69,8 @@ func production(e *session.Env) session.Deps {
 			}
 			return kubeCluster{k}, nil
 		},
-		MetalLB: func(ctx context.Context, version string) ([]byte, error) {
-			return addons.Manifest(ctx, e.Paths.Cache(), version)
-		},
-		MetricsServer: func(ctx context.Context, version string) ([]byte, error) {
-			return addons.MetricsServerManifest(ctx, e.Paths.Cache(), version)
+		Manifest: func(ctx context.Context, name, version string) ([]byte, error) {
+			return addons.Fetch(ctx, e.Paths.Cache(), name, version)
 		},
 		Calls: func() int64 {
 			if g == nil {

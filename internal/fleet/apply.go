@@ -211,7 +211,7 @@ func prefetch(ctx context.Context, s *session.Session, rows []Row) error {
 	}
 	for _, v := range slices.Sorted(maps.Keys(need)) {
 		if err := s.Step("Fetching the metrics-server "+v+" manifest", "", func() error {
-			_, err := s.Deps.MetricsServer(ctx, v)
+			_, err := s.Deps.Manifest(ctx, addons.MetricsServerSource, v)
 			return err
 		}); err != nil {
 			return err

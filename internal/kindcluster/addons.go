@@ -16,7 +16,7 @@ import (
 func MetalLBManifest(ctx context.Context, s *session.Session, version string) ([]byte, error) {
 	var m []byte
 	err := s.Step("Fetching the MetalLB "+version+" manifest", "", func() (err error) {
-		if m, err = s.Deps.MetalLB(ctx, version); err != nil {
+		if m, err = s.Deps.Manifest(ctx, addons.MetalLBSource, version); err != nil {
 			return err
 		}
 		m, err = addons.PinImages(m, s.Config.Kind.AddonImages)

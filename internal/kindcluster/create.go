@@ -279,7 +279,7 @@ func Apply(ctx context.Context, s *session.Session, p *Plan, opts CreateOptions)
 	var metrics []byte
 	if ms := p.metricsServer; ms != nil {
 		if err := s.Step("Fetching the metrics-server "+ms.Version+" manifest", "", func() (err error) {
-			if metrics, err = s.Deps.MetricsServer(ctx, ms.Version); err != nil {
+			if metrics, err = s.Deps.Manifest(ctx, addons.MetricsServerSource, ms.Version); err != nil {
 				return err
 			}
 			metrics, err = addons.PinImages(metrics, s.Config.Kind.AddonImages)

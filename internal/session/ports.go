@@ -113,10 +113,9 @@ type Deps struct {
 	Docker func(sock string) (Docker, error)
 	Host   func() Host
 	Kube   func(kc []byte, timeout time.Duration) (Kube, error)
-	// MetalLB is the pinned MetalLB manifest of version.
-	MetalLB func(ctx context.Context, version string) ([]byte, error)
-	// MetricsServer is the pinned metrics-server manifest of version.
-	MetricsServer func(ctx context.Context, version string) ([]byte, error)
+	// Manifest is add-on name's pinned manifest of version
+	// (addons.Fetch).
+	Manifest func(ctx context.Context, name, version string) ([]byte, error)
 	// Calls counts the guest round trips made so far.
 	Calls func() int64
 }

@@ -196,11 +196,12 @@ func New(t *testing.T) *World {
 		Docker: func(string) (session.Docker, error) { return Docker{f.Fakes}, nil },
 		Host:   func() session.Host { return Host{f.Fakes, host.New(run.Runner{}, false, nil, io.Discard)} },
 		Kube:   f.Kube,
-		MetalLB: func(context.Context, string) ([]byte, error) {
-			return []byte(fakeMetalLB), f.Call("net.metallb-manifest")
-		},
-		MetricsServer: func(_ context.Context, v string) ([]byte, error) {
-			return []byte(fakeMetricsServer(v)), f.Call("net.metrics-server-manifest " + v)
+		Manifest: func(_ context.Context, name, v string) ([]byte, error) {
+			m := fakeManifests[name]
+			if name == addons.MetricsServerSource {
+				m = fakeMetricsServer(v)
+			}
+			return []byte(m), f.Call("net." + name + "-manifest " + v)
 		},
 		Calls: func() int64 { return int64(len(f.Called("guest."))) },
 	}
@@ -295,6 +296,9 @@ func KubeconfigFromKind(f *World, name, server string) ([]byte, error) {
 
 // fakeMetalLB stands in for MetalLB's: its CRDs are what the waits
 // read from it.
+// fakeManifests are the add-ons' manifests the fake network serves.
+var fakeManifests = map[string]string{addons.MetalLBSource: fakeMetalLB}
+
 const fakeMetalLB = `apiVersion: apiextensions.k8s.io/v1
 kind: CustomResourceDefinition
 metadata:
