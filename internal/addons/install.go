@@ -3,6 +3,7 @@ package addons
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -99,9 +100,11 @@ func within(ctx context.Context, wait time.Duration, fn func(context.Context) er
 
 // Defaults is what a cluster's add-ons are made from.
 type Defaults struct {
-	// MetalLBVersion and MetalLB (its pinned manifest) serve Pool.
+	// Manifests are the fetched manifests the add-ons are made from, by
+	// source (Manifests lists them); nil for a dry run's plans.
+	Manifests map[string][]byte
+	// MetalLBVersion serves Pool.
 	MetalLBVersion string
-	MetalLB        []byte
 	Pool           []string
 	// Zone is the cluster's DNS zone; ExternalDNS (its manifest) writes
 	// its names as the etcd user Etcd.
@@ -110,9 +113,8 @@ type Defaults struct {
 	Etcd        dns.Creds
 	// Forwards are the domains CoreDNS forwards.
 	Forwards []config.DNSResolver
-	// MetricsServer, when set, adds metrics-server from MetricsManifest.
-	MetricsServer   *MetricsServer
-	MetricsManifest []byte
+	// MetricsServer, when set, adds metrics-server.
+	MetricsServer *MetricsServer
 	// Wait bounds each add-on's install (DefaultWait when 0).
 	Wait time.Duration
 }
@@ -120,11 +122,39 @@ type Defaults struct {
 // Default is every add-on a new cluster gets, in the order they install:
 // create runs them, and its --dry-run prints their plans.
 func Default(d Defaults) []Addon {
-	set := append([]Addon{NewMetalLB(d.MetalLBVersion, d.MetalLB, d.Pool, d.wait())}, DNS(d)...)
+	set := append([]Addon{NewMetalLB(d.MetalLBVersion, d.Manifests[MetalLBSource], d.Pool, d.wait())}, DNS(d)...)
 	if d.MetricsServer != nil {
-		set = append(set, NewMetricsServer(*d.MetricsServer, d.MetricsManifest, d.wait()))
+		set = append(set, NewMetricsServer(*d.MetricsServer, d.Manifests[MetricsServerSource], d.wait()))
 	}
 	return set
+}
+
+// Ref names a pinned manifest: its source and version.
+type Ref struct {
+	Name, Version string
+}
+
+// Label is a fetch of r as a line of progress.
+func (r Ref) Label() string {
+	return "Fetching the " + sources[r.Name].what + " " + r.Version + " manifest"
+}
+
+// fetched is an add-on made from a pinned manifest.
+type fetched interface {
+	Manifest() Ref
+}
+
+// Manifests are the pinned manifests set is made from, in its order and
+// each once: what a create fetches before kind runs, and fleet apply
+// before any create starts.
+func Manifests(set []Addon) []Ref {
+	var out []Ref
+	for _, a := range set {
+		if f, ok := a.(fetched); ok && !slices.Contains(out, f.Manifest()) {
+			out = append(out, f.Manifest())
+		}
+	}
+	return out
 }
 
 // DNS are the add-ons that put a cluster on the local DNS: ExternalDNS and

@@ -65,10 +65,11 @@ spec:
 
 func defaults() Defaults {
 	return Defaults{
-		MetalLBVersion: "v0.16.2", MetalLB: []byte(oneCRD), Pool: []string{"172.30.1.1-172.30.1.7"},
+		Manifests:      map[string][]byte{MetalLBSource: []byte(oneCRD), MetricsServerSource: []byte(metricsDeployment)},
+		MetalLBVersion: "v0.16.2", Pool: []string{"172.30.1.1-172.30.1.7"},
 		Zone: "dev.demo.internal", ExternalDNS: []byte(oneNamespace), Etcd: dns.Creds{User: "externaldns-dev", Password: strings.Repeat("p", 40)},
 		Forwards:      []config.DNSResolver{{Domain: "demo.internal", Resolvers: []string{"172.30.255.53"}}},
-		MetricsServer: &MetricsServer{Version: "v0.8.0", InsecureTLS: true}, MetricsManifest: []byte(metricsDeployment),
+		MetricsServer: &MetricsServer{Version: "v0.8.0", InsecureTLS: true},
 	}
 }
 
@@ -76,6 +77,9 @@ func defaults() Defaults {
 // run plans is what an install does, step by step, each a line of its own.
 func TestDefaultInstallsAsItPlans(t *testing.T) {
 	set := Default(defaults())
+	if refs := Manifests(set); !slices.Equal(refs, []Ref{{MetalLBSource, "v0.16.2"}, {MetricsServerSource, "v0.8.0"}}) {
+		t.Errorf("manifests: %v", refs)
+	}
 	plans := Plans(set)
 	for i, want := range []string{"install MetalLB v0.16.2", "install ExternalDNS", "forward from CoreDNS: demo.internal → 172.30.255.53", "install metrics-server v0.8.0 with " + InsecureTLSArg} {
 		if i >= len(plans) || !strings.HasPrefix(plans[i], want) {
@@ -117,7 +121,7 @@ func TestInstallStopsAtTheFailedStep(t *testing.T) {
 	}
 	// A manifest that cannot be read fails before its add-on's first step.
 	d := defaults()
-	d.MetalLB = []byte("kind: [")
+	d.Manifests = map[string][]byte{MetalLBSource: []byte("kind: [")}
 	r = &recorder{}
 	err = Install(context.Background(), r, Default(d), func(_ string, fn func() error) error { return fn() })
 	if ae, ok := errors.AsType[*Error](err); !ok || ae.What != "installing MetalLB" || len(r.did) != 0 {

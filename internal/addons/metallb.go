@@ -294,6 +294,8 @@ func NewMetalLB(version string, manifest []byte, pool []string, wait time.Durati
 
 func (m metalLB) What() string { return "installing MetalLB" }
 
+func (m metalLB) Manifest() Ref { return Ref{Name: MetalLBSource, Version: m.version} }
+
 func (m metalLB) Plan() string {
 	return fmt.Sprintf("install MetalLB %s with the LoadBalancer pool %s", m.version, strings.Join(m.pool, ", "))
 }

@@ -155,6 +155,8 @@ func NewMetricsServer(spec MetricsServer, manifest []byte, wait time.Duration) A
 
 func (m metricsServer) What() string { return "installing metrics-server" }
 
+func (m metricsServer) Manifest() Ref { return Ref{Name: MetricsServerSource, Version: m.spec.Version} }
+
 func (m metricsServer) Plan() string {
 	do := "install metrics-server " + m.spec.Version
 	if m.spec.InsecureTLS {

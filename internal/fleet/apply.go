@@ -1,11 +1,11 @@
 package fleet
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -172,7 +172,7 @@ func Apply(ctx context.Context, e *session.Env, opts ApplyOptions) (*Report, err
 	if opts.DryRun {
 		return rep, nil
 	}
-	if err := prefetch(ctx, s, rows); err != nil {
+	if err := prefetch(ctx, s, rows, plans); err != nil {
 		return nil, err
 	}
 	if f.Name != "" {
@@ -191,29 +191,31 @@ func Apply(ctx context.Context, e *session.Env, opts ApplyOptions) (*Report, err
 // prefetch gets the manifests the creates need into marina's cache
 // before any starts: a Mac without a network fails before anything is
 // made, not after the first clusters.
-func prefetch(ctx context.Context, s *session.Session, rows []Row) error {
-	need := map[string]bool{}
-	creates := false
+func prefetch(ctx context.Context, s *session.Session, rows []Row, plans map[string]*kindcluster.Plan) error {
+	var refs []addons.Ref
 	for _, r := range rows {
 		if r.Action != Create {
 			continue
 		}
-		creates = true
-		if r.MetricsServer != nil {
-			need[r.MetricsServer.Version] = true
+		for _, ref := range plans[r.Name].Manifests(s.Config) {
+			if !slices.Contains(refs, ref) {
+				refs = append(refs, ref)
+			}
 		}
 	}
-	if !creates {
-		return nil
+	// Each source once, in the order the add-ons list them; its versions
+	// in order.
+	order := map[string]int{}
+	for _, ref := range refs {
+		if _, ok := order[ref.Name]; !ok {
+			order[ref.Name] = len(order)
+		}
 	}
-	if _, err := kindcluster.MetalLBManifest(ctx, s, s.Config.Kind.MetalLBVersion); err != nil {
-		return err
-	}
-	for _, v := range slices.Sorted(maps.Keys(need)) {
-		if err := s.Step("Fetching the metrics-server "+v+" manifest", "", func() error {
-			_, err := s.Deps.Manifest(ctx, addons.MetricsServerSource, v)
-			return err
-		}); err != nil {
+	slices.SortStableFunc(refs, func(a, b addons.Ref) int {
+		return cmp.Or(cmp.Compare(order[a.Name], order[b.Name]), cmp.Compare(a.Version, b.Version))
+	})
+	for _, ref := range refs {
+		if _, err := kindcluster.Fetch(ctx, s, ref); err != nil {
 			return err
 		}
 	}

@@ -10,13 +10,13 @@ import (
 	"github.com/bcollard/marina/internal/session"
 )
 
-// MetalLBManifest is the pinned MetalLB manifest, from marina's cache or
-// downloaded once: fetched before kind runs, so that a Mac without a
-// network fails before anything is created.
-func MetalLBManifest(ctx context.Context, s *session.Session, version string) ([]byte, error) {
+// Fetch gets the pinned manifest ref names, from marina's cache or
+// downloaded once, with kind.addonImages applied: before kind runs, so
+// that a Mac without a network fails before anything is created.
+func Fetch(ctx context.Context, s *session.Session, ref addons.Ref) ([]byte, error) {
 	var m []byte
-	err := s.Step("Fetching the MetalLB "+version+" manifest", "", func() (err error) {
-		if m, err = s.Deps.Manifest(ctx, addons.MetalLBSource, version); err != nil {
+	err := s.Step(ref.Label(), "", func() (err error) {
+		if m, err = s.Deps.Manifest(ctx, ref.Name, ref.Version); err != nil {
 			return err
 		}
 		m, err = addons.PinImages(m, s.Config.Kind.AddonImages)
@@ -25,13 +25,18 @@ func MetalLBManifest(ctx context.Context, s *session.Session, version string) ([
 	return m, err
 }
 
+// Manifests are the pinned manifests p's add-ons are made from.
+func (p *Plan) Manifests(cfg config.Config) []addons.Ref {
+	return addons.Manifests(p.addons(cfg, nil, 0))
+}
+
 // addons are the add-ons of p's cluster, from the fetched manifests (nil
 // for a dry run, which prints their plans only).
-func (p *Plan) addons(cfg config.Config, metalLB, metrics []byte, wait time.Duration) []addons.Addon {
+func (p *Plan) addons(cfg config.Config, manifests map[string][]byte, wait time.Duration) []addons.Addon {
 	return addons.Default(addons.Defaults{
-		MetalLBVersion: cfg.Kind.MetalLBVersion, MetalLB: metalLB, Pool: p.pool,
+		Manifests: manifests, MetalLBVersion: cfg.Kind.MetalLBVersion, Pool: p.pool,
 		Zone: dns.ClusterZone(p.spec.Name, cfg.DNS.Domain), ExternalDNS: p.externalDNS, Etcd: p.etcd,
-		Forwards: CoreDNSForwards(cfg), MetricsServer: p.metricsServer, MetricsManifest: metrics, Wait: wait,
+		Forwards: CoreDNSForwards(cfg), MetricsServer: p.metricsServer, Wait: wait,
 	})
 }
 

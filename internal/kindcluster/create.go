@@ -256,7 +256,7 @@ func (p *Plan) steps(cfg config.Config) []session.Step {
 		{Do: "label its nodes " + cluster.FormatLabels(s.NodeLabels())},
 		{Do: "point its nodes' containerd at " + mirrors},
 	}
-	for _, plan := range addons.Plans(p.addons(cfg, nil, nil, 0)) {
+	for _, plan := range addons.Plans(p.addons(cfg, nil, 0)) {
 		steps = append(steps, session.Step{Do: plan})
 	}
 	kc := "write " + p.kubeconfig
@@ -272,21 +272,13 @@ const rollbackTimeout = 2 * time.Minute
 
 func Apply(ctx context.Context, s *session.Session, p *Plan, opts CreateOptions) error {
 	e, name := s.Env, p.spec.Name
-	manifest, err := MetalLBManifest(ctx, s, s.Config.Kind.MetalLBVersion)
-	if err != nil {
-		return err
-	}
-	var metrics []byte
-	if ms := p.metricsServer; ms != nil {
-		if err := s.Step("Fetching the metrics-server "+ms.Version+" manifest", "", func() (err error) {
-			if metrics, err = s.Deps.Manifest(ctx, addons.MetricsServerSource, ms.Version); err != nil {
-				return err
-			}
-			metrics, err = addons.PinImages(metrics, s.Config.Kind.AddonImages)
-			return err
-		}); err != nil {
+	manifests := map[string][]byte{}
+	for _, ref := range p.Manifests(s.Config) {
+		m, err := Fetch(ctx, s, ref)
+		if err != nil {
 			return err
 		}
+		manifests[ref.Name] = m
 	}
 	// From here on an interrupted marina may leave a cluster behind: a
 	// second signal says so.
@@ -309,7 +301,7 @@ func Apply(ctx context.Context, s *session.Session, p *Plan, opts CreateOptions)
 	if err != nil {
 		return rb.fail("reading its kubeconfig", err)
 	}
-	if err := addons.Install(ctx, k, p.addons(s.Config, manifest, metrics, opts.Wait), Stepper(s, "")); err != nil {
+	if err := addons.Install(ctx, k, p.addons(s.Config, manifests, opts.Wait), Stepper(s, "")); err != nil {
 		if ae, ok := errors.AsType[*addons.Error](err); ok {
 			return rb.fail(ae.What, ae.Err)
 		}
