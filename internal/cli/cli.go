@@ -259,7 +259,13 @@ one unreachable is refused, with how to recreate it.`,
   # Another config file
   marina up -c ~/labs/mesh.yaml`,
 		Args: cobra.NoArgs,
-		RunE: func(c *cobra.Command, _ []string) error { return machine.Up(c.Context(), r.env.Load(), o) },
+		RunE: func(c *cobra.Command, _ []string) error {
+			ready, err := machine.Up(c.Context(), r.env.Load(), o)
+			if ready != nil {
+				printReady(r.stdout, ready)
+			}
+			return err
+		},
 	}
 	c.Flags().BoolVarP(&o.Yes, "yes", "y", false, "restart the VM without asking when a setting needs it (network.disablePortMirroring)")
 	dryRunFlag(c, &o.DryRun)
@@ -282,7 +288,7 @@ Mac it goes anyway with the VM's network; marina up puts it back).`,
   # Stop, then start again with new vm.cpus or vm.memory
   marina down && marina up`,
 		Args: cobra.NoArgs,
-		RunE: func(c *cobra.Command, _ []string) error { return machine.Down(c.Context(), r.env.Load(), o) },
+		RunE: func(c *cobra.Command, _ []string) error { return r.done(machine.Down(c.Context(), r.env.Load(), o)) },
 	}
 	c.Flags().BoolVar(&o.RemoveRoute, "remove-route", false, "also remove the host's route to the kind network (needs sudo)")
 	dryRunFlag(c, &o.DryRun)
@@ -309,7 +315,7 @@ so the next marina up starts from a warm cache. Asks first; -y does not.`,
   # In a script, with no terminal to answer on
   marina destroy -y`,
 		Args: cobra.NoArgs,
-		RunE: func(c *cobra.Command, _ []string) error { return machine.Destroy(c.Context(), r.env.Load(), o) },
+		RunE: func(c *cobra.Command, _ []string) error { return r.done(machine.Destroy(c.Context(), r.env.Load(), o)) },
 	}
 	c.Flags().BoolVarP(&o.Yes, "yes", "y", false, "do not ask for confirmation")
 	dryRunFlag(c, &o.DryRun)
@@ -391,7 +397,7 @@ asks first; -y does not.`,
 
   marina registry clean-cache --dry-run`,
 		RunE: func(c *cobra.Command, args []string) error {
-			return machine.CleanCache(c.Context(), r.env.Load(), args, o)
+			return r.done(machine.CleanCache(c.Context(), r.env.Load(), args, o))
 		},
 	}
 	clean.Flags().BoolVarP(&o.Yes, "yes", "y", false, "do not ask for confirmation")
@@ -453,7 +459,9 @@ cluster's CoreDNS and are not affected. No VM is needed.`,
 		Example: `  marina dns flush
   marina dns flush --dry-run`,
 		Args: cobra.NoArgs,
-		RunE: func(c *cobra.Command, _ []string) error { return status.FlushDNS(c.Context(), r.env.Load(), fo) },
+		RunE: func(c *cobra.Command, _ []string) error {
+			return r.done(status.FlushDNS(c.Context(), r.env.Load(), fo))
+		},
 	}
 	dryRunFlag(flush, &fo.DryRun)
 	c.AddCommand(list, flush)

@@ -57,7 +57,11 @@ entries are removed again, unless --retain is given.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
 			o.Name = args[0]
-			return kindcluster.Create(c.Context(), r.env.Load(), o)
+			created, err := kindcluster.Create(c.Context(), r.env.Load(), o)
+			if created != nil {
+				printCreated(r.stdout, created)
+			}
+			return err
 		},
 	}
 	f := c.Flags()
@@ -94,9 +98,9 @@ of these, in a terminal, pick from a list.`,
 				if len(o.Names) > 0 || o.Selector != "" {
 					return errors.New("-f deletes a fleet manifest's clusters: do not name clusters or give -l with it")
 				}
-				return fleet.Delete(c.Context(), r.env.Load(), "", file, o.Yes, o.DryRun)
+				return r.done(fleet.Delete(c.Context(), r.env.Load(), "", file, o.Yes, o.DryRun))
 			}
-			return kindcluster.Delete(c.Context(), r.env.Load(), o)
+			return r.done(kindcluster.Delete(c.Context(), r.env.Load(), o))
 		},
 	}
 	c.Flags().StringVarP(&o.Selector, "selector", "l", "", "delete the clusters whose nodes match this label selector")
@@ -141,7 +145,7 @@ func (r *root) clusterLabelCmd() *cobra.Command {
 		Example: `  marina cluster label dev -l team=net -l env-`,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
-			return kindcluster.Label(c.Context(), r.env.Load(), args[0], labels, dryRun)
+			return r.done(kindcluster.Label(c.Context(), r.env.Load(), args[0], labels, dryRun))
 		},
 		Long: `Set (-l key=value) or remove (-l key-) labels on every node of the cluster,
 through its API server. A cluster's labels are its nodes': cluster list -l
@@ -169,7 +173,7 @@ cluster.`,
 			if len(args) == 1 {
 				o.Name = args[0]
 			}
-			return kindcluster.Verify(c.Context(), r.env.Load(), o)
+			return r.done(kindcluster.Verify(c.Context(), r.env.Load(), o))
 		},
 	}
 	c.Flags().StringVar(&o.Image, "image", kindcluster.DefaultVerifyImage, "the echo server image (it must answer GET /clientip with the caller's ip:port)")
@@ -190,28 +194,13 @@ user NAME. marina only ever changes the entries it wrote.`,
   kubectl --context dev get pods -A
   eval "$(marina kubeconfig env dev)"`,
 	})
-	var dryRun bool
-	merge := &cobra.Command{
-		Use:   "merge [NAME…]",
-		Short: "Export kubeconfigs again from the live clusters and merge them (every cluster when none is named)",
-		Long: `Export each cluster's kubeconfig again from kind, with the API server address
-the VM has now (after a lima0 address change, too), write
-~/.kube/marina/NAME.kubeconfig and merge it into ~/.kube/config (or the first
-file of $KUBECONFIG), keeping every other entry and field as it is.`,
-		Example: `  marina kubeconfig merge
-  marina kubeconfig merge dev staging --dry-run`,
-		RunE: func(c *cobra.Command, args []string) error {
-			return kindcluster.MergeKubeconfigs(c.Context(), r.env.Load(), args, dryRun)
-		},
-	}
-	dryRunFlag(merge, &dryRun)
 	c.AddCommand(
 		&cobra.Command{
 			Use:   "path NAME",
 			Short: "Print the path of a cluster's own kubeconfig",
 			Args:  cobra.ExactArgs(1),
 			RunE: func(c *cobra.Command, args []string) error {
-				return kindcluster.KubeconfigPath(r.env.Load(), args[0], false)
+				return r.line(kindcluster.KubeconfigPath(r.env.Load(), args[0], false))
 			},
 			Long: `Print the path of the cluster's own kubeconfig, ~/.kube/marina/NAME.kubeconfig;
 an error when marina has not written it (marina kubeconfig merge NAME does).`,
@@ -224,18 +213,20 @@ an error when marina has not written it (marina kubeconfig merge NAME does).`,
 			Example: `  eval "$(marina kubeconfig env dev)"`,
 			Args:    cobra.ExactArgs(1),
 			RunE: func(c *cobra.Command, args []string) error {
-				return kindcluster.KubeconfigPath(r.env.Load(), args[0], true)
+				return r.line(kindcluster.KubeconfigPath(r.env.Load(), args[0], true))
 			},
 			Long: `Print the shell line that points KUBECONFIG at the cluster's own kubeconfig
 alone, for eval: kubectl in that shell then reaches that cluster and no other.`,
 		},
-		merge,
+		r.kubeconfigMergeCmd(),
 		&cobra.Command{
 			Use:     "remove NAME…",
 			Aliases: []string{"rm"},
 			Short:   "Remove clusters' entries from ~/.kube/config (their own files stay)",
 			Args:    cobra.MinimumNArgs(1),
-			RunE:    func(c *cobra.Command, args []string) error { return kindcluster.RemoveKubeconfigs(r.env.Load(), args) },
+			RunE: func(c *cobra.Command, args []string) error {
+				return r.done(kindcluster.RemoveKubeconfigs(r.env.Load(), args))
+			},
 			Long: `Remove the context, cluster and user entries named NAME that marina wrote from
 ~/.kube/config (or the first file of $KUBECONFIG). The cluster and its own
 kubeconfig file stay; entries of that name that marina did not write are left
@@ -247,7 +238,9 @@ as they are, and reported.`,
 			Use:   "use NAME",
 			Short: "Make a cluster the current context of ~/.kube/config",
 			Args:  cobra.ExactArgs(1),
-			RunE:  func(c *cobra.Command, args []string) error { return kindcluster.UseKubeconfig(r.env.Load(), args[0]) },
+			RunE: func(c *cobra.Command, args []string) error {
+				return r.done(kindcluster.UseKubeconfig(r.env.Load(), args[0]))
+			},
 			Long: `Make NAME the current context of ~/.kube/config (or the first file of
 $KUBECONFIG), as kubectl config use-context does, for a context marina
 wrote.`,
@@ -255,5 +248,24 @@ wrote.`,
   kubectl get nodes`,
 		},
 	)
+	return c
+}
+
+func (r *root) kubeconfigMergeCmd() *cobra.Command {
+	var dryRun bool
+	c := &cobra.Command{
+		Use:   "merge [NAME…]",
+		Short: "Export kubeconfigs again from the live clusters and merge them (every cluster when none is named)",
+		Long: `Export each cluster's kubeconfig again from kind, with the API server address
+the VM has now (after a lima0 address change, too), write
+~/.kube/marina/NAME.kubeconfig and merge it into ~/.kube/config (or the first
+file of $KUBECONFIG), keeping every other entry and field as it is.`,
+		Example: `  marina kubeconfig merge
+  marina kubeconfig merge dev staging --dry-run`,
+		RunE: func(c *cobra.Command, args []string) error {
+			return r.done(kindcluster.MergeKubeconfigs(c.Context(), r.env.Load(), args, dryRun))
+		},
+	}
+	dryRunFlag(c, &dryRun)
 	return c
 }

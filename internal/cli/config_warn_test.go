@@ -62,7 +62,7 @@ func TestRosettaIsWarnedOncePerStrictCommand(t *testing.T) {
 		f := sessiontest.Warm(t)
 		f.Config(func(c *config.Config) { c.VM.Rosetta = true })
 		f.Env.HostArch = arch
-		if err := machine.Up(context.Background(), f.Env, machine.UpOptions{}); err != nil {
+		if _, err := machine.Up(context.Background(), f.Env, machine.UpOptions{}); err != nil {
 			t.Fatalf("%v\n%s", err, f.Stderr.String())
 		}
 		n := strings.Count(f.Stderr.String(), "vm.rosetta: true is ignored")
@@ -71,7 +71,7 @@ func TestRosettaIsWarnedOncePerStrictCommand(t *testing.T) {
 			t.Errorf("%s: up warned %d times, want %d:\n%s", arch, n, want, f.Stderr.String())
 		}
 		f.Stderr.Reset()
-		_ = kindcluster.Delete(context.Background(), f.Env, kindcluster.DeleteOptions{Names: []string{"x"}})
+		_, _ = kindcluster.Delete(context.Background(), f.Env, kindcluster.DeleteOptions{Names: []string{"x"}})
 		if n := strings.Count(f.Stderr.String(), "vm.rosetta: true is ignored"); n != want {
 			t.Errorf("%s: cluster delete warned %d times:\n%s", arch, n, f.Stderr.String())
 		}

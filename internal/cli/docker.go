@@ -20,7 +20,7 @@ else the one $SHELL names, else bash.`,
   & marina docker-env --shell powershell | Invoke-Expression
   eval "$(marina docker-env --unset)"`,
 		Args: cobra.NoArgs,
-		RunE: func(c *cobra.Command, _ []string) error { return dockerctx.Env(c.Context(), r.env.Load(), o) },
+		RunE: func(c *cobra.Command, _ []string) error { return r.done(dockerctx.Env(c.Context(), r.env.Load(), o)) },
 	}
 	c.Flags().BoolVar(&o.Unset, "unset", false, "print the command that unsets DOCKER_HOST instead")
 	c.Flags().StringVar(&o.Shell, "shell", "", "the shell to print for: bash, zsh, fish or powershell (default: $SHELL's, else bash)")
@@ -44,7 +44,9 @@ the context itself stays.`,
   docker --context marina ps
   marina docker-context --unset`,
 		Args: cobra.NoArgs,
-		RunE: func(c *cobra.Command, _ []string) error { return dockerctx.UseContext(c.Context(), r.env.Load(), o) },
+		RunE: func(c *cobra.Command, _ []string) error {
+			return r.done(dockerctx.UseContext(c.Context(), r.env.Load(), o))
+		},
 	}
 	c.Flags().BoolVar(&o.Unset, "unset", false, "make default Docker's current context again, if the current one is marina's")
 	dryRunFlag(c, &o.DryRun)

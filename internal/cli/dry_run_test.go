@@ -18,6 +18,7 @@ import (
 	"github.com/bcollard/marina/internal/kindcluster"
 	"github.com/bcollard/marina/internal/machine"
 	"github.com/bcollard/marina/internal/registry"
+	"github.com/bcollard/marina/internal/session"
 	"github.com/bcollard/marina/internal/session/sessiontest"
 )
 
@@ -30,28 +31,28 @@ func TestDryRunsChangeNothing(t *testing.T) {
 	region := cluster.RegionLabel + "=r"
 	cases := []struct {
 		name string
-		run  func(f *sessiontest.World) error
+		run  func(f *sessiontest.World) (session.Result, error)
 		plan string // a step the plan must name
 	}{
-		{"cluster delete", func(f *sessiontest.World) error {
+		{"cluster delete", func(f *sessiontest.World) (session.Result, error) {
 			return kindcluster.Delete(ctx, f.Env, kindcluster.DeleteOptions{Names: []string{"a"}, DryRun: true})
 		}, "delete 1 cluster a with their kubeconfig files"},
-		{"cluster delete -l", func(f *sessiontest.World) error {
+		{"cluster delete -l", func(f *sessiontest.World) (session.Result, error) {
 			return kindcluster.Delete(ctx, f.Env, kindcluster.DeleteOptions{Selector: region, DryRun: true})
 		}, "delete 2 clusters a, b with their kubeconfig files"},
-		{"cluster label", func(f *sessiontest.World) error {
+		{"cluster label", func(f *sessiontest.World) (session.Result, error) {
 			return kindcluster.Label(ctx, f.Env, "a", []string{"team=net", "env-"}, true)
 		}, "on every node of a: set team=net; remove env"},
-		{"fleet label", func(f *sessiontest.World) error {
+		{"fleet label", func(f *sessiontest.World) (session.Result, error) {
 			return fleet.SetLabels(ctx, f.Env, "demo", []string{"team=net"}, true)
 		}, "on every node of a, b: set team=net"},
-		{"fleet delete", func(f *sessiontest.World) error {
+		{"fleet delete", func(f *sessiontest.World) (session.Result, error) {
 			return fleet.Delete(ctx, f.Env, "demo", "", false, true)
 		}, "delete 2 clusters, in this order: a, b"},
-		{"kubeconfig merge", func(f *sessiontest.World) error {
+		{"kubeconfig merge", func(f *sessiontest.World) (session.Result, error) {
 			return kindcluster.MergeKubeconfigs(ctx, f.Env, nil, true)
 		}, "export a from the cluster"},
-		{"registry clean-cache", func(f *sessiontest.World) error {
+		{"registry clean-cache", func(f *sessiontest.World) (session.Result, error) {
 			return machine.CleanCache(ctx, f.Env, nil, machine.CleanCacheOptions{DryRun: true})
 		}, "registry-dockerio"},
 	}
@@ -84,10 +85,13 @@ func TestDryRunsChangeNothing(t *testing.T) {
 			}
 			before := filesUnder(t, f.Vars["HOME"])
 			f.Calls = nil
-			if err := c.run(f); err != nil {
+			res, err := c.run(f)
+			if err != nil {
 				t.Fatalf("%v\n%s", err, f.Stderr.String())
 			}
-			if out := f.Stdout.String(); !strings.Contains(out, "Plan (--dry-run, nothing was changed):\n") || !strings.Contains(out, c.plan) {
+			var b strings.Builder
+			printResult(&b, res)
+			if out := b.String(); !strings.Contains(out, "Plan (--dry-run, nothing was changed):\n") || !strings.Contains(out, c.plan) {
 				t.Errorf("the plan lacks %q:\n%s", c.plan, out)
 			}
 			for _, call := range strings.Split(f.Log(), "\n") {

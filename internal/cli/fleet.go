@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -82,29 +84,10 @@ status is 1 when a cluster failed.
 			}
 			text := output == "text"
 			if text {
-				o.Plan = func(rep *fleet.Report) { fleet.WritePlan(r.stdout, rep) }
+				o.Plan = func(rep *fleet.Report) { printFleetPlan(r.stdout, rep) }
 			}
 			rep, err := fleet.Apply(c.Context(), r.env.Load(), o)
-			if rep == nil {
-				return err
-			}
-			switch {
-			case !text:
-				if rerr := ui.Render(r.stdout, output, rep); rerr != nil {
-					return rerr
-				}
-			case rep.DryRun:
-				fmt.Fprintln(r.stdout, "(dry-run: no changes made)")
-			default:
-				fleet.WriteApplied(r.stdout, rep)
-			}
-			if fails := rep.Failures(); len(fails) > 0 {
-				fmt.Fprintln(r.stderr, "ERROR: "+strings.Join(fails, "\nERROR: "))
-				if err == nil {
-					err = &session.ExitError{Code: session.ExitFailed}
-				}
-			}
-			return err
+			return r.fleetApplied(rep, err, output)
 		},
 	}
 	f := c.Flags()
@@ -170,7 +153,7 @@ func (r *root) fleetLabelCmd() *cobra.Command {
 		Example: `  marina fleet label demo -l team=net -l env-`,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
-			return fleet.SetLabels(c.Context(), r.env.Load(), args[0], labels, dryRun)
+			return r.done(fleet.SetLabels(c.Context(), r.env.Load(), args[0], labels, dryRun))
 		},
 		Long: `Set (-l key=value) or remove (-l key-) labels on every node of every cluster
 in the fleet, as marina cluster label does for one. marina.dev/fleet and
@@ -217,7 +200,7 @@ kubeconfig files and entries. Asks first unless -y; a manifest read from stdin
 			if len(args) == 1 {
 				name = args[0]
 			}
-			return fleet.Delete(c.Context(), r.env.Load(), name, file, yes, dryRun)
+			return r.done(fleet.Delete(c.Context(), r.env.Load(), name, file, yes, dryRun))
 		},
 	}
 	c.Flags().StringVarP(&file, "filename", "f", "", "delete the clusters of this Fleet manifest (- for stdin)")
@@ -242,4 +225,84 @@ func printFleetMembers(w io.Writer, rows []fleet.MemberRow) {
 		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\t%v\t%s\t%s\n", r.Name, r.Num, r.APIPort, r.Nodes, orDash(r.Version), r.Ready, orDash(r.KubeconfigPath), orDash(fleet.ShownLabels(r.Labels)))
 	}
 	tw.Flush()
+}
+
+// fleetApplied shows the end of a fleet apply in output's format: the
+// report, or in text the end of the plan or what changed. A cluster that
+// failed is an ERROR line and exit status 1.
+func (r *root) fleetApplied(rep *fleet.Report, err error, output string) error {
+	if rep == nil {
+		return err
+	}
+	switch {
+	case output != "text":
+		if rerr := ui.Render(r.stdout, output, rep); rerr != nil {
+			return rerr
+		}
+	case rep.DryRun:
+		fmt.Fprintln(r.stdout, "(dry-run: no changes made)")
+	default:
+		printFleetApplied(r.stdout, rep)
+	}
+	if fails := rep.Failures(); len(fails) > 0 {
+		fmt.Fprintln(r.stderr, "ERROR: "+strings.Join(fails, "\nERROR: "))
+		if err == nil {
+			err = &session.ExitError{Code: session.ExitFailed}
+		}
+	}
+	return err
+}
+
+// printFleetPlan is the text view of fleet apply's plan: each cluster's slot, action,
+// dependencies and options, then the notes.
+func printFleetPlan(w io.Writer, rep *fleet.Report) {
+	name := rep.Fleet
+	if name == "" {
+		name = "(unnamed)"
+	}
+	fmt.Fprintf(w, "Fleet %s — maxParallel=%d strategy=%s\n", name, rep.MaxParallel, rep.Strategy)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tNUM\tACTION\tDEPENDS-ON\tOPTIONS")
+	for _, c := range rep.Clusters {
+		deps := "-"
+		if len(c.DependsOn) > 0 {
+			deps = strings.Join(c.DependsOn, ",")
+		}
+		num := "-"
+		if c.Slot > 0 {
+			num = strconv.Itoa(c.Slot)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", c.Name, num, c.Action, deps, c.Options)
+	}
+	_ = tw.Flush()
+	for _, c := range rep.Clusters {
+		for _, n := range c.Notes {
+			fmt.Fprintf(w, "  %s: %s\n", c.Name, n)
+		}
+	}
+}
+
+// printFleetApplied is the text view of the end of a fleet apply: what it changed, in how
+// long, or that there was nothing to do.
+func printFleetApplied(w io.Writer, rep *fleet.Report) {
+	changed := rep.Created + rep.Failed + rep.Count("adopted") + rep.Count("labelled")
+	notes := false
+	for _, c := range rep.Clusters {
+		notes = notes || len(c.Notes) > 0
+	}
+	if changed == 0 && !notes {
+		fmt.Fprintln(w, "Nothing to do: every cluster of the fleet exists as the manifest says.")
+	}
+	var al []string
+	for _, what := range []string{"adopted", "labelled"} {
+		if n := rep.Count(what); n > 0 {
+			al = append(al, fmt.Sprintf("%d %s", n, what))
+		}
+	}
+	extra := ""
+	if len(al) > 0 {
+		extra = " (" + strings.Join(al, ", ") + ")"
+	}
+	fmt.Fprintf(w, "apply complete: %d created, %d skipped, %d failed%s in %s\n", rep.Created, rep.Skipped, rep.Failed, extra,
+		time.Duration(rep.MakespanSeconds*float64(time.Second)).Round(100*time.Millisecond))
 }

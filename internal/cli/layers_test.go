@@ -4,6 +4,9 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -104,6 +107,9 @@ func TestLayers(t *testing.T) {
 		n := 0
 		for _, f := range p.GoFiles {
 			n += countLines(t, filepath.Join(p.Dir, f))
+			if _, ok := features[pkg]; ok {
+				checkPrintsNothing(t, filepath.Join(p.Dir, f), name+"/"+f)
+			}
 		}
 		if n > maxLines {
 			t.Errorf("%s has %d non-test lines, more than %d: split it by concern", name, n, maxLines)
@@ -112,6 +118,40 @@ func TestLayers(t *testing.T) {
 	if seen < 20 {
 		t.Fatalf("go list saw %d packages: the test looks at nothing", seen)
 	}
+}
+
+// passThrough are the feature files that hand the terminal's streams to
+// something else: marina shell runs the user's command on them.
+var passThrough = []string{"machine/shell.go"}
+
+// checkPrintsNothing fails when a feature package's file writes to the
+// Env's stdout (e.Stdout, s.Env.Stdout) or the process's (os.Stdout): a
+// feature returns what it did, and only the CLI prints it.
+func checkPrintsNothing(t *testing.T, path, name string) {
+	if slices.Contains(passThrough, name) {
+		return
+	}
+	f, err := parser.ParseFile(token.NewFileSet(), path, nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ast.Inspect(f, func(n ast.Node) bool {
+		sel, ok := n.(*ast.SelectorExpr)
+		if !ok || sel.Sel.Name != "Stdout" {
+			return true
+		}
+		switch x := sel.X.(type) {
+		case *ast.Ident:
+			if x.Name == "e" || x.Name == "env" || x.Name == "os" {
+				t.Errorf("%s writes to %s.Stdout: return the result, and print it in internal/cli", name, x.Name)
+			}
+		case *ast.SelectorExpr:
+			if x.Sel.Name == "Env" || x.Sel.Name == "e" {
+				t.Errorf("%s writes to %s.Stdout: return the result, and print it in internal/cli", name, x.Sel.Name)
+			}
+		}
+		return true
+	})
 }
 
 func countLines(t *testing.T, path string) int {

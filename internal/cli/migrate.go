@@ -1,8 +1,12 @@
 package cli
 
 import (
-	"github.com/bcollard/marina/internal/migrate"
+	"fmt"
+	"io"
+
 	"github.com/spf13/cobra"
+
+	"github.com/bcollard/marina/internal/migrate"
 )
 
 func (r *root) migrateCmd() *cobra.Command {
@@ -47,11 +51,60 @@ success plans nothing.`,
 				return err
 			}
 			o.Skill = []byte(skill)
-			return migrate.Run(c.Context(), r.env.Load(), o)
+			o.Plan = func(p migrate.Plan) { printMigratePlan(r.stdout, p) }
+			rep, err := migrate.Run(c.Context(), r.env.Load(), o)
+			if rep != nil {
+				printMigrated(r.stdout, rep)
+			}
+			return err
 		},
 	}
 	c.Flags().BoolVarP(&o.Yes, "yes", "y", false, "stop klimax's running VM without asking")
 	c.Flags().BoolVar(&o.Cleanup, "cleanup", false, "rename ~/.klimax and ~/.kube/klimax to *.migrated-<date> once everything came over")
 	dryRunFlag(c, &o.DryRun)
 	return c
+}
+
+// printMigratePlan writes migrate's plan, before anything changes.
+func printMigratePlan(w io.Writer, p migrate.Plan) {
+	if p.DryRun {
+		fmt.Fprintln(w, "Plan (--dry-run, nothing was changed):")
+	} else {
+		fmt.Fprintln(w, "Plan:")
+	}
+	for _, s := range p.Steps {
+		fmt.Fprintf(w, "  - %s\n", s)
+	}
+	if len(p.Notes) > 0 {
+		fmt.Fprintln(w, "Notes:")
+		for _, n := range p.Notes {
+			fmt.Fprintf(w, "  - %s\n", n)
+		}
+	}
+}
+
+// printMigrated writes the end of a migrate: that there was nothing to
+// do, or the VM up made ready and that the migration is complete, with
+// what is left in place.
+func printMigrated(w io.Writer, rep *migrate.Report) {
+	switch {
+	case rep.Nothing != "":
+		fmt.Fprintf(w, "Nothing to migrate: %s.\n", rep.Nothing)
+		if rep.Left != "" {
+			fmt.Fprintf(w, "%s is left in place; `marina migrate --cleanup` renames it aside.\n", rep.Left)
+		}
+		return
+	case rep.Plan.DryRun:
+		return
+	}
+	if rep.Ready != nil {
+		printReady(w, rep.Ready)
+	}
+	if !rep.Done {
+		return
+	}
+	fmt.Fprintln(w, "Migration complete.")
+	if rep.Left != "" {
+		fmt.Fprintf(w, "%s is left in place; `marina migrate --cleanup` renames it aside once you are happy.\n", rep.Left)
+	}
 }

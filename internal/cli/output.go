@@ -279,3 +279,75 @@ func printText[T any](w io.Writer, v T, print func(io.Writer, T)) {
 	ui.CleanStrings(&v)
 	print(w, v)
 }
+
+// printPlan writes a --dry-run plan, or why nothing is to do.
+func printPlan(w io.Writer, p session.Plan) {
+	if len(p.Steps) == 0 {
+		fmt.Fprintf(w, "No changes: %s.\n", p.None)
+		return
+	}
+	fmt.Fprintln(w, "Plan (--dry-run, nothing was changed):")
+	for _, s := range p.Steps {
+		fmt.Fprintf(w, "  - %s\n", s)
+	}
+}
+
+// printResult writes what a command did, or its --dry-run plan.
+func printResult(w io.Writer, res session.Result) {
+	if res.Plan != nil {
+		printPlan(w, *res.Plan)
+	}
+	for _, l := range res.Lines {
+		fmt.Fprintln(w, l)
+	}
+}
+
+// done prints what a command did, then ends it with err: what was done
+// is shown even when a later part failed.
+func (r *root) done(res session.Result, err error) error {
+	printResult(r.stdout, res)
+	return err
+}
+
+// printCreated writes the end of a cluster create: its plan and kind
+// config under --dry-run, or the cluster that is ready and how to reach
+// it and its Services.
+func printCreated(w io.Writer, c *kindcluster.Created) {
+	if c.Plan != nil {
+		printPlan(w, *c.Plan)
+		fmt.Fprintf(w, "\nkind config:\n%s", c.KindConfig)
+		return
+	}
+	fmt.Fprintf(w, "Cluster %s is ready: API server %s, LoadBalancer pool %s\n", c.Name, c.Server, strings.Join(c.Pool, ", "))
+	if c.Merged {
+		fmt.Fprintf(w, "  kubectl --context %s get nodes\n", c.Name)
+	} else {
+		fmt.Fprintf(w, "  export KUBECONFIG=%s\n", c.Kubeconfig)
+	}
+	// What mDNSResponder does with a name asked for too early.
+	fmt.Fprintf(w, "Its LoadBalancer Services answer as SERVICE.NAMESPACE.%s within seconds; a name the Mac looked up before it existed may stay missing on the Mac for about a minute (`marina dns flush` empties its cache).\n", c.Zone)
+}
+
+// printReady writes the end of marina up: its plan under --dry-run, or
+// the VM that is ready and what to do next.
+func printReady(w io.Writer, r *machine.Ready) {
+	if r.Plan != nil {
+		printPlan(w, *r.Plan)
+		return
+	}
+	fmt.Fprintf(w, "VM %s is ready: lima0 %s, Docker at unix://%s, %s routed to the VM\n", r.VM, r.Lima0, r.Socket, r.Routed)
+	fmt.Fprintln(w, "Next:")
+	tw := tabwriter.NewWriter(w, 0, 4, 4, ' ', 0)
+	for _, h := range r.Next {
+		fmt.Fprintf(tw, "  %s\t%s\n", h.Command, h.What)
+	}
+	tw.Flush()
+}
+
+// line prints a command's one line of output, when it has one.
+func (r *root) line(s string, err error) error {
+	if err == nil {
+		fmt.Fprintln(r.stdout, s)
+	}
+	return err
+}

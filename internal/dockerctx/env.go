@@ -29,13 +29,14 @@ type EnvOptions struct {
 	Shell string
 }
 
-// Env prints the shell commands that point docker at the VM's
-// Docker (DOCKER_HOST), or with Unset that stop doing so. Only those go
-// to stdout, which is meant for eval; what is wrong goes to stderr.
-func Env(ctx context.Context, e *session.Env, opts EnvOptions) error {
+// Env is the shell commands that point docker at the VM's Docker
+// (DOCKER_HOST), or with Unset that stop doing so, one line each. Only
+// those go to stdout, which is meant for eval; what is wrong goes to
+// stderr.
+func Env(ctx context.Context, e *session.Env, opts EnvOptions) (session.Result, error) {
 	sh, err := pickShell(opts.Shell, e.Getenv("SHELL"))
 	if err != nil {
-		return err
+		return session.Result{}, err
 	}
 	self := "marina docker-env"
 	if opts.Shell != "" {
@@ -49,16 +50,18 @@ func Env(ctx context.Context, e *session.Env, opts EnvOptions) error {
 				e.UI.Warnf("DOCKER_HOST is %s, not VM %s's socket: it is unset all the same", h, name)
 			}
 		}
-		fmt.Fprintln(e.Stdout, sh.unset(envDockerHost))
-		fmt.Fprintf(e.Stdout, "# Stop pointing docker at marina's VM in this shell: run\n#   %s\n", sh.apply(self+" --unset"))
-		return nil
+		return session.Result{Lines: []string{
+			sh.unset(envDockerHost),
+			"# Stop pointing docker at marina's VM in this shell: run",
+			"#   " + sh.apply(self+" --unset"),
+		}}, nil
 	}
 	name, sock, err := dockerTarget(e, true)
 	if err != nil {
-		return err
+		return session.Result{}, err
 	}
 	if err := checkPrintable(sock); err != nil {
-		return err
+		return session.Result{}, err
 	}
 	warnReach(ctx, e, name, sock)
 	// The docker CLI turns TLS on for DOCKER_HOST when this is set (to
@@ -66,10 +69,12 @@ func Env(ctx context.Context, e *session.Env, opts EnvOptions) error {
 	if e.Getenv("DOCKER_TLS_VERIFY") != "" {
 		e.UI.Warnf("DOCKER_TLS_VERIFY is set: docker would ask for TLS on VM %s's socket, which speaks none, and fail; unset it: `unset DOCKER_TLS_VERIFY`", name)
 	}
-	fmt.Fprintln(e.Stdout, sh.set(envDockerHost, "unix://"+sock))
-	fmt.Fprintf(e.Stdout, "# Docker in VM %s. Point docker at it in this shell: run\n#   %s\n", name, sh.apply(self))
-	fmt.Fprintln(e.Stdout, "# or in every shell, as Docker's current context: marina docker-context")
-	return nil
+	return session.Result{Lines: []string{
+		sh.set(envDockerHost, "unix://"+sock),
+		"# Docker in VM " + name + ". Point docker at it in this shell: run",
+		"#   " + sh.apply(self),
+		"# or in every shell, as Docker's current context: marina docker-context",
+	}}, nil
 }
 
 // shell is a shell docker-env prints for.
@@ -244,30 +249,30 @@ type ContextOptions struct {
 // socket as its docker endpoint, and makes it Docker's current context;
 // with Unset it makes default current again, if the current one is
 // marina's.
-func UseContext(ctx context.Context, e *session.Env, opts ContextOptions) error {
+func UseContext(ctx context.Context, e *session.Env, opts ContextOptions) (session.Result, error) {
 	dir := Dir(e.Getenv, e.Paths.Home)
 	if opts.Unset {
 		return unsetDockerContext(e, dir, opts.DryRun)
 	}
 	name, sock, err := dockerTarget(e, true)
 	if err != nil {
-		return err
+		return session.Result{}, err
 	}
 	if err := CheckName(name); err != nil {
-		return fmt.Errorf("vm.name %s cannot name a Docker context (%w): set another vm.name (`marina config edit`)", name, err)
+		return session.Result{}, fmt.Errorf("vm.name %s cannot name a Docker context (%w): set another vm.name (`marina config edit`)", name, err)
 	}
 	st, err := Read(dir, name)
 	if err != nil {
-		return err
+		return session.Result{}, err
 	}
 	host := "unix://" + sock
 	p, err := st.Ensure(name, host, "Docker in marina's VM "+name)
 	var foreign *ForeignError
 	if errors.As(err, &foreign) {
-		return fmt.Errorf("%w, in %s: marina never overwrites a context it did not make. Remove or rename that one (`docker context rm %s`; `docker context export %s` keeps a copy first), or give marina's VM another vm.name (`marina config edit`)", err, st.Path(name), name, name)
+		return session.Result{}, fmt.Errorf("%w, in %s: marina never overwrites a context it did not make. Remove or rename that one (`docker context rm %s`; `docker context export %s` keeps a copy first), or give marina's VM another vm.name (`marina config edit`)", err, st.Path(name), name, name)
 	}
 	if err != nil {
-		return err
+		return session.Result{}, err
 	}
 	warnReach(ctx, e, name, sock)
 	warnDockerEnv(e, name)
@@ -282,34 +287,33 @@ func UseContext(ctx context.Context, e *session.Env, opts ContextOptions) error 
 		if p.Use {
 			steps = append(steps, session.Step{Do: fmt.Sprintf("make %s Docker's current context in %s", name, st.ConfigFile), Reason: "it is " + p.From})
 		}
-		e.PrintPlan(steps, fmt.Sprintf("Docker context %s is current, with docker endpoint %s", name, host))
-		return nil
+		return session.Planned(steps, fmt.Sprintf("Docker context %s is current, with docker endpoint %s", name, host)), nil
 	}
 	if p.None() {
-		fmt.Fprintf(e.Stdout, "Docker context %s is already current, with docker endpoint %s: nothing to change.\n", name, host)
-		return nil
+		return session.Said("Docker context %s is already current, with docker endpoint %s: nothing to change.", name, host), nil
 	}
 	if err := st.Apply(p); err != nil {
-		return fmt.Errorf("%w\nRun marina docker-context again once that is fixed: it carries on from where it stopped", err)
+		return session.Result{}, fmt.Errorf("%w\nRun marina docker-context again once that is fixed: it carries on from where it stopped", err)
 	}
+	var res session.Result
 	switch {
 	case p.Create:
-		fmt.Fprintf(e.Stdout, "Created Docker context %s with docker endpoint %s.\n", name, host)
+		res.Add("Created Docker context %s with docker endpoint %s.", name, host)
 	case p.Write:
-		fmt.Fprintf(e.Stdout, "Changed the docker endpoint of Docker context %s to %s (it was %s).\n", name, host, orDash(p.Was))
+		res.Add("Changed the docker endpoint of Docker context %s to %s (it was %s).", name, host, orDash(p.Was))
 	}
 	if p.Use {
-		fmt.Fprintf(e.Stdout, "Docker's current context is now %s (it was %s): docker talks to VM %s. `marina docker-context --unset` switches back.\n", name, p.From, name)
+		res.Add("Docker's current context is now %s (it was %s): docker talks to VM %s. `marina docker-context --unset` switches back.", name, p.From, name)
 	} else {
-		fmt.Fprintf(e.Stdout, "Docker context %s was already current.\n", name)
+		res.Add("Docker context %s was already current.", name)
 	}
-	return nil
+	return res, nil
 }
 
-func unsetDockerContext(e *session.Env, dir string, dryRun bool) error {
+func unsetDockerContext(e *session.Env, dir string, dryRun bool) (session.Result, error) {
 	st, err := Read(dir, Default)
 	if err != nil {
-		return err
+		return session.Result{}, err
 	}
 	if env := e.Getenv(envDockerContext); env != "" && env != Default {
 		e.UI.Warnf("DOCKER_CONTEXT is %s: it picks the context whatever %s says; unset it: `unset DOCKER_CONTEXT`", env, st.ConfigFile)
@@ -317,29 +321,24 @@ func unsetDockerContext(e *session.Env, dir string, dryRun bool) error {
 	cur := st.Current
 	if cur == Default {
 		if dryRun {
-			e.PrintPlan(nil, "Docker's current context is default")
-			return nil
+			return session.Planned(nil, "Docker's current context is default"), nil
 		}
-		fmt.Fprintln(e.Stdout, "Docker's current context is already default: nothing to change.")
-		return nil
+		return session.Said("Docker's current context is already default: nothing to change."), nil
 	}
 	if c := st.CurrentContext; c == nil || !c.Marina {
 		what := "a context marina did not make"
 		if c == nil {
 			what = "a context that does not exist"
 		}
-		fmt.Fprintf(e.Stdout, "Docker's current context is %s, %s: it is left as it is (`docker context use default` switches by hand).\n", cur, what)
-		return nil
+		return session.Said("Docker's current context is %s, %s: it is left as it is (`docker context use default` switches by hand).", cur, what), nil
 	}
 	if dryRun {
-		e.PrintPlan([]session.Step{{Do: fmt.Sprintf("make default Docker's current context in %s", st.ConfigFile), Reason: "it is " + cur + ", which marina made; the context itself stays"}}, "")
-		return nil
+		return session.Planned([]session.Step{{Do: fmt.Sprintf("make default Docker's current context in %s", st.ConfigFile), Reason: "it is " + cur + ", which marina made; the context itself stays"}}, ""), nil
 	}
 	if err := st.UseDefault(); err != nil {
-		return err
+		return session.Result{}, err
 	}
-	fmt.Fprintf(e.Stdout, "Docker's current context is default again (it was %s). Context %s stays: `docker --context %s …` still reaches the VM; `docker context rm %s` removes it.\n", cur, cur, cur, cur)
-	return nil
+	return session.Said("Docker's current context is default again (it was %s). Context %s stays: `docker --context %s …` still reaches the VM; `docker context rm %s` removes it.", cur, cur, cur, cur), nil
 }
 
 // warnDockerEnv warns about the variables that would keep docker away

@@ -14,6 +14,7 @@ import (
 	"github.com/docker/cli/cli/context/store"
 
 	"github.com/bcollard/marina/internal/config"
+	"github.com/bcollard/marina/internal/session"
 	"github.com/bcollard/marina/internal/session/sessiontest"
 	"github.com/bcollard/marina/internal/vm"
 )
@@ -52,14 +53,26 @@ func listen(f *sessiontest.World) {
 
 func reset(f *sessiontest.World) { f.Stdout.Reset(); f.Stderr.Reset() }
 
+// dockerEnv runs docker-env; what it says is in f.Stdout, one line each.
 func dockerEnv(f *sessiontest.World, o EnvOptions) error {
 	reset(f)
-	return Env(context.Background(), f.Env, o)
+	return said(f)(Env(context.Background(), f.Env, o))
 }
 
+// dockerContext runs docker-context; what it says is in f.Stdout.
 func dockerContext(f *sessiontest.World, o ContextOptions) error {
 	reset(f)
-	return UseContext(context.Background(), f.Env, o)
+	return said(f)(UseContext(context.Background(), f.Env, o))
+}
+
+// said keeps what a Result says in f.Stdout, for the tests to read.
+func said(f *sessiontest.World) func(session.Result, error) error {
+	return func(res session.Result, err error) error {
+		if s := sessiontest.Said(res); s != "" {
+			f.Stdout.WriteString(s + "\n")
+		}
+		return err
+	}
 }
 
 // shellRun runs script in the named shell and returns what it printed;

@@ -8,10 +8,8 @@ import (
 	"io"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
-	"text/tabwriter"
 	"time"
 
 	"github.com/bcollard/marina/internal/addons"
@@ -464,7 +462,7 @@ func createAll(ctx context.Context, s *session.Session, f Fleet, rows []Row, tas
 		line := lines[name]
 		line.Begin()
 		ms := s.Member(e.Member(name, line.UI()))
-		err := kindcluster.Apply(ctx, ms, plans[name], memberOptions(f, members[name], opts))
+		_, err := kindcluster.Apply(ctx, ms, plans[name], memberOptions(f, members[name], opts))
 		held.release(name)
 		if err != nil {
 			line.Finish(false, "failed: "+firstLine(err.Error()))
@@ -496,61 +494,6 @@ func createAll(ctx context.Context, s *session.Session, f Fleet, rows []Row, tas
 func firstLine(s string) string {
 	line, _, _ := strings.Cut(s, "\n")
 	return line
-}
-
-// WritePlan is the text view of fleet apply's plan (the CLI's, as
-// ShownLabels is fleet describe's): each cluster's slot, action,
-// dependencies and options, then the notes.
-func WritePlan(w io.Writer, rep *Report) {
-	name := rep.Fleet
-	if name == "" {
-		name = "(unnamed)"
-	}
-	fmt.Fprintf(w, "Fleet %s — maxParallel=%d strategy=%s\n", name, rep.MaxParallel, rep.Strategy)
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tNUM\tACTION\tDEPENDS-ON\tOPTIONS")
-	for _, c := range rep.Clusters {
-		deps := "-"
-		if len(c.DependsOn) > 0 {
-			deps = strings.Join(c.DependsOn, ",")
-		}
-		num := "-"
-		if c.Slot > 0 {
-			num = strconv.Itoa(c.Slot)
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", c.Name, num, c.Action, deps, c.Options)
-	}
-	_ = tw.Flush()
-	for _, c := range rep.Clusters {
-		for _, n := range c.Notes {
-			fmt.Fprintf(w, "  %s: %s\n", c.Name, n)
-		}
-	}
-}
-
-// WriteApplied is the text view of the end of a fleet apply: what it changed, in how
-// long, or that there was nothing to do.
-func WriteApplied(w io.Writer, rep *Report) {
-	changed := rep.Created + rep.Failed + rep.Count("adopted") + rep.Count("labelled")
-	notes := false
-	for _, c := range rep.Clusters {
-		notes = notes || len(c.Notes) > 0
-	}
-	if changed == 0 && !notes {
-		fmt.Fprintln(w, "Nothing to do: every cluster of the fleet exists as the manifest says.")
-	}
-	var al []string
-	for _, what := range []string{"adopted", "labelled"} {
-		if n := rep.Count(what); n > 0 {
-			al = append(al, fmt.Sprintf("%d %s", n, what))
-		}
-	}
-	extra := ""
-	if len(al) > 0 {
-		extra = " (" + strings.Join(al, ", ") + ")"
-	}
-	fmt.Fprintf(w, "apply complete: %d created, %d skipped, %d failed%s in %s\n", rep.Created, rep.Skipped, rep.Failed, extra,
-		time.Duration(rep.MakespanSeconds*float64(time.Second)).Round(100*time.Millisecond))
 }
 
 // Failures are the clusters that failed, one line each, as the CLI's

@@ -154,46 +154,45 @@ func Describe(ctx context.Context, e *session.Env, name string) ([]MemberRow, er
 }
 
 // SetLabels sets and removes node labels on every cluster of a fleet.
-func SetLabels(ctx context.Context, e *session.Env, name string, specs []string, dryRun bool) error {
+func SetLabels(ctx context.Context, e *session.Env, name string, specs []string, dryRun bool) (session.Result, error) {
 	if err := checkFleetName(name); err != nil {
-		return err
+		return session.Result{}, err
 	}
 	set, remove, what, err := kindcluster.LabelSpecs(specs)
 	if err != nil {
-		return err
+		return session.Result{}, err
 	}
 	for k := range set {
 		if k == cluster.FleetLabel || k == cluster.ManagedBy {
-			return fmt.Errorf("label %s is marina's: `marina fleet adopt` moves a cluster to another fleet", k)
+			return session.Result{}, fmt.Errorf("label %s is marina's: `marina fleet adopt` moves a cluster to another fleet", k)
 		}
 	}
 	for _, k := range remove {
 		if k == cluster.FleetLabel || k == cluster.ManagedBy {
-			return fmt.Errorf("-l %s- would take the clusters out of marina's view: delete them, or adopt them into another fleet", k)
+			return session.Result{}, fmt.Errorf("-l %s- would take the clusters out of marina's view: delete them, or adopt them into another fleet", k)
 		}
 	}
 	s, err := session.Open(ctx, e, session.Needs{Config: session.VMOnly, Running: true, Clusters: true})
 	if err != nil {
-		return err
+		return session.Result{}, err
 	}
 	defer s.Close()
 	rows, err := fleetMembers(ctx, s, name)
 	if err != nil {
-		return err
+		return session.Result{}, err
 	}
 	var names []string
 	for _, r := range rows {
 		names = append(names, r.Name)
 	}
 	if dryRun {
-		e.PrintPlan([]session.Step{{Do: "on every node of " + strings.Join(names, ", ") + ": " + strings.Join(what, "; ")}}, "")
-		return nil
+		return session.Planned([]session.Step{{Do: "on every node of " + strings.Join(names, ", ") + ": " + strings.Join(what, "; ")}}, ""), nil
 	}
 	var errs []error
 	for _, n := range names {
 		errs = append(errs, labelOne(ctx, s, n, set, remove, "Labelled the nodes of "+n+": "+strings.Join(what, "; ")))
 	}
-	return errors.Join(errs...)
+	return session.Result{}, errors.Join(errs...)
 }
 
 func labelOne(ctx context.Context, s *session.Session, name string, set cluster.Labels, remove []string, done string) error {
@@ -252,56 +251,58 @@ func AdoptClusters(ctx context.Context, e *session.Env, name string, clusters []
 
 // Delete deletes the clusters of fleet name, or those of the manifest
 // in file that exist, every cluster before those it depends on.
-func Delete(ctx context.Context, e *session.Env, name, file string, yes, dryRun bool) error {
+func Delete(ctx context.Context, e *session.Env, name, file string, yes, dryRun bool) (session.Result, error) {
 	switch {
 	case name != "" && file != "":
-		return errors.New("name the fleet or give its manifest with -f, not both")
+		return session.Result{}, errors.New("name the fleet or give its manifest with -f, not both")
 	case name == "" && file == "":
-		return errors.New("name the fleet to delete, or give its manifest with -f FILE")
+		return session.Result{}, errors.New("name the fleet to delete, or give its manifest with -f FILE")
 	case name != "":
 		if err := checkFleetName(name); err != nil {
-			return err
+			return session.Result{}, err
 		}
 	}
 	var f Fleet
 	if file != "" {
 		cfg, err := config.Load(e.Paths)
 		if err != nil {
-			return err
+			return session.Result{}, err
 		}
 		if f, _, err = loadFleet(e, cfg, file); err != nil {
-			return err
+			return session.Result{}, err
 		}
 	}
 	s, err := session.Open(ctx, e, session.Needs{Config: session.Strict, Running: true, Clusters: true})
 	if err != nil {
-		return err
+		return session.Result{}, err
 	}
 	defer s.Close()
-	names, err := fleetDeletions(ctx, s, f, name)
+	names, none, err := fleetDeletions(ctx, s, f, name)
 	if err != nil || len(names) == 0 {
-		return err
+		if none != "" {
+			return session.Said("%s", none), err
+		}
+		return session.Result{}, err
 	}
 	script, files, steps, err := kindcluster.PlanDeletes(s, names, ", in this order: ")
 	if err != nil {
-		return err
+		return session.Result{}, err
 	}
 	if dryRun {
-		e.PrintPlan(steps, "")
-		return nil
+		return session.Planned(steps, ""), nil
 	}
 	if !yes {
 		switch {
 		case file == "-":
-			return fmt.Errorf("the manifest came from stdin, so there is no terminal to confirm deleting %s: pass -y, or give the manifest as a file", strings.Join(names, ", "))
+			return session.Result{}, fmt.Errorf("the manifest came from stdin, so there is no terminal to confirm deleting %s: pass -y, or give the manifest as a file", strings.Join(names, ", "))
 		case !e.TTY:
-			return fmt.Errorf("deleting %s needs a confirmation: run it in a terminal, or pass -y", strings.Join(names, ", "))
+			return session.Result{}, fmt.Errorf("deleting %s needs a confirmation: run it in a terminal, or pass -y", strings.Join(names, ", "))
 		case !ui.Confirm(e.Stdin, e.Stderr, "Delete "+strings.Join(names, ", ")+"?"):
-			return errors.New("nothing was deleted")
+			return session.Result{}, errors.New("nothing was deleted")
 		}
 	}
 	if err := kindcluster.DeleteNamed(ctx, s, names, files, script); err != nil {
-		return err
+		return session.Result{}, err
 	}
 	if name == "" {
 		name = f.Name
@@ -309,18 +310,19 @@ func Delete(ctx context.Context, e *session.Env, name, file string, yes, dryRun 
 	if name != "" {
 		_ = os.Remove(fleetFile(e, name)) // apply writes it again
 	}
-	return nil
+	return session.Result{}, nil
 }
 
 // fleetDeletions are the clusters a fleet delete removes, dependents
 // first. From a named manifest, only the clusters in that fleet are: a
 // cluster of the same name made otherwise is reported and left alone.
-func fleetDeletions(ctx context.Context, s *session.Session, f Fleet, name string) ([]string, error) {
+// None, with the sentence that says so, when nothing is to delete.
+func fleetDeletions(ctx context.Context, s *session.Session, f Fleet, name string) ([]string, string, error) {
 	e := s.Env
 	if name != "" {
 		rows, err := fleetMembers(ctx, s, name)
 		if err != nil {
-			return nil, err
+			return nil, "", err
 		}
 		var names []string
 		for _, r := range rows {
@@ -330,16 +332,16 @@ func fleetDeletions(ctx context.Context, s *session.Session, f Fleet, name strin
 		// The manifest apply recorded says who depends on whom.
 		data, err := fileutil.ReadRegular(fleetFile(e, name), MaxFileSize)
 		if errors.Is(err, os.ErrNotExist) {
-			return names, nil
+			return names, "", nil
 		}
 		if err == nil {
 			f, err = parseFleet(e, s.Config, fleetFile(e, name), data)
 		}
 		if err != nil {
 			e.UI.Warnf("the manifest fleet apply recorded cannot be read (%v): deleting in name order", err)
-			return names, nil
+			return names, "", nil
 		}
-		return DeletionOrder(f, names), nil
+		return DeletionOrder(f, names), "", nil
 	}
 	var listed []string
 	for _, m := range f.Members {
@@ -348,14 +350,13 @@ func fleetDeletions(ctx context.Context, s *session.Session, f Fleet, name strin
 		}
 	}
 	if len(listed) == 0 {
-		fmt.Fprintln(e.Stdout, "None of the fleet's clusters exists: nothing to delete.")
-		return nil, nil
+		return nil, "None of the fleet's clusters exists: nothing to delete.", nil
 	}
 	var names []string
 	{
 		rows, err := kindcluster.Rows(ctx, s, nil, "")
 		if err != nil {
-			return nil, err
+			return nil, "", err
 		}
 		for _, r := range rows {
 			if !slices.Contains(listed, r.Name) {
@@ -373,11 +374,10 @@ func fleetDeletions(ctx context.Context, s *session.Session, f Fleet, name strin
 			}
 		}
 		if len(names) == 0 {
-			fmt.Fprintln(e.Stdout, "No cluster of this fleet exists: nothing to delete.")
-			return nil, nil
+			return nil, "No cluster of this fleet exists: nothing to delete.", nil
 		}
 	}
-	return DeletionOrder(f, names), nil
+	return DeletionOrder(f, names), "", nil
 }
 
 // hiddenLabelPrefixes are left out of fleet describe's text view.

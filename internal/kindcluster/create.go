@@ -60,40 +60,51 @@ type Plan struct {
 	metricsServer *addons.MetricsServer
 }
 
+// Created is what a create reports: under --dry-run its plan and the
+// kind config it would use, otherwise the cluster it made.
+type Created struct {
+	Plan       *session.Plan
+	KindConfig []byte
+	Name       string
+	Server     string   // its API server
+	Pool       []string // its LoadBalancer pool
+	Kubeconfig string   // its own file
+	Merged     bool     // its context is in the user's kubeconfig
+	Zone       string   // the DNS zone of its LoadBalancer Services
+}
+
 // Slot is the slot the plan's cluster is made in.
 func (p *Plan) Slot() int { return p.spec.Slot }
 
 // Create creates a cluster that is ready to use, or leaves nothing
 // behind: after kind created it, any failing step removes the cluster and
 // its kubeconfig entries again (unless opts.Retain).
-func Create(ctx context.Context, e *session.Env, opts CreateOptions) error {
+func Create(ctx context.Context, e *session.Env, opts CreateOptions) (*Created, error) {
 	userLabels, err := checkCreate(opts)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	// The clusters are read under the slot lock (Reserve), not here.
 	s, err := session.Open(ctx, e, session.Needs{Config: session.Strict, Running: true, Lima0: true})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer s.Close()
 	p, err := Prepare(ctx, s, opts)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	rs := cluster.Reservations{Dir: e.Paths.Slots()}
 	res, err := rs.Reserve(ctx, e.Paths.SlotsLock(), opts.Name, s.ListClusters)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer res.Release()
 	if err := p.ForSlot(s, opts, userLabels, res.Slot); err != nil {
-		return err
+		return nil, err
 	}
 	if opts.DryRun {
-		e.PrintPlan(p.steps(s.Config), "")
-		fmt.Fprintf(e.Stdout, "\nkind config:\n%s", p.kindConfig)
-		return nil
+		return &Created{Plan: &session.Plan{Steps: p.steps(s.Config)}, KindConfig: p.kindConfig}, nil
 	}
 	return Apply(ctx, s, p, opts)
 }
@@ -270,13 +281,13 @@ func (p *Plan) steps(cfg config.Config) []session.Step {
 // answering must not hang marina after an interrupt.
 const rollbackTimeout = 2 * time.Minute
 
-func Apply(ctx context.Context, s *session.Session, p *Plan, opts CreateOptions) error {
+func Apply(ctx context.Context, s *session.Session, p *Plan, opts CreateOptions) (*Created, error) {
 	e, name := s.Env, p.spec.Name
 	manifests := map[string][]byte{}
 	for _, ref := range p.Manifests(s.Config) {
 		m, err := Fetch(ctx, s, ref)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		manifests[ref.Name] = m
 	}
@@ -285,27 +296,27 @@ func Apply(ctx context.Context, s *session.Session, p *Plan, opts CreateOptions)
 	e.SetLeftover(fmt.Sprintf("cluster %s may be half made in VM %s (its node containers and /etc/marina/clusters/%s) and %s may exist; `marina cluster delete %s` removes it", name, s.Name, name, p.kubeconfig, name))
 	out, err := runKind(ctx, s, p, opts.Retain)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	// From here on the cluster exists: a failing step removes it again.
 	rb := &rollback{ctx: ctx, s: s, p: p, retain: opts.Retain}
 	ex, ok := guest.ParseExports(string(out.Stdout))[name]
 	if !ok || len(ex.Kubeconfig) == 0 {
-		return rb.fail("reading its kubeconfig", errors.New("kind printed no kubeconfig"))
+		return nil, rb.fail("reading its kubeconfig", errors.New("kind printed no kubeconfig"))
 	}
 	kc, err := kubeconfig.FromKind(ex.Kubeconfig, ex.Cert, name, p.server, s.KubeOwner(true).Home)
 	if err != nil {
-		return rb.fail("reading its kubeconfig", err)
+		return nil, rb.fail("reading its kubeconfig", err)
 	}
 	k, err := s.Deps.Kube(kc, 0)
 	if err != nil {
-		return rb.fail("reading its kubeconfig", err)
+		return nil, rb.fail("reading its kubeconfig", err)
 	}
 	if err := addons.Install(ctx, k, p.addons(s.Config, manifests, opts.Wait), Stepper(s, "")); err != nil {
 		if ae, ok := errors.AsType[*addons.Error](err); ok {
-			return rb.fail(ae.What, ae.Err)
+			return nil, rb.fail(ae.What, ae.Err)
 		}
-		return rb.fail("installing the addons", err)
+		return nil, rb.fail("installing the addons", err)
 	}
 	if err := e.Step("Writing its kubeconfig", "Wrote "+p.kubeconfig, func() error {
 		if err := kubeconfig.WriteFile(p.kubeconfig, name, kc, s.KubeOwner(true)); err != nil {
@@ -320,18 +331,11 @@ func Apply(ctx context.Context, s *session.Session, p *Plan, opts CreateOptions)
 		rb.merged = true
 		return nil
 	}); err != nil {
-		return rb.fail("writing its kubeconfig", err)
+		return nil, rb.fail("writing its kubeconfig", err)
 	}
 	e.SetLeftover("")
-	fmt.Fprintf(e.Stdout, "Cluster %s is ready: API server %s, LoadBalancer pool %s\n", name, p.server, strings.Join(p.pool, ", "))
-	if p.target != "" {
-		fmt.Fprintf(e.Stdout, "  kubectl --context %s get nodes\n", name)
-	} else {
-		fmt.Fprintf(e.Stdout, "  export KUBECONFIG=%s\n", p.kubeconfig)
-	}
-	// What mDNSResponder does with a name asked for too early (item 9).
-	fmt.Fprintf(e.Stdout, "Its LoadBalancer Services answer as SERVICE.NAMESPACE.%s within seconds; a name the Mac looked up before it existed may stay missing on the Mac for about a minute (`marina dns flush` empties its cache).\n", dns.ClusterZone(name, s.Config.DNS.Domain))
-	return nil
+	return &Created{Name: name, Server: p.server, Pool: p.pool, Kubeconfig: p.kubeconfig, Merged: p.target != "",
+		Zone: dns.ClusterZone(name, s.Config.DNS.Domain)}, nil
 }
 
 // rollbackContext bounds a rollback, which runs even after ctx ended.

@@ -31,89 +31,90 @@ type DeleteOptions struct {
 // Delete deletes clusters named, selected, or picked on the
 // terminal, with their kubeconfig files and entries. Every name is checked
 // before anything is deleted.
-func Delete(ctx context.Context, e *session.Env, opts DeleteOptions) error {
+func Delete(ctx context.Context, e *session.Env, opts DeleteOptions) (session.Result, error) {
 	if len(opts.Names) > 0 && opts.Selector != "" {
-		return errors.New("name clusters or select them with -l, not both")
+		return session.Result{}, errors.New("name clusters or select them with -l, not both")
 	}
 	for _, n := range opts.Names {
 		if err := cluster.CheckName(n); err != nil {
-			return err
+			return session.Result{}, err
 		}
 	}
 	sel, err := session.ParseSelector(opts.Selector)
 	if err != nil {
-		return err
+		return session.Result{}, err
 	}
 	// Strict: whether entries leave ~/.kube/config is a setting.
 	s, err := session.Open(ctx, e, session.Needs{Config: session.Strict, Running: true, Clusters: true})
 	if err != nil {
-		return err
+		return session.Result{}, err
 	}
 	defer s.Close()
-	names, confirm, err := chooseDeletions(ctx, s, opts, sel)
+	names, confirm, none, err := chooseDeletions(ctx, s, opts, sel)
 	if err != nil || len(names) == 0 {
-		return err
+		if none != "" {
+			return session.Said("%s", none), err
+		}
+		return session.Result{}, err
 	}
 	sort.Strings(names)
 	script, files, steps, err := PlanDeletes(s, names, " ")
 	if err != nil {
-		return err
+		return session.Result{}, err
 	}
 	if opts.DryRun {
-		e.PrintPlan(steps, "")
-		return nil
+		return session.Planned(steps, ""), nil
 	}
 	if confirm {
 		if !e.TTY {
-			return fmt.Errorf("-l %s selects %s; deleting them needs a confirmation: run it in a terminal, or pass -y", opts.Selector, strings.Join(names, ", "))
+			return session.Result{}, fmt.Errorf("-l %s selects %s; deleting them needs a confirmation: run it in a terminal, or pass -y", opts.Selector, strings.Join(names, ", "))
 		}
 		if !ui.Confirm(e.Stdin, e.Stderr, "Delete "+strings.Join(names, ", ")+"?") {
-			return errors.New("nothing was deleted")
+			return session.Result{}, errors.New("nothing was deleted")
 		}
 	}
-	return DeleteNamed(ctx, s, names, files, script)
+	return session.Result{}, DeleteNamed(ctx, s, names, files, script)
 }
 
 // chooseDeletions is the clusters a delete names, selects or picks, and
 // whether they need a confirmation; none (and no error) when there is
-// nothing to delete, which it has said.
-func chooseDeletions(ctx context.Context, s *session.Session, opts DeleteOptions, sel labels.Selector) ([]string, bool, error) {
+// nothing to delete, with the sentence that says so.
+func chooseDeletions(ctx context.Context, s *session.Session, opts DeleteOptions, sel labels.Selector) (names []string, confirm bool, none string, err error) {
 	e := s.Env
 	switch {
 	case len(opts.Names) > 0:
 		for _, n := range opts.Names {
 			if _, ok := cluster.Find(s.Clusters, n); !ok {
-				return nil, false, fmt.Errorf("there is no cluster %s (clusters: %s); nothing was deleted", n, strings.Join(ui.OrNone(cluster.Names(s.Clusters)), ", "))
+				return nil, false, "", fmt.Errorf("there is no cluster %s (clusters: %s); nothing was deleted", n, strings.Join(ui.OrNone(cluster.Names(s.Clusters)), ", "))
 			}
 		}
-		return ui.Dedupe(opts.Names), false, nil
+		return ui.Dedupe(opts.Names), false, "", nil
 	case sel != nil:
 		rows, err := Rows(ctx, s, sel, opts.Selector)
 		if err != nil {
-			return nil, false, err
+			return nil, false, "", err
 		}
-		var names []string
+		names = nil
 		for _, r := range rows {
 			names = append(names, r.Name)
 		}
 		if len(names) == 0 {
-			fmt.Fprintf(e.Stdout, "No cluster matches -l %s: nothing to delete.\n", opts.Selector)
+			return nil, false, fmt.Sprintf("No cluster matches -l %s: nothing to delete.", opts.Selector), nil
 		}
-		return names, !opts.Yes, nil
+		return names, !opts.Yes, "", nil
 	}
 	if !e.TTY {
-		return nil, false, errors.New("name the clusters to delete, or select them with -l (in a terminal, marina cluster delete lists them to pick from)")
+		return nil, false, "", errors.New("name the clusters to delete, or select them with -l (in a terminal, marina cluster delete lists them to pick from)")
 	}
 	if len(s.Clusters) == 0 {
-		fmt.Fprintln(e.Stdout, "No clusters to delete.")
-		return nil, false, nil
+		return nil, false, "No clusters to delete.", nil
 	}
 	rows, err := Rows(ctx, s, nil, "")
 	if err != nil {
-		return nil, false, err
+		return nil, false, "", err
 	}
-	names, err := pick(e, rows)
-	return names, false, err
+	names, err = pick(e, rows)
+	return names, false, "", err
 }
 
 // PlanDeletes is the guest script, the kubeconfig files and the printed

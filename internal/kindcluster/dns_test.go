@@ -18,7 +18,7 @@ func TestDeleteForgetsTheNames(t *testing.T) {
 	f.DNSWarm()
 	f.Cluster("dev", 1, "https://127.0.0.1:7001")
 	f.Scripts["kind delete cluster"] = vm.Result{Stdout: []byte("@@ dns-forget dev.demo.internal failed\n")}
-	if err := Delete(context.Background(), f.Env, DeleteOptions{Names: []string{"dev"}}); err != nil {
+	if _, err := Delete(context.Background(), f.Env, DeleteOptions{Names: []string{"dev"}}); err != nil {
 		t.Fatalf("%v\n%s", err, f.Stderr.String())
 	}
 	body := f.Bodies["kind delete cluster"]
@@ -44,7 +44,7 @@ func guestAddons(domain string) guest.Addons { return guest.Addons{DNS: domain, 
 func TestCreateNeedsTheLocalDNS(t *testing.T) {
 	f := sessiontest.New(t)
 	f.Config(nil)
-	err := create(f, CreateOptions{})
+	_, err := create(f, CreateOptions{})
 	if err == nil || !strings.Contains(err.Error(), "run `marina up` first") {
 		t.Fatalf("create without the local DNS: %v", err)
 	}
@@ -58,7 +58,7 @@ func TestCreateNeedsTheLocalDNS(t *testing.T) {
 // ExternalDNS with it.
 func TestCreateGivesTheClusterItsEtcdUser(t *testing.T) {
 	f := createFixture(t, nil)
-	if err := create(f, CreateOptions{}); err != nil {
+	if _, err := create(f, CreateOptions{}); err != nil {
 		t.Fatalf("%v\n%s", err, f.Stderr.String())
 	}
 	var body string

@@ -17,35 +17,34 @@ import (
 	"github.com/bcollard/marina/internal/vm"
 )
 
-// KubeconfigPath prints cluster name's own kubeconfig file.
-func KubeconfigPath(e *session.Env, name string, env bool) error {
+// KubeconfigPath is cluster name's own kubeconfig file, or with env the
+// shell line that exports it.
+func KubeconfigPath(e *session.Env, name string, env bool) (string, error) {
 	if err := cluster.CheckName(name); err != nil {
-		return err
+		return "", err
 	}
 	p, err := e.Paths.Kubeconfig(name)
 	if err != nil {
-		return err
+		return "", err
 	}
 	if _, err := os.Stat(p); err != nil {
-		return kubeconfig.Missing(name, p)
+		return "", kubeconfig.Missing(name, p)
 	}
 	if env {
-		fmt.Fprintf(e.Stdout, "export KUBECONFIG=%s\n", run.ShellQuote(p))
-		return nil
+		return "export KUBECONFIG=" + run.ShellQuote(p), nil
 	}
-	fmt.Fprintln(e.Stdout, p)
-	return nil
+	return p, nil
 }
 
 // MergeKubeconfigs exports the kubeconfigs of names (every cluster when
 // empty) again from the live clusters, with the API server address the VM
 // has now, writes each cluster's file and merges it into the user's
 // kubeconfig.
-func MergeKubeconfigs(ctx context.Context, e *session.Env, names []string, dryRun bool) error {
+func MergeKubeconfigs(ctx context.Context, e *session.Env, names []string, dryRun bool) (session.Result, error) {
 	// Strict: the API server address depends on network settings.
 	s, err := session.Open(ctx, e, session.Needs{Config: session.Strict, Running: true, Lima0: true, Clusters: true})
 	if err != nil {
-		return err
+		return session.Result{}, err
 	}
 	defer s.Close()
 	// Clusters the user named may take over an older marina's entries of
@@ -54,29 +53,28 @@ func MergeKubeconfigs(ctx context.Context, e *session.Env, names []string, dryRu
 	if len(names) == 0 {
 		names = cluster.Names(s.Clusters)
 		if len(names) == 0 {
-			fmt.Fprintln(e.Stdout, "No clusters: nothing to merge.")
-			return nil
+			return session.Said("No clusters: nothing to merge."), nil
 		}
 	}
 	var infos []cluster.Info
 	for _, n := range ui.Dedupe(names) {
 		if err := cluster.CheckName(n); err != nil {
-			return err
+			return session.Result{}, err
 		}
 		c, ok := cluster.Find(s.Clusters, n)
 		if !ok {
-			return fmt.Errorf("there is no cluster %s (clusters: %s)", n, strings.Join(ui.OrNone(cluster.Names(s.Clusters)), ", "))
+			return session.Result{}, fmt.Errorf("there is no cluster %s (clusters: %s)", n, strings.Join(ui.OrNone(cluster.Names(s.Clusters)), ", "))
 		}
 		infos = append(infos, c)
 	}
 	target := e.KubeconfigTarget()
 	if err := kubeconfig.CheckMerge(e.KubeconfigFiles(), owner, cluster.Names(infos)...); err != nil {
-		return err
+		return session.Result{}, err
 	}
 	for _, c := range infos {
 		if kc, err := e.Paths.Kubeconfig(c.Name); err == nil {
 			if err := kubeconfig.CheckFile(kc, c.Name, owner); err != nil {
-				return err
+				return session.Result{}, err
 			}
 		}
 	}
@@ -86,10 +84,9 @@ func MergeKubeconfigs(ctx context.Context, e *session.Env, names []string, dryRu
 			kc, _ := e.Paths.Kubeconfig(c.Name)
 			steps = append(steps, session.Step{Do: fmt.Sprintf("export %s from the cluster (API server %s) to %s and merge it into %s", c.Name, s.ClusterServer(c), kc, target)})
 		}
-		e.PrintPlan(steps, "")
-		return nil
+		return session.Planned(steps, ""), nil
 	}
-	return e.Step("Exporting "+strings.Join(cluster.Names(infos), ", "), "Merged "+strings.Join(cluster.Names(infos), ", ")+" into "+target, func() error {
+	return session.Result{}, e.Step("Exporting "+strings.Join(cluster.Names(infos), ", "), "Merged "+strings.Join(cluster.Names(infos), ", ")+" into "+target, func() error {
 		return refreshKubeconfigs(ctx, s, infos, owner, func(string) bool { return true })
 	})
 }
@@ -146,13 +143,14 @@ func refreshKubeconfigs(ctx context.Context, s *session.Session, infos []cluster
 // RemoveKubeconfigs drops the entries of names from the user's kubeconfig;
 // the clusters' own files stay. Only entries marina wrote are removed: the
 // user's own of the same name stay, and are an error.
-func RemoveKubeconfigs(e *session.Env, names []string) error {
+func RemoveKubeconfigs(e *session.Env, names []string) (session.Result, error) {
 	target := e.KubeconfigTarget()
 	for _, n := range names {
 		if err := cluster.CheckName(n); err != nil {
-			return err
+			return session.Result{}, err
 		}
 	}
+	var res session.Result
 	var errs []error
 	for _, n := range names {
 		r, err := kubeconfig.Remove(target, n, e.KubeOwner(true))
@@ -160,9 +158,9 @@ func RemoveKubeconfigs(e *session.Env, names []string) error {
 		case err != nil:
 			errs = append(errs, err)
 		case len(r.Entries) > 0:
-			fmt.Fprintf(e.Stdout, "Removed %s (%s) from %s\n", n, strings.Join(r.Entries, ", "), target)
+			res.Add("Removed %s (%s) from %s", n, strings.Join(r.Entries, ", "), target)
 		case len(r.Foreign) == 0 && r.Others == "":
-			fmt.Fprintf(e.Stdout, "%s has no entries named %s: nothing to remove\n", target, n)
+			res.Add("%s has no entries named %s: nothing to remove", target, n)
 		}
 		if r.Others != "" {
 			errs = append(errs, fmt.Errorf("the entries named %s in %s are %s: they were left as they are (remove them with that home's marina, or by hand)", n, target, r.Others))
@@ -171,27 +169,26 @@ func RemoveKubeconfigs(e *session.Env, names []string) error {
 			errs = append(errs, fmt.Errorf("%s has a %s named %s that marina did not write: it was left as it is (kubectl config delete-context %s removes a context of yours)", target, strings.Join(r.Foreign, ", "), n, n))
 		}
 	}
-	return errors.Join(errs...)
+	return res, errors.Join(errs...)
 }
 
 // UseKubeconfig makes name the current context of the user's kubeconfig.
-func UseKubeconfig(e *session.Env, name string) error {
+func UseKubeconfig(e *session.Env, name string) (session.Result, error) {
 	if err := cluster.CheckName(name); err != nil {
-		return err
+		return session.Result{}, err
 	}
 	target := e.KubeconfigTarget()
 	ok, err := kubeconfig.Has(target, name, e.KubeOwner(true))
 	if err != nil {
-		return err
+		return session.Result{}, err
 	}
 	if !ok {
-		return fmt.Errorf("%s has no context %s that this marina home wrote: `marina kubeconfig merge %s` adds it", target, name, name)
+		return session.Result{}, fmt.Errorf("%s has no context %s that this marina home wrote: `marina kubeconfig merge %s` adds it", target, name, name)
 	}
 	if err := kubeconfig.Use(target, name); err != nil {
-		return err
+		return session.Result{}, err
 	}
-	fmt.Fprintf(e.Stdout, "Switched %s to context %s\n", target, name)
-	return nil
+	return session.Said("Switched %s to context %s", target, name), nil
 }
 
 // StaleAfterMove finds the clusters whose kubeconfig names another API

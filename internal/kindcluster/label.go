@@ -13,31 +13,30 @@ import (
 )
 
 // Label sets and removes node labels on every node of a cluster.
-func Label(ctx context.Context, e *session.Env, name string, specs []string, dryRun bool) error {
+func Label(ctx context.Context, e *session.Env, name string, specs []string, dryRun bool) (session.Result, error) {
 	if err := cluster.CheckName(name); err != nil {
-		return err
+		return session.Result{}, err
 	}
 	set, remove, what, err := LabelSpecs(specs)
 	if err != nil {
-		return err
+		return session.Result{}, err
 	}
 	s, err := session.Open(ctx, e, session.Needs{Config: session.VMOnly, Running: true, Clusters: true})
 	if err != nil {
-		return err
+		return session.Result{}, err
 	}
 	defer s.Close()
 	if _, ok := cluster.Find(s.Clusters, name); !ok {
-		return fmt.Errorf("there is no cluster %s (clusters: %s)", name, strings.Join(ui.OrNone(cluster.Names(s.Clusters)), ", "))
+		return session.Result{}, fmt.Errorf("there is no cluster %s (clusters: %s)", name, strings.Join(ui.OrNone(cluster.Names(s.Clusters)), ", "))
 	}
 	if dryRun {
-		e.PrintPlan([]session.Step{{Do: "on every node of " + name + ": " + strings.Join(what, "; ")}}, "")
-		return nil
+		return session.Planned([]session.Step{{Do: "on every node of " + name + ": " + strings.Join(what, "; ")}}, ""), nil
 	}
 	k, err := s.Kube(name, 30*time.Second)
 	if err != nil {
-		return err
+		return session.Result{}, err
 	}
-	return e.Step("Labelling the nodes of "+name, "Labelled the nodes of "+name+": "+strings.Join(what, "; "), func() error {
+	return session.Result{}, e.Step("Labelling the nodes of "+name, "Labelled the nodes of "+name+": "+strings.Join(what, "; "), func() error {
 		if err := k.LabelNodes(ctx, set, remove); err != nil {
 			return fmt.Errorf("cluster %s: %w", name, err)
 		}

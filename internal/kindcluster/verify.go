@@ -40,20 +40,20 @@ type VerifyOptions struct {
 // externalTrafficPolicy Local, calls it from this machine, and checks that
 // the server saw this machine's own address: the whole layer-3 path (host
 // route, the VM's rules, MetalLB's announcement) with no NAT on the way.
-func Verify(ctx context.Context, e *session.Env, opts VerifyOptions) error {
+func Verify(ctx context.Context, e *session.Env, opts VerifyOptions) (session.Result, error) {
 	opts, err := verifyDefaults(e, opts)
 	if err != nil {
-		return err
+		return session.Result{}, err
 	}
 	name := opts.Name
 	s, err := session.Open(ctx, e, session.Needs{Config: session.NoConfig})
 	if err != nil {
-		return err
+		return session.Result{}, err
 	}
 	defer s.Close()
 	k, err := s.Kube(name, 30*time.Second)
 	if err != nil {
-		return err
+		return session.Result{}, err
 	}
 	// The address to call comes from the cluster's Service status, which
 	// its API server writes: it is called only when it is in the cluster's
@@ -63,12 +63,12 @@ func Verify(ctx context.Context, e *session.Env, opts VerifyOptions) error {
 		cfg, err = config.Default(), nil // what up would make
 	}
 	if err != nil {
-		return err
+		return session.Result{}, err
 	}
 	bridge := cfg.Network.Prefix()
 	n, err := clusterSlot(s, name)
 	if err != nil {
-		return err
+		return session.Result{}, err
 	}
 	suffix := make([]byte, 3)
 	_, _ = rand.Read(suffix)
@@ -90,11 +90,11 @@ func Verify(ctx context.Context, e *session.Env, opts VerifyOptions) error {
 		lb, err = k.EchoAddress(wctx, ns)
 		return err
 	}); err != nil {
-		return err
+		return session.Result{}, err
 	}
 	if !slot.InPool(bridge, n, lb) {
 		pool, _ := slot.MetalLBRanges(bridge, n)
-		return fmt.Errorf("the echo server's Service in %s names %s, outside the cluster's LoadBalancer pool %s (slot %d): marina calls no address but its own pool's, so nothing was called; check the cluster's MetalLB pool with `marina doctor`", name, lb, strings.Join(pool, ", "), n)
+		return session.Result{}, fmt.Errorf("the echo server's Service in %s names %s, outside the cluster's LoadBalancer pool %s (slot %d): marina calls no address but its own pool's, so nothing was called; check the cluster's MetalLB pool with `marina doctor`", name, lb, strings.Join(pool, ", "), n)
 	}
 	var seen, mine string
 	if err := e.Step("Calling http://"+lb.String()+"/clientip from this machine", "", func() error {
@@ -103,14 +103,13 @@ func Verify(ctx context.Context, e *session.Env, opts VerifyOptions) error {
 		seen, mine, err = s.Host.ClientIP(wctx, lb)
 		return err
 	}); err != nil {
-		return err
+		return session.Result{}, err
 	}
 	seenHost, _, _ := net.SplitHostPort(seen)
 	if seenHost != mine {
-		return fmt.Errorf("the echo server at %s saw %s, not this machine's address %s: something on the way translates addresses (run `marina status`; the VM's rules or the host route may be missing)", lb, seenHost, mine)
+		return session.Result{}, fmt.Errorf("the echo server at %s saw %s, not this machine's address %s: something on the way translates addresses (run `marina status`; the VM's rules or the host route may be missing)", lb, seenHost, mine)
 	}
-	fmt.Fprintf(e.Stdout, "✓ LoadBalancer %s in %s answered this machine directly: it saw %s, this machine's own address\n", lb, name, seen)
-	return nil
+	return session.Said("✓ LoadBalancer %s in %s answered this machine directly: it saw %s, this machine's own address", lb, name, seen), nil
 }
 
 // clusterSlot is cluster name's slot, from the API port of the kubeconfig

@@ -73,7 +73,7 @@ func TestCleanCacheFollowsNoLink(t *testing.T) {
 			for _, m := range config.Default().Registries.Mirrors {
 				f.Mirrors = append(f.Mirrors, docker.Container{ID: m.Name + "-id", Name: m.Name, State: "running", Labels: map[string]string{registry.LabelMirror: m.Name}})
 			}
-			err := CleanCache(context.Background(), f.Env, []string{mirror}, CleanCacheOptions{Yes: true})
+			_, err := CleanCache(context.Background(), f.Env, []string{mirror}, CleanCacheOptions{Yes: true})
 			path := filepath.Join(f.Env.Paths.RegistryCache(), mirror)
 			if err == nil || !strings.Contains(err.Error(), path+" is a symbolic link") {
 				t.Errorf("clean-cache %s: %v", mirror, err)
@@ -95,7 +95,7 @@ func TestCleanCacheFollowsNoLink(t *testing.T) {
 		f := sessiontest.New(t)
 		f.Config(nil)
 		docs, secret := hostileCache(t, f)
-		if err := CleanCache(context.Background(), f.Env, []string{"registry-gcrio"}, CleanCacheOptions{Yes: true}); err != nil {
+		if _, err := CleanCache(context.Background(), f.Env, []string{"registry-gcrio"}, CleanCacheOptions{Yes: true}); err != nil {
 			t.Fatalf("%v\n%s", err, f.Stderr.String())
 		}
 		intact(t, docs, secret)

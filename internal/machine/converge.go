@@ -23,26 +23,27 @@ import (
 // converge brings a running VM's networking and services to the config:
 // the kind network, the guest's routing rules, the registry mirrors and
 // the host route. It observes (one guest round trip), plans, and applies
-// only what differs, so a warm run changes nothing. With dryRun it prints
-// planned (the steps decided before it) and its own, and changes nothing.
-func converge(ctx context.Context, s *session.Session, planned []session.Step, dryRun bool) error {
-	e, cfg, name := s.Env, s.Config, s.Name
+// only what differs, so a warm run changes nothing. With dryRun it
+// returns planned (the steps decided before it) and its own as the plan,
+// and changes nothing.
+func converge(ctx context.Context, s *session.Session, planned []session.Step, dryRun bool) (*Ready, error) {
+	cfg, name := s.Config, s.Name
 	cidr := cfg.Network.Prefix()
 	o, err := observeStep(ctx, s, cidr, dryRun)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	p, err := planFor(s, o)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	older, err := olderClusters(ctx, s, o)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	stale, err := kindcluster.StaleAfterMove(ctx, s, o)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if dryRun {
 		steps := append(planned, p.steps...)
@@ -53,20 +54,18 @@ func converge(ctx context.Context, s *session.Session, planned []session.Step, d
 		if len(older) > 0 {
 			steps = append(steps, olderStep(s, older))
 		}
-		e.PrintPlan(steps, "VM "+name+" and its networking match the config")
-		return nil
+		return &Ready{Plan: &session.Plan{Steps: steps, None: "VM " + name + " and its networking match the config"}}, nil
 	}
 	if err := applyConverge(ctx, s, p); err != nil {
-		return err
+		return nil, err
 	}
 	if err := kindcluster.FollowLima0(ctx, s, stale); err != nil {
-		return err
+		return nil, err
 	}
 	if err := upgradeClusters(ctx, s, older, o.Guest.Addons); err != nil {
-		return err
+		return nil, err
 	}
-	printReady(s, o.Guest.Lima0.Addr(), cidr)
-	return nil
+	return ready(s, o.Guest.Lima0.Addr(), cidr), nil
 }
 
 // planFor plans converge from one observation, with the label key, the

@@ -32,10 +32,10 @@ type DestroyOptions struct {
 // for the clusters the running VM's Docker lists: ~/.kube/marina is shared
 // by every MARINA_HOME, and nothing in a file says which VM it was made
 // for. The registry cache on the Mac and the config are kept.
-func Destroy(ctx context.Context, e *session.Env, opts DestroyOptions) error {
+func Destroy(ctx context.Context, e *session.Env, opts DestroyOptions) (session.Result, error) {
 	s, err := session.Open(ctx, e, session.Needs{Config: session.VMOnly})
 	if err != nil {
-		return err
+		return session.Result{}, err
 	}
 	defer s.Close()
 	name, in := s.Name, s.Instance
@@ -52,34 +52,32 @@ func Destroy(ctx context.Context, e *session.Env, opts DestroyOptions) error {
 	steps = append(steps, kc.steps()...)
 	unroute, err := routeRemovals(ctx, s)
 	if err != nil {
-		return err
+		return session.Result{}, err
 	}
 	for _, r := range unroute {
 		steps = append(steps, r.step())
 	}
 	if len(steps) == 0 {
-		fmt.Fprintf(e.Stdout, "No changes: VM %s does not exist.\n", name)
-		return nil
+		return session.Planned(nil, "VM "+name+" does not exist"), nil
 	}
 	if opts.DryRun {
-		e.PrintPlan(steps, "")
-		return nil
+		return session.Planned(steps, ""), nil
 	}
 	// Whatever cannot be made again is asked for: the VM, and the
 	// kubeconfigs of its clusters.
 	if destructive := in != nil || kc.removes(); destructive && !opts.Yes {
 		if !e.TTY {
-			return fmt.Errorf("marina destroy %s and needs a confirmation: run it in a terminal, or pass -y", destroyWhat(s, kc))
+			return session.Result{}, fmt.Errorf("marina destroy %s and needs a confirmation: run it in a terminal, or pass -y", destroyWhat(s, kc))
 		}
 		if !ui.Confirm(e.Stdin, e.Stderr, destroyQuestion(s, kc)) {
-			return errors.New("nothing was deleted")
+			return session.Result{}, errors.New("nothing was deleted")
 		}
 	}
 	// The VM first: while it is there, so are its clusters, and their
 	// kubeconfigs stay usable when its deletion fails.
 	if in != nil {
 		if err := e.Step("Deleting VM "+name, "Deleted VM "+name, func() error { return s.VM.Delete(ctx, name) }); err != nil {
-			return err
+			return session.Result{}, err
 		}
 	}
 	// Lima leaves the forwarded socket behind when the VM goes away; one
@@ -87,14 +85,14 @@ func Destroy(ctx context.Context, e *session.Env, opts DestroyOptions) error {
 	// MARINA_HOME) and stays.
 	if removeSock || (in != nil && staleSocket(sock, nil)) {
 		if err := os.Remove(sock); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return fmt.Errorf("remove %s: %w", sock, err)
+			return session.Result{}, fmt.Errorf("remove %s: %w", sock, err)
 		}
 	}
 	// A kubeconfig that cannot go is said with its fix and stops nothing:
 	// it points at a VM that is gone, while a route left behind would
 	// keep sending the kind network to it.
 	kcErr := kc.apply(s)
-	return errors.Join(kcErr, removeRoutes(ctx, s, unroute))
+	return session.Result{}, errors.Join(kcErr, removeRoutes(ctx, s, unroute))
 }
 
 // destroyWhat says what destroy deletes that needs a confirmation.

@@ -5,6 +5,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -94,16 +95,17 @@ func TestDestroyRemovesTheClustersKubeconfigs(t *testing.T) {
 	target := f.KubeconfigFile()
 	before, _ := os.ReadFile(target)
 
-	if err := Destroy(context.Background(), f.Env, DestroyOptions{DryRun: true}); err != nil {
+	res, err := Destroy(context.Background(), f.Env, DestroyOptions{DryRun: true})
+	if err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{
-		"  - delete VM marina (Running) and its disk, with every cluster and image in it\n",
-		"  - remove the kubeconfig files dev.kubeconfig, east.kubeconfig from " + dir + "\n",
-		"  - remove the cluster, user and context entries of dev, east that marina wrote from " + target + " (kind.autoRemoveKubeconfig)\n",
+		"delete VM marina (Running) and its disk, with every cluster and image in it",
+		"remove the kubeconfig files dev.kubeconfig, east.kubeconfig from " + dir,
+		"remove the cluster, user and context entries of dev, east that marina wrote from " + target + " (kind.autoRemoveKubeconfig)",
 	} {
-		if !strings.Contains(f.Stdout.String(), want) {
-			t.Errorf("the plan lacks %q:\n%s", want, f.Stdout.String())
+		if !slices.Contains(strings.Split(sessiontest.Said(res), "\n"), want) {
+			t.Errorf("the plan lacks %q:\n%s", want, sessiontest.Said(res))
 		}
 	}
 	if after, _ := os.ReadFile(target); string(after) != string(before) || !kubeconfigExists(f, "dev") || f.Instance == nil {
@@ -112,7 +114,7 @@ func TestDestroyRemovesTheClustersKubeconfigs(t *testing.T) {
 
 	// Answered no: nothing goes.
 	f.Env.TTY, f.Env.Stdin = true, strings.NewReader("n\n")
-	if err := Destroy(context.Background(), f.Env, DestroyOptions{}); err == nil || err.Error() != "nothing was deleted" {
+	if _, err := Destroy(context.Background(), f.Env, DestroyOptions{}); err == nil || err.Error() != "nothing was deleted" {
 		t.Fatalf("error = %v", err)
 	}
 	q := "Delete VM marina and every cluster and image in it (dev, east), with their kubeconfig files in " + dir + " and their entries in " + target + "? (the registry cache in " + f.Env.Paths.RegistryCache() + " is kept) [y/N] "
@@ -124,7 +126,7 @@ func TestDestroyRemovesTheClustersKubeconfigs(t *testing.T) {
 	}
 
 	f.Env.Stdin = strings.NewReader("y\n")
-	if err := Destroy(context.Background(), f.Env, DestroyOptions{}); err != nil {
+	if _, err := Destroy(context.Background(), f.Env, DestroyOptions{}); err != nil {
 		t.Fatalf("%v\n%s", err, f.Stderr.String())
 	}
 	for _, n := range []string{"dev", "east"} {
@@ -168,7 +170,7 @@ func TestDestroyRemovesOnlyWhatMarinaWrote(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("mine"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := Destroy(context.Background(), f.Env, DestroyOptions{Yes: true}); err != nil {
+	if _, err := Destroy(context.Background(), f.Env, DestroyOptions{Yes: true}); err != nil {
 		t.Fatalf("%v\n%s", err, f.Stderr.String())
 	}
 	for _, n := range []string{"dev", "east"} {
@@ -256,9 +258,9 @@ func TestDestroyKeepsKubeconfigsItCannotTellAreTheVMs(t *testing.T) {
 	}{
 		{"no VM", func(f *sessiontest.World) { f.Instance = nil }, "VM marina does not exist", nil},
 		{"VM stopped", func(f *sessiontest.World) { f.Instance.Status = vm.StatusStopped }, "VM marina is Stopped",
-			[]string{"  - delete VM marina (Stopped) and its disk, with every cluster and image in it\n"}},
+			[]string{"delete VM marina (Stopped) and its disk, with every cluster and image in it"}},
 		{"Docker cannot list the clusters", func(f *sessiontest.World) { f.Fail["docker.kind-nodes"] = errBoom }, "the clusters of VM marina cannot be listed (boom)",
-			[]string{"  - delete VM marina (Running) and its disk, with every cluster and image in it\n"}},
+			[]string{"delete VM marina (Running) and its disk, with every cluster and image in it"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			f := destroyFixture(t, nil)
@@ -267,28 +269,29 @@ func TestDestroyKeepsKubeconfigsItCannotTellAreTheVMs(t *testing.T) {
 			hadVM := f.Instance != nil
 			note := keptNote(f, c.why)
 
-			if err := Destroy(context.Background(), f.Env, DestroyOptions{DryRun: true}); err != nil {
+			res, err := Destroy(context.Background(), f.Env, DestroyOptions{DryRun: true})
+			if err != nil {
 				t.Fatalf("%v\n%s", err, f.Stderr.String())
 			}
+			plan := sessiontest.Said(res)
 			if !strings.Contains(f.Stderr.String(), note) {
 				t.Errorf("the dry run does not say what stays:\n%s\nwant:\n%s", f.Stderr.String(), note)
 			}
 			for _, want := range c.plan {
-				if !strings.Contains(f.Stdout.String(), want) {
-					t.Errorf("the plan lacks %q:\n%s", want, f.Stdout.String())
+				if !strings.Contains(plan, want) {
+					t.Errorf("the plan lacks %q:\n%s", want, plan)
 				}
 			}
-			if strings.Contains(f.Stdout.String(), "kubeconfig") || strings.Contains(f.Stdout.String(), "entries") {
-				t.Errorf("the plan removes kubeconfigs:\n%s", f.Stdout.String())
+			if strings.Contains(plan, "kubeconfig") || strings.Contains(plan, "entries") {
+				t.Errorf("the plan removes kubeconfigs:\n%s", plan)
 			}
 			if c.name == "Docker cannot list the clusters" {
 				f.Fail["docker.kind-nodes"] = errBoom
 			}
 			// No terminal, no -y: a VM to delete needs a confirmation;
 			// without one there is nothing destructive to confirm.
-			f.Stdout.Reset()
 			f.Stderr.Reset()
-			err := Destroy(context.Background(), f.Env, DestroyOptions{})
+			_, err = Destroy(context.Background(), f.Env, DestroyOptions{})
 			switch {
 			case hadVM && (err == nil || !strings.Contains(err.Error(), "needs a confirmation")):
 				t.Errorf("error = %v", err)
@@ -308,7 +311,7 @@ func TestDestroyKeepsKubeconfigsItCannotTellAreTheVMs(t *testing.T) {
 			// A terminal: the question says the kubeconfigs stay.
 			f.Env.TTY, f.Env.Stdin = true, strings.NewReader("y\n")
 			f.Stderr.Reset()
-			if err := Destroy(context.Background(), f.Env, DestroyOptions{}); err != nil {
+			if _, err := Destroy(context.Background(), f.Env, DestroyOptions{}); err != nil {
 				t.Fatalf("%v\n%s", err, f.Stderr.String())
 			}
 			q := "Delete VM marina and every cluster and image in it? (the kubeconfigs in ~/.kube/marina and the registry cache in " + f.Env.Paths.RegistryCache() + " are kept) [y/N] "
@@ -340,7 +343,7 @@ func TestDestroyOfAnotherHomeKeepsThisHomesKubeconfigs(t *testing.T) {
 			before := snapshot(a)
 			b := sharingHome(t, a)
 			c.vmOfB(b)
-			if err := Destroy(context.Background(), b.Env, DestroyOptions{Yes: true}); err != nil {
+			if _, err := Destroy(context.Background(), b.Env, DestroyOptions{Yes: true}); err != nil {
 				t.Fatalf("%v\n%s", err, b.Stderr.String())
 			}
 			kept(a, before)
@@ -351,7 +354,7 @@ func TestDestroyOfAnotherHomeKeepsThisHomesKubeconfigs(t *testing.T) {
 				t.Error("A's VM was touched")
 			}
 			// A's own destroy still removes its clusters'.
-			if err := Destroy(context.Background(), a.Env, DestroyOptions{Yes: true}); err != nil {
+			if _, err := Destroy(context.Background(), a.Env, DestroyOptions{Yes: true}); err != nil {
 				t.Fatalf("%v\n%s", err, a.Stderr.String())
 			}
 			for _, n := range []string{"dev", "east"} {
@@ -410,7 +413,7 @@ func TestDestroyKeepsEntriesUnlessTheConfigSays(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			f := destroyFixture(t, nil)
 			c.write(f)
-			if err := Destroy(context.Background(), f.Env, DestroyOptions{Yes: true}); err != nil {
+			if _, err := Destroy(context.Background(), f.Env, DestroyOptions{Yes: true}); err != nil {
 				t.Fatalf("%v\n%s", err, f.Stderr.String())
 			}
 			for _, n := range []string{"dev", "east"} {
@@ -455,7 +458,7 @@ func TestDestroyGoesOnWhenAKubeconfigCannotGo(t *testing.T) {
 			t.Error(err)
 		}
 	}
-	err := Destroy(context.Background(), f.Env, DestroyOptions{Yes: true})
+	_, err := Destroy(context.Background(), f.Env, DestroyOptions{Yes: true})
 	if err == nil {
 		t.Fatal("destroy succeeded with kubeconfigs left")
 	}
@@ -485,7 +488,7 @@ func TestDestroyGoesOnWhenAKubeconfigCannotGo(t *testing.T) {
 func TestDestroyKeepsKubeconfigsWhenTheVMStays(t *testing.T) {
 	f := destroyFixture(t, nil)
 	f.Fail["vm.delete"] = errBoom
-	if err := Destroy(context.Background(), f.Env, DestroyOptions{Yes: true}); err == nil || !strings.Contains(err.Error(), "boom") {
+	if _, err := Destroy(context.Background(), f.Env, DestroyOptions{Yes: true}); err == nil || !strings.Contains(err.Error(), "boom") {
 		t.Fatalf("error = %v", err)
 	}
 	for _, n := range []string{"dev", "east"} {
@@ -514,7 +517,7 @@ func TestDestroyLeavesWhatTheRecordCannotMakeMarinas(t *testing.T) {
 	if err := os.WriteFile(f.Env.Paths.Routes(), []byte(record), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := Destroy(context.Background(), f.Env, DestroyOptions{Yes: true}); err != nil {
+	if _, err := Destroy(context.Background(), f.Env, DestroyOptions{Yes: true}); err != nil {
 		t.Fatalf("%v\n%s", err, f.Stderr.String())
 	}
 	if got := f.Called("host.privileged"); len(got) != 0 {
@@ -541,27 +544,27 @@ func TestHomesDoNotTrustEachOthersVMs(t *testing.T) {
 	b.Cluster("dev", 1, "")
 	b.Scripts["export kubeconfigs"] = vm.Result{Stdout: []byte(b.Export("dev"))}
 
-	if err := kindcluster.MergeKubeconfigs(ctx, b.Env, nil, false); err == nil || !strings.Contains(err.Error(), "another marina home's ("+a.Env.KubeOwner(false).Home+")") {
+	if _, err := kindcluster.MergeKubeconfigs(ctx, b.Env, nil, false); err == nil || !strings.Contains(err.Error(), "another marina home's ("+a.Env.KubeOwner(false).Home+")") {
 		t.Errorf("B's merge of every cluster: %v", err)
 	}
 	kept(a, before)
-	if err := kindcluster.MergeKubeconfigs(ctx, b.Env, []string{"dev"}, false); err == nil || !strings.Contains(err.Error(), "another marina home's") {
+	if _, err := kindcluster.MergeKubeconfigs(ctx, b.Env, []string{"dev"}, false); err == nil || !strings.Contains(err.Error(), "another marina home's") {
 		t.Errorf("B's merge of dev: %v", err)
 	}
-	if err := kindcluster.RemoveKubeconfigs(b.Env, []string{"dev"}); err == nil || !strings.Contains(err.Error(), "another marina home's") {
+	if _, err := kindcluster.RemoveKubeconfigs(b.Env, []string{"dev"}); err == nil || !strings.Contains(err.Error(), "another marina home's") {
 		t.Errorf("B's remove of dev: %v", err)
 	}
 	kept(a, before)
-	if err := kindcluster.Delete(ctx, b.Env, kindcluster.DeleteOptions{Names: []string{"dev"}, Yes: true}); err != nil {
+	if _, err := kindcluster.Delete(ctx, b.Env, kindcluster.DeleteOptions{Names: []string{"dev"}, Yes: true}); err != nil {
 		t.Fatalf("B's delete of dev: %v\n%s", err, b.Stderr.String())
 	}
 	kept(a, before)
 	b.Cluster("dev", 1, "")
-	if err := Destroy(ctx, b.Env, DestroyOptions{Yes: true}); err != nil {
+	if _, err := Destroy(ctx, b.Env, DestroyOptions{Yes: true}); err != nil {
 		t.Fatalf("%v\n%s", err, b.Stderr.String())
 	}
 	kept(a, before)
-	if err := Destroy(ctx, a.Env, DestroyOptions{Yes: true}); err != nil {
+	if _, err := Destroy(ctx, a.Env, DestroyOptions{Yes: true}); err != nil {
 		t.Fatalf("%v\n%s", err, a.Stderr.String())
 	}
 	for _, n := range []string{"dev", "east"} {
@@ -589,7 +592,7 @@ func TestOlderMarksAreLeftAndSaid(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := Destroy(context.Background(), f.Env, DestroyOptions{Yes: true}); err != nil {
+	if _, err := Destroy(context.Background(), f.Env, DestroyOptions{Yes: true}); err != nil {
 		t.Fatalf("%v\n%s", err, f.Stderr.String())
 	}
 	// Every entry in ~/.kube/config is an older marina's now, and dev's
@@ -603,7 +606,7 @@ func TestOlderMarksAreLeftAndSaid(t *testing.T) {
 	if !strings.Contains(f.Stderr.String(), "older marina") || !strings.Contains(f.Stderr.String(), "marina kubeconfig remove dev") {
 		t.Errorf("what stays is not said:\n%s", f.Stderr.String())
 	}
-	if err := kindcluster.RemoveKubeconfigs(f.Env, []string{"dev"}); err != nil || f.HasOldContext("dev") {
+	if _, err := kindcluster.RemoveKubeconfigs(f.Env, []string{"dev"}); err != nil || f.HasOldContext("dev") {
 		t.Errorf("an explicit remove of dev: %v", err)
 	}
 }

@@ -103,7 +103,7 @@ func TestUpLeavesAForeignResolverFileAlone(t *testing.T) {
 	if err := os.WriteFile(f.ResolverFile("demo.internal"), []byte(mine), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := Up(context.Background(), f.Env, UpOptions{}); err != nil {
+	if _, err := Up(context.Background(), f.Env, UpOptions{}); err != nil {
 		t.Fatalf("%v\n%s", err, f.Stderr.String())
 	}
 	if b, _ := os.ReadFile(f.ResolverFile("demo.internal")); string(b) != mine {
@@ -118,7 +118,7 @@ func TestUpLeavesAForeignResolverFileAlone(t *testing.T) {
 		}
 	}
 	// destroy does not remove it either.
-	if err := Destroy(context.Background(), f.Env, DestroyOptions{Yes: true}); err != nil {
+	if _, err := Destroy(context.Background(), f.Env, DestroyOptions{Yes: true}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(f.ResolverFile("demo.internal")); err != nil {
@@ -131,7 +131,7 @@ func TestUpLeavesAForeignResolverFileAlone(t *testing.T) {
 func TestUpFollowsADNSDomainChange(t *testing.T) {
 	f := sessiontest.New(t)
 	f.Config(nil)
-	if err := Up(context.Background(), f.Env, UpOptions{}); err != nil {
+	if _, err := Up(context.Background(), f.Env, UpOptions{}); err != nil {
 		t.Fatalf("%v\n%s", err, f.Stderr.String())
 	}
 	old := f.ResolverFile("demo.internal")
@@ -140,18 +140,19 @@ func TestUpFollowsADNSDomainChange(t *testing.T) {
 	}
 	f.Config(func(c *config.Config) { c.DNS.Domain = "lab.internal" })
 	f.Calls = nil
-	if err := Up(context.Background(), f.Env, UpOptions{DryRun: true}); err != nil {
+	r, err := Up(context.Background(), f.Env, UpOptions{DryRun: true})
+	if err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"recreate the local DNS's marina-dns", "/bin/rm -f " + old, "lab.internal"} {
-		if !strings.Contains(f.Stdout.String(), want) {
-			t.Errorf("the dry run lacks %q:\n%s", want, f.Stdout.String())
+		if !strings.Contains(planned(r), want) {
+			t.Errorf("the dry run lacks %q:\n%s", want, planned(r))
 		}
 	}
 	if got := f.Called("host.privileged"); len(got) != 0 {
 		t.Errorf("the dry run changed the host: %v", got)
 	}
-	if err := Up(context.Background(), f.Env, UpOptions{}); err != nil {
+	if _, err := Up(context.Background(), f.Env, UpOptions{}); err != nil {
 		t.Fatalf("%v\n%s", err, f.Stderr.String())
 	}
 	if _, err := os.Stat(old); !errors.Is(err, os.ErrNotExist) {
@@ -168,7 +169,7 @@ func TestUpFollowsADNSDomainChange(t *testing.T) {
 	}
 	// The next up finds the new domain in place.
 	f.Calls = nil
-	if err := Up(context.Background(), f.Env, UpOptions{}); err != nil {
+	if _, err := Up(context.Background(), f.Env, UpOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	// (The fixture does not keep mirrors or routes: the DNS's parts only.)
@@ -182,7 +183,7 @@ func TestUpFollowsADNSDomainChange(t *testing.T) {
 		t.Errorf("the up after the change changed the local DNS again: %v", again)
 	}
 	// destroy removes what marina wrote.
-	if err := Destroy(context.Background(), f.Env, DestroyOptions{Yes: true}); err != nil {
+	if _, err := Destroy(context.Background(), f.Env, DestroyOptions{Yes: true}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(f.ResolverFile("lab.internal")); !errors.Is(err, os.ErrNotExist) {
@@ -203,7 +204,7 @@ func TestUpPutsOlderClustersOnTheDNSOnce(t *testing.T) {
 	f.Addons["cur"] = guest.Addons{DNS: "demo.internal", Auth: true}
 	f.DNSWarm()
 	f.RegistrySums = f.MirrorSums()
-	if err := Up(context.Background(), f.Env, UpOptions{}); err != nil {
+	if _, err := Up(context.Background(), f.Env, UpOptions{}); err != nil {
 		t.Fatalf("%v\n%s", err, f.Stderr.String())
 	}
 	want := "kube old ready,kube old apply-external-dns,kube old wait deployment external-dns/external-dns available,kube old coredns,kube old wait deployment kube-system/coredns available"
@@ -214,7 +215,7 @@ func TestUpPutsOlderClustersOnTheDNSOnce(t *testing.T) {
 		t.Errorf("records written:\n%s", body)
 	}
 	f.Calls = nil
-	if err := Up(context.Background(), f.Env, UpOptions{}); err != nil {
+	if _, err := Up(context.Background(), f.Env, UpOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if got := f.Called("kube "); len(got) != 0 {
@@ -240,7 +241,7 @@ func TestUpSetsUpTheEtcdUsers(t *testing.T) {
 	f.Cluster("dev", 1, "https://192.168.64.3:7001")
 	f.Addons["dev"] = guest.Addons{DNS: "demo.internal", Auth: true}
 	f.RegistrySums = f.MirrorSums()
-	if err := Up(context.Background(), f.Env, UpOptions{}); err != nil {
+	if _, err := Up(context.Background(), f.Env, UpOptions{}); err != nil {
 		t.Fatalf("%v\n%s", err, f.Stderr.String())
 	}
 	calls := strings.Join(f.Calls, "\n")
@@ -255,7 +256,7 @@ func TestUpSetsUpTheEtcdUsers(t *testing.T) {
 		}
 	}
 	f.Calls = nil
-	if err := Up(context.Background(), f.Env, UpOptions{}); err != nil {
+	if _, err := Up(context.Background(), f.Env, UpOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if got := f.Called("guest."); len(got) != 1 {
@@ -264,7 +265,7 @@ func TestUpSetsUpTheEtcdUsers(t *testing.T) {
 	// etcd recreated behind marina's back: its users are set up again.
 	f.EtcdAuth = "another-container"
 	f.Calls = nil
-	if err := Up(context.Background(), f.Env, UpOptions{}); err != nil {
+	if _, err := Up(context.Background(), f.Env, UpOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if got := f.Called("guest.run set up the local DNS's etcd users"); len(got) != 1 {
@@ -282,7 +283,7 @@ func TestUpGivesOlderClustersTheirEtcdUser(t *testing.T) {
 	f.Addons["old"] = guest.Addons{DNS: "demo.internal"}
 	f.DNSWarm()
 	f.RegistrySums = f.MirrorSums()
-	if err := Up(context.Background(), f.Env, UpOptions{}); err != nil {
+	if _, err := Up(context.Background(), f.Env, UpOptions{}); err != nil {
 		t.Fatalf("%v\n%s", err, f.Stderr.String())
 	}
 	calls := strings.Join(f.Calls, "\n")

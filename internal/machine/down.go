@@ -17,10 +17,10 @@ type DownOptions struct {
 }
 
 // Down stops the VM; it keeps everything in it.
-func Down(ctx context.Context, e *session.Env, opts DownOptions) error {
+func Down(ctx context.Context, e *session.Env, opts DownOptions) (session.Result, error) {
 	s, err := session.Open(ctx, e, session.Needs{Config: session.VMOnly})
 	if err != nil {
-		return err
+		return session.Result{}, err
 	}
 	defer s.Close()
 	name, in := s.Name, s.Instance
@@ -32,7 +32,7 @@ func Down(ctx context.Context, e *session.Env, opts DownOptions) error {
 	var unroute []routeRemoval
 	if opts.RemoveRoute {
 		if unroute, err = routeRemovals(ctx, s); err != nil {
-			return err
+			return session.Result{}, err
 		}
 		for _, r := range unroute {
 			steps = append(steps, r.step())
@@ -43,15 +43,14 @@ func Down(ctx context.Context, e *session.Env, opts DownOptions) error {
 		if in != nil {
 			state = "is " + in.Status
 		}
-		e.PrintPlan(steps, "VM "+name+" "+state)
-		return nil
+		return session.Planned(steps, "VM "+name+" "+state), nil
 	}
 	if running {
 		if err := e.Step("Stopping VM "+name, "Stopped VM "+name, func() error { return s.VM.Stop(ctx, name) }); err != nil {
-			return err
+			return session.Result{}, err
 		}
 	}
-	return removeRoutes(ctx, s, unroute)
+	return session.Result{}, removeRoutes(ctx, s, unroute)
 }
 
 // routeRemoval is one host route marina made and will delete, with the

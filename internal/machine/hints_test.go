@@ -2,7 +2,8 @@ package machine
 
 import (
 	"context"
-	"strings"
+	"net/netip"
+	"reflect"
 	"testing"
 
 	"github.com/bcollard/marina/internal/config"
@@ -23,15 +24,16 @@ func TestUpEndsWithNextSteps(t *testing.T) {
 	}
 	t.Run("no clusters", func(t *testing.T) {
 		f := sessiontest.Warm(t)
-		if err := Up(context.Background(), f.Env, UpOptions{}); err != nil {
+		r, err := Up(context.Background(), f.Env, UpOptions{})
+		if err != nil {
 			t.Fatalf("%v\n%s", err, f.Stderr.String())
 		}
-		want := "VM marina is ready: lima0 192.168.64.3, Docker at unix://" + sock(f) + ", 172.30.0.0/16 routed to the VM\n" +
-			"Next:\n" +
-			"  eval \"$(marina docker-env)\"    use the VM's Docker from this shell\n" +
-			"  marina cluster create NAME     create a kind cluster (marina fleet apply -f FILE: several)\n"
-		if !strings.HasSuffix(f.Stdout.String(), want) {
-			t.Errorf("up printed:\n%s\nwant it to end:\n%s", f.Stdout.String(), want)
+		want := &Ready{VM: "marina", Lima0: netip.MustParseAddr("192.168.64.3"), Socket: sock(f), Routed: netip.MustParsePrefix("172.30.0.0/16"), Next: []Hint{
+			{`eval "$(marina docker-env)"`, "use the VM's Docker from this shell"},
+			{"marina cluster create NAME", "create a kind cluster (marina fleet apply -f FILE: several)"},
+		}}
+		if !reflect.DeepEqual(r, want) {
+			t.Errorf("up ended with\n%+v\nwant\n%+v", r, want)
 		}
 		if got := f.Called("docker.kind-nodes"); len(got) != 0 {
 			t.Errorf("the hints asked Docker for the clusters: %v", got)
@@ -45,12 +47,12 @@ func TestUpEndsWithNextSteps(t *testing.T) {
 			f.Addons[n] = guest.Addons{DNS: config.DefaultDNSDomain, Auth: true} // on the local DNS already
 		}
 		f.Vars["DOCKER_HOST"] = "unix://" + sock(f)
-		if err := Up(context.Background(), f.Env, UpOptions{}); err != nil {
+		r, err := Up(context.Background(), f.Env, UpOptions{})
+		if err != nil {
 			t.Fatalf("%v\n%s", err, f.Stderr.String())
 		}
-		want := "routed to the VM\nNext:\n  marina cluster list    your 2 clusters: dev, east\n"
-		if !strings.HasSuffix(f.Stdout.String(), want) {
-			t.Errorf("up printed:\n%s\nwant it to end:\n%s", f.Stdout.String(), want)
+		if want := []Hint{{"marina cluster list", "your 2 clusters: dev, east"}}; r == nil || !reflect.DeepEqual(r.Next, want) {
+			t.Errorf("up ended with %+v, want next %+v", r, want)
 		}
 		// The kubeconfig checks listed them; nothing more.
 		if got := f.Called("docker.kind-nodes"); len(got) != 1 {
@@ -59,11 +61,12 @@ func TestUpEndsWithNextSteps(t *testing.T) {
 	})
 	t.Run("dry run", func(t *testing.T) {
 		f := sessiontest.Warm(t)
-		if err := Up(context.Background(), f.Env, UpOptions{DryRun: true}); err != nil {
+		r, err := Up(context.Background(), f.Env, UpOptions{DryRun: true})
+		if err != nil {
 			t.Fatal(err)
 		}
-		if out := f.Stdout.String(); strings.Contains(out, "Next:") || strings.Contains(out, "docker-env") {
-			t.Errorf("a dry run printed hints:\n%s", out)
+		if r == nil || r.Plan == nil || r.Next != nil || r.VM != "" {
+			t.Errorf("a dry run ended with %+v, want its plan alone", r)
 		}
 	})
 }

@@ -93,23 +93,23 @@ func TestUpOffersARestartForPortMirroring(t *testing.T) {
 	lima0 := "https://" + f.Lima0.Addr().String() + ":7001"
 	f.Cluster("direct", 1, lima0)
 
-	if err := Up(context.Background(), f.Env, UpOptions{}); err != nil {
+	if _, err := Up(context.Background(), f.Env, UpOptions{}); err != nil {
 		t.Fatalf("%v\n%s", err, f.Stderr.String())
 	}
 	if !strings.Contains(f.Stderr.String(), "run `marina up --yes`") || len(f.Called("vm.stop")) != 0 || mirroring(f, lima) {
 		t.Fatalf("without a terminal up restarted the VM or did not say how:\n%s\n%s", f.Stderr.String(), f.Log())
 	}
 
-	f.Stdout.Reset()
-	if err := Up(context.Background(), f.Env, UpOptions{DryRun: true}); err != nil {
+	r, err := Up(context.Background(), f.Env, UpOptions{DryRun: true})
+	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(f.Stdout.String(), "restart VM marina to turn Lima's port mirroring on (network.disablePortMirroring: false)") || len(f.Called("vm.stop")) != 0 {
-		t.Errorf("dry run:\n%s", f.Stdout.String())
+	if !strings.Contains(planned(r), "restart VM marina to turn Lima's port mirroring on (network.disablePortMirroring: false)") || len(f.Called("vm.stop")) != 0 {
+		t.Errorf("dry run:\n%s", planned(r))
 	}
 
 	f.Env.TTY, f.Env.Stdin = true, strings.NewReader("n\n")
-	if err := Up(context.Background(), f.Env, UpOptions{}); err != nil {
+	if _, err := Up(context.Background(), f.Env, UpOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(f.Stderr.String(), "Restart VM marina now to turn Lima's port mirroring on") || len(f.Called("vm.stop")) != 0 {
@@ -131,7 +131,7 @@ func TestUpOffersARestartForPortMirroring(t *testing.T) {
 			f.Mu.Unlock()
 		}
 	}
-	if err := Up(context.Background(), f.Env, UpOptions{Yes: true}); err != nil {
+	if _, err := Up(context.Background(), f.Env, UpOptions{Yes: true}); err != nil {
 		t.Fatalf("%v\n%s", err, f.Stderr.String())
 	}
 	f.Before = nil
@@ -156,7 +156,7 @@ func TestUpOffersARestartForPortMirroring(t *testing.T) {
 	}
 	// Applied: the next up has nothing to restart.
 	f.Calls = nil
-	if err := Up(context.Background(), f.Env, UpOptions{Yes: true}); err != nil {
+	if _, err := Up(context.Background(), f.Env, UpOptions{Yes: true}); err != nil {
 		t.Fatal(err)
 	}
 	if got := f.Called("vm.stop"); len(got) != 0 {
@@ -175,8 +175,8 @@ func TestUpNeverStrandsALoopbackCluster(t *testing.T) {
 	loopback(f, "lo")
 	for _, o := range []UpOptions{{DryRun: true}, {Yes: true}} {
 		f.Stderr.Reset()
-		f.Stdout.Reset()
-		if err := Up(context.Background(), f.Env, o); err != nil {
+		r, err := Up(context.Background(), f.Env, o)
+		if err != nil {
 			t.Fatalf("%+v: %v\n%s", o, err, f.Stderr.String())
 		}
 		for _, want := range []string{"1 cluster (lo) would then be unreachable", "marina cluster delete lo", "marina cluster create NAME"} {
@@ -184,8 +184,8 @@ func TestUpNeverStrandsALoopbackCluster(t *testing.T) {
 				t.Errorf("%+v: the warning lacks %q:\n%s", o, want, f.Stderr.String())
 			}
 		}
-		if strings.Contains(f.Stdout.String(), "restart VM") {
-			t.Errorf("%+v: the plan restarts:\n%s", o, f.Stdout.String())
+		if strings.Contains(planned(r), "restart VM") {
+			t.Errorf("%+v: the plan restarts:\n%s", o, planned(r))
 		}
 	}
 	if got := f.Called("vm.stop"); len(got) != 0 || !mirroring(f, lima) {
@@ -206,7 +206,7 @@ func TestUpKeepsALoopbackClustersAddress(t *testing.T) {
 	f.Cluster("lo", 2, "https://127.0.0.1:7002")
 	loopback(f, "lo")
 	f.Scripts["export kubeconfigs"] = vm.Result{Stdout: []byte(f.Export("lo"))}
-	if err := Up(context.Background(), f.Env, UpOptions{}); err != nil {
+	if _, err := Up(context.Background(), f.Env, UpOptions{}); err != nil {
 		t.Fatalf("%v\n%s", err, f.Stderr.String())
 	}
 	if got := f.Called("guest.run export kubeconfigs"); len(got) != 0 {
@@ -227,7 +227,7 @@ func TestMergeUsesEachClustersMode(t *testing.T) {
 		f.Cluster("lo", 2, "")
 		loopback(f, "lo")
 		f.Scripts["export kubeconfigs"] = vm.Result{Stdout: []byte(f.Export("direct") + f.Export("lo"))}
-		if err := kindcluster.MergeKubeconfigs(context.Background(), f.Env, nil, false); err != nil {
+		if _, err := kindcluster.MergeKubeconfigs(context.Background(), f.Env, nil, false); err != nil {
 			t.Fatalf("%v\n%s", err, f.Stderr.String())
 		}
 		want := map[string]string{
@@ -248,7 +248,7 @@ func TestCreateRefusesLoopbackModeOnAVMThatDoesNotMirror(t *testing.T) {
 	f := sessiontest.New(t)
 	f.Config(func(c *config.Config) { c.Network.DisablePortMirroring = false })
 	madeWith(f, true)
-	err := kindcluster.Create(context.Background(), f.Env, kindcluster.CreateOptions{Name: "x"})
+	_, err := kindcluster.Create(context.Background(), f.Env, kindcluster.CreateOptions{Name: "x"})
 	if err == nil || !strings.Contains(err.Error(), "Run `marina up`") {
 		t.Fatalf("err = %v", err)
 	}
@@ -265,7 +265,7 @@ func TestFailedRestartNamesWhatItLeft(t *testing.T) {
 	madeWith(f, true)
 	f.Cluster("direct", 1, "https://"+f.Lima0.Addr().String()+":7001")
 	f.Fail["vm.start"] = errors.New("start VM marina: boot timed out")
-	err := Up(context.Background(), f.Env, UpOptions{Yes: true})
+	_, err := Up(context.Background(), f.Env, UpOptions{Yes: true})
 	if err == nil || !strings.Contains(err.Error(), "`marina up` starts it, then `marina shell -- docker start direct-control-plane` starts the clusters' nodes") {
 		t.Fatalf("err = %v", err)
 	}
@@ -284,7 +284,7 @@ func TestRestartNeedsTheVMStopped(t *testing.T) {
 			f.Mu.Unlock()
 		}
 	}
-	err := Up(context.Background(), f.Env, UpOptions{Yes: true})
+	_, err := Up(context.Background(), f.Env, UpOptions{Yes: true})
 	if err == nil || !strings.Contains(err.Error(), "did not stop") || len(f.Called("vm.set")) != 0 || mirroring(f, lima) {
 		t.Fatalf("err = %v\n%s", err, f.Log())
 	}
@@ -298,7 +298,7 @@ func TestUpFollowsAClusterWithAStoppedWorker(t *testing.T) {
 	f.NodeContainers = append(f.NodeContainers, docker.Node{Container: docker.Container{ID: "dev-w", Name: "dev-worker", State: "exited"}, Cluster: "dev", Role: "worker"})
 	f.Lima0 = mustPrefix("192.168.64.7/24")
 	f.Scripts["export kubeconfigs"] = vm.Result{Stdout: []byte(f.Export("dev"))}
-	if err := Up(context.Background(), f.Env, UpOptions{}); err != nil {
+	if _, err := Up(context.Background(), f.Env, UpOptions{}); err != nil {
 		t.Fatalf("%v\n%s", err, f.Stderr.String())
 	}
 	if s := serverOf(t, f, "dev"); s != "https://192.168.64.7:7001" {

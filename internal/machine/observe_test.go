@@ -17,7 +17,7 @@ func TestUpStopsAtOnceWhenSSHIsRefused(t *testing.T) {
 	f.Config(nil)
 	f.DockerHangs = true
 	f.Fail["guest.observe"] = &vm.SSHError{Name: "observe the VM", Stderr: "lima@127.0.0.1: Permission denied (publickey)."}
-	err := Up(context.Background(), f.Env, UpOptions{})
+	_, err := Up(context.Background(), f.Env, UpOptions{})
 	if !vm.FinalSSH(err) || !strings.Contains(err.Error(), "Permission denied (publickey)") {
 		t.Fatalf("Up = %v; want ssh's refusal", err)
 	}
@@ -37,7 +37,7 @@ func TestUpRetriesARefusedSSHConnection(t *testing.T) {
 	f.DNSWarm()
 	f.RegistrySums = f.MirrorSums()
 	f.Fail["guest.observe"] = &vm.SSHError{Name: "observe the VM", Stderr: "ssh: connect to host 127.0.0.1 port 60022: Connection refused"}
-	if err := Up(context.Background(), f.Env, UpOptions{}); err != nil {
+	if _, err := Up(context.Background(), f.Env, UpOptions{}); err != nil {
 		t.Fatalf("Up = %v\n%s", err, f.Stderr.String())
 	}
 	if got := f.Called("guest.observe"); len(got) != 2 {

@@ -149,10 +149,10 @@ type CleanCacheOptions struct {
 // CleanCache empties the caches of the named mirrors (all when none is
 // named). A running mirror is removed first and started again afterwards,
 // empty — also when emptying failed, so that no mirror is left stopped.
-func CleanCache(ctx context.Context, e *session.Env, names []string, opts CleanCacheOptions) error {
+func CleanCache(ctx context.Context, e *session.Env, names []string, opts CleanCacheOptions) (session.Result, error) {
 	s, err := session.Open(ctx, e, session.Needs{Config: session.Strict})
 	if err != nil {
-		return err
+		return session.Result{}, err
 	}
 	defer s.Close()
 	cfg := s.Config
@@ -163,34 +163,32 @@ func CleanCache(ctx context.Context, e *session.Env, names []string, opts CleanC
 	}
 	selected, err := registry.Select(cfg.Registries.Mirrors, names)
 	if err != nil {
-		return err
+		return session.Result{}, err
 	}
 	if len(selected) == 0 {
-		fmt.Fprintln(e.Stdout, "No changes: no mirrors are configured.")
-		return nil
+		return session.Planned(nil, "no mirrors are configured"), nil
 	}
 	onHost := cfg.Registries.CacheStorage == config.CacheHost
 	if !s.Running() && !onHost {
-		return session.NotRunning(s.Name, s.Instance)
+		return session.Result{}, session.NotRunning(s.Name, s.Instance)
 	}
 	dirs, steps, err := cacheDirs(s, selected)
 	if err != nil {
-		return err
+		return session.Result{}, err
 	}
 	if opts.DryRun {
-		e.PrintPlan(steps, "")
-		return nil
+		return session.Planned(steps, ""), nil
 	}
 	if len(selected) > 1 && !opts.Yes {
 		what := fmt.Sprintf("Empty the caches of %d mirrors (%s)? Every image pulled through them is downloaded again.", len(selected), strings.Join(registryNames(selected), ", "))
 		if !e.TTY {
-			return fmt.Errorf("marina registry clean-cache empties %d caches and needs a confirmation: run it in a terminal, pass -y, or name one mirror", len(selected))
+			return session.Result{}, fmt.Errorf("marina registry clean-cache empties %d caches and needs a confirmation: run it in a terminal, pass -y, or name one mirror", len(selected))
 		}
 		if !ui.Confirm(e.Stdin, e.Stderr, what) {
-			return errors.New("nothing was emptied")
+			return session.Result{}, errors.New("nothing was emptied")
 		}
 	}
-	return emptyCaches(ctx, s, selected, dirs)
+	return session.Result{}, emptyCaches(ctx, s, selected, dirs)
 }
 
 // cacheDirs are the folders to empty, each a plain child of the cache

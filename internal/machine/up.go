@@ -144,21 +144,21 @@ type UpOptions struct {
 
 // Up makes everything match the config: the VM (created or started), then
 // its networking (converge). A warm run on a running VM changes nothing.
-func Up(ctx context.Context, e *session.Env, opts UpOptions) error {
+func Up(ctx context.Context, e *session.Env, opts UpOptions) (*Ready, error) {
 	s, err := session.Open(ctx, e, session.Needs{Config: session.StrictOrDefault})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer s.Close()
 	cfg := s.Config
 	plan, err := PlanUp(cfg, e.Paths, s.Instance, s.ConfigMissing)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	// Two marina homes with the same vm.name would share ~/.<name>.docker.sock:
 	// a socket that answers while this home's VM is not running is another's.
 	if sock := s.Socket(); plan.VM != VMKeep && socketAnswers(sock) {
-		return fmt.Errorf("%s is served by another VM (another MARINA_HOME with vm.name %s, or another tool): starting VM %s here would take it over; set another vm.name in %s, or stop that VM first", sock, s.Name, s.Name, e.Paths.Config)
+		return nil, fmt.Errorf("%s is served by another VM (another MARINA_HOME with vm.name %s, or another tool): starting VM %s here would take it over; set another vm.name in %s, or stop that VM first", sock, s.Name, s.Name, e.Paths.Config)
 	}
 	if s.Instance != nil {
 		plan.Warnings = append(plan.Warnings, creationDrift(e, cfg, s.Instance)...)
@@ -168,7 +168,7 @@ func Up(ctx context.Context, e *session.Env, opts UpOptions) error {
 	}
 	mirroring, err := planMirroring(e, cfg, s.Instance)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if opts.DryRun && plan.VM != VMKeep {
 		if mirroring != nil {
@@ -177,12 +177,11 @@ func Up(ctx context.Context, e *session.Env, opts UpOptions) error {
 		}
 		// The guest cannot be looked at before it runs: say what follows.
 		plan.Steps = append(plan.Steps, session.Step{Do: fmt.Sprintf("then make sure of the Docker network %s, the VM's routing rules, the local DNS, the host's route to %s and its resolver file", docker.KindNetwork, cfg.Network.CIDR)})
-		e.PrintPlan(plan.Steps, "")
-		return nil
+		return &Ready{Plan: &session.Plan{Steps: plan.Steps}}, nil
 	}
 	if !opts.DryRun {
 		if err := applyUp(ctx, s, plan); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	var planned []session.Step
@@ -196,19 +195,20 @@ func Up(ctx context.Context, e *session.Env, opts UpOptions) error {
 	if mirroring != nil {
 		step, started, err := restartForMirroring(ctx, s, mirroring, opts)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if step != nil {
 			planned = append(planned, *step)
 		}
 		resumed = started
 	}
-	if err := converge(ctx, s, planned, opts.DryRun); err != nil {
-		return err
+	r, err := converge(ctx, s, planned, opts.DryRun)
+	if err != nil {
+		return nil, err
 	}
 	// After converge: a restart can move lima0, and converge points the
 	// kubeconfigs at its new address.
-	return waitAPIs(ctx, s, resumed)
+	return r, waitAPIs(ctx, s, resumed)
 }
 
 // creationDrift warns about config settings Lima fixed when it created the

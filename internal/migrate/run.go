@@ -51,6 +51,31 @@ type Options struct {
 	Skill []byte
 	// Now dates --cleanup's folder names (time.Now when nil).
 	Now func() time.Time
+	// Plan, when set, gets the plan before anything changes (the CLI
+	// prints it, ahead of the confirmation).
+	Plan func(Plan)
+}
+
+// Plan is what a migrate will do, in order, and what it says about the
+// choices it made.
+type Plan struct {
+	DryRun bool
+	Steps  []session.Step
+	Notes  []string
+}
+
+// Report is what a migrate reports when it ends, for the CLI to show.
+type Report struct {
+	// Nothing says why there was nothing to migrate ("" when there was).
+	Nothing string
+	Plan    Plan
+	// Ready is the VM marina up brought to the config, once that step ran.
+	Ready *machine.Ready
+	// Done: every step ran.
+	Done bool
+	// Left is klimax's folder when it stays in place (--cleanup renames
+	// it aside).
+	Left string
 }
 
 // journal is what migrate records in ~/.marina/json as it goes,
@@ -119,6 +144,8 @@ type migration struct {
 	stop bool
 	// adopt: klimax's VM becomes marina's.
 	adopt bool
+	// ready is what marina up reported.
+	ready *machine.Ready
 }
 
 // mstep is one step of the plan: what it does, and doing it.
@@ -140,23 +167,23 @@ func (m *migration) add(do, why string, run func(ctx context.Context) error) {
 // is kept under ~/.klimax, and ~/.klimax itself stays until --cleanup.
 // A second run after a success plans nothing; a run stopped anywhere
 // completes when run again.
-func Run(ctx context.Context, e *session.Env, o Options) error {
+func Run(ctx context.Context, e *session.Env, o Options) (*Report, error) {
 	k := Locate(e.Paths.Home)
 	j, err := readJournal(e.Paths)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	m := &migration{e: e, k: k, j: j}
 	if Found(e.Paths.Home) {
 		if err := k.Check(); err != nil {
-			return err
+			return nil, err
 		}
 		if err := m.observe(ctx, o); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	if err := m.planFleets(o.Fleets); err != nil {
-		return err
+		return nil, err
 	}
 	if o.Cleanup {
 		m.planCleanup(o)
@@ -166,60 +193,48 @@ func Run(ctx context.Context, e *session.Env, o Options) error {
 		// (or was not this VM's): what of the adoption is left cannot be
 		// told, and "nothing to migrate" would not be true.
 		if Found(e.Paths.Home) && !m.adopt && m.name != "" && m.moved() {
-			return fmt.Errorf("klimax's VM %s is in marina's Lima (an earlier marina migrate moved it), but %s, migrate's record of what it did, is missing or not this migration's, so migrate cannot tell what of the adoption is left; nothing was changed. `marina up` starts the VM as marina's and puts its networking in order; check it with `marina doctor`", m.name, journalPath(e.Paths))
+			return nil, fmt.Errorf("klimax's VM %s is in marina's Lima (an earlier marina migrate moved it), but %s, migrate's record of what it did, is missing or not this migration's, so migrate cannot tell what of the adoption is left; nothing was changed. `marina up` starts the VM as marina's and puts its networking in order; check it with `marina doctor`", m.name, journalPath(e.Paths))
 		}
-		switch {
-		case !Found(e.Paths.Home) && len(o.Fleets) == 0:
-			fmt.Fprintf(e.Stdout, "Nothing to migrate: there is no klimax installation at %s.\n", k.Dir)
-		default:
-			fmt.Fprintln(e.Stdout, "Nothing to migrate: everything of klimax's is marina's already.")
-			if Found(e.Paths.Home) && !o.Cleanup {
-				fmt.Fprintf(e.Stdout, "%s is left in place; `marina migrate --cleanup` renames it aside.\n", k.Dir)
-			}
+		if !Found(e.Paths.Home) && len(o.Fleets) == 0 {
+			return &Report{Nothing: "there is no klimax installation at " + k.Dir}, nil
 		}
-		return nil
+		rep := &Report{Nothing: "everything of klimax's is marina's already"}
+		if Found(e.Paths.Home) && !o.Cleanup {
+			rep.Left = k.Dir
+		}
+		return rep, nil
 	}
-	m.print(o.DryRun)
+	rep := &Report{Plan: Plan{DryRun: o.DryRun, Notes: m.notes}}
+	for _, s := range m.steps {
+		rep.Plan.Steps = append(rep.Plan.Steps, s.Step)
+	}
+	if o.Plan != nil {
+		o.Plan(rep.Plan)
+	}
 	if o.DryRun {
-		return nil
+		return rep, nil
 	}
 	if m.stop && !o.Yes {
 		q := fmt.Sprintf("Stop klimax's VM %s (its clusters stop and come back as marina's)?", m.name)
 		if !e.TTY {
-			return fmt.Errorf("marina migrate stops klimax's running VM %s and needs a confirmation: run it in a terminal, or pass -y; nothing was changed", m.name)
+			return nil, fmt.Errorf("marina migrate stops klimax's running VM %s and needs a confirmation: run it in a terminal, or pass -y; nothing was changed", m.name)
 		}
 		if !ui.Confirm(e.Stdin, e.Stderr, q) {
-			return errors.New("nothing was changed")
+			return nil, errors.New("nothing was changed")
 		}
 	}
 	for _, s := range m.steps {
-		if err := s.run(ctx); err != nil {
-			return fmt.Errorf("%w\nmigrate stopped at: %s; what was done before it stays done, and `marina migrate` again carries on from here", err, s.Do)
+		err := s.run(ctx)
+		rep.Ready = m.ready
+		if err != nil {
+			return rep, fmt.Errorf("%w\nmigrate stopped at: %s; what was done before it stays done, and `marina migrate` again carries on from here", err, s.Do)
 		}
 	}
-	fmt.Fprintln(e.Stdout, "Migration complete.")
+	rep.Done = true
 	if !o.Cleanup && Found(e.Paths.Home) {
-		fmt.Fprintf(e.Stdout, "%s is left in place; `marina migrate --cleanup` renames it aside once you are happy.\n", k.Dir)
+		rep.Left = k.Dir
 	}
-	return nil
-}
-
-func (m *migration) print(dryRun bool) {
-	w := m.e.Stdout
-	if dryRun {
-		fmt.Fprintln(w, "Plan (--dry-run, nothing was changed):")
-	} else {
-		fmt.Fprintln(w, "Plan:")
-	}
-	for _, s := range m.steps {
-		fmt.Fprintf(w, "  - %s\n", s.Step)
-	}
-	if len(m.notes) > 0 {
-		fmt.Fprintln(w, "Notes:")
-		for _, n := range m.notes {
-			fmt.Fprintf(w, "  - %s\n", n)
-		}
-	}
+	return rep, nil
 }
 
 // observe reads klimax's installation and marina's, and plans.
@@ -906,7 +921,9 @@ func (m *migration) kubeconfig(name, target string) error {
 }
 
 func (m *migration) up(ctx context.Context) error {
-	if err := machine.Up(ctx, m.e, machine.UpOptions{Yes: true}); err != nil {
+	r, err := machine.Up(ctx, m.e, machine.UpOptions{Yes: true})
+	m.ready = r
+	if err != nil {
 		return err
 	}
 	return m.mark(doneUp)

@@ -167,14 +167,14 @@ func homeTree(t *testing.T, home string) map[string]string {
 func TestMigrateDryRunChangesNothing(t *testing.T) {
 	f := klimaxFixture(t)
 	before := homeTree(t, f.Vars["HOME"])
-	if err := Run(context.Background(), f.Env, Options{DryRun: true, Skill: []byte("skill")}); err != nil {
+	if err := run(context.Background(), f, Options{DryRun: true, Skill: []byte("skill")}); err != nil {
 		t.Fatal(err)
 	}
 	if after := homeTree(t, f.Vars["HOME"]); !maps.Equal(before, after) {
 		t.Fatalf("--dry-run changed the home folder:\nbefore %v\nafter  %v", before, after)
 	}
 	out := f.Stdout.String()
-	for _, want := range []string{"Plan (--dry-run", "write " + f.Env.Paths.Config, "stop klimax's VM klimax", "registry-dockerio mirror's cache", "convert the Docker network kind", "run marina up", "relabel the clusters' nodes", "nodeVersion"} {
+	for _, want := range []string{"write " + f.Env.Paths.Config, "stop klimax's VM klimax", "registry-dockerio mirror's cache", "convert the Docker network kind", "run marina up", "relabel the clusters' nodes", "nodeVersion"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("the plan does not say %q:\n%s", want, out)
 		}
@@ -271,14 +271,14 @@ func migrated(t *testing.T, f *sessiontest.World) {
 func TestMigrateAdoptsKlimaxVM(t *testing.T) {
 	f := klimaxFixture(t)
 	ctx := context.Background()
-	if err := Run(ctx, f.Env, Options{Yes: true, Skill: []byte("skill")}); err != nil {
+	if err := run(ctx, f, Options{Yes: true, Skill: []byte("skill")}); err != nil {
 		t.Fatalf("%v\n%s\n%s", err, f.Stdout.String(), f.Stderr.String())
 	}
 	migrated(t, f)
 	// A second run plans nothing.
 	f.Stdout.Reset()
 	before := homeTree(t, f.Vars["HOME"])
-	if err := Run(ctx, f.Env, Options{Yes: true, Skill: []byte("skill")}); err != nil {
+	if err := run(ctx, f, Options{Yes: true, Skill: []byte("skill")}); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(f.Stdout.String(), "Nothing to migrate") {
@@ -292,7 +292,7 @@ func TestMigrateAdoptsKlimaxVM(t *testing.T) {
 func TestMigrateWithoutATerminalAsksForYes(t *testing.T) {
 	f := klimaxFixture(t)
 	before := homeTree(t, f.Vars["HOME"])
-	err := Run(context.Background(), f.Env, Options{Skill: []byte("skill")})
+	err := run(context.Background(), f, Options{Skill: []byte("skill")})
 	if err == nil || !strings.Contains(err.Error(), "-y") {
 		t.Fatalf("Migrate = %v; want a refusal naming -y", err)
 	}
@@ -314,7 +314,7 @@ func TestMigrateResumesAfterEachStep(t *testing.T) {
 			f.Readdress = true
 			f.Fail[at] = errors.New("injected")
 			ctx := context.Background()
-			if err := Run(ctx, f.Env, Options{Yes: true, Skill: []byte("skill")}); err == nil || !strings.Contains(err.Error(), "injected") {
+			if err := run(ctx, f, Options{Yes: true, Skill: []byte("skill")}); err == nil || !strings.Contains(err.Error(), "injected") {
 				t.Fatalf("Migrate = %v; want the injected failure", err)
 			} else if !strings.Contains(err.Error(), "marina migrate") {
 				t.Errorf("the error does not say how to carry on: %v", err)
@@ -322,7 +322,7 @@ func TestMigrateResumesAfterEachStep(t *testing.T) {
 			if _, ok := f.Fail[at]; ok {
 				t.Fatalf("%s was never called", at)
 			}
-			if err := Run(ctx, f.Env, Options{Yes: true, Skill: []byte("skill")}); err != nil {
+			if err := run(ctx, f, Options{Yes: true, Skill: []byte("skill")}); err != nil {
 				t.Fatalf("the second run: %v\n%s", err, f.Stderr.String())
 			}
 			migrated(t, f)
@@ -347,7 +347,7 @@ func TestMigrateKeepsKlimaxVMAndExportsItsClusters(t *testing.T) {
 	ctx := context.Background()
 	kdir := filepath.Join(f.Vars["HOME"], ".klimax", "klimax")
 	before := homeTree(t, kdir)
-	if err := Run(ctx, f.Env, Options{Yes: true, Skill: []byte("skill")}); err != nil {
+	if err := run(ctx, f, Options{Yes: true, Skill: []byte("skill")}); err != nil {
 		t.Fatalf("%v\n%s\n%s", err, f.Stdout.String(), f.Stderr.String())
 	}
 	out := f.Stdout.String()
@@ -383,7 +383,7 @@ func TestMigrateKeepsKlimaxVMAndExportsItsClusters(t *testing.T) {
 	// klimax's VM runs and keeps its caches; the kubeconfigs are there
 	// for when the clusters are made again: a second run plans nothing.
 	f.Stdout.Reset()
-	if err := Run(ctx, f.Env, Options{Yes: true, Skill: []byte("skill")}); err != nil {
+	if err := run(ctx, f, Options{Yes: true, Skill: []byte("skill")}); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(f.Stdout.String(), "Nothing to migrate") {
@@ -416,13 +416,13 @@ func TestMigrateEveryKlimaxConfig(t *testing.T) {
 			}
 			ctx := context.Background()
 			before := homeTree(t, home)
-			if err := Run(ctx, f.Env, Options{DryRun: true, Skill: []byte("skill")}); err != nil {
+			if err := run(ctx, f, Options{DryRun: true, Skill: []byte("skill")}); err != nil {
 				t.Fatal(err)
 			}
 			if after := homeTree(t, home); !maps.Equal(before, after) {
 				t.Fatal("--dry-run changed the home folder")
 			}
-			if err := Run(ctx, f.Env, Options{Yes: true, Skill: []byte("skill")}); err != nil {
+			if err := run(ctx, f, Options{Yes: true, Skill: []byte("skill")}); err != nil {
 				t.Fatalf("%v\n%s", err, f.Stderr.String())
 			}
 			cfg, err := config.Load(p)
@@ -442,7 +442,7 @@ func TestMigrateEveryKlimaxConfig(t *testing.T) {
 			}
 			f.Stdout.Reset()
 			before = homeTree(t, home)
-			if err := Run(ctx, f.Env, Options{Yes: true, Skill: []byte("skill")}); err != nil || !strings.Contains(f.Stdout.String(), "Nothing to migrate") {
+			if err := run(ctx, f, Options{Yes: true, Skill: []byte("skill")}); err != nil || !strings.Contains(f.Stdout.String(), "Nothing to migrate") {
 				t.Errorf("a second run: %v\n%s", err, f.Stdout.String())
 			}
 			if after := homeTree(t, home); !maps.Equal(before, after) {
@@ -471,7 +471,7 @@ func TestMigrateLeavesALinkedCacheAlone(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := homeTree(t, docs)
-	if err := Run(context.Background(), f.Env, Options{Yes: true, Skill: []byte("skill")}); err != nil {
+	if err := run(context.Background(), f, Options{Yes: true, Skill: []byte("skill")}); err != nil {
 		t.Fatalf("%v\n%s", err, f.Stderr.String())
 	}
 	if after := homeTree(t, docs); !maps.Equal(before, after) {
@@ -503,7 +503,7 @@ func TestMigrateKeepsMarinasCacheBehindALink(t *testing.T) {
 	if err := os.Symlink(f.Env.Paths.RegistryCache(), kcache); err != nil {
 		t.Fatal(err)
 	}
-	_ = Run(context.Background(), f.Env, Options{Yes: true, Skill: []byte("skill")})
+	_ = run(context.Background(), f, Options{Yes: true, Skill: []byte("skill")})
 	if b, err := os.ReadFile(ours); err != nil || string(b) != "cached" {
 		t.Fatalf("marina's cache: %q, %v", b, err)
 	}
@@ -521,7 +521,7 @@ func TestMigrateRefusesALinkedKlimaxFolder(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := homeTree(t, home)
-	err := Run(context.Background(), f.Env, Options{Yes: true, Skill: []byte("skill")})
+	err := run(context.Background(), f, Options{Yes: true, Skill: []byte("skill")})
 	if err == nil || !strings.Contains(err.Error(), "is a link to "+real) {
 		t.Fatalf("Migrate = %v", err)
 	}
@@ -545,7 +545,7 @@ func TestMigrateJournalOverridesNoRefusal(t *testing.T) {
 		t.Fatal(err)
 	}
 	kdir := filepath.Join(f.Vars["HOME"], ".klimax", "klimax")
-	if err := Run(context.Background(), f.Env, Options{Yes: true, Skill: []byte("skill")}); err != nil {
+	if err := run(context.Background(), f, Options{Yes: true, Skill: []byte("skill")}); err != nil {
 		t.Fatalf("%v\n%s", err, f.Stderr.String())
 	}
 	if !fileExists(filepath.Join(kdir, "diffdisk")) || len(f.Called("klimax.stop")) != 0 {
@@ -560,7 +560,7 @@ func TestMigrateWithoutItsJournalAfterTheMove(t *testing.T) {
 	f := klimaxFixture(t)
 	f.Fail["vm.start"] = errors.New("injected")
 	ctx := context.Background()
-	if err := Run(ctx, f.Env, Options{Yes: true, Skill: []byte("skill")}); err == nil {
+	if err := run(ctx, f, Options{Yes: true, Skill: []byte("skill")}); err == nil {
 		t.Fatal("the injected failure did not stop migrate")
 	}
 	if err := os.Remove(journalPath(f.Env.Paths)); err != nil {
@@ -568,7 +568,7 @@ func TestMigrateWithoutItsJournalAfterTheMove(t *testing.T) {
 	}
 	f.Stdout.Reset()
 	before := homeTree(t, f.Vars["HOME"])
-	err := Run(ctx, f.Env, Options{Yes: true, Skill: []byte("skill")})
+	err := run(ctx, f, Options{Yes: true, Skill: []byte("skill")})
 	if err == nil || !strings.Contains(err.Error(), "cannot tell what of the adoption is left") || strings.Contains(f.Stdout.String(), "Nothing to migrate") {
 		t.Fatalf("Migrate = %v\n%s", err, f.Stdout.String())
 	}
@@ -583,7 +583,7 @@ func TestMigrateResumesAfterTheConfigIsEdited(t *testing.T) {
 	f := klimaxFixture(t)
 	f.Fail["vm.start"] = errors.New("injected")
 	ctx := context.Background()
-	if err := Run(ctx, f.Env, Options{Yes: true, Skill: []byte("skill")}); err == nil {
+	if err := run(ctx, f, Options{Yes: true, Skill: []byte("skill")}); err == nil {
 		t.Fatal("the injected failure did not stop migrate")
 	}
 	delete(f.Fail, "vm.start")
@@ -594,7 +594,7 @@ func TestMigrateResumesAfterTheConfigIsEdited(t *testing.T) {
 	if err := os.WriteFile(f.Env.Paths.Config, append(b, "# edited by hand\n"...), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := Run(ctx, f.Env, Options{Yes: true, Skill: []byte("skill")}); err != nil {
+	if err := run(ctx, f, Options{Yes: true, Skill: []byte("skill")}); err != nil {
 		t.Fatalf("%v\n%s", err, f.Stderr.String())
 	}
 	migrated(t, f)
@@ -621,7 +621,7 @@ func TestMigrateReadsNothingUnbounded(t *testing.T) {
 	}
 	done := make(chan error, 1)
 	go func() {
-		done <- Run(context.Background(), f.Env, Options{DryRun: true, Skill: []byte("skill")})
+		done <- run(context.Background(), f, Options{DryRun: true, Skill: []byte("skill")})
 	}()
 	select {
 	case err := <-done:
@@ -641,7 +641,7 @@ func TestMigrateLeavesAVPNRouteUnrecorded(t *testing.T) {
 	f := klimaxFixture(t)
 	f.Route.Interface = "utun3"
 	f.Lima0Route = &host.Route{Dest: netip.MustParsePrefix("192.168.64.0/24"), Gateway: netip.MustParseAddr("10.8.0.1"), Interface: "utun3"}
-	if err := Run(context.Background(), f.Env, Options{Yes: true, Skill: []byte("skill")}); err != nil {
+	if err := run(context.Background(), f, Options{Yes: true, Skill: []byte("skill")}); err != nil {
 		t.Fatalf("%v\n%s", err, f.Stderr.String())
 	}
 	made, err := host.LoadMade(f.Env.Paths.Routes(), session.HostOwn(config.Default(), true))
@@ -673,14 +673,37 @@ func TestMigrateResumesAHalfConvertedNetwork(t *testing.T) {
 	}
 	f.Fail["docker.reattach-half"] = errors.New("injected")
 	ctx := context.Background()
-	if err := Run(ctx, f.Env, Options{Yes: true, Skill: []byte("skill")}); err == nil || !strings.Contains(err.Error(), "injected") {
+	if err := run(ctx, f, Options{Yes: true, Skill: []byte("skill")}); err == nil || !strings.Contains(err.Error(), "injected") {
 		t.Fatalf("Migrate = %v; want the injected failure", err)
 	}
 	if len(f.Detached) == 0 {
 		t.Fatal("the failure left every container on the network (the test proves nothing)")
 	}
-	if err := Run(ctx, f.Env, Options{Yes: true, Skill: []byte("skill")}); err != nil {
+	if err := run(ctx, f, Options{Yes: true, Skill: []byte("skill")}); err != nil {
 		t.Fatalf("the second run: %v\n%s", err, f.Stderr.String())
 	}
 	migrated(t, f)
+}
+
+// run is Run, with what its report says kept in f.Stdout, one line each,
+// for the tests to search: why there was nothing to migrate, the plan's
+// steps and notes, and what is left in place.
+func run(ctx context.Context, f *sessiontest.World, o Options) error {
+	rep, err := Run(ctx, f.Env, o)
+	if rep == nil {
+		return err
+	}
+	var lines []string
+	if rep.Nothing != "" {
+		lines = append(lines, "Nothing to migrate: "+rep.Nothing)
+	}
+	for _, s := range rep.Plan.Steps {
+		lines = append(lines, s.String())
+	}
+	lines = append(lines, rep.Plan.Notes...)
+	if rep.Left != "" {
+		lines = append(lines, rep.Left+" is left in place")
+	}
+	f.Stdout.WriteString(strings.Join(lines, "\n") + "\n")
+	return err
 }

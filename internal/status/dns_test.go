@@ -15,7 +15,7 @@ import (
 // off a Mac it says why and runs nothing.
 func TestFlushDNS(t *testing.T) {
 	f := sessiontest.New(t)
-	if err := FlushDNS(context.Background(), f.Env, FlushDNSOptions{}); err != nil {
+	if _, err := FlushDNS(context.Background(), f.Env, FlushDNSOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	want := "host.privileged /usr/bin/dscacheutil -flushcache,host.privileged /usr/bin/killall -HUP mDNSResponder"
@@ -28,7 +28,7 @@ func TestFlushDNS(t *testing.T) {
 
 	f = sessiontest.New(t)
 	f.Fail["host.privileged /usr/bin/dscacheutil"] = errBoom
-	if err := FlushDNS(context.Background(), f.Env, FlushDNSOptions{}); !errors.Is(err, errBoom) {
+	if _, err := FlushDNS(context.Background(), f.Env, FlushDNSOptions{}); !errors.Is(err, errBoom) {
 		t.Errorf("error = %v", err)
 	}
 	if got := f.Called("host.privileged /usr/bin/killall"); len(got) != 0 {
@@ -36,16 +36,17 @@ func TestFlushDNS(t *testing.T) {
 	}
 
 	f = sessiontest.New(t)
-	if err := FlushDNS(context.Background(), f.Env, FlushDNSOptions{DryRun: true}); err != nil {
+	res, err := FlushDNS(context.Background(), f.Env, FlushDNSOptions{DryRun: true})
+	if err != nil {
 		t.Fatal(err)
 	}
-	if got := f.Called("host."); len(got) != 0 || !strings.Contains(f.Stdout.String(), "run `sudo /usr/bin/killall -HUP mDNSResponder`") {
-		t.Errorf("dry run ran %v, printed:\n%s", got, f.Stdout.String())
+	if got := f.Called("host."); len(got) != 0 || !strings.Contains(sessiontest.Said(res), "run `sudo /usr/bin/killall -HUP mDNSResponder`") {
+		t.Errorf("dry run ran %v, planned:\n%s", got, sessiontest.Said(res))
 	}
 
 	f = sessiontest.New(t)
 	f.HostStyle = host.Linux
-	if err := FlushDNS(context.Background(), f.Env, FlushDNSOptions{}); err == nil || !strings.Contains(err.Error(), "this host is not a Mac") {
+	if _, err := FlushDNS(context.Background(), f.Env, FlushDNSOptions{}); err == nil || !strings.Contains(err.Error(), "this host is not a Mac") {
 		t.Errorf("on Linux: %v", err)
 	}
 	if got := f.Called("host."); len(got) != 0 {

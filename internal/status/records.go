@@ -69,21 +69,20 @@ type FlushDNSOptions struct{ DryRun bool }
 // before it runs: for a name looked up before ExternalDNS published it,
 // which mDNSResponder keeps missing for a minute or more. It needs no VM
 // and reads no config.
-func FlushDNS(ctx context.Context, e *session.Env, opts FlushDNSOptions) error {
+func FlushDNS(ctx context.Context, e *session.Env, opts FlushDNSOptions) (session.Result, error) {
 	h := e.Deps.Host()
 	cmds, err := h.FlushDNS()
 	if err != nil {
-		return err
+		return session.Result{}, err
 	}
 	if opts.DryRun {
 		var steps []session.Step
 		for _, c := range cmds {
 			steps = append(steps, session.Step{Do: "run `sudo " + run.Quote(c) + "`"})
 		}
-		e.PrintPlan(steps, "")
-		return nil
+		return session.Planned(steps, ""), nil
 	}
-	return e.Step("Emptying the Mac's DNS cache", "Emptied the Mac's DNS cache: names are looked up afresh", func() error {
+	return session.Result{}, e.Step("Emptying the Mac's DNS cache", "Emptied the Mac's DNS cache: names are looked up afresh", func() error {
 		for _, c := range cmds {
 			if err := h.Privileged(ctx, c); err != nil {
 				return err

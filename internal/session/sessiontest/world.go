@@ -894,3 +894,19 @@ func addonsWrite(body, cluster string) (guest.Addons, bool) {
 	}
 	return guest.Addons{}, false
 }
+
+// Said is everything res says, one line each: the plan's steps (or why
+// there are none), then its lines. Tests search it; the CLI's view of a
+// Result is printResult's.
+func Said(res session.Result) string {
+	var lines []string
+	if p := res.Plan; p != nil {
+		for _, s := range p.Steps {
+			lines = append(lines, s.String())
+		}
+		if len(p.Steps) == 0 {
+			lines = append(lines, p.None)
+		}
+	}
+	return strings.Join(append(lines, res.Lines...), "\n")
+}
