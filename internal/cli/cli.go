@@ -194,7 +194,11 @@ func (r *root) setup() error {
 	if err := paths.CheckNamed(); err != nil {
 		return err
 	}
-	u := ui.New(r.stderr, ui.IsSmartTerminal(os.Stderr, os.Getenv) && r.stderr == io.Writer(os.Stderr), r.debug)
+	smart := ui.IsSmartTerminal(os.Stderr, os.Getenv) && r.stderr == io.Writer(os.Stderr)
+	u := ui.New(r.stderr, smart, r.debug)
+	if smart {
+		u.SetSize(ui.TermSize(os.Stderr))
+	}
 	env := session.NewEnv(paths, u, term.IsTerminal(int(os.Stdin.Fd())), production)
 	env.Stdout, env.Stderr = r.stdout, r.stderr
 	r.env.Store(env)

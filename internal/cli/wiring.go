@@ -60,7 +60,9 @@ func production(e *session.Env) session.Deps {
 		},
 		Docker: func(sock string) (session.Docker, error) { return docker.Dial(sock) },
 		Host: func() session.Host {
-			return macHost{host.New(run.Runner{Log: e.UI.Debugf}, e.TTY, e.Stdin, e.Stderr)}
+			h := host.New(run.Runner{Log: e.UI.Debugf}, e.TTY, e.Stdin, e.Stderr)
+			h.UI = e.UI
+			return macHost{h}
 		},
 		Kube: func(kc []byte, timeout time.Duration) (session.Kube, error) {
 			k, err := kube.Open(kc, timeout)

@@ -449,7 +449,7 @@ func labelExisting(ctx context.Context, s *session.Session, rows []Row, byName m
 // its own line of a board.
 func createAll(ctx context.Context, s *session.Session, f Fleet, rows []Row, tasks []Task, plans map[string]*kindcluster.Plan, held *holds, opts ApplyOptions, byName map[string]*ClusterReport) {
 	e := s.Env
-	board := ui.NewBoard(e.Stderr, e.UI.Smart(), e.UI.Debug(), time.Now)
+	board := e.UI.NewBoard(time.Now)
 	lines := map[string]*ui.Row{}
 	for _, t := range tasks {
 		lines[t.Name] = board.Add(t.Name)

@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/bcollard/marina/internal/run"
+	"github.com/bcollard/marina/internal/ui"
 )
 
 // Host changes the Mac's routing table. Commands that need root go through
@@ -26,6 +27,9 @@ type Host struct {
 	Stderr io.Writer
 	// Root is true when marina already runs as root: no sudo.
 	Root bool
+	// UI, when set, is the progress on the terminal: sudo gets the
+	// terminal to itself (ui.UI.Aside) while it may ask for a password.
+	UI *ui.UI
 	// Style is the routing tool marina drives; empty means the platform's.
 	Style Style
 	// styleErr is why the setting of StyleEnv was refused: every lookup
@@ -139,7 +143,8 @@ func (h *Host) Privileged(ctx context.Context, argv []string) error {
 		}
 		return h.refused(argv, said.String())
 	}
-	fmt.Fprintf(h.Stderr, "marina runs: sudo %s\n", run.Quote(argv))
+	back := h.aside(argv)
+	defer back()
 	if !h.TTY {
 		_, err := h.Run.Output(ctx, run.Cmd{Args: append([]string{"sudo", "-n"}, argv...), Stream: &said})
 		var re *run.Error
@@ -166,6 +171,18 @@ func (h *Host) Privileged(ctx context.Context, argv []string) error {
 		return fmt.Errorf("`sudo %s`: %w", run.Quote(argv), err)
 	}
 	return h.refused(argv, said.String())
+}
+
+// aside says, on a line of its own, what sudo is about to run, with the
+// spinner stopped until back: sudo's password prompt must stay on the
+// screen while it waits.
+func (h *Host) aside(argv []string) (back func()) {
+	say := "marina runs: sudo " + run.Quote(argv)
+	if h.UI == nil {
+		fmt.Fprintln(h.Stderr, say)
+		return func() {}
+	}
+	return h.UI.Aside(say)
 }
 
 // sudoSaid reports whether sudo itself complained: its messages start

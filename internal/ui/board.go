@@ -23,6 +23,9 @@ type Board struct {
 	drawn int // lines drawn last time
 	stop  chan struct{}
 	done  chan struct{}
+	// size is the terminal's, when known: rows are cut to its width, and
+	// the board to its height.
+	size Size
 }
 
 // Row is one job of a Board.
@@ -112,7 +115,7 @@ func (b *Board) Stop() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.smart {
-		b.drawLocked()
+		b.drawFrameLocked(0, true) // the last time: every row, to stay
 	}
 }
 
@@ -133,21 +136,34 @@ func (b *Board) startSpinLocked() {
 			case <-t.C:
 				b.mu.Lock()
 				frame++
-				b.drawFrameLocked(frame)
+				b.drawFrameLocked(frame, false)
 				b.mu.Unlock()
 			}
 		}
 	}(b.stop, b.done)
 }
 
-func (b *Board) drawLocked() { b.drawFrameLocked(0) }
+func (b *Board) drawLocked() { b.drawFrameLocked(0, false) }
 
-func (b *Board) drawFrameLocked(frame int) {
+// drawFrameLocked redraws the board in place. Each row is cut to the
+// terminal's width (a row that wraps moves every row under it), and
+// while jobs run the board keeps to the screen's height: the rows that
+// do not fit are summed up on a last line. all draws every row, for the
+// last time.
+func (b *Board) drawFrameLocked(frame int, all bool) {
+	cols, lines := 0, 0
+	if b.size != nil {
+		cols, lines = b.size()
+	}
+	shown, more := b.rows, ""
+	if !all && lines > 1 && len(b.rows) > lines-1 {
+		shown, more = b.fitLocked(lines - 2)
+	}
 	var s strings.Builder
 	if b.drawn > 0 {
 		fmt.Fprintf(&s, "\x1b[%dA", b.drawn)
 	}
-	for _, r := range b.rows {
+	for _, r := range shown {
 		mark := r.mark
 		switch {
 		case mark != "":
@@ -156,10 +172,71 @@ func (b *Board) drawFrameLocked(frame int) {
 		default:
 			mark = frames[frame%len(frames)]
 		}
-		fmt.Fprintf(&s, "\r\x1b[2K %s %-*s  %s%s\n", mark, b.width, r.name, r.label, r.elapsedLocked())
+		line := fitLine(cols, fmt.Sprintf(" %s %-*s  ", mark, b.width, r.name), r.label, r.elapsedLocked())
+		if r.mark != "" { // coloured once cut: its codes take no columns
+			line = strings.Replace(line, r.mark, Mark(r.mark == "✓", true), 1)
+		}
+		fmt.Fprintf(&s, "\r\x1b[2K%s\n", line)
 	}
-	b.drawn = len(b.rows)
+	b.drawn = len(shown)
+	if more != "" {
+		fmt.Fprintf(&s, "\r\x1b[2K%s\n", fit(more, cols-1))
+		b.drawn++
+	}
+	s.WriteString("\x1b[J") // what an earlier, longer frame left below
 	io.WriteString(b.w, s.String())
+}
+
+// fitLocked picks n rows to show, in their order: the running first,
+// then the failed, the waiting and the done; the others are summed up.
+func (b *Board) fitLocked(n int) ([]*Row, string) {
+	rank := func(r *Row) int {
+		switch {
+		case r.mark == "" && !r.start.IsZero():
+			return 0
+		case r.mark == "✗":
+			return 1
+		case r.mark == "":
+			return 2
+		}
+		return 3
+	}
+	keep := map[*Row]bool{}
+	for want := 0; want <= 3 && len(keep) < n; want++ {
+		for _, r := range b.rows {
+			if rank(r) == want && len(keep) < n {
+				keep[r] = true
+			}
+		}
+	}
+	var shown []*Row
+	var done, waiting, running, failed int
+	for _, r := range b.rows {
+		if keep[r] {
+			shown = append(shown, r)
+			continue
+		}
+		switch rank(r) {
+		case 0:
+			running++
+		case 1:
+			failed++
+		case 2:
+			waiting++
+		default:
+			done++
+		}
+	}
+	var parts []string
+	for _, p := range []struct {
+		n    int
+		what string
+	}{{running, "running"}, {failed, "failed"}, {waiting, "waiting"}, {done, "done"}} {
+		if p.n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", p.n, p.what))
+		}
+	}
+	return shown, fmt.Sprintf("   +%d more (%s)", len(b.rows)-len(shown), strings.Join(parts, ", "))
 }
 
 func (r *Row) elapsedLocked() string {

@@ -64,7 +64,7 @@ func TestBoardRedraws(t *testing.T) {
 	a.Finish(true, "created")
 	b.Stop()
 	s := out.String()
-	if !strings.Contains(s, "\x1b[2A") || !strings.Contains(s, " ✓ a  created (0s)") || !strings.Contains(s, " · b  waiting") {
+	if !strings.Contains(s, "\x1b[2A") || !strings.Contains(s, " \x1b[32m✓\x1b[0m a  created (0s)") || !strings.Contains(s, " · b  waiting") {
 		t.Errorf("redraw:\n%q", s)
 	}
 }

@@ -34,11 +34,32 @@ type UI struct {
 	active bool
 	// row, when set, is the Board row that shows this UI's steps.
 	row *Row
+	// size is the terminal's, when known: the spinner's line is cut to it.
+	size Size
 }
 
 // New returns a UI on w; smart turns on the spinner.
 func New(w io.Writer, smart, debug bool) *UI {
 	return &UI{w: w, smart: smart, debug: debug, now: time.Now}
+}
+
+// SetSize gives the UI its terminal's size (TermSize): the spinner's
+// line, and a Board's rows, are cut to its width.
+func (u *UI) SetSize(s Size) { u.size = s }
+
+// dims is the terminal's columns and rows; 0 when not known.
+func (u *UI) dims() (int, int) {
+	if u.size == nil {
+		return 0, 0
+	}
+	return u.size()
+}
+
+// NewBoard is a Board on the UI's stream, terminal and settings.
+func (u *UI) NewBoard(now func() time.Time) *Board {
+	b := NewBoard(u.w, u.smart, u.debug, now)
+	b.size = u.size
+	return b
 }
 
 // ShowElapsed is how long a step runs before its line shows for how long:
@@ -98,7 +119,10 @@ func (u *UI) drawLocked() {
 	if u.stage != "" {
 		label += ": " + u.stage
 	}
-	fmt.Fprintf(u.w, "\r\x1b[2K %s %s%s", frames[u.frame%len(frames)], label, u.elapsedLocked(" "))
+	// Cut to the width: a line that wraps is not cleared by \r\x1b[2K,
+	// and each frame would leave a row behind.
+	cols, _ := u.dims()
+	fmt.Fprint(u.w, "\r\x1b[2K"+fitLine(cols, " "+frames[u.frame%len(frames)]+" ", label, u.elapsedLocked(" ")))
 }
 
 // elapsedLocked is how long the open step has run, after sep, once that
@@ -130,7 +154,9 @@ func (u *UI) Stage(stage string) {
 	}
 	u.stage = stage
 	if u.smart {
-		u.drawLocked()
+		if u.stop != nil { // not while the terminal is aside
+			u.drawLocked()
+		}
 		return
 	}
 	fmt.Fprintf(u.w, "   %s%s\n", stage, u.elapsedLocked(" · "))
@@ -171,10 +197,7 @@ func (u *UI) End(ok bool) {
 	}
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	mark := "✓"
-	if !ok {
-		mark = "✗"
-	}
+	mark := Mark(ok, u.smart)
 	if u.smart {
 		fmt.Fprintf(u.w, "\r\x1b[2K")
 	}
@@ -187,6 +210,47 @@ func (u *UI) End(ok bool) {
 	}
 	fmt.Fprintf(u.w, " %s %s\n", mark, label)
 	u.stop, u.done, u.stage, u.since = nil, nil, "", time.Time{}
+}
+
+// Aside gives the terminal to something that may read it, such as sudo
+// asking for a password: the spinner stops and its line is cleared, runs
+// (what is about to run, and why) is said on a line of its own under the
+// open step's label, and back draws the spinner again. Without a step
+// open, or without a terminal, it only says runs.
+func (u *UI) Aside(runs string) (back func()) {
+	runs = CleanLines(runs)
+	if u.row != nil {
+		u.row.line(runs)
+		return func() {}
+	}
+	u.mu.Lock()
+	stop, done := u.stop, u.done
+	spinning := u.active && u.smart && stop != nil
+	u.stop, u.done = nil, nil
+	u.mu.Unlock()
+	if spinning {
+		close(stop)
+		<-done
+	}
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if spinning {
+		fmt.Fprintf(u.w, "\r\x1b[2K • %s\n", u.label)
+	}
+	fmt.Fprintln(u.w, runs)
+	if !spinning {
+		return func() {}
+	}
+	return func() {
+		u.mu.Lock()
+		defer u.mu.Unlock()
+		if !u.active || u.stop != nil {
+			return
+		}
+		u.stop, u.done = make(chan struct{}), make(chan struct{})
+		u.drawLocked()
+		go u.spin(u.stop, u.done)
+	}
 }
 
 // Printf writes a line of output between steps.
@@ -223,11 +287,13 @@ func (u *UI) line(s string) {
 	}
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	if u.active && u.smart {
+	// While the terminal is aside (u.stop is nil) nothing is drawn.
+	spinning := u.active && u.smart && u.stop != nil
+	if spinning {
 		fmt.Fprint(u.w, "\r\x1b[2K")
 	}
 	fmt.Fprintln(u.w, s)
-	if u.active && u.smart {
+	if spinning {
 		u.drawLocked()
 	}
 }

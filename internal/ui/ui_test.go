@@ -33,7 +33,7 @@ func TestSmartStepsClearTheSpinner(t *testing.T) {
 	if !strings.Contains(out, "\r\x1b[2Kdebug: a log line\n") {
 		t.Errorf("log line did not clear the spinner first: %q", out)
 	}
-	if !strings.HasSuffix(out, "\r\x1b[2K ✓ Starting VM\n") {
+	if !strings.HasSuffix(out, "\r\x1b[2K \x1b[32m✓\x1b[0m Starting VM\n") {
 		t.Errorf("step end: %q", out)
 	}
 }
@@ -121,7 +121,7 @@ func TestStagesAndElapsedTime(t *testing.T) {
 	clock = clock.Add(12 * time.Second)
 	u.Stage("waiting for ssh (essential requirement 1 of 2)")
 	u.End(true)
-	if out := b.String(); !strings.Contains(out, "\r\x1b[2K ⠋ Starting VM marina: waiting for ssh (essential requirement 1 of 2) 12s") || !strings.HasSuffix(out, " ✓ Starting VM marina (12s)\n") {
+	if out := b.String(); !strings.Contains(out, "\r\x1b[2K ⠋ Starting VM marina: waiting for ssh (essential requirement 1 of 2) 12s") || !strings.HasSuffix(out, " \x1b[32m✓\x1b[0m Starting VM marina (12s)\n") {
 		t.Errorf("smart output: %q", out)
 	}
 }
