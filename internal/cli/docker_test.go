@@ -42,7 +42,7 @@ func TestDockerContextFlags(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "Plan (--dry-run, nothing was changed):\n  - create Docker context lab with docker endpoint unix://"+filepath.Join(home, ".lab.docker.sock")) {
 		t.Errorf("docker-context --dry-run: exit %d\n%s%s", code, out, errs)
 	}
-	if !strings.Contains(errs, "WARNING: VM lab does not exist") {
+	if !strings.Contains(errs, "WARNING: VM lab has not been created yet") {
 		t.Errorf("no warning about the missing VM:\n%s", errs)
 	}
 	if _, err := os.Stat(filepath.Join(home, ".docker")); !os.IsNotExist(err) {

@@ -215,7 +215,7 @@ func TestCouldNotLook(t *testing.T) {
 func TestVMNotRunning(t *testing.T) {
 	for _, c := range []struct{ status, says string }{
 		{"Stopped", "VM lab is Stopped: start it with `marina up`"},
-		{"", "VM lab does not exist: create it with `marina up`"},
+		{"", "VM lab has not been created yet: run `marina up`"},
 	} {
 		home := labHome(t, "")
 		limaVM(t, home, c.status)

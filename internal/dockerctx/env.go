@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/bcollard/marina/internal/config"
 	"github.com/bcollard/marina/internal/run"
 	"github.com/bcollard/marina/internal/session"
 	"github.com/bcollard/marina/internal/vm"
@@ -183,6 +184,10 @@ func checkPrintable(sock string) error {
 // is set).
 func dockerTarget(e *session.Env, warn bool) (name, sock string, err error) {
 	v, err := e.VMName(warn)
+	if errors.Is(err, config.ErrNotFound) && !e.Paths.Named {
+		// No config yet: the VM up would make has the defaults' name.
+		v, err = config.Lenient{Name: config.Default().VM.Name}, nil
+	}
 	if err != nil {
 		return "", "", err
 	}
@@ -210,7 +215,7 @@ func warnReach(ctx context.Context, e *session.Env, name, sock string) {
 		case gerr != nil:
 			err = gerr
 		case in == nil:
-			e.UI.Warnf("VM %s does not exist, so nothing answers on %s yet: create it with `marina up`", name, sock)
+			e.UI.Warnf("VM %s has not been created yet, so nothing answers on %s: run `marina up`", name, sock)
 			return
 		case in.Status != vm.StatusRunning:
 			e.UI.Warnf("VM %s is %s, so nothing answers on %s: start it with `marina up`", name, in.Status, sock)

@@ -126,7 +126,7 @@ type ClusterReport struct {
 func Apply(ctx context.Context, e *session.Env, opts ApplyOptions) (*Report, error) {
 	// The config is read once: the manifest is checked against it before
 	// the VM is looked at.
-	s, err := session.Read(e, session.Needs{Config: session.Strict})
+	s, err := session.Read(e, session.Needs{Config: session.StrictOrDefault})
 	if err != nil {
 		return nil, err
 	}

@@ -36,7 +36,7 @@ type MirrorStatus struct {
 // ListMirrors reports every configured mirror and any stray mirror
 // container.
 func ListMirrors(ctx context.Context, e *session.Env) ([]MirrorStatus, error) {
-	s, err := session.Open(ctx, e, session.Needs{Config: session.Strict})
+	s, err := session.Open(ctx, e, session.Needs{Config: session.StrictOrDefault})
 	if err != nil {
 		return nil, err
 	}

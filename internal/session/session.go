@@ -98,7 +98,7 @@ func Read(e *Env, need Needs) (*Session, error) {
 		// No config yet is no VM yet: for a command that needs one, that
 		// is the VM not running (exit 3), as the README's codes say.
 		if need.Running && errors.Is(err, config.ErrNotFound) && !e.Paths.Named {
-			return nil, &ExitError{Code: ExitNotRunning, Err: err}
+			return nil, NotRunning(config.Default().VM.Name, nil)
 		}
 		return nil, err
 	}
@@ -187,17 +187,18 @@ func (s *Session) readConfig(need ConfigNeed) error {
 		return nil
 	}
 	v, err := s.VMName(need == VMOnly)
-	if need == Lenient {
-		switch {
-		case errors.Is(err, config.ErrNotFound):
-			cfg := config.Default()
-			s.Config, s.Name = cfg, cfg.VM.Name
-			s.File, s.ConfigMissing = config.Lenient{Name: s.Name, Config: cfg}, true
-			return nil
-		case err != nil:
-			s.ConfigErr = err
-			return nil
-		}
+	if errors.Is(err, config.ErrNotFound) && !s.Paths.Named {
+		// No config yet: nothing is made, and marina up would make the VM
+		// of the defaults' name. Commands that only look (status, down,
+		// destroy) say so; those that need the VM stop at Attach.
+		cfg := config.Default()
+		s.Config, s.Name = cfg, cfg.VM.Name
+		s.File, s.ConfigMissing = config.Lenient{Name: s.Name, Config: cfg}, true
+		return nil
+	}
+	if need == Lenient && err != nil {
+		s.ConfigErr = err
+		return nil
 	}
 	if err != nil {
 		return err
@@ -296,7 +297,7 @@ func (s *Session) Kube(name string, timeout time.Duration) (Kube, error) {
 // ExitNotRunning, and a command that prints data prints none.
 func NotRunning(name string, in *vm.Instance) error {
 	if in == nil {
-		return &ExitError{Code: ExitNotRunning, Err: fmt.Errorf("VM %s does not exist: create it with `marina up`", name)}
+		return &ExitError{Code: ExitNotRunning, Err: fmt.Errorf("VM %s has not been created yet: run `marina up`", name)}
 	}
 	return &ExitError{Code: ExitNotRunning, Err: fmt.Errorf("VM %s is %s: start it with `marina up`", name, in.Status)}
 }
