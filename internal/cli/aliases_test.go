@@ -139,3 +139,30 @@ func TestShortConfigFlag(t *testing.T) {
 		}
 	}
 }
+
+// klimax's words that still mean something in marina work: its one-letter
+// aliases, fleet create, cluster e2e-test-nginx (which says it is now
+// cluster verify), skill install --claude and -f (which says to use
+// --force).
+func TestKlimaxWords(t *testing.T) {
+	root := commandTree(t)
+	for words, want := range map[string]string{
+		"d": "marina down", "s": "marina status", "st": "marina status",
+		"c l": "marina cluster list", "c c": "marina cluster create", "c de": "marina cluster delete", "c d": "marina cluster delete",
+		"fleet create": "marina fleet apply", "cluster e2e-test-nginx": "marina cluster e2e-test-nginx",
+	} {
+		c, _, err := root.Find(strings.Fields(words))
+		if err != nil || c.CommandPath() != want {
+			t.Errorf("marina %s is %v (%v), want %s", words, c.CommandPath(), err, want)
+		}
+	}
+	isolate(t)
+	_, errs, code := runCLI(t, "cluster", "e2e-test-nginx", "--cleanup")
+	if code != 0 || !strings.Contains(errs, "WARNING: cluster e2e-test-nginx is klimax's: marina cluster verify does it") {
+		t.Errorf("e2e-test-nginx --cleanup: exit %d\n%s", code, errs)
+	}
+	out, errs, code := runCLI(t, "skill", "install", "--claude", "-f", "--dry-run")
+	if code != 0 || errs != "WARNING: skill install -f is --force now: -f names a file everywhere else in marina, and will here too\n" || !strings.Contains(out, "Would write the marina skill") {
+		t.Errorf("skill install --claude -f: exit %d\n%s%s", code, out, errs)
+	}
+}

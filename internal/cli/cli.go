@@ -100,6 +100,10 @@ func (r *root) exit(err error) int {
 	if err == nil {
 		return session.ExitOK
 	}
+	if errors.Is(err, session.ErrCancelled) {
+		fmt.Fprintln(r.stderr, "Cancelled.")
+		return session.ExitOK
+	}
 	if exit, ok := errors.AsType[*session.ExitError](err); ok {
 		// An ExitError without a message of its own follows output that
 		// said what went wrong (the shell's command, doctor's report).
@@ -145,6 +149,7 @@ pods see your Mac's real address.
   marina status`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Args:          unknown,
 		Version:       version.String(),
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
 			if !cmd.HasParent() {
@@ -210,18 +215,40 @@ func (r *root) setup() error {
 // suggestions, so that a script with a typo stops.
 func group(c *cobra.Command) *cobra.Command {
 	c.SuggestionsMinimumDistance = 2
-	c.Args = func(c *cobra.Command, args []string) error {
-		if len(args) == 0 {
-			return nil
-		}
-		msg := fmt.Sprintf("unknown command %q for %q", args[0], c.CommandPath())
-		if s := c.SuggestionsFor(args[0]); len(s) > 0 {
-			msg += "\n\nDid you mean this?\n\t" + strings.Join(s, "\n\t")
-		}
-		return errors.New(msg) // usageErrors adds where the help is
-	}
+	c.Args = unknown
 	c.RunE = func(c *cobra.Command, _ []string) error { return c.Help() }
 	return c
+}
+
+// peerWords are the words other tools use for marina's commands (kind's
+// and k3d's "create cluster", minikube's "start" and "stop", kubectl's
+// "get"), with marina's.
+var peerWords = map[string]string{
+	"start":  "marina up",
+	"stop":   "marina down",
+	"create": "marina cluster create NAME",
+	"get":    "marina cluster list",
+	"list":   "marina cluster list",
+	"ls":     "marina cluster list",
+	"delete": "marina cluster delete NAME",
+	"rm":     "marina cluster delete NAME",
+}
+
+// unknown refuses a word that is no command of c, with cobra's
+// suggestions, or marina's command when the word is another tool's.
+func unknown(c *cobra.Command, args []string) error {
+	if len(args) == 0 {
+		return nil
+	}
+	msg := fmt.Sprintf("unknown command %q for %q", args[0], c.CommandPath())
+	s := c.SuggestionsFor(args[0])
+	if say, ok := peerWords[args[0]]; ok && !c.HasParent() {
+		s = []string{say}
+	}
+	if len(s) > 0 {
+		msg += "\n\nDid you mean this?\n\t" + strings.Join(s, "\n\t")
+	}
+	return errors.New(msg) // usageErrors adds where the help is
 }
 
 func dryRunFlag(c *cobra.Command, v *bool) {
@@ -279,8 +306,9 @@ one unreachable is refused, with how to recreate it.`,
 func (r *root) downCmd() *cobra.Command {
 	var o machine.DownOptions
 	c := &cobra.Command{
-		Use:   "down",
-		Short: "Stop the VM, keeping everything in it",
+		Use:     "down",
+		Aliases: []string{"d"},
+		Short:   "Stop the VM, keeping everything in it",
 		Long: `Stop the VM. Clusters, images and caches are kept; marina up starts it again.
 The host route to the kind network stays unless --remove-route is given (on a
 Mac it goes anyway with the VM's network; marina up puts it back).`,
@@ -329,7 +357,7 @@ so the next marina up starts from a warm cache. Asks first; -y does not.`,
 func (r *root) statusCmd() *cobra.Command {
 	return withVerdict(r, &cobra.Command{
 		Use:     "status",
-		Aliases: []string{"st"},
+		Aliases: []string{"st", "s"},
 		Short:   "Show the VM and what runs in it",
 		Args:    cobra.NoArgs,
 		Long: `Show the VM (state, machine, lima0 address, Docker version), the host's route

@@ -1,10 +1,14 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/bcollard/marina/internal/session"
-	"github.com/spf13/cobra"
 )
 
 // outputHelp is the root help's section on what scripts may rely on; the
@@ -52,5 +56,57 @@ func usageError(c *cobra.Command, err error) error {
 	if err == nil {
 		return nil
 	}
+	if iv, ok := errors.AsType[*pflag.InvalidValueError](err); ok {
+		err = fmt.Errorf("--%s %q: --%s takes %s", iv.GetFlag().Name, iv.GetValue(), iv.GetFlag().Name, takes(iv.GetFlag()))
+	}
 	return session.Usagef("%w\nRun '%s --help' for usage.", err, c.CommandPath())
+}
+
+// takesAnnotation, on a flag, says what values it takes, for a value
+// that does not parse: "a whole number from 0 to 9".
+const takesAnnotation = "marina-takes"
+
+// takes is what values flag f takes, in words.
+func takes(f *pflag.Flag) string {
+	if say := f.Annotations[takesAnnotation]; len(say) > 0 {
+		return say[0]
+	}
+	switch f.Value.Type() {
+	case "int", "int32", "int64", "uint", "uint16":
+		return "a whole number"
+	case "duration":
+		return "a duration such as 90s, 5m or 1h30m"
+	case "bool":
+		return "true or false (or no value: --" + f.Name + " alone is true)"
+	}
+	return "a " + f.Value.Type()
+}
+
+// say sets what values flag name of c takes, for its parse errors.
+func say(c *cobra.Command, name, what string) {
+	_ = c.Flags().SetAnnotation(name, takesAnnotation, []string{what})
+}
+
+// one is the argument check of a command that takes one NAME: a missing
+// or a second one is said in marina's words, with usage.
+func one(what, usage string) cobra.PositionalArgs {
+	return func(_ *cobra.Command, args []string) error {
+		switch {
+		case len(args) == 0:
+			return fmt.Errorf("name the %s: %s", what, usage)
+		case len(args) > 1:
+			return fmt.Errorf("give one %s (%d given: %s): %s", what, len(args), strings.Join(args, " "), usage)
+		}
+		return nil
+	}
+}
+
+// atLeast is the argument check of a command that takes n or more.
+func atLeast(n int, say string) cobra.PositionalArgs {
+	return func(_ *cobra.Command, args []string) error {
+		if len(args) < n {
+			return errors.New(say)
+		}
+		return nil
+	}
 }

@@ -6,6 +6,7 @@ package cli
 // the Docker client.
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -247,14 +248,25 @@ func TestUsageErrorsExit2(t *testing.T) {
 	}{
 		{[]string{"nosuch"}, `unknown command "nosuch" for "marina"`},
 		{[]string{"clustr"}, "Did you mean this?\n\tcluster"},
+		{[]string{"start"}, "unknown command \"start\" for \"marina\"\n\nDid you mean this?\n\tmarina up"},
+		{[]string{"stop"}, "Did you mean this?\n\tmarina down"},
+		{[]string{"create", "cluster"}, "Did you mean this?\n\tmarina cluster create NAME"},
+		{[]string{"get", "clusters"}, "Did you mean this?\n\tmarina cluster list"},
+		{[]string{"delete", "cluster", "dev"}, "Did you mean this?\n\tmarina cluster delete NAME"},
 		{[]string{"cluster", "crate", "dev"}, `unknown command "crate" for "marina cluster"`},
 		{[]string{"status", "--nope"}, "unknown flag: --nope"},
 		{[]string{"--nope"}, "unknown flag: --nope"},
 		{[]string{"status", "extra"}, `unknown command "extra" for "marina status"`},
-		{[]string{"cluster", "create"}, "accepts 1 arg(s), received 0"},
-		{[]string{"cluster", "create", "a", "b"}, "accepts 1 arg(s), received 2"},
-		{[]string{"cluster", "create", "x", "--workers", "two"}, `invalid argument "two" for "--workers"`},
-		{[]string{"fleet", "describe"}, "accepts 1 arg(s), received 0"},
+		{[]string{"cluster", "create"}, "name the cluster: marina cluster create NAME"},
+		{[]string{"cluster", "create", "a", "b"}, "give one cluster (2 given: a b): marina cluster create NAME"},
+		{[]string{"cluster", "create", "x", "--workers", "two"}, `--workers "two": --workers takes a whole number from 0 to 9`},
+		{[]string{"cluster", "create", "x", "--wait", "soon"}, `--wait "soon": --wait takes a duration such as 90s, 5m or 1h30m`},
+		{[]string{"fleet", "describe"}, "name the fleet: marina fleet describe NAME"},
+		{[]string{"fleet", "apply"}, "give the fleet manifest: marina fleet apply FILE (or -f FILE; - reads stdin)"},
+		{[]string{"fleet", "apply", "a.yaml", "b.yaml"}, "give one manifest (2 given: a.yaml b.yaml)"},
+		{[]string{"fleet", "apply", "a.yaml", "-f", "b.yaml"}, "give the manifest as FILE or with -f, not both"},
+		{[]string{"cluster", "label"}, "name the cluster and the labels: marina cluster label NAME KEY=VALUE… KEY-…"},
+		{[]string{"kubeconfig", "use"}, "name the cluster: marina kubeconfig use NAME"},
 		{[]string{"status", "-o", "xml"}, `unknown output format "xml": use text, json or yaml`},
 		{[]string{"cluster", "list", "-o", "table"}, `unknown output format "table"`},
 		{[]string{"cluster", "list", "-l", "tier in (gold"}, `-l "tier in (gold" is not a label selector`},
@@ -304,6 +316,17 @@ func TestStatusExitsNonZeroOnWhatIsBroken(t *testing.T) {
 		limaVM(t, home, status)
 		if out, errs, code := runCLI(t, "status"); code != 0 || errs != "" {
 			t.Errorf("status of VM %q: exit %d\n%s%s", status, code, out, errs)
+		}
+	}
+}
+
+// A confirmation answered no did what was asked (nothing): "Cancelled."
+// and exit 0, however deep the refusal was wrapped.
+func TestDeclinedIsCancelled(t *testing.T) {
+	for _, err := range []error{session.ErrCancelled, fmt.Errorf("destroy: %w", session.ErrCancelled)} {
+		var out, errb bytes.Buffer
+		if code := newRoot(&out, &errb).exit(err); code != session.ExitOK || errb.String() != "Cancelled.\n" || out.Len() != 0 {
+			t.Errorf("%v: exit %d, stderr %q", err, code, errb.String())
 		}
 	}
 }

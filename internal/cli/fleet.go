@@ -52,7 +52,9 @@ func (r *root) fleetCmd() *cobra.Command {
   marina fleet describe demo
   marina fleet delete demo`,
 	})
-	c.AddCommand(r.fleetApplyCmd("apply"), r.fleetListCmd(), r.fleetDescribeCmd(), r.fleetLabelCmd(), r.fleetAdoptCmd(), r.fleetDeleteCmd())
+	apply := r.fleetApplyCmd("apply")
+	apply.Aliases = []string{"create"} // klimax's word
+	c.AddCommand(apply, r.fleetListCmd(), r.fleetDescribeCmd(), r.fleetLabelCmd(), r.fleetAdoptCmd(), r.fleetDeleteCmd())
 	return c
 }
 
@@ -60,9 +62,9 @@ func (r *root) fleetApplyCmd(use string) *cobra.Command {
 	var o fleet.ApplyOptions
 	var output string
 	c := &cobra.Command{
-		Use:   use + " -f FILE",
+		Use:   use + " FILE | -f FILE",
 		Short: "Create a fleet's missing clusters in parallel along their dependencies",
-		Long: `Read a Fleet manifest (-f - reads stdin), give every cluster to create its slot
+		Long: `Read a Fleet manifest (FILE or -f FILE; - reads stdin), give every cluster to create its slot
 before anything is made, print the plan (create, skip, adopt or label for each
 cluster), then create the missing clusters: each starts as soon as the
 clusters it depends on are ready and a place is free (spec.maxParallel), the
@@ -74,17 +76,31 @@ dependents are skipped. Ctrl-C rolls back the creates in flight. The exit
 status is 1 when a cluster failed.
 
 ` + fleetLong,
-		Example: `  marina fleet apply -f fleet.yaml --dry-run
+		Example: `  marina fleet apply fleet.yaml --dry-run
   marina fleet apply -f fleet.yaml --max-parallel 3
   marina fleet apply -f fleet.yaml --adopt -o json`,
-		Args: cobra.NoArgs,
-		RunE: func(c *cobra.Command, _ []string) error {
+		Args: func(c *cobra.Command, args []string) error {
+			file := c.Flags().Changed("filename")
+			switch {
+			case len(args) > 1:
+				return fmt.Errorf("give one manifest (%d given: %s): marina fleet %s FILE", len(args), strings.Join(args, " "), use)
+			case len(args) == 1 && file:
+				return fmt.Errorf("give the manifest as FILE or with -f, not both: marina fleet %s FILE", use)
+			case len(args) == 0 && !file:
+				return fmt.Errorf("give the fleet manifest: marina fleet %s FILE (or -f FILE; - reads stdin)", use)
+			}
+			return nil
+		},
+		RunE: func(c *cobra.Command, args []string) error {
 			if err := checkOutput(output); err != nil {
 				return err
 			}
 			text := output == "text"
 			if text {
 				o.Plan = func(rep *fleet.Report) { printFleetPlan(r.stdout, rep) }
+			}
+			if len(args) == 1 {
+				o.File = args[0]
 			}
 			rep, err := fleet.Apply(c.Context(), r.env.Load(), o)
 			return r.fleetApplied(rep, err, output)
@@ -97,6 +113,7 @@ status is 1 when a cluster failed.
 	f.StringVarP(&output, "output", "o", "text", "output format: text, json or yaml (the plan, or each cluster's result, slot and phase timings)")
 	f.DurationVar(&o.Wait, "wait", addons.DefaultWait, "how long each cluster waits for each addon to be ready")
 	f.BoolVar(&o.Retain, "retain", false, "keep a cluster whose create failed, for a look")
+	f.BoolVar(&o.NoSwitch, "no-switch-context", false, "leave kubectl's current context as it is (otherwise the first cluster created becomes it: kind.switchContext)")
 	dryRunFlag(c, &o.DryRun)
 	_ = c.RegisterFlagCompletionFunc("filename", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 		return []string{"yaml", "yml"}, cobra.ShellCompDirectiveFilterFileExt
@@ -128,7 +145,7 @@ func (r *root) fleetDescribeCmd() *cobra.Command {
 		Aliases: []string{"desc", "show"},
 		Short:   "Show a fleet's clusters: slot, API port, kubeconfig, nodes, version, readiness, labels",
 		Args: func(c *cobra.Command, args []string) error {
-			if err := cobra.ExactArgs(1)(c, args); err != nil {
+			if err := one("fleet", "marina fleet describe NAME")(c, args); err != nil {
 				return err
 			}
 			name = args[0]
@@ -148,15 +165,16 @@ func (r *root) fleetLabelCmd() *cobra.Command {
 	var labels []string
 	var dryRun bool
 	c := &cobra.Command{
-		Use:     "label NAME -l key=value|-l key-…",
-		Short:   "Set or remove labels on every node of every cluster of a fleet",
-		Example: `  marina fleet label demo -l team=net -l env-`,
-		Args:    cobra.ExactArgs(1),
+		Use:   "label NAME KEY=VALUE… KEY-…",
+		Short: "Set or remove labels on every node of every cluster of a fleet",
+		Example: `  marina fleet label demo team=net env-
+  marina fleet label demo -l team=net -l env-`,
+		Args: atLeast(1, "name the fleet and the labels: marina fleet label NAME KEY=VALUE… KEY-…"),
 		RunE: func(c *cobra.Command, args []string) error {
-			return r.done(fleet.SetLabels(c.Context(), r.env.Load(), args[0], labels, dryRun))
+			return r.done(fleet.SetLabels(c.Context(), r.env.Load(), args[0], append(args[1:], labels...), dryRun))
 		},
-		Long: `Set (-l key=value) or remove (-l key-) labels on every node of every cluster
-in the fleet, as marina cluster label does for one. marina.dev/fleet and
+		Long: `Set (KEY=VALUE) or remove (KEY-) labels on every node of every cluster in the
+fleet, as marina cluster label does for one (-l KEY=VALUE says the same). marina.dev/fleet and
 managed-by are marina's own and refused: marina fleet adopt moves a cluster
 to another fleet.`,
 	}
@@ -170,7 +188,7 @@ func (r *root) fleetAdoptCmd() *cobra.Command {
 		Use:     "adopt FLEET CLUSTER…",
 		Short:   "Make existing clusters members of a fleet (sets only the marina.dev/fleet label)",
 		Example: `  marina fleet adopt demo dev staging`,
-		Args:    cobra.MinimumNArgs(2),
+		Args:    atLeast(2, "name the fleet and the clusters to adopt: marina fleet adopt FLEET CLUSTER…"),
 		RunE: func(c *cobra.Command, args []string) error {
 			return fleet.AdoptClusters(c.Context(), r.env.Load(), args[0], args[1:])
 		},
@@ -305,4 +323,7 @@ func printFleetApplied(w io.Writer, rep *fleet.Report) {
 	}
 	fmt.Fprintf(w, "apply complete: %d created, %d skipped, %d failed%s in %s\n", rep.Created, rep.Skipped, rep.Failed, extra,
 		time.Duration(rep.MakespanSeconds*float64(time.Second)).Round(100*time.Millisecond))
+	if rep.Current != "" {
+		fmt.Fprintf(w, "The current context is %s now (--no-switch-context leaves it).\n", rep.Current)
+	}
 }

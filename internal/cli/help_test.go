@@ -21,7 +21,7 @@ func helpCommands(root *cobra.Command) []*cobra.Command {
 	var walk func(*cobra.Command)
 	walk = func(c *cobra.Command) {
 		for _, s := range c.Commands() {
-			if s.Name() == "help" || strings.HasPrefix(s.Name(), "__") {
+			if s.Name() == "help" || strings.HasPrefix(s.Name(), "__") || s.Hidden { // hidden: klimax's words, kept for its users
 				continue
 			}
 			out = append(out, s)

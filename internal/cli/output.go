@@ -319,9 +319,12 @@ func printCreated(w io.Writer, c *kindcluster.Created) {
 		return
 	}
 	fmt.Fprintf(w, "Cluster %s is ready: API server %s, LoadBalancer pool %s\n", c.Name, c.Server, strings.Join(c.Pool, ", "))
-	if c.Merged {
+	switch {
+	case c.Current:
+		fmt.Fprintf(w, "  kubectl get nodes    (the current context is %s now)\n", c.Name)
+	case c.Merged:
 		fmt.Fprintf(w, "  kubectl --context %s get nodes\n", c.Name)
-	} else {
+	default:
 		fmt.Fprintf(w, "  export KUBECONFIG=%s\n", c.Kubeconfig)
 	}
 	// What mDNSResponder does with a name asked for too early.

@@ -43,15 +43,16 @@ no VM.`,
 	var toStdout bool
 	install := &cobra.Command{
 		Use:   "install",
-		Short: "Write the skill to ~/.claude/skills/marina/SKILL.md (a file that is there is kept unless -f)",
+		Short: "Write the skill to ~/.claude/skills/marina/SKILL.md (a file that is there is kept unless --force)",
 		Long: `Write the skill to ~/.claude/skills/marina/SKILL.md, where Claude Code finds
 it. A file already there with other content (another marina's skill, or one
-you changed) is kept and reported unless -f; --print writes the skill to
-stdout instead of installing it. After an upgrade, marina skill install -f
-writes this marina's.`,
+you changed) is kept and reported unless --force; --print writes the skill to
+stdout instead of installing it. After an upgrade, marina skill install
+--force writes this marina's. (-f, its old shorthand, still works for now
+and says so: everywhere else in marina -f names a file.)`,
 		Example: `  marina skill install
   marina skill install --print
-  marina skill install -f`,
+  marina skill install --force`,
 		Args: cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
 			text, err := skillFile()
@@ -76,7 +77,23 @@ writes this marina's.`,
 		},
 	}
 	install.Flags().BoolVar(&toStdout, "print", false, "write the skill to stdout and install nothing")
-	install.Flags().BoolVarP(&o.Force, "force", "f", false, "replace the skill file that is there")
+	install.Flags().BoolVar(&o.Force, "force", false, "replace the skill file that is there")
+	// -f was --force's shorthand; everywhere else in marina it names a
+	// file. It still works, for a release, and says so (on stderr: cobra's
+	// own deprecation notes go to stdout).
+	var oldF bool
+	install.Flags().BoolVarP(&oldF, "force-old-shorthand", "f", false, "")
+	_ = install.Flags().MarkHidden("force-old-shorthand")
+	install.PreRun = func(*cobra.Command, []string) {
+		if oldF {
+			o.Force = true
+			fmt.Fprintln(r.stderr, "WARNING: skill install -f is --force now: -f names a file everywhere else in marina, and will here too")
+		}
+	}
+	// klimax's skill install took --claude (on by default): Claude Code is
+	// the one agent marina installs for, so it changes nothing.
+	install.Flags().Bool("claude", true, "install for Claude Code (the only agent; klimax's flag, kept for its users)")
+	_ = install.Flags().MarkHidden("claude")
 	dryRunFlag(install, &o.DryRun)
 	path := &cobra.Command{
 		Use:   "path",

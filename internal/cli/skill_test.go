@@ -455,7 +455,7 @@ func TestSkillNamesOnlyRealCommandsAndFlags(t *testing.T) {
 			// none, or fewer, reports them (cobra's own Args check).
 			{"a word after a command that takes none", "Run `marina up frobnicate`.\n", `marina up frobnicate: unknown command "frobnicate" for "marina up"`},
 			{"words after version", "```sh\nmarina version extra words\n```\n", `marina version extra words: unknown command "extra" for "marina version"`},
-			{"too many arguments", "`marina cluster create dev east`\n", "marina cluster create dev east: accepts 1 arg(s), received 2"},
+			{"too many arguments", "`marina cluster create dev east`\n", "marina cluster create dev east: give one cluster (2 given: dev east)"},
 			{"a word after a group", "`marina cluster DEV`\n", `marina cluster DEV: unknown command "DEV" for "marina cluster"`},
 			{"an output format the command lacks", "`marina status -o xml`\n", `marina status -o xml: marina status has no output format "xml" (text, json or yaml)`},
 			{"an output format as --output=", "`marina cluster list --output=table`\n", `marina cluster list --output=table: marina cluster list has no output format "table" (text, json or yaml)`},

@@ -53,6 +53,9 @@ type Kind struct {
 	CustomDNSResolvers   []DNSResolver     `yaml:"customDnsResolvers" json:"customDnsResolvers"`
 	AutoMergeKubeconfig  bool              `yaml:"autoMergeKubeconfig" json:"autoMergeKubeconfig"`
 	AutoRemoveKubeconfig bool              `yaml:"autoRemoveKubeconfig" json:"autoRemoveKubeconfig"`
+	// SwitchContext makes a new cluster the current context of the
+	// kubeconfig it is merged into, as kind does.
+	SwitchContext bool `yaml:"switchContext" json:"switchContext"`
 }
 
 // DNSResolver sends one domain to chosen upstream resolvers from every
@@ -188,6 +191,7 @@ func Default() Config {
 			MetalLBVersion:       DefaultMetalLBVersion,
 			CustomDNSResolvers:   []DNSResolver{},
 			AutoMergeKubeconfig:  true,
+			SwitchContext:        true,
 			AutoRemoveKubeconfig: true,
 		},
 		Registries: Registries{CacheStorage: CacheHost, Image: DefaultRegistryImage, Mirrors: DefaultMirrors()},

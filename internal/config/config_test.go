@@ -524,3 +524,25 @@ func TestNodeImagesArePinned(t *testing.T) {
 		t.Error("the default node version has no image")
 	}
 }
+
+// A kind Cluster file or a Fleet manifest given as marina's config is
+// named for what it is, with what to do instead, not refused key by key;
+// so is it when only vm.name is read.
+func TestConfigThatIsAnotherKindOfFile(t *testing.T) {
+	for body, want := range map[string]string{
+		"kind: Cluster\napiVersion: kind.x-k8s.io/v1alpha4\nnodes:\n- role: control-plane\n- role: worker\n": "is a kind Cluster config, not marina's config: marina writes each cluster's kind config itself",
+		"apiVersion: marina.dev/v1alpha1\nkind: Fleet\nmetadata:\n  name: demo\n":                            "is a Fleet manifest, not marina's config: apply it with `marina fleet apply ",
+	} {
+		_, err := load(t, body)
+		if err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "unknown") {
+			t.Errorf("Load:\n%v\nwant %q", err, want)
+		}
+		p := testPaths(t)
+		if err := os.WriteFile(p.Config, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := LoadVMName(p); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("LoadVMName: %v", err)
+		}
+	}
+}

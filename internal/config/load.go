@@ -88,7 +88,32 @@ func read(paths Paths) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read config: %w", err)
 	}
+	if err := notMarinas(paths.Config, data); err != nil {
+		return nil, err
+	}
 	return data, nil
+}
+
+// notMarinas says what a file given as marina's config is when it is
+// another tool's, or a marina manifest of another kind: a kind Cluster
+// (kind --config's habit) or a Fleet, rather than a list of unknown keys.
+func notMarinas(file string, data []byte) error {
+	var head struct {
+		APIVersion string `yaml:"apiVersion"`
+		Kind       string `yaml:"kind"`
+	}
+	if yaml.Unmarshal(data, &head) != nil {
+		return nil // the strict reading says what is wrong
+	}
+	switch {
+	case head.Kind == "Cluster" && strings.HasPrefix(head.APIVersion, "kind.x-k8s.io/"):
+		return fmt.Errorf("%s is a kind Cluster config, not marina's config: marina writes each cluster's kind config itself (its slot, ports, mirrors and pool); "+
+			"give a cluster's nodes with flags instead (marina cluster create NAME --workers N --node-version V -l KEY=VALUE), "+
+			"or several clusters as a Fleet (marina fleet apply FILE); --config is for marina's own settings (marina config show prints them)", file)
+	case head.Kind == "Fleet" && strings.HasPrefix(head.APIVersion, "marina.dev/"):
+		return fmt.Errorf("%s is a Fleet manifest, not marina's config: apply it with `marina fleet apply %s`", file, file)
+	}
+	return nil
 }
 
 // Load reads, checks and validates the config file at paths.Config.

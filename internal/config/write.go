@@ -52,6 +52,9 @@ kind:
   # and on destroy (only the entries marina wrote).
   autoMergeKubeconfig: {{.Kind.AutoMergeKubeconfig}}
   autoRemoveKubeconfig: {{.Kind.AutoRemoveKubeconfig}}
+  # Make a new cluster the current context there, as kind does
+  # (marina cluster create --no-switch-context leaves it as it is).
+  switchContext: {{.Kind.SwitchContext}}
 
 registries:
   # host: the caches live in ~/.marina/registry-cache and survive destroy.

@@ -17,6 +17,7 @@ import (
 	"github.com/bcollard/marina/internal/config"
 	"github.com/bcollard/marina/internal/fileutil"
 	"github.com/bcollard/marina/internal/kindcluster"
+	"github.com/bcollard/marina/internal/kubeconfig"
 	"github.com/bcollard/marina/internal/session"
 	"github.com/bcollard/marina/internal/ui"
 )
@@ -32,6 +33,10 @@ type ApplyOptions struct {
 	Plan   func(*Report)
 	Wait   time.Duration
 	Retain bool // keep a cluster whose create failed, for a look
+	// NoSwitch leaves the current context as it is; otherwise the first
+	// cluster of the manifest this apply created becomes it
+	// (kind.switchContext), once, after every create.
+	NoSwitch bool
 }
 
 // manifestFile reads a fleet manifest from file, or stdin for "-".
@@ -98,6 +103,8 @@ type Report struct {
 	Clusters        []ClusterReport `json:"clusters"`
 	Start           *time.Time      `json:"start,omitempty"`
 	End             *time.Time      `json:"end,omitempty"`
+	// Current is the cluster made the current context (kind.switchContext).
+	Current string `json:"current,omitempty"`
 }
 
 // ClusterReport is one cluster of a Report.
@@ -183,7 +190,27 @@ func Apply(ctx context.Context, e *session.Env, opts ApplyOptions) (*Report, err
 	if ctx.Err() != nil {
 		return rep, fmt.Errorf("%w: the clusters not started are reported as skipped", ctx.Err())
 	}
-	return rep, nil
+	return rep, switchContext(s, rep, opts)
+}
+
+// switchContext makes the first cluster of the manifest that the apply
+// created the current context, as one create does: once, after the
+// creates, so that parallel creates do not take turns at it.
+func switchContext(s *session.Session, rep *Report, opts ApplyOptions) error {
+	k := s.Config.Kind
+	if opts.NoSwitch || !k.AutoMergeKubeconfig || !k.SwitchContext {
+		return nil
+	}
+	for _, c := range rep.Clusters {
+		if c.Result == "created" {
+			if err := kubeconfig.Use(s.KubeconfigTarget(), c.Name); err != nil {
+				return fmt.Errorf("make %s the current context: %w", c.Name, err)
+			}
+			rep.Current = c.Name
+			return nil
+		}
+	}
+	return nil
 }
 
 // prefetch gets the manifests the creates need into marina's cache
@@ -271,6 +298,7 @@ func memberOptions(f Fleet, m Member, opts ApplyOptions) kindcluster.CreateOptio
 		Name: m.Name, Region: m.Region, Zone: m.Zone, Fleet: f.Name,
 		NodeVersion: m.NodeVersion, Workers: m.Workers, Mirrors: m.Mirrors,
 		Wait: opts.Wait, MetricsServer: m.MetricsServer, Retain: opts.Retain,
+		NoSwitch: true, // the apply switches once, at its end
 	}
 }
 

@@ -22,6 +22,7 @@ import (
 	"github.com/bcollard/marina/internal/session/sessiontest"
 	"github.com/bcollard/marina/internal/slot"
 	"github.com/bcollard/marina/internal/vm"
+	"k8s.io/client-go/tools/clientcmd"
 )
 
 // fleetFixture is a fixture where kind creates any cluster: its node
@@ -145,6 +146,11 @@ func TestFleetApplyCreatesAlongTheDependencies(t *testing.T) {
 	}
 	if summary(rep) != "3 0 0" {
 		t.Errorf("created, skipped, failed: %s", summary(rep))
+	}
+	// The first cluster of the manifest is the current context, once the
+	// creates are done (not whichever finished last).
+	if cfg, err := clientcmd.LoadFromFile(f.KubeconfigFile()); err != nil || rep.Current != "east" || cfg.CurrentContext != "east" {
+		t.Errorf("current context %q (report: %q), %v", cfg.CurrentContext, rep.Current, err)
 	}
 	if ents, _ := os.ReadDir(f.Env.Paths.Slots()); len(ents) != 0 {
 		t.Errorf("slot reservations are still held: %v", ents)

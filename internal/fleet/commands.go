@@ -298,7 +298,7 @@ func Delete(ctx context.Context, e *session.Env, name, file string, yes, dryRun 
 		case !e.TTY:
 			return session.Result{}, fmt.Errorf("deleting %s needs a confirmation: run it in a terminal, or pass -y", strings.Join(names, ", "))
 		case !ui.Confirm(e.Stdin, e.Stderr, "Delete "+strings.Join(names, ", ")+"?"):
-			return session.Result{}, errors.New("nothing was deleted")
+			return session.Result{}, session.ErrCancelled
 		}
 	}
 	if err := kindcluster.DeleteNamed(ctx, s, names, files, script); err != nil {

@@ -19,6 +19,7 @@ import (
 	"github.com/bcollard/marina/internal/session"
 	"github.com/bcollard/marina/internal/session/sessiontest"
 	"github.com/bcollard/marina/internal/vm"
+	"k8s.io/client-go/tools/clientcmd"
 )
 
 // createFixture is a fixture where kind creates cluster c1.
@@ -242,10 +243,10 @@ func TestDeleteConfirmation(t *testing.T) {
 		{name: "no name, no terminal", err: "name the clusters to delete, or select them with -l"},
 		{name: "no name, a pick", tty: true, stdin: "2\n", want: []string{"b"}},
 		{name: "no name, all", tty: true, stdin: "all\n", want: []string{"a", "b"}},
-		{name: "no name, nothing picked", tty: true, stdin: "\n", err: "nothing was deleted"},
+		{name: "no name, nothing picked", tty: true, stdin: "\n", err: "cancelled"},
 		{name: "no name, a wrong number", tty: true, stdin: "3\n", err: `"3" is not one of the numbers 1 to 2; nothing was deleted`},
 		{name: "-l without a terminal", opts: DeleteOptions{Selector: region}, err: "needs a confirmation: run it in a terminal, or pass -y"},
-		{name: "-l answered no", opts: DeleteOptions{Selector: region}, tty: true, stdin: "n\n", err: "nothing was deleted"},
+		{name: "-l answered no", opts: DeleteOptions{Selector: region}, tty: true, stdin: "n\n", err: "cancelled"},
 		{name: "-l answered yes", opts: DeleteOptions{Selector: region}, tty: true, stdin: "y\n", want: []string{"a", "b"}},
 		{name: "-l -y", opts: DeleteOptions{Selector: region, Yes: true}, want: []string{"a", "b"}},
 		{name: "-l matching nothing", opts: DeleteOptions{Selector: cluster.RegionLabel + "=elsewhere"}},
@@ -347,5 +348,35 @@ func TestCreateDryRunListsTheAddonsInTheirOrder(t *testing.T) {
 	calls := strings.Join(f.Called("kube c1 "), "\n")
 	if !(strings.Index(calls, "apply-metallb") < strings.Index(calls, "coredns") && strings.Index(calls, "coredns") < strings.Index(calls, "apply-metrics-server")) {
 		t.Errorf("installed in another order:\n%s", calls)
+	}
+}
+
+// A new cluster becomes kubectl's current context, as kind makes it;
+// --no-switch-context and kind.switchContext: false leave it.
+func TestCreateSwitchesContext(t *testing.T) {
+	current := func(f *sessiontest.World) string {
+		cfg, err := clientcmd.LoadFromFile(f.KubeconfigFile())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cfg.CurrentContext
+	}
+	f := createFixture(t, nil)
+	created, err := create(f, CreateOptions{})
+	if err != nil || !created.Current || current(f) != "c1" {
+		t.Fatalf("create: %v, current context %q", err, current(f))
+	}
+	for name, o := range map[string]struct {
+		opts CreateOptions
+		cfg  func(*config.Config)
+	}{
+		"--no-switch-context":       {CreateOptions{NoSwitch: true}, nil},
+		"kind.switchContext: false": {CreateOptions{}, func(c *config.Config) { c.Kind.SwitchContext = false }},
+	} {
+		f := createFixture(t, o.cfg)
+		created, err := create(f, o.opts)
+		if err != nil || created.Current || !f.HasContext("c1") || current(f) == "c1" {
+			t.Errorf("%s: %v, current context %q", name, err, current(f))
+		}
 	}
 }

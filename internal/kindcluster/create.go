@@ -38,6 +38,9 @@ type CreateOptions struct {
 	Wait time.Duration
 	// MetricsServer, when set, installs metrics-server (fleets ask for it).
 	MetricsServer *addons.MetricsServer
+	// NoSwitch leaves the current context as it is (kind.switchContext
+	// makes the new cluster's current otherwise).
+	NoSwitch bool
 }
 
 // Plan is a checked create, before anything changed.
@@ -51,6 +54,7 @@ type Plan struct {
 	server     string
 	kubeconfig string // the cluster's own file
 	target     string // the kubeconfig it is merged into ("" when not)
+	switchTo   bool   // make it the current context of target
 	create     string // the guest scripts: kind create, and delete
 	remove     string
 	// externalDNS is the cluster's ExternalDNS manifest, etcd its user.
@@ -70,6 +74,7 @@ type Created struct {
 	Pool       []string // its LoadBalancer pool
 	Kubeconfig string   // its own file
 	Merged     bool     // its context is in the user's kubeconfig
+	Current    bool     // and the current one there
 	Zone       string   // the DNS zone of its LoadBalancer Services
 }
 
@@ -187,6 +192,7 @@ func Prepare(ctx context.Context, s *session.Session, opts CreateOptions) (*Plan
 	}
 	if cfg.Kind.AutoMergeKubeconfig {
 		p.target = s.KubeconfigTarget()
+		p.switchTo = cfg.Kind.SwitchContext && !opts.NoSwitch
 		// A name the user's kubeconfig already has for something of its
 		// own fails now, before kind made anything.
 		if err := kubeconfig.CheckMerge(s.KubeconfigFiles(), s.KubeOwner(true), opts.Name); err != nil {
@@ -329,12 +335,15 @@ func Apply(ctx context.Context, s *session.Session, p *Plan, opts CreateOptions)
 			return err
 		}
 		rb.merged = true
+		if p.switchTo {
+			return kubeconfig.Use(p.target, name)
+		}
 		return nil
 	}); err != nil {
 		return nil, rb.fail("writing its kubeconfig", err)
 	}
 	e.SetLeftover("")
-	return &Created{Name: name, Server: p.server, Pool: p.pool, Kubeconfig: p.kubeconfig, Merged: p.target != "",
+	return &Created{Name: name, Server: p.server, Pool: p.pool, Kubeconfig: p.kubeconfig, Merged: p.target != "", Current: p.switchTo,
 		Zone: dns.ClusterZone(name, s.Config.DNS.Domain)}, nil
 }
 

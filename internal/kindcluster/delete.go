@@ -70,7 +70,7 @@ func Delete(ctx context.Context, e *session.Env, opts DeleteOptions) (session.Re
 			return session.Result{}, fmt.Errorf("-l %s selects %s; deleting them needs a confirmation: run it in a terminal, or pass -y", opts.Selector, strings.Join(names, ", "))
 		}
 		if !ui.Confirm(e.Stdin, e.Stderr, "Delete "+strings.Join(names, ", ")+"?") {
-			return session.Result{}, errors.New("nothing was deleted")
+			return session.Result{}, session.ErrCancelled
 		}
 	}
 	return session.Result{}, DeleteNamed(ctx, s, names, files, script)
@@ -214,7 +214,7 @@ func pick(e *session.Env, rows []Row) ([]string, error) {
 	}
 	idx, err := ui.Pick(e.Stdin, e.Stderr, "Delete which clusters?", items)
 	if errors.Is(err, ui.ErrCancelled) {
-		return nil, errors.New("nothing was deleted")
+		return nil, session.ErrCancelled
 	}
 	if err != nil {
 		return nil, fmt.Errorf("%w; nothing was deleted", err)

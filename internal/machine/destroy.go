@@ -70,7 +70,7 @@ func Destroy(ctx context.Context, e *session.Env, opts DestroyOptions) (session.
 			return session.Result{}, fmt.Errorf("marina destroy %s and needs a confirmation: run it in a terminal, or pass -y", destroyWhat(s, kc))
 		}
 		if !ui.Confirm(e.Stdin, e.Stderr, destroyQuestion(s, kc)) {
-			return session.Result{}, errors.New("nothing was deleted")
+			return session.Result{}, session.ErrCancelled
 		}
 	}
 	// The VM first: while it is there, so are its clusters, and their

@@ -185,7 +185,7 @@ func CleanCache(ctx context.Context, e *session.Env, names []string, opts CleanC
 			return session.Result{}, fmt.Errorf("marina registry clean-cache empties %d caches and needs a confirmation: run it in a terminal, pass -y, or name one mirror", len(selected))
 		}
 		if !ui.Confirm(e.Stdin, e.Stderr, what) {
-			return session.Result{}, errors.New("nothing was emptied")
+			return session.Result{}, session.ErrCancelled
 		}
 	}
 	return session.Result{}, emptyCaches(ctx, s, selected, dirs)

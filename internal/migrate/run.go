@@ -220,7 +220,7 @@ func Run(ctx context.Context, e *session.Env, o Options) (*Report, error) {
 			return nil, fmt.Errorf("marina migrate stops klimax's running VM %s and needs a confirmation: run it in a terminal, or pass -y; nothing was changed", m.name)
 		}
 		if !ui.Confirm(e.Stdin, e.Stderr, q) {
-			return nil, errors.New("nothing was changed")
+			return nil, session.ErrCancelled
 		}
 	}
 	for _, s := range m.steps {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/bcollard/marina/internal/ui"
 	"k8s.io/apimachinery/pkg/labels"
 )
 
@@ -79,3 +80,8 @@ func ParseSelector(s string) (labels.Selector, error) {
 	}
 	return sel, nil
 }
+
+// ErrCancelled is a confirmation the user declined: nothing was done, as
+// asked, so marina says "Cancelled." and exits ExitOK (scripts pass -y).
+// It is the picker's own (ui.ErrCancelled), so an empty pick is one too.
+var ErrCancelled = ui.ErrCancelled
