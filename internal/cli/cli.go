@@ -127,6 +127,7 @@ func (r *root) exit(err error) int {
 
 type root struct {
 	stdout, stderr io.Writer
+	colour         bool // stdout is a smart terminal: ✓, ✗ and doctor's tags in colour
 	configFlag     string
 	debug          bool
 	// env is set once the command starts; the signal handler reads it.
@@ -200,6 +201,8 @@ func (r *root) setup() error {
 		return err
 	}
 	smart := ui.IsSmartTerminal(os.Stderr, os.Getenv) && r.stderr == io.Writer(os.Stderr)
+	// The views on stdout have colour of their own: a pipe there gets none.
+	r.colour = ui.IsSmartTerminal(os.Stdout, os.Getenv) && r.stdout == io.Writer(os.Stdout)
 	u := ui.New(r.stderr, smart, r.debug)
 	if smart {
 		u.SetSize(ui.TermSize(os.Stderr))
@@ -355,23 +358,34 @@ so the next marina up starts from a warm cache. Asks first; -y does not.`,
 }
 
 func (r *root) statusCmd() *cobra.Command {
-	return withVerdict(r, &cobra.Command{
+	var verbose bool
+	c := withVerdict(r, &cobra.Command{
 		Use:     "status",
 		Aliases: []string{"st", "s"},
 		Short:   "Show the VM and what runs in it",
 		Args:    cobra.NoArgs,
-		Long: `Show the VM (state, machine, lima0 address, Docker version), the host's route
-to the kind network, the guest's networking (the kind Docker network and each
-rule marina installs, checked one by one), the local DNS (the resolver file,
-its two containers and one real lookup) and the clusters Docker runs.
+		Long: `Show the lab at a glance: one line per part (the VM, the host's route to the
+kind network, the guest's networking, the local DNS, the registry mirrors),
+each ✓ or ✗ with its first problem, then the clusters Docker runs. A mirror
+that does not run is a warning (!): the nodes pull from its upstream.
+
+-v shows everything: the VM (state, machine, lima0 address, Docker version),
+the route, the kind Docker network and each rule marina installs, checked one
+by one, and the local DNS (the resolver file, its two containers and one real
+lookup). -o json and -o yaml give all of it, and the mirrors.
 
 status changes nothing, and a problem does not stop it: each is shown beside
 what was found. When the config does not load, the VM is still shown (vm.name
-is read alone).`,
+is read alone). Exits 1 when something it shows is ✗.`,
 		Example: `  marina status
+  marina status -v
   marina st
   marina status -o json`,
-	}, status.Get, printStatus, statusVerdict)
+	}, status.Get, func(w io.Writer, s status.Status) {
+		style{colour: r.colour, verbose: verbose}.status(w, s)
+	}, statusVerdict)
+	c.Flags().BoolVarP(&verbose, "verbose", "v", false, "show every section, and each rule checked one by one (text output)")
+	return c
 }
 
 func (r *root) shellCmd() *cobra.Command {

@@ -9,6 +9,8 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/cobra/doc"
+
+	"github.com/bcollard/marina/internal/skill"
 )
 
 // DocsCommand is the command that writes the command reference in docs/;
@@ -34,7 +36,7 @@ func WriteDocs(dir string) error {
 		}
 	}
 	root := newRoot(io.Discard, io.Discard).command()
-	completeTree(root)
+	skill.CompleteTree(root)
 	var walk func(*cobra.Command)
 	walk = func(c *cobra.Command) {
 		c.DisableAutoGenTag = true

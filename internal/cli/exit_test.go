@@ -297,9 +297,15 @@ func TestStatusExitsNonZeroOnWhatIsBroken(t *testing.T) {
 	home := labHome(t, "")
 	limaVM(t, home, "Broken", "the hostagent died")
 	out, errs, code := runCLI(t, "status")
-	for _, want := range []string{"=== VM ===\n", "  status:   Broken\n", "  problem:  the hostagent died\n", "=== Host route ===\n  172.30.0.0/16 → "} {
+	for _, want := range []string{"✗ VM       lab: Broken; the hostagent died\n", "- route    172.30.0.0/16 → "} {
 		if !strings.Contains(out, want) {
 			t.Errorf("status of a Broken VM lacks %q:\n%s", want, out)
+		}
+	}
+	full, _, _ := runCLI(t, "status", "-v")
+	for _, want := range []string{"=== VM ===\n", "  status:   Broken\n", "  problem:  the hostagent died\n", "=== Host route ===\n  172.30.0.0/16 → "} {
+		if !strings.Contains(full, want) {
+			t.Errorf("status -v of a Broken VM lacks %q:\n%s", want, full)
 		}
 	}
 	if code != session.ExitFailed || errs != "ERROR: status shows 2 problems (the first: VM lab is Broken): `marina doctor` says how to fix each\n" {

@@ -41,7 +41,7 @@ func TestFirstContact(t *testing.T) {
 		stdout string // its first line
 		stderr string // all of it
 	}{
-		{[]string{"status"}, 0, "=== VM ===", ""},
+		{[]string{"status"}, 0, "- VM       marina: not created: `marina up` creates it", ""},
 		{[]string{"down"}, 0, "No changes: VM marina does not exist.", ""},
 		{[]string{"destroy"}, 0, "No changes: VM marina does not exist.", ""},
 		{[]string{"destroy", "--dry-run"}, 0, "No changes: VM marina does not exist.", ""},

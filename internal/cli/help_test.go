@@ -10,13 +10,15 @@ import (
 	"testing"
 
 	"github.com/spf13/cobra"
+
+	"github.com/bcollard/marina/internal/skill"
 )
 
 // helpCommands is every command with a help page of its own: the tree
 // marina runs, with what cobra adds when it runs (help, completion), less
 // cobra's help command and its hidden __complete entry points.
 func helpCommands(root *cobra.Command) []*cobra.Command {
-	completeTree(root)
+	skill.CompleteTree(root)
 	out := []*cobra.Command{root}
 	var walk func(*cobra.Command)
 	walk = func(c *cobra.Command) {

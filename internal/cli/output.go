@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/bcollard/marina/internal/cluster"
 	"github.com/bcollard/marina/internal/dns"
+	"github.com/bcollard/marina/internal/host"
 	"github.com/bcollard/marina/internal/kindcluster"
 	"github.com/bcollard/marina/internal/machine"
 	"github.com/bcollard/marina/internal/registry"
@@ -111,23 +113,174 @@ func statusVerdict(s status.Status) error {
 	return &session.ExitError{Code: session.ExitFailed, Err: fmt.Errorf("status shows %s (the first: %s): `marina doctor` says how to fix each", what, first)}
 }
 
-// printStatus writes the text form.
-func printStatus(w io.Writer, s status.Status) {
-	v := s.VM
+// style is how a text view is drawn: colour on a smart terminal, and
+// status's full form (-v).
+type style struct {
+	colour  bool
+	verbose bool
+}
+
+func (v style) mark(ok bool) string { return ui.Mark(ok, v.colour) }
+
+// status writes status's text: one line per part (-v: every rule).
+func (v style) status(w io.Writer, s status.Status) {
+	if v.verbose {
+		v.fullStatus(w, s)
+		return
+	}
+	v.glance(w, s)
+}
+
+// printStatus is status -v's text, uncoloured.
+func printStatus(w io.Writer, s status.Status) { style{verbose: true}.fullStatus(w, s) }
+
+// glance writes status's default view: a line per part of the lab with
+// its mark and its first problem, then the clusters. "-" marks a part
+// that is not there to judge (no VM, none configured), "!" a warning.
+func (v style) glance(w io.Writer, s status.Status) {
+	line := func(mark, part, text string) { fmt.Fprintf(w, "%s %-8s %s\n", mark, part, text) }
+	vm0, running := s.VM, s.VM.Status == vm.StatusRunning
+	switch {
+	case vm0.Status == status.NotCreated:
+		line("-", "VM", vm0.Name+": not created: `marina up` creates it")
+	case vm0.Status == vm.StatusBroken || len(vm0.Errors) > 0:
+		line(v.mark(false), "VM", vm0.Name+": "+vm0.Status+"; "+firstOf(append(slices.Clone(vm0.Errors), "Lima reports it Broken")))
+	case !running:
+		line("-", "VM", vm0.Name+": "+vm0.Status+": `marina up` starts it")
+	default:
+		line(v.mark(true), "VM", fmt.Sprintf("%s: Running, %d CPUs, %s memory, lima0 %s, Docker %s", vm0.Name, vm0.CPUs, vm0.Memory, vm0.Lima0, vm0.Docker))
+	}
+	if s.ConfigError != "" {
+		line(v.mark(false), "config", configProblem(s.ConfigError)+" (`marina status -v` shows every problem)")
+	}
+	if r := s.Route; r.CIDR != "" {
+		ok := r.State == string(host.Present) && r.Error == ""
+		mark := v.mark(ok)
+		if !running && !ok {
+			mark = "-" // judged only against a running VM
+		}
+		line(mark, "route", r.Line+suffix("; ", r.Error))
+	}
+	if g := s.Guest; g != nil {
+		if g.OK {
+			line(v.mark(true), "network", fmt.Sprintf("the kind network and the %d rules, files and units marina installs are in place", len(g.Checks)))
+		} else {
+			line(v.mark(false), "network", andMore(g.Failing())+": `marina up` puts it back")
+		}
+	}
+	if d := s.DNS; d != nil {
+		if d.OK {
+			line(v.mark(true), "DNS", "*."+d.Domain+" answers from the Mac (resolver file, marina-dns, etcd)")
+		} else {
+			line(v.mark(false), "DNS", andMore(d.Failing()))
+		}
+	}
+	if m := s.Mirrors; m != nil {
+		v.mirrorsLine(line, *m)
+	}
+	if running {
+		v.glanceClusters(w, s.Clusters)
+	}
+}
+
+// mirrorsLine is status's one line for the mirrors: a mirror that does
+// not run is a warning (nodes fall back to its upstream).
+func (v style) mirrorsLine(line func(mark, part, text string), list []status.MirrorState) {
+	var down []string
+	for _, m := range list {
+		if m.State != "running" {
+			down = append(down, m.Name+" "+m.State)
+		}
+	}
+	running := fmt.Sprintf("%d of %d running", len(list)-len(down), len(list))
+	switch {
+	case len(list) == 0:
+		line("-", "mirrors", "none in the config")
+	case len(down) == 0:
+		line(v.mark(true), "mirrors", running)
+	default:
+		line(ui.Paint("!", "WARN", v.colour), "mirrors", running+"; "+andMore(down)+": `marina doctor` says why")
+	}
+}
+
+// glanceClusters writes the clusters of a running VM as a table.
+func (v style) glanceClusters(w io.Writer, list *[]status.ClusterStatus) {
+	fmt.Fprintln(w)
+	switch {
+	case list == nil:
+		fmt.Fprintln(w, "Clusters: unknown, Docker did not list them (the VM's line says why)")
+		return
+	case len(*list) == 0:
+		fmt.Fprintln(w, "No clusters: `marina cluster create NAME` makes one")
+		return
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "CLUSTER\tSLOT\tSTATE\tNODES")
+	for _, c := range *list {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\n", c.Name, orDash(slotOf(c.Slot)), c.State, c.Nodes)
+	}
+	tw.Flush()
+}
+
+func slotOf(n int) string {
+	if n > 0 {
+		return strconv.Itoa(n)
+	}
+	return ""
+}
+
+// andMore is the first of a list, and how many follow.
+func andMore(list []string) string {
+	switch len(list) {
+	case 0:
+		return "unknown"
+	case 1:
+		return list[0]
+	}
+	return fmt.Sprintf("%s (and %d more)", list[0], len(list)-1)
+}
+
+// configProblem is the first problem of a config error, which begins
+// "invalid config FILE:" and says each problem on a line of its own
+// (joined by spaces once cleaned), naming the file and line again.
+func configProblem(s string) string {
+	if _, after, ok := strings.Cut(s, ":  "); ok && strings.HasPrefix(s, "invalid config ") {
+		return strings.TrimSpace(after)
+	}
+	return firstLine(s)
+}
+
+func firstOf(list []string) string { return firstLine(list[0]) }
+
+func firstLine(s string) string {
+	first, _, _ := strings.Cut(s, "\n")
+	return first
+}
+
+func suffix(sep, s string) string {
+	if s == "" {
+		return ""
+	}
+	return sep + s
+}
+
+// fullStatus writes status -v: every section, every rule.
+func (v style) fullStatus(w io.Writer, s status.Status) {
+	vm0 := s.VM
 	fmt.Fprintln(w, "=== VM ===")
-	if v.Status == status.NotCreated {
-		fmt.Fprintf(w, "  %s: not created (run `marina up`)\n", v.Name)
+	if vm0.Status == status.NotCreated {
+		fmt.Fprintf(w, "  %s: not created (run `marina up`)\n", vm0.Name)
 	} else {
-		fmt.Fprintf(w, "  name:     %s\n", v.Name)
-		fmt.Fprintf(w, "  status:   %s\n", v.Status)
-		fmt.Fprintf(w, "  machine:  %s %s, %d CPUs, %s memory, %s disk\n", v.VMType, v.Arch, v.CPUs, v.Memory, v.Disk)
-		if v.Lima0 != "" {
-			fmt.Fprintf(w, "  lima0:    %s\n", v.Lima0)
+		fmt.Fprintf(w, "  name:     %s\n", vm0.Name)
+		fmt.Fprintf(w, "  status:   %s\n", vm0.Status)
+		fmt.Fprintf(w, "  machine:  %s %s, %d CPUs, %s memory, %s disk\n", vm0.VMType, vm0.Arch, vm0.CPUs, vm0.Memory, vm0.Disk)
+		if vm0.Lima0 != "" {
+			fmt.Fprintf(w, "  lima0:    %s\n", vm0.Lima0)
 		}
-		if v.Docker != "" {
-			fmt.Fprintf(w, "  docker:   %s on unix://%s\n", v.Docker, v.DockerSocket)
+		if vm0.Docker != "" {
+			fmt.Fprintf(w, "  docker:   %s on unix://%s\n", vm0.Docker, vm0.DockerSocket)
 		}
-		for _, err := range v.Errors {
+		for _, err := range vm0.Errors {
 			fmt.Fprintf(w, "  problem:  %s\n", err)
 		}
 	}
@@ -144,25 +297,25 @@ func printStatus(w io.Writer, s status.Status) {
 		kn := g.KindNetwork
 		if kn.Present {
 			fmt.Fprintf(w, "  %s kind network: %s on %s, gateway %s, dynamic range %s, lima0 trusted=%q, gateway mode %s, %d containers\n",
-				mark(len(kn.Problems) == 0), kn.Subnet, kn.Options["com.docker.network.bridge.name"], kn.Gateway, kn.IPRange,
+				v.mark(len(kn.Problems) == 0), kn.Subnet, kn.Options["com.docker.network.bridge.name"], kn.Gateway, kn.IPRange,
 				kn.Options["com.docker.network.bridge.trusted_host_interfaces"], kn.Options["com.docker.network.bridge.gateway_mode_ipv4"], kn.Containers)
 		} else {
-			fmt.Fprintf(w, "  %s kind network\n", mark(false))
+			fmt.Fprintf(w, "  %s kind network\n", v.mark(false))
 		}
 		for _, p := range kn.Problems {
 			fmt.Fprintf(w, "      %s\n", p)
 		}
 		for _, c := range g.Checks {
-			fmt.Fprintf(w, "  %s %s\n      %s\n", mark(c.OK), c.What, c.Rule)
+			fmt.Fprintf(w, "  %s %s\n      %s\n", v.mark(c.OK), c.What, c.Rule)
 		}
 		if !g.OK {
 			fmt.Fprintln(w, "  `marina up` puts back what is missing")
 		}
 	}
 	if s.DNS != nil {
-		printDNSStatus(w, *s.DNS)
+		v.dnsStatus(w, *s.DNS)
 	}
-	if v.Status == vm.StatusRunning {
+	if vm0.Status == vm.StatusRunning {
 		printClusterStatus(w, s.Clusters)
 	}
 }
@@ -194,27 +347,20 @@ func printClusterStatus(w io.Writer, list *[]status.ClusterStatus) {
 	tw.Flush()
 }
 
-// printDNSStatus writes the local DNS section of status.
-func printDNSStatus(w io.Writer, d status.DNSStatus) {
+// dnsStatus writes the local DNS section of status -v.
+func (v style) dnsStatus(w io.Writer, d status.DNSStatus) {
 	fmt.Fprintf(w, "=== Local DNS (%s) ===\n", d.Domain)
-	fmt.Fprintf(w, "  %s resolver file %s: %s\n", mark(d.Resolver == "present"), d.ResolverPath, d.Resolver)
+	fmt.Fprintf(w, "  %s resolver file %s: %s\n", v.mark(d.Resolver == "present"), d.ResolverPath, d.Resolver)
 	if d.Note != "" && d.Resolver != "missing" {
 		fmt.Fprintf(w, "      %s\n", d.Note)
 	}
 	for _, c := range d.Containers {
-		fmt.Fprintf(w, "  %s %s at %s: %s\n", mark(c.State == "running"), c.Name, c.IP, c.State)
+		fmt.Fprintf(w, "  %s %s at %s: %s\n", v.mark(c.State == "running"), c.Name, c.IP, c.State)
 	}
-	fmt.Fprintf(w, "  %s %s\n", mark(d.Lookup.Rcode == "NXDOMAIN"), d.Lookup.Line())
+	fmt.Fprintf(w, "  %s %s\n", v.mark(d.Lookup.Rcode == "NXDOMAIN"), d.Lookup.Line())
 	if !d.OK && d.Resolver != "foreign" {
 		fmt.Fprintln(w, "  `marina up` puts back what is missing")
 	}
-}
-
-func mark(ok bool) string {
-	if ok {
-		return "✓"
-	}
-	return "✗"
 }
 
 // printClusters writes rows as a table.

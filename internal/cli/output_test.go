@@ -45,3 +45,51 @@ func TestPrintStatusClusters(t *testing.T) {
 		})
 	}
 }
+
+// status's default view: one line per part with its mark and its first
+// problem; a mirror that does not run is a warning; colour only when on.
+func TestStatusGlance(t *testing.T) {
+	running := status.VMStatus{Name: "marina", Status: "Running", CPUs: 4, Memory: "10GiB", Lima0: "192.168.64.3/24", Docker: "29.1.0"}
+	route := status.RouteStatus{CIDR: "172.30.0.0/16", State: "present", Line: "172.30.0.0/16 → present (via 192.168.64.3)"}
+	guest := &status.GuestStatus{KindNetwork: &status.KindNetworkStatus{Present: true}, Checks: []status.CheckStatus{
+		{What: "IPv4 forwarding", OK: true}, {What: "Mac → kind network", OK: false}, {What: "jump into marina's rules", OK: false}}}
+	mirrors := []status.MirrorState{{Name: "registry-dockerio", State: "running"}, {Name: "registry-gcrio", State: "restarting"}}
+	none := []status.ClusterStatus{}
+	for _, c := range []struct {
+		name   string
+		st     status.Status
+		colour bool
+		want   []string
+	}{
+		{"broken rules and a restarting mirror", status.Status{VM: running, Route: route, Guest: guest, Mirrors: &mirrors, Clusters: &none}, false, []string{
+			"✓ VM       marina: Running, 4 CPUs, 10GiB memory, lima0 192.168.64.3/24, Docker 29.1.0\n",
+			"✓ route    172.30.0.0/16 → present (via 192.168.64.3)\n",
+			"✗ network  Mac → kind network (and 1 more): `marina up` puts it back\n",
+			"! mirrors  1 of 2 running; registry-gcrio restarting: `marina doctor` says why\n",
+			"\nNo clusters: `marina cluster create NAME` makes one\n",
+		}},
+		{"a stopped VM", status.Status{VM: status.VMStatus{Name: "marina", Status: "Stopped"}, Route: status.RouteStatus{CIDR: "172.30.0.0/16", State: "missing", Line: "172.30.0.0/16 → missing"}}, false, []string{
+			"- VM       marina: Stopped: `marina up` starts it\n",
+			"- route    172.30.0.0/16 → missing\n",
+		}},
+		{"colour", status.Status{VM: running, Route: route, Guest: guest, Mirrors: &mirrors}, true, []string{
+			"\x1b[32m✓\x1b[0m VM", "\x1b[31m✗\x1b[0m network", "\x1b[33m!\x1b[0m mirrors",
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var b bytes.Buffer
+			style{colour: c.colour}.status(&b, c.st)
+			for _, w := range c.want {
+				if !strings.Contains(b.String(), w) {
+					t.Errorf("status lacks %q:\n%s", w, b.String())
+				}
+			}
+			if !c.colour && strings.Contains(b.String(), "\x1b") {
+				t.Errorf("colour without a terminal:\n%q", b.String())
+			}
+			if c.st.VM.Status != "Running" && strings.Contains(b.String(), "CLUSTER") {
+				t.Errorf("clusters of a VM that does not run:\n%s", b.String())
+			}
+		})
+	}
+}

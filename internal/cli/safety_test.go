@@ -4,6 +4,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -138,8 +139,8 @@ func TestNoDefaultRouteChange(t *testing.T) {
 }
 
 // A typo elsewhere in the file never locks the user out of status, down,
-// destroy or shell: status shows the VM with the config's problem, and
-// exits 1 for it.
+// destroy or shell: status shows the VM with the config's problem (-v: in
+// full), and exits 1 for it.
 func TestParseErrorsDoNotLockOut(t *testing.T) {
 	for name, body := range map[string]string{
 		"typo":       "vm:\n  name: lab\n  cpu: 4\n",
@@ -152,8 +153,12 @@ func TestParseErrorsDoNotLockOut(t *testing.T) {
 			fakeLima(t)
 			writeFile(t, filepath.Join(home, ".marina", "config.yaml"), body)
 			out, errs, code := runCLI(t, "status")
-			if code != 1 || !strings.Contains(out, "lab: not created") || !strings.Contains(out, "=== Config ===") || !strings.Contains(errs, "the config is invalid") {
+			if code != 1 || !strings.Contains(out, "lab: not created") || !regexp.MustCompile(`(?m)^✗ config +/.*config.yaml:\d+: `).MatchString(out) || !strings.Contains(errs, "the config is invalid") {
 				t.Errorf("status: exit %d\n%s%s", code, out, errs)
+			}
+			out, errs, code = runCLI(t, "status", "-v")
+			if code != 1 || !strings.Contains(out, "lab: not created") || !strings.Contains(out, "=== Config ===") {
+				t.Errorf("status -v: exit %d\n%s%s", code, out, errs)
 			}
 			out, errs, code = runCLI(t, "down", "--dry-run")
 			if code != 0 || !strings.Contains(out, "VM lab does not exist") {

@@ -80,12 +80,16 @@ func text[T any](print func(io.Writer, T)) func(*testing.T, []byte) []byte {
 	}
 }
 
+// glance is status's default text view of a view's json.
+func glance(string) func(*testing.T, []byte) []byte { return text(style{}.status) }
+
 // The text of every view but fleet apply's (its plan is printed by fleet
 // as it goes), from the same fixture as the json, checked in under
 // testdata/views.
 func TestGoldenTextViews(t *testing.T) {
 	for name, print := range map[string]func(*testing.T, []byte) []byte{
 		"status":         text(printStatus),
+		"status-glance":  glance("status"),
 		"cluster-list":   text(printClusters),
 		"registry-list":  text(printMirrors),
 		"dns-list":       text(printDNS),
@@ -94,7 +98,7 @@ func TestGoldenTextViews(t *testing.T) {
 		"doctor":         text(printDoctor),
 	} {
 		t.Run(name, func(t *testing.T) {
-			js, err := os.ReadFile(filepath.Join(jsonViews, name+".json"))
+			js, err := os.ReadFile(filepath.Join(jsonViews, strings.TrimSuffix(name, "-glance")+".json"))
 			if err != nil {
 				t.Fatalf("%v (go test ./internal/cli -run TestGoldenViews -update writes it)", err)
 			}
@@ -122,6 +126,7 @@ func TestTextViewsPrintNoControlCharacter(t *testing.T) {
 	}
 	views := map[string]func(*testing.T) string{
 		"status":         hostileText(t, printStatus, hostile),
+		"status glance":  hostileText(t, style{}.status, hostile),
 		"cluster list":   hostileText(t, printClusters, hostile),
 		"registry list":  hostileText(t, printMirrors, hostile),
 		"dns list":       hostileText(t, printDNS, hostile),

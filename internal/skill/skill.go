@@ -1,4 +1,5 @@
-// Package skill installs marina's agent skill where Claude Code finds it,
+// Package skill renders marina's agent skill from the command tree (so it
+// names nothing marina lacks) and installs it where Claude Code finds it,
 // never writing through a link.
 package skill
 

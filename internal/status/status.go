@@ -16,6 +16,7 @@ import (
 	"github.com/bcollard/marina/internal/docker"
 	"github.com/bcollard/marina/internal/guest"
 	"github.com/bcollard/marina/internal/host"
+	"github.com/bcollard/marina/internal/registry"
 	"github.com/bcollard/marina/internal/session"
 	"github.com/bcollard/marina/internal/vm"
 )
@@ -30,6 +31,11 @@ type Status struct {
 	// list when it runs none, absent when the VM does not run or Docker
 	// could not list them (the VM's errors say why).
 	Clusters *[]ClusterStatus `json:"clusters,omitempty"`
+	// Mirrors are the config's mirrors and their containers' states
+	// (running VM whose Docker answered only). One that does not run is
+	// a warning, not a problem: a mirror whose upstream cannot be reached
+	// restarts until it can, and the nodes then pull from the upstream.
+	Mirrors *[]MirrorState `json:"mirrors,omitempty"`
 	// ConfigError is why the config could not be read whole: the VM is
 	// still shown (vm.name is read alone), its networking is not.
 	ConfigError string `json:"configError,omitempty"`
@@ -105,6 +111,14 @@ type ClusterStatus struct {
 	State string `json:"state"`
 }
 
+// MirrorState is one mirror of the config and its container's state:
+// running, restarting, exited, … or missing.
+type MirrorState struct {
+	Name  string `json:"name"`
+	Port  int    `json:"port"`
+	State string `json:"state"`
+}
+
 // NotCreated is the status of a VM that does not exist.
 const NotCreated = "NotCreated"
 
@@ -130,16 +144,16 @@ func (s Status) Problems() []string {
 		p = append(p, "host route: "+s.Route.Line)
 	}
 	if g := s.Guest; g != nil && !g.OK {
-		p = append(p, "guest network: "+strings.Join(g.failing(), ", "))
+		p = append(p, "guest network: "+strings.Join(g.Failing(), ", "))
 	}
 	if d := s.DNS; d != nil && !d.OK {
-		p = append(p, "local DNS: "+strings.Join(d.failing(), ", "))
+		p = append(p, "local DNS: "+strings.Join(d.Failing(), ", "))
 	}
 	return p
 }
 
-// failing names what is ✗ in the guest network section.
-func (g *GuestStatus) failing() []string {
+// Failing names what is ✗ in the guest network section, in its order.
+func (g *GuestStatus) Failing() []string {
 	var out []string
 	if kn := g.KindNetwork; kn == nil || !kn.Present || len(kn.Problems) > 0 {
 		out = append(out, "kind network")
@@ -152,8 +166,8 @@ func (g *GuestStatus) failing() []string {
 	return out
 }
 
-// failing names what is ✗ in the local DNS section.
-func (d *DNSStatus) failing() []string {
+// Failing names what is ✗ in the local DNS section, in its order.
+func (d *DNSStatus) Failing() []string {
 	var out []string
 	if d.Resolver != string(host.ResolverOK) {
 		out = append(out, "resolver file "+d.Resolver)
@@ -221,6 +235,7 @@ func Get(ctx context.Context, e *session.Env) (Status, error) {
 	s.clusters(o, clusters, clErr)
 	if cidr.IsValid() && o.DockerErr == nil {
 		s.DNSSection(ctx, ses, o, cidr, made)
+		s.mirrors(file.Config.Registries.Mirrors, o.Mirrors)
 	}
 	s.route(ctx, ses, cidr, o, made)
 	return s, nil
@@ -294,6 +309,20 @@ func (s *Status) clusters(o *session.Observed, infos []cluster.Info, err error) 
 		}
 	}
 	s.Clusters = &list
+}
+
+// mirrors fills the mirrors section from the containers Docker listed
+// with marina's mirror label.
+func (s *Status) mirrors(want []config.Mirror, have []docker.Container) {
+	state := map[string]string{}
+	for _, c := range have {
+		state[c.Labels[registry.LabelMirror]] = c.State
+	}
+	list := make([]MirrorState, len(want))
+	for i, m := range want {
+		list[i] = MirrorState{Name: m.Name, Port: m.Port, State: cmp.Or(state[m.Name], "missing")}
+	}
+	s.Mirrors = &list
 }
 
 // route fills the host route section; o is the running VM's observation,

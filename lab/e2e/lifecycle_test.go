@@ -195,7 +195,7 @@ func TestLifecycle(t *testing.T) {
 		if v, _ := vm["docker"].(string); !strings.HasPrefix(v, "29.") {
 			t.Errorf("status docker = %v", vm["docker"])
 		}
-		r := shownStatus(t, "status")
+		r := shownStatus(t, "status", "-v")
 		for _, want := range []string{"=== VM ===", "status:   Running", "lima0:    192.168.64.2/24"} {
 			if !strings.Contains(r.stdout, want) {
 				t.Errorf("status text lacks %q:\n%s", want, r.stdout)

@@ -220,7 +220,7 @@ EOF`)
 	})
 
 	t.Run("status is all ✓", func(t *testing.T) {
-		r := mustMarina(t, status...)
+		r := mustMarina(t, append(slices.Clone(status), "-v")...)
 		if strings.Contains(r.stdout, "✗") || !strings.Contains(r.stdout, "✓ kind network: 172.30.0.0/16 on br-kind") || !regexp.MustCompile(`dev  slot 1  running  1 node`).MatchString(r.stdout) {
 			t.Errorf("status after the migration:\n%s", r.stdout)
 		}

@@ -292,7 +292,7 @@ func TestNetwork(t *testing.T) {
 	})
 
 	t.Run("status shows the route and every rule", func(t *testing.T) {
-		r := mustMarina(t, "status")
+		r := mustMarina(t, "status", "-v")
 		for _, want := range []string{"=== Host route ===\n  172.30.0.0/16 → present (via 192.168.64.2)", "=== Guest network ===", "✓ kind network: 172.30.0.0/16 on br-kind"} {
 			if !strings.Contains(r.stdout, want) {
 				t.Errorf("status lacks %q:\n%s", want, r.stdout)
@@ -322,9 +322,14 @@ func TestNetwork(t *testing.T) {
 		if _, err := dialFromMac(srvIP + ":8080"); err == nil {
 			t.Error("reached the container with marina's rules flushed")
 		}
-		r := marina(t, "status")
+		r := marina(t, "status", "-v")
 		if r.code != 1 || !strings.Contains(r.stdout, "✗ Mac → kind network") || !strings.Contains(r.stdout, "=== Host route ===") {
-			t.Errorf("status with the rules flushed: exit %d, want 1 and the missing rule:\n%s%s", r.code, r.stdout, r.stderr)
+			t.Errorf("status -v with the rules flushed: exit %d, want 1 and the missing rule:\n%s%s", r.code, r.stdout, r.stderr)
+		}
+		// At a glance: the network's line is ✗ and says what puts it back.
+		r = marina(t, "status")
+		if r.code != 1 || !regexp.MustCompile(`(?m)^✗ network  .*: `+"`marina up` puts it back$").MatchString(r.stdout) || !strings.Contains(r.stdout, "✓ route    172.30.0.0/16 → present") {
+			t.Errorf("status with the rules flushed: exit %d, want 1 and a ✗ network line:\n%s%s", r.code, r.stdout, r.stderr)
 		}
 		r = mustMarina(t, "up", "--dry-run")
 		if !strings.Contains(r.stdout, "install and apply the VM's routing rules") {
@@ -341,7 +346,7 @@ func TestNetwork(t *testing.T) {
 			t.Errorf("FORWARD policy after up: %s", p)
 		}
 		inGuest(t, "iptables -P FORWARD ACCEPT")
-		r := marina(t, "status")
+		r := marina(t, "status", "-v")
 		if r.code != 1 || !strings.Contains(r.stdout, "✗ the VM forwards nothing it is not told to") {
 			t.Errorf("status with FORWARD ACCEPT: exit %d, want 1\n%s%s", r.code, r.stdout, r.stderr)
 		}

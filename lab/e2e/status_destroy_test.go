@@ -29,7 +29,7 @@ func TestClustersInStatusAndDestroy(t *testing.T) {
 	seedMetalLB(t)
 	ctl := startControllers(t)
 
-	if r := shownStatus(t, "status"); !strings.HasSuffix(r.stdout, "=== Clusters ===\n  (none): `marina cluster create NAME` makes one\n") {
+	if r := shownStatus(t, "status", "-v"); !strings.HasSuffix(r.stdout, "=== Clusters ===\n  (none): `marina cluster create NAME` makes one\n") {
 		t.Errorf("status without clusters:\n%s", r.stdout)
 	}
 	ctl.add("dev", 7001)
@@ -39,8 +39,11 @@ func TestClustersInStatusAndDestroy(t *testing.T) {
 
 	t.Run("status lists the cluster in the same one round trip", func(t *testing.T) {
 		r := shownStatus(t, "st", "--debug")
-		if !regexp.MustCompile(`=== Clusters ===\n  dev  slot 1  running  1 node\n`).MatchString(r.stdout) {
+		if !regexp.MustCompile(`\nCLUSTER +SLOT +STATE +NODES\ndev +1 +running +1\n$`).MatchString(r.stdout) {
 			t.Errorf("status text:\n%s", r.stdout)
+		}
+		if r := shownStatus(t, "st", "-v"); !regexp.MustCompile(`=== Clusters ===\n  dev  slot 1  running  1 node\n`).MatchString(r.stdout) {
+			t.Errorf("status -v text:\n%s", r.stdout)
 		}
 		if n := trips(t, r.stderr); n != 1 {
 			t.Errorf("status made %d guest round trips, want 1", n)
