@@ -51,7 +51,9 @@ CoreDNS forwards kind.customDnsResolvers; its kubeconfig is written to
 file of $KUBECONFIG).
 
 If a step fails after kind created the cluster, the cluster and its kubeconfig
-entries are removed again, unless --retain is given.`,
+entries are removed again, unless --retain is given. --dry-run prints the plan
+and the kind config; it needs no VM: without one it plans what the config
+decides, in the next free slot, with slot 1's kind config.`,
 		Example: `  marina cluster create dev
   marina cluster create east --region us-east1 --zone us-east1-c -l team=net --workers 2`,
 		Args: one("cluster", "marina cluster create NAME"),

@@ -56,6 +56,9 @@ func TestFirstContact(t *testing.T) {
 		{[]string{"kubeconfig", "merge"}, 3, "", notCreated},
 		{[]string{"fleet", "list"}, 3, "", notCreated},
 		{[]string{"fleet", "apply", "-f", manifest}, 3, "", notCreated},
+		// A plan needs no VM.
+		{[]string{"cluster", "create", "dev", "--dry-run"}, 0, "Plan (--dry-run, nothing was changed):", ""},
+		{[]string{"fleet", "apply", manifest, "--dry-run"}, 0, "Fleet demo — maxParallel=1 strategy=FailFast", ""},
 	} {
 		t.Run(strings.Join(c.args[:min(2, len(c.args))], " "), func(t *testing.T) {
 			home := isolate(t)
@@ -70,5 +73,38 @@ func TestFirstContact(t *testing.T) {
 				t.Errorf("%v wrote ~/.marina: %v", c.args, err)
 			}
 		})
+	}
+}
+
+// Without a VM, create's and apply's plans say what they cannot know yet:
+// the slot is the next free one, and the kind config is slot 1's.
+func TestPlansWithoutAVM(t *testing.T) {
+	isolate(t)
+	noVMLimactl(t)
+	manifest := filepath.Join(t.TempDir(), "fleet.yaml")
+	if err := os.WriteFile(manifest, []byte("apiVersion: marina.dev/v1alpha1\nkind: Fleet\nmetadata:\n  name: demo\nspec:\n  clusters:\n  - name: east\n  - name: west\n    num: 5\n    dependsOn: [east]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, errs, code := runCLI(t, "cluster", "create", "dev", "--workers", "2", "--dry-run")
+	for _, want := range []string{
+		"create kind cluster dev in the next free slot N (1 on a VM without clusters): API server port 700N, the slot's services and pods, 1 control plane and 2 workers from kindest/node:",
+		"install MetalLB v0.16.2 with the LoadBalancer pool 172.30.N.1-172.30.N.7, 172.30.N.16-172.30.N.254",
+		"VM marina has not been created yet: run `marina up`; the plan is what the config decides.",
+		"the kind config below is slot 1's.\n\nkind config:\napiVersion: kind.x-k8s.io/v1alpha4\n",
+		"  apiServerPort: 7001\n",
+	} {
+		if code != 0 || !strings.Contains(out, want) {
+			t.Errorf("cluster create --dry-run without a VM: exit %d, lacks %q:\n%s%s", code, want, out, errs)
+		}
+	}
+	out, errs, code = runCLI(t, "fleet", "apply", manifest, "--dry-run")
+	for _, want := range []string{
+		"east  next  create  -",
+		"west  5     create  east",
+		"every cluster is planned as a create, and a cluster without a num takes the next free slot",
+	} {
+		if code != 0 || !strings.Contains(out, want) {
+			t.Errorf("fleet apply --dry-run without a VM: exit %d, lacks %q:\n%s%s", code, want, out, errs)
+		}
 	}
 }

@@ -73,7 +73,8 @@ longest chain first. Existing clusters are kept, in the slot they have.
 Each create is marina cluster create's, rollback included. Under FailFast,
 nothing new starts after a failure; under ContinueOnError only the failure's
 dependents are skipped. Ctrl-C rolls back the creates in flight. The exit
-status is 1 when a cluster failed.
+status is 1 when a cluster failed. --dry-run plans without a VM too: every
+cluster is then a create, in its num or the next free slot.
 
 ` + fleetLong,
 		Example: `  marina fleet apply fleet.yaml --dry-run
@@ -287,8 +288,11 @@ func printFleetPlan(w io.Writer, rep *fleet.Report) {
 			deps = strings.Join(c.DependsOn, ",")
 		}
 		num := "-"
-		if c.Slot > 0 {
+		switch {
+		case c.Slot > 0:
 			num = strconv.Itoa(c.Slot)
+		case rep.Offline != "":
+			num = "next"
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", c.Name, num, c.Action, deps, c.Options)
 	}
@@ -297,6 +301,9 @@ func printFleetPlan(w io.Writer, rep *fleet.Report) {
 		for _, n := range c.Notes {
 			fmt.Fprintf(w, "  %s: %s\n", c.Name, n)
 		}
+	}
+	if rep.Offline != "" {
+		fmt.Fprintf(w, "%s.\n", rep.Offline)
 	}
 }
 

@@ -461,6 +461,9 @@ func (r *root) done(res session.Result, err error) error {
 func printCreated(w io.Writer, c *kindcluster.Created) {
 	if c.Plan != nil {
 		printPlan(w, *c.Plan)
+		if c.Offline != "" {
+			fmt.Fprintf(w, "\n%s.\n", c.Offline)
+		}
 		fmt.Fprintf(w, "\nkind config:\n%s", c.KindConfig)
 		return
 	}

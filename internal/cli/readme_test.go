@@ -1,8 +1,10 @@
 package cli
 
 import (
+	"encoding/xml"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -57,4 +59,47 @@ func TestReadmeIsShort(t *testing.T) {
 		}
 	}
 	t.Error("the README never runs marina cluster create")
+}
+
+// Every relative link and picture in the README and the guides names a
+// file that is there (an anchor after # is not checked), and every
+// picture in docs/ is an SVG that parses.
+func TestDocsLinksResolve(t *testing.T) {
+	root := filepath.Join("..", "..")
+	files := []string{filepath.Join(root, "README.md")}
+	guides, _ := filepath.Glob(filepath.Join(root, "docs", "*.md"))
+	files = append(files, guides...)
+	link := regexp.MustCompile(`\]\(([^)\s]+)\)`)
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range link.FindAllStringSubmatch(string(b), -1) {
+			target, _, _ := strings.Cut(m[1], "#")
+			if target == "" || strings.Contains(target, "://") {
+				continue
+			}
+			if _, err := os.Stat(filepath.Join(filepath.Dir(f), target)); err != nil {
+				t.Errorf("%s links to %s, which is not there", filepath.Base(f), m[1])
+			}
+		}
+	}
+	pictures, _ := filepath.Glob(filepath.Join(root, "docs", "*.svg"))
+	if len(pictures) < 2 {
+		t.Errorf("docs/ has %d pictures, want the architecture and the request path", len(pictures))
+	}
+	for _, p := range pictures {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var svg struct {
+			XMLName xml.Name
+			Title   string `xml:"title"`
+		}
+		if err := xml.Unmarshal(b, &svg); err != nil || svg.XMLName.Local != "svg" || svg.Title == "" {
+			t.Errorf("%s: not an SVG with a title: %v (%s)", filepath.Base(p), err, svg.XMLName.Local)
+		}
+	}
 }

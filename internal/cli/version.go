@@ -53,6 +53,9 @@ func printVersion(w io.Writer, v version.Report) {
 		}
 		row("commit", "%s", c)
 	}
+	if v.Date != "" {
+		row("built from", "a commit of %s", v.Date)
+	}
 	row("go", "%s %s", v.GoVersion, v.Platform)
 	p := v.Pins
 	row("kind", "%s (in the VM)", p.Kind)

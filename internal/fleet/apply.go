@@ -105,6 +105,10 @@ type Report struct {
 	End             *time.Time      `json:"end,omitempty"`
 	// Current is the cluster made the current context (kind.switchContext).
 	Current string `json:"current,omitempty"`
+	// Offline says why a --dry-run plan leaves things open: the VM does
+	// not run, so every cluster is a create, in its pinned num or the
+	// next free slot (0).
+	Offline string `json:"offline,omitempty"`
 }
 
 // ClusterReport is one cluster of a Report.
@@ -148,6 +152,9 @@ func Apply(ctx context.Context, e *session.Env, opts ApplyOptions) (*Report, err
 		f.MaxParallel = opts.MaxParallel
 	}
 	if err := s.Attach(ctx, session.Needs{Config: session.Strict, Running: true, Lima0: true, Clusters: true}); err != nil {
+		if ee, ok := errors.AsType[*session.ExitError](err); ok && ee.Code == session.ExitNotRunning && opts.DryRun {
+			return offlinePlan(f, opts, ee)
+		}
 		return nil, err
 	}
 	defer s.Close()
@@ -191,6 +198,26 @@ func Apply(ctx context.Context, e *session.Env, opts ApplyOptions) (*Report, err
 		return rep, fmt.Errorf("%w: the clusters not started are reported as skipped", ctx.Err())
 	}
 	return rep, switchContext(s, rep, opts)
+}
+
+// offlinePlan is apply's --dry-run when the VM does not run (or does not
+// exist): the manifest is checked whole, pinned nums against each other
+// included, and every cluster is planned as a create in its num or the
+// next free slot; which clusters exist is known once the VM runs.
+func offlinePlan(f Fleet, opts ApplyOptions, why error) (*Report, error) {
+	rows, err := Plan(f, nil, nil, opts.Adopt)
+	if err != nil {
+		return nil, err
+	}
+	rep := &Report{Fleet: f.Name, MaxParallel: f.MaxParallel, Strategy: string(f.Strategy), DryRun: true,
+		Offline: fmt.Sprintf("%v; every cluster is planned as a create, and a cluster without a num takes the next free slot: which exist, and their slots, are known once it runs", why)}
+	for _, r := range rows {
+		rep.Clusters = append(rep.Clusters, ClusterReport{Name: r.Name, Slot: r.Num, Action: string(Create), DependsOn: r.DependsOn, Options: r.Options()})
+	}
+	if opts.Plan != nil {
+		opts.Plan(rep)
+	}
+	return rep, nil
 }
 
 // switchContext makes the first cluster of the manifest that the apply

@@ -1,6 +1,7 @@
 package kindcluster
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -76,6 +77,9 @@ type Created struct {
 	Merged     bool     // its context is in the user's kubeconfig
 	Current    bool     // and the current one there
 	Zone       string   // the DNS zone of its LoadBalancer Services
+	// Offline says why a --dry-run plan leaves things open: the VM does
+	// not run, so the slot and lima0's address are not known yet.
+	Offline string
 }
 
 // Slot is the slot the plan's cluster is made in.
@@ -91,6 +95,10 @@ func Create(ctx context.Context, e *session.Env, opts CreateOptions) (*Created, 
 	}
 	// The clusters are read under the slot lock (Reserve), not here.
 	s, err := session.Open(ctx, e, session.Needs{Config: session.Strict, Running: true, Lima0: true})
+	if ee, ok := errors.AsType[*session.ExitError](err); ok && ee.Code == session.ExitNotRunning && opts.DryRun {
+		// A plan needs no VM: what the config decides is known now.
+		return offlinePlan(ctx, e, opts, userLabels, ee)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -267,9 +275,14 @@ func (p *Plan) steps(cfg config.Config) []session.Step {
 	if len(p.mirrors) > 0 {
 		mirrors = "registry mirrors " + strings.Join(p.mirrors, ", ")
 	}
+	create := fmt.Sprintf("create kind cluster %s in slot %d: API server %s, services %s, pods %s, 1 control plane and %d workers from %s",
+		s.Name, s.Slot, p.server, slot.ServiceSubnet(s.Slot), slot.PodSubnet(s.Slot), s.Workers, p.image)
+	if p.server == "" {
+		create = fmt.Sprintf("create kind cluster %s in the next free slot N (1 on a VM without clusters): API server port 700N, the slot's services and pods, 1 control plane and %d workers from %s",
+			s.Name, s.Workers, p.image)
+	}
 	steps := []session.Step{
-		{Do: fmt.Sprintf("create kind cluster %s in slot %d: API server %s, services %s, pods %s, 1 control plane and %d workers from %s",
-			s.Name, s.Slot, p.server, slot.ServiceSubnet(s.Slot), slot.PodSubnet(s.Slot), s.Workers, p.image)},
+		{Do: create},
 		{Do: "label its nodes " + cluster.FormatLabels(s.NodeLabels())},
 		{Do: "point its nodes' containerd at " + mirrors},
 	}
@@ -279,8 +292,73 @@ func (p *Plan) steps(cfg config.Config) []session.Step {
 	kc := "write " + p.kubeconfig
 	if p.target != "" {
 		kc += " and merge it into " + p.target + " as context " + s.Name
+		if p.switchTo {
+			kc += ", the current context"
+		}
 	}
 	return append(steps, session.Step{Do: kc})
+}
+
+// offlinePlan is create's --dry-run when the VM does not run (or does
+// not exist): what the config decides (the node image, the mirrors, the
+// labels, the add-ons, the kubeconfig) and the kind config of slot 1,
+// the one a VM without clusters gives. The slot, and in direct mode
+// lima0's address among the certificate's names, are known once it runs.
+func offlinePlan(ctx context.Context, e *session.Env, opts CreateOptions, userLabels cluster.Labels, why error) (*Created, error) {
+	s, err := session.Open(ctx, e, session.Needs{Config: session.StrictOrDefault})
+	if err != nil {
+		return nil, err
+	}
+	defer s.Close()
+	cfg := s.Config
+	version := cmp.Or(opts.NodeVersion, cfg.Kind.NodeVersion)
+	p := &Plan{metricsServer: opts.MetricsServer}
+	if p.image, err = cfg.Kind.NodeImage(version); err != nil {
+		return nil, err
+	}
+	mirrors, err := registry.Select(cfg.Registries.Mirrors, opts.Mirrors)
+	if err != nil {
+		return nil, err
+	}
+	for _, m := range mirrors {
+		p.mirrors = append(p.mirrors, m.Name)
+	}
+	if p.kubeconfig, err = s.Paths.Kubeconfig(opts.Name); err != nil {
+		return nil, err
+	}
+	if cfg.Kind.AutoMergeKubeconfig {
+		p.target = s.KubeconfigTarget()
+		p.switchTo = cfg.Kind.SwitchContext && !opts.NoSwitch
+	}
+	certsDir, err := guest.CertsDir(opts.Name)
+	if err != nil {
+		return nil, err
+	}
+	const first = 1
+	p.spec = cluster.Spec{
+		Name: opts.Name, Slot: first, Region: cmp.Or(opts.Region, cluster.DefaultRegion(first)), Zone: cmp.Or(opts.Zone, cluster.DefaultZone(first)),
+		Labels: userLabels, Fleet: opts.Fleet, Workers: opts.Workers,
+		ListenAddress: "127.0.0.1", SANs: []string{"127.0.0.1"},
+		CertsD: certsDir, ContainerdPatch: registry.ContainerdPatch,
+	}
+	if cfg.Network.DisablePortMirroring {
+		p.spec.ListenAddress = "0.0.0.0" // lima0's address joins the SANs once known
+	}
+	if p.kindConfig, err = p.spec.KindConfig(); err != nil {
+		return nil, err
+	}
+	ab := strings.Join(strings.Split(cfg.Network.Prefix().Addr().String(), ".")[:2], ".")
+	p.pool = []string{fmt.Sprintf("%[1]s.N.1-%[1]s.N.7, %[1]s.N.16-%[1]s.N.254", ab)}
+	steps := p.steps(cfg)
+	// The region and zone of a slot follow from its number: slot 1's may
+	// not be the ones the cluster gets.
+	if opts.Region == "" || opts.Zone == "" {
+		steps[1].Do = "label its nodes " + cluster.FormatLabels(p.spec.NodeLabels()) + " (the default region and zone follow the slot: these are slot 1's)"
+	}
+	return &Created{
+		Plan: &session.Plan{Steps: steps}, KindConfig: p.kindConfig, Name: opts.Name,
+		Offline: fmt.Sprintf("%v; the plan is what the config decides. The slot, and so the API port, the ranges and the LoadBalancer pool, is the next free one once it runs; the kind config below is slot 1's", why),
+	}, nil
 }
 
 // rollbackTimeout bounds removing a half-made cluster: a VM that stopped

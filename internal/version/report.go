@@ -19,6 +19,7 @@ type Report struct {
 	Version   string  `json:"version"`
 	Commit    string  `json:"commit,omitempty"`
 	Modified  bool    `json:"modified,omitempty"`
+	Date      string  `json:"date,omitempty"`
 	GoVersion string  `json:"goVersion"`
 	Platform  string  `json:"platform"`
 	Pins      Pins    `json:"pins"`
@@ -65,7 +66,7 @@ func GetReport(ctx context.Context, find func() (*vm.Limactl, error), wait time.
 	b := Get()
 	ms := addons.MetricsServerVersions()
 	info := Report{
-		Version: b.Version, Commit: b.Commit, Modified: b.Modified, GoVersion: b.Go, Platform: b.Platform,
+		Version: b.Version, Commit: b.Commit, Modified: b.Modified, Date: b.Date, GoVersion: b.Go, Platform: b.Platform,
 		Pins: Pins{
 			Kind:                  vm.KindVersion,
 			NodeVersion:           config.DefaultNodeVersion,

@@ -8,7 +8,8 @@ import (
 	"golang.org/x/mod/module"
 )
 
-// Version and Commit are stamped at build time, for a release:
+// Version, Commit and Date are stamped at build time, for a release
+// (.goreleaser.yaml does it):
 //
 //	go build -ldflags "-X github.com/bcollard/marina/internal/version.Version=v0.3.0 -X github.com/bcollard/marina/internal/version.Commit=$(git rev-parse HEAD)" ./cmd/marina
 //
@@ -19,6 +20,7 @@ import (
 var (
 	Version = ""
 	Commit  = ""
+	Date    = "" // when the commit was made, RFC 3339
 )
 
 // Build is what this binary knows of itself.
@@ -26,6 +28,7 @@ type Build struct {
 	Version  string // the stamped version, else the module's, else "dev"
 	Commit   string // the VCS revision it was built from; "" when unknown
 	Modified bool   // built from a tree with uncommitted changes
+	Date     string // the commit's time (RFC 3339); "" when unknown
 	Go       string // the Go release that built it
 	Platform string // GOOS/GOARCH
 }
@@ -35,19 +38,19 @@ func Get() Build { return get(debug.ReadBuildInfo) }
 
 // get is Get with the build info read by read (tests give their own).
 func get(read func() (*debug.BuildInfo, bool)) Build {
-	b := Build{Version: Version, Commit: Commit, Go: runtime.Version(), Platform: runtime.GOOS + "/" + runtime.GOARCH}
+	b := Build{Version: Version, Commit: Commit, Date: Date, Go: runtime.Version(), Platform: runtime.GOOS + "/" + runtime.GOARCH}
 	if bi, ok := read(); ok {
 		if v := bi.Main.Version; b.Version == "" && v != "" && v != "(devel)" {
 			b.Version = v
 		}
-		if b.Commit == "" {
-			for _, s := range bi.Settings {
-				switch s.Key {
-				case "vcs.revision":
-					b.Commit = s.Value
-				case "vcs.modified":
-					b.Modified = s.Value == "true"
-				}
+		for _, s := range bi.Settings {
+			switch {
+			case s.Key == "vcs.revision" && Commit == "":
+				b.Commit = s.Value
+			case s.Key == "vcs.modified" && Commit == "":
+				b.Modified = s.Value == "true"
+			case s.Key == "vcs.time" && b.Date == "":
+				b.Date = s.Value
 			}
 		}
 		if bi.GoVersion != "" {
