@@ -90,7 +90,8 @@ func (r *root) clusterDeleteCmd() *cobra.Command {
 		Long: `Delete the named clusters, or those whose nodes match -l (after a
 confirmation, unless -y), or the clusters of a Fleet manifest given with -f,
 dependents first (after a confirmation, unless -y; -f - needs -y). With none
-of these, in a terminal, pick from a list.`,
+of these, in a terminal, pick them from a list: ↑/↓ move, space selects,
+ctrl+a selects all, enter deletes the selected, esc cancels.`,
 		Example: `  marina cluster delete dev
   marina cluster delete -l env=test -y
   marina cluster delete -f fleet.yaml`,

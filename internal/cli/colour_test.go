@@ -5,6 +5,7 @@ package cli
 import (
 	"context"
 	"image/color"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -106,6 +107,8 @@ func onPTY(t *testing.T, cols, rows int, env string, args ...string) *vt.Emulato
 	}
 	defer ptmx.Close()
 	em := vt.NewEmulator(cols, rows)
+	defer em.Close()
+	go func() { _, _ = io.Copy(ptmx, em) }() // a terminal answers queries on the input
 	var mu sync.Mutex
 	read := make(chan struct{})
 	go func() {

@@ -17,6 +17,7 @@ import (
 	"github.com/bcollard/marina/internal/kube"
 	"github.com/bcollard/marina/internal/run"
 	"github.com/bcollard/marina/internal/session"
+	"github.com/bcollard/marina/internal/ui"
 	"github.com/bcollard/marina/internal/vm"
 )
 
@@ -37,6 +38,9 @@ func production(e *session.Env) session.Deps {
 	var l *vm.Limactl
 	var g *vm.SSHGuest // one per process, so the round-trip count covers the command
 	return session.Deps{
+		Pick: func(question string, items []string) ([]int, error) {
+			return ui.Pick(e.Stdin, e.Stderr, question, items)
+		},
 		VM: func() (session.VM, error) {
 			var err error
 			if l, err = limactl(e.Getenv, e.Paths.LimaHome(), e.UI.Debugf); err != nil {

@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -85,6 +86,8 @@ exec "$@"
 			}
 			defer ptmx.Close()
 			em := vt.NewEmulator(size[0], size[1])
+			defer em.Close()
+			go func() { _, _ = io.Copy(ptmx, em) }() // a terminal answers queries on the input
 			var mu sync.Mutex
 			read := make(chan struct{})
 			go func() {

@@ -18,6 +18,7 @@ import (
 	"github.com/bcollard/marina/internal/kubeconfig"
 	"github.com/bcollard/marina/internal/session"
 	"github.com/bcollard/marina/internal/session/sessiontest"
+	"github.com/bcollard/marina/internal/ui"
 	"github.com/bcollard/marina/internal/vm"
 	"k8s.io/client-go/tools/clientcmd"
 )
@@ -237,14 +238,14 @@ func TestDeleteConfirmation(t *testing.T) {
 		opts  DeleteOptions
 		tty   bool
 		stdin string
+		pick  []int    // what the picker returns; none: cancelled
 		want  []string // deleted
 		err   string
 	}{
 		{name: "no name, no terminal", err: "name the clusters to delete, or select them with -l"},
-		{name: "no name, a pick", tty: true, stdin: "2\n", want: []string{"b"}},
-		{name: "no name, all", tty: true, stdin: "all\n", want: []string{"a", "b"}},
-		{name: "no name, nothing picked", tty: true, stdin: "\n", err: "cancelled"},
-		{name: "no name, a wrong number", tty: true, stdin: "3\n", err: `"3" is not one of the numbers 1 to 2; nothing was deleted`},
+		{name: "no name, a pick", tty: true, pick: []int{1}, want: []string{"b"}},
+		{name: "no name, all", tty: true, pick: []int{0, 1}, want: []string{"a", "b"}},
+		{name: "no name, nothing picked", tty: true, err: "cancelled"},
 		{name: "-l without a terminal", opts: DeleteOptions{Selector: region}, err: "needs a confirmation: run it in a terminal, or pass -y"},
 		{name: "-l answered no", opts: DeleteOptions{Selector: region}, tty: true, stdin: "n\n", err: "cancelled"},
 		{name: "-l answered yes", opts: DeleteOptions{Selector: region}, tty: true, stdin: "y\n", want: []string{"a", "b"}},
@@ -259,7 +260,18 @@ func TestDeleteConfirmation(t *testing.T) {
 			f := sessiontest.TwoClusters(t)
 			f.Env.TTY = c.tty
 			f.Env.Stdin = strings.NewReader(c.stdin)
+			var asked []string
+			f.Env.Deps.Pick = func(q string, items []string) ([]int, error) {
+				asked = items
+				if c.pick == nil {
+					return nil, ui.ErrCancelled
+				}
+				return c.pick, nil
+			}
 			_, err := Delete(context.Background(), f.Env, c.opts)
+			if c.pick != nil && strings.Join(asked, "|") != "a (slot 1, port 7001, running)|b (slot 2, port 7002, running)" {
+				t.Errorf("the picker listed %q", asked)
+			}
 			if c.err != "" {
 				if err == nil || !strings.Contains(err.Error(), c.err) {
 					t.Fatalf("error = %v, want %q", err, c.err)

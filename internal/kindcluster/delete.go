@@ -206,13 +206,13 @@ func deleteScript(cfg config.Config, paths config.Paths, names []string) (string
 	return script + forget, err
 }
 
-// pick asks which clusters to delete: numbers from the list, or "all".
+// pick asks which clusters to delete, from a list on the terminal.
 func pick(e *session.Env, rows []Row) ([]string, error) {
 	items := make([]string, len(rows))
 	for i, r := range rows {
 		items[i] = fmt.Sprintf("%s (slot %d, port %d, %s)", r.Name, r.Num, r.APIPort, r.State)
 	}
-	idx, err := ui.Pick(e.Stdin, e.Stderr, "Delete which clusters?", items)
+	idx, err := e.Deps.Pick("Delete which clusters?", items)
 	if errors.Is(err, ui.ErrCancelled) {
 		return nil, session.ErrCancelled
 	}

@@ -118,4 +118,7 @@ type Deps struct {
 	Manifest func(ctx context.Context, name, version string) ([]byte, error)
 	// Calls counts the guest round trips made so far.
 	Calls func() int64
+	// Pick asks on the terminal which of items to take (ui.Pick): the
+	// chosen indexes, or ui.ErrCancelled.
+	Pick func(question string, items []string) ([]int, error)
 }

@@ -1,51 +1,56 @@
 package ui
 
 import (
-	"bufio"
 	"context"
 	"errors"
-	"fmt"
 	"io"
+	"os"
 	"os/exec"
-	"strconv"
-	"strings"
+	"slices"
+
+	"charm.land/bubbles/v2/key"
+	"charm.land/huh/v2"
+	"golang.org/x/term"
 )
 
 // ErrCancelled is a question answered with nothing.
 var ErrCancelled = errors.New("cancelled")
 
-// Pick lists items numbered from 1 on out and reads which to take: numbers
-// separated by spaces or commas, or "all". It returns the chosen indexes
-// in the order given, each once; an empty answer is ErrCancelled.
+// Pick asks which of items to take, as a list on the terminal in and
+// out: ↑/↓ (or j/k) move, space (or x) selects, ctrl+a selects every
+// one, enter confirms, esc or ctrl+c cancels. It returns the chosen
+// indexes in the list's order; none chosen is ErrCancelled.
 func Pick(in io.Reader, out io.Writer, question string, items []string) ([]int, error) {
+	opts := make([]huh.Option[int], len(items))
 	for i, it := range items {
-		fmt.Fprintf(out, "  %d) %s\n", i+1, it)
+		opts[i] = huh.NewOption(it, i)
 	}
-	fmt.Fprintf(out, "%s Numbers separated by spaces, \"all\", or nothing to cancel: ", question)
-	line, _ := bufio.NewReader(in).ReadString('\n')
-	line = strings.TrimSpace(line)
-	if line == "" {
+	var chosen []int
+	// The list's height counts its title and description; huh's default
+	// fits the options alone. On a short terminal the list scrolls.
+	height := len(items) + 3
+	if f, ok := out.(*os.File); ok {
+		if _, rows, err := term.GetSize(int(f.Fd())); err == nil && rows > 4 {
+			height = min(height, rows-2) // the help line below
+		}
+	}
+	list := huh.NewMultiSelect[int]().Title(question).
+		Description("space or x selects, enter confirms, esc cancels").
+		Options(opts...).Value(&chosen).Height(height)
+	keys := huh.NewDefaultKeyMap()
+	keys.Quit = key.NewBinding(key.WithKeys("ctrl+c", "esc"), key.WithHelp("esc", "cancel"))
+	form := huh.NewForm(huh.NewGroup(list)).WithInput(in).WithOutput(out).WithShowHelp(true).WithKeyMap(keys)
+	if err := form.Run(); err != nil {
+		if errors.Is(err, huh.ErrUserAborted) {
+			return nil, ErrCancelled
+		}
+		return nil, err
+	}
+	if len(chosen) == 0 {
 		return nil, ErrCancelled
 	}
-	var idx []int
-	if line == "all" {
-		for i := range items {
-			idx = append(idx, i)
-		}
-		return idx, nil
-	}
-	seen := map[int]bool{}
-	for _, f := range strings.FieldsFunc(line, func(r rune) bool { return r == ' ' || r == ',' }) {
-		i, err := strconv.Atoi(f)
-		if err != nil || i < 1 || i > len(items) {
-			return nil, fmt.Errorf("%q is not one of the numbers 1 to %d", f, len(items))
-		}
-		if !seen[i-1] {
-			seen[i-1] = true
-			idx = append(idx, i-1)
-		}
-	}
-	return idx, nil
+	slices.Sort(chosen)
+	return chosen, nil
 }
 
 // Edit opens path in editor, run by the shell so that an editor with

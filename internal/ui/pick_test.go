@@ -1,36 +1,75 @@
+//go:build unix
+
 package ui
 
 import (
 	"errors"
 	"fmt"
-	"io"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
-func TestPick(t *testing.T) {
-	items := []string{"a", "b", "c"}
-	cases := []struct {
-		in      string
-		want    string
-		wantErr error
+// The delete picker on a real terminal: ↓ moves, space selects, enter
+// confirms; esc cancels, and so does enter with nothing selected. The
+// list shows on the screen while it waits, at 80×24 and 40×10.
+func TestPickOnATerminal(t *testing.T) {
+	items := []string{"dev (slot 1, port 7001, running)", "east (slot 2, port 7002, running)", "west (slot 3, port 7003, stopped)"}
+	for _, c := range []struct {
+		name string
+		keys []string
+		want []int
+		err  error
 	}{
-		{"2\n", "[1]", nil},
-		{"3 1,3\n", "[2 0]", nil}, // in the order given, each once
-		{"all\n", "[0 1 2]", nil},
-		{"\n", "[]", ErrCancelled},
-		{"", "[]", ErrCancelled}, // end of input
-		{"4\n", "[]", errors.New(`"4" is not one of the numbers 1 to 3`)},
-		{"0\n", "[]", errors.New(`"0" is not one of the numbers 1 to 3`)},
-		{"b\n", "[]", errors.New(`"b" is not one of the numbers 1 to 3`)},
-	}
-	for _, c := range cases {
-		got, err := Pick(strings.NewReader(c.in), io.Discard, "Which?", items)
-		if fmt.Sprint(got) != c.want && !(len(got) == 0 && c.want == "[]") {
-			t.Errorf("Pick(%q) = %v; want %s", c.in, got, c.want)
-		}
-		if fmt.Sprint(err) != fmt.Sprint(c.wantErr) {
-			t.Errorf("Pick(%q) error = %v; want %v", c.in, err, c.wantErr)
+		{"the second and the third", []string{"\x1b[B", " ", "\x1b[B", " ", "\r"}, []int{1, 2}, nil},
+		{"x selects too, j moves", []string{"x", "j", "j", "x", "\r"}, []int{0, 2}, nil},
+		{"ctrl+a selects every one", []string{"\x01", "\r"}, []int{0, 1, 2}, nil},
+		{"esc cancels", []string{" ", "\x1b"}, nil, ErrCancelled},
+		{"nothing selected", []string{"\r"}, nil, ErrCancelled},
+	} {
+		for _, size := range [][2]int{{80, 24}, {40, 10}} {
+			t.Run(fmt.Sprintf("%s %dx%d", c.name, size[0], size[1]), func(t *testing.T) {
+				s := newScreen(t, size[0], size[1])
+				type result struct {
+					idx []int
+					err error
+				}
+				done := make(chan result, 1)
+				go func() {
+					idx, err := Pick(s.tty, s.tty, "Delete which clusters?", items)
+					done <- result{idx, err}
+				}()
+				// The list is on the screen before a key is pressed.
+				deadline := time.Now().Add(5 * time.Second)
+				for !strings.Contains(strings.Join(s.lines(), "\n"), "east (slot 2") {
+					if time.Now().After(deadline) {
+						t.Fatalf("no list on the screen:\n%s", s)
+					}
+					time.Sleep(20 * time.Millisecond)
+				}
+				screen := strings.Join(s.lines(), "\n")
+				t.Logf("the list, before a key:\n%s", screen)
+				for _, want := range []string{"Delete which clusters?", "dev (slot 1", "west (slot 3"} {
+					if !strings.Contains(screen, want) {
+						t.Errorf("the screen lacks %q:\n%s", want, screen)
+					}
+				}
+				for _, k := range c.keys {
+					if _, err := s.pty.WriteString(k); err != nil {
+						t.Fatal(err)
+					}
+					time.Sleep(60 * time.Millisecond) // one key at a time, as typed
+				}
+				select {
+				case r := <-done:
+					if !slices.Equal(r.idx, c.want) || !errors.Is(r.err, c.err) || (c.err == nil) != (r.err == nil) {
+						t.Errorf("Pick = %v, %v; want %v, %v\n%s", r.idx, r.err, c.want, c.err, s)
+					}
+				case <-time.After(5 * time.Second):
+					t.Fatalf("Pick did not return:\n%s", s)
+				}
+			})
 		}
 	}
 }

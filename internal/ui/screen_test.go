@@ -4,6 +4,7 @@ package ui
 
 import (
 	"fmt"
+	"io"
 
 	"os"
 	"strings"
@@ -50,7 +51,10 @@ func newScreen(t *testing.T, cols, rows int) *screen {
 			}
 		}
 	}()
-	t.Cleanup(func() { ptmx.Close(); tty.Close() })
+	// A terminal answers the queries a program sends (its colours, the
+	// cursor's place) on the program's input.
+	go func() { _, _ = io.Copy(ptmx, s.em) }()
+	t.Cleanup(func() { s.em.Close(); ptmx.Close(); tty.Close() })
 	return s
 }
 

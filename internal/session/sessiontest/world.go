@@ -191,6 +191,8 @@ func New(t *testing.T) *World {
 		Stdin: strings.NewReader(""), Stdout: &f.Stdout, Stderr: &f.Stderr, HostArch: "arm64",
 	}
 	f.Env.Deps = session.Deps{
+		// Nothing picked, unless a test scripts the picker.
+		Pick:   func(string, []string) ([]int, error) { return nil, ui.ErrCancelled },
 		VM:     func() (session.VM, error) { return VM{f.Fakes}, nil },
 		Guest:  func(string) session.Guest { return Guest{f.Fakes} },
 		Docker: func(string) (session.Docker, error) { return Docker{f.Fakes}, nil },
