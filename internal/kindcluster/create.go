@@ -219,22 +219,8 @@ func (p *Plan) ForSlot(s *session.Session, opts CreateOptions, userLabels cluste
 		return err
 	}
 	p.server = s.Server(n)
-	p.spec = cluster.Spec{
-		Name: opts.Name, Slot: n, Region: opts.Region, Zone: opts.Zone,
-		Labels: userLabels, Fleet: opts.Fleet, Workers: opts.Workers,
-		ListenAddress: "127.0.0.1", SANs: []string{"127.0.0.1"},
-		CertsD: certsDir, ContainerdPatch: registry.ContainerdPatch,
-	}
-	if p.spec.Region == "" {
-		p.spec.Region = cluster.DefaultRegion(n)
-	}
-	if p.spec.Zone == "" {
-		p.spec.Zone = cluster.DefaultZone(n)
-	}
+	p.spec = newSpec(cfg, opts, userLabels, n, certsDir)
 	if cfg.Network.DisablePortMirroring {
-		// Direct mode: the Mac reaches the API server on lima0, so the VM
-		// publishes it on every address and the certificate names lima0.
-		p.spec.ListenAddress = "0.0.0.0"
 		p.spec.SANs = append(p.spec.SANs, s.Lima0.String())
 	}
 	if p.kindConfig, err = p.spec.KindConfig(); err != nil {
@@ -267,6 +253,23 @@ func (p *Plan) ForSlot(s *session.Session, opts CreateOptions, userLabels cluste
 	}
 	p.remove, err = deleteScript(cfg, s.Paths, []string{opts.Name})
 	return err
+}
+
+// newSpec is the kind cluster of a create in slot n, without lima0's
+// address among its certificate's names (the caller adds it once known).
+func newSpec(cfg config.Config, opts CreateOptions, userLabels cluster.Labels, n int, certsDir string) cluster.Spec {
+	spec := cluster.Spec{
+		Name: opts.Name, Slot: n, Region: cmp.Or(opts.Region, cluster.DefaultRegion(n)), Zone: cmp.Or(opts.Zone, cluster.DefaultZone(n)),
+		Labels: userLabels, Fleet: opts.Fleet, Workers: opts.Workers,
+		ListenAddress: "127.0.0.1", SANs: []string{"127.0.0.1"},
+		CertsD: certsDir, ContainerdPatch: registry.ContainerdPatch,
+	}
+	if cfg.Network.DisablePortMirroring {
+		// Direct mode: the Mac reaches the API server on lima0, so the VM
+		// publishes it on every address and the certificate names lima0.
+		spec.ListenAddress = "0.0.0.0"
+	}
+	return spec
 }
 
 func (p *Plan) steps(cfg config.Config) []session.Step {
@@ -335,15 +338,7 @@ func offlinePlan(ctx context.Context, e *session.Env, opts CreateOptions, userLa
 		return nil, err
 	}
 	const first = 1
-	p.spec = cluster.Spec{
-		Name: opts.Name, Slot: first, Region: cmp.Or(opts.Region, cluster.DefaultRegion(first)), Zone: cmp.Or(opts.Zone, cluster.DefaultZone(first)),
-		Labels: userLabels, Fleet: opts.Fleet, Workers: opts.Workers,
-		ListenAddress: "127.0.0.1", SANs: []string{"127.0.0.1"},
-		CertsD: certsDir, ContainerdPatch: registry.ContainerdPatch,
-	}
-	if cfg.Network.DisablePortMirroring {
-		p.spec.ListenAddress = "0.0.0.0" // lima0's address joins the SANs once known
-	}
+	p.spec = newSpec(cfg, opts, userLabels, first, certsDir) // lima0 joins the SANs once known
 	if p.kindConfig, err = p.spec.KindConfig(); err != nil {
 		return nil, err
 	}
