@@ -375,6 +375,8 @@ func NewCoreDNS(forwards []config.DNSResolver, wait time.Duration) Addon {
 	return coreDNS{forwards: forwards, wait: wait}
 }
 
+func (d coreDNS) Name() string { return "CoreDNS" }
+
 func (d coreDNS) What() string { return "configuring CoreDNS" }
 
 func (d coreDNS) Plan() string {
@@ -387,7 +389,10 @@ func (d coreDNS) Plan() string {
 
 func (d coreDNS) Steps() ([]Step, error) {
 	return []Step{
-		{Label: fmt.Sprintf("Forwarding %s from CoreDNS", ui.Plural(len(d.forwards), "domain")), What: d.What(), Run: func(ctx context.Context, c Cluster) error {
+		// kubeadm makes CoreDNS's ConfigMap at the end of its init, and
+		// its pods run once the nodes are Ready: nothing is gained by
+		// starting before every node has joined.
+		{Label: fmt.Sprintf("Forwarding %s from CoreDNS", ui.Plural(len(d.forwards), "domain")), What: d.What(), Nodes: true, Run: func(ctx context.Context, c Cluster) error {
 			return within(ctx, time.Minute, func(ctx context.Context) error {
 				return c.Do(ctx, Op{Name: "coredns", Run: func(ctx context.Context, k *kube.Cluster) error {
 					return CoreDNS(ctx, k, d.forwards)

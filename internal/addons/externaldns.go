@@ -75,6 +75,8 @@ func NewExternalDNS(zone string, manifest []byte, etcd dns.Creds, wait time.Dura
 	return externalDNS{zone: zone, manifest: manifest, etcd: etcd, wait: wait}
 }
 
+func (x externalDNS) Name() string { return "ExternalDNS" }
+
 func (x externalDNS) What() string { return "installing ExternalDNS" }
 
 func (x externalDNS) Plan() string {

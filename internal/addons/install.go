@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -35,15 +36,22 @@ type Cluster interface {
 }
 
 // Step is one step of an add-on's install: its progress line, its name in
-// a failure ("installing MetalLB"), and what it does.
+// a failure ("installing MetalLB"), what it needs, and what it does.
 type Step struct {
 	Label, What string
-	Run         func(ctx context.Context, c Cluster) error
+	// Nodes says the step needs every node of the cluster to have joined
+	// (a DaemonSet ready on all of them, kubeadm's CoreDNS in place):
+	// Install holds it until it is told they have. Every other step needs
+	// only the API server, and the step before it in its add-on.
+	Nodes bool
+	Run   func(ctx context.Context, c Cluster) error
 }
 
 // Addon is one add-on a cluster gets: one file each (metallb.go,
 // externaldns.go, coredns.go, metricsserver.go), listed in Default.
 type Addon interface {
+	// Name is its name on a line of progress: "MetalLB".
+	Name() string
 	// Plan is its line in a create's --dry-run.
 	Plan() string
 	// Steps are what installing it does, in order; an error is a
@@ -65,21 +73,57 @@ type Error struct {
 func (e *Error) Error() string { return e.What + ": " + e.Err.Error() }
 func (e *Error) Unwrap() error { return e.Err }
 
-// Install installs set on c in order, each step through step (which shows
-// it as a line of progress). A failure is an *Error.
-func Install(ctx context.Context, c Cluster, set []Addon, step func(label string, fn func() error) error) error {
-	for _, a := range set {
+// Show runs fn, a step of add-on addon labelled label, showing it as it
+// goes. Install calls it from several goroutines at once, one per add-on.
+type Show func(addon, label string, fn func() error) error
+
+// Install installs set on c. Each add-on's steps run in order, and the
+// add-ons side by side: none needs another, and what one step needs of
+// the cluster (MetalLB's webhook before its pool, CRDs before objects of
+// their kinds) is the step before it in the same add-on. A step marked
+// Nodes waits until nodes is closed (nil: every node has joined). The
+// first failure stops the other add-ons and is returned as an *Error
+// naming its step.
+func Install(ctx context.Context, c Cluster, set []Addon, nodes <-chan struct{}, show Show) error {
+	chains := make([][]Step, len(set))
+	for i, a := range set {
 		steps, err := a.Steps()
 		if err != nil {
 			return &Error{What: a.What(), Err: err}
 		}
-		for _, st := range steps {
-			if err := step(st.Label, func() error { return st.Run(ctx, c) }); err != nil {
-				return &Error{What: st.What, Err: err}
-			}
-		}
+		chains[i] = steps
 	}
-	return nil
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var (
+		wg    sync.WaitGroup
+		once  sync.Once
+		first error
+	)
+	fail := func(err error) {
+		once.Do(func() { first = err })
+		cancel() // the others stop: the install has failed
+	}
+	for i, a := range set {
+		wg.Go(func() {
+			for _, st := range chains[i] {
+				if st.Nodes && nodes != nil {
+					select {
+					case <-nodes:
+					case <-ctx.Done():
+						fail(&Error{What: st.What, Err: ctx.Err()})
+						return
+					}
+				}
+				if err := show(a.Name(), st.Label, func() error { return st.Run(ctx, c) }); err != nil {
+					fail(&Error{What: st.What, Err: err})
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return first
 }
 
 // Plans are the dry-run lines of set.

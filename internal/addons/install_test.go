@@ -5,7 +5,9 @@ import (
 	"errors"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -15,13 +17,18 @@ import (
 )
 
 // recorder is a Cluster that records what an install asks of it, and
-// fails the operation called fail.
+// fails the operation called fail. A wait called block waits for its
+// context to end.
 type recorder struct {
-	did  []string
-	fail string
+	mu    sync.Mutex
+	did   []string
+	fail  string
+	block string
 }
 
 func (r *recorder) Do(_ context.Context, op Op) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	r.did = append(r.did, op.Name)
 	if op.Name == r.fail {
 		return errors.New("boom")
@@ -29,9 +36,32 @@ func (r *recorder) Do(_ context.Context, op Op) error {
 	return nil
 }
 
-func (r *recorder) Wait(_ context.Context, w Wait) error {
+func (r *recorder) Wait(ctx context.Context, w Wait) error {
+	r.mu.Lock()
 	r.did = append(r.did, "wait "+w.String())
+	r.mu.Unlock()
+	if "wait "+w.String() == r.block {
+		<-ctx.Done()
+		return ctx.Err()
+	}
 	return nil
+}
+
+func (r *recorder) calls() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.did)
+}
+
+// inOrder reports whether want appear in got in their order.
+func inOrder(got, want []string) bool {
+	i := 0
+	for _, g := range got {
+		if i < len(want) && g == want[i] {
+			i++
+		}
+	}
+	return i == len(want)
 }
 
 func (r *recorder) Get(context.Context, schema.GroupVersionResource, string, string) (*unstructured.Unstructured, error) {
@@ -87,44 +117,111 @@ func TestDefaultInstallsAsItPlans(t *testing.T) {
 		}
 	}
 	r := &recorder{}
-	var lines []string
-	if err := Install(context.Background(), r, set, func(label string, fn func() error) error {
-		lines = append(lines, label)
+	var mu sync.Mutex
+	lines := map[string][]string{}
+	if err := Install(context.Background(), r, set, nil, func(addon, label string, fn func() error) error {
+		mu.Lock()
+		lines[addon] = append(lines[addon], label)
+		mu.Unlock()
 		return fn()
 	}); err != nil {
 		t.Fatal(err)
 	}
-	want := []string{
-		"apply-metallb", "wait 1 CRDs Established", "wait deployment metallb-system/controller available", "wait daemonset metallb-system/speaker ready", "pool marina",
-		"apply-external-dns", "wait deployment external-dns/external-dns available",
-		"coredns", "wait deployment kube-system/coredns available",
-		"apply-metrics-server insecure=true", "wait deployment kube-system/metrics-server available",
+	// Each add-on's steps in their order; the add-ons side by side. The
+	// pool needs the controller (its webhook), not the speakers.
+	chains := map[string][]string{
+		"MetalLB":        {"apply-metallb", "wait 1 CRDs Established", "wait deployment metallb-system/controller available", "pool marina", "wait daemonset metallb-system/speaker ready"},
+		"ExternalDNS":    {"apply-external-dns", "wait deployment external-dns/external-dns available"},
+		"CoreDNS":        {"coredns", "wait deployment kube-system/coredns available"},
+		"metrics-server": {"apply-metrics-server insecure=true", "wait deployment kube-system/metrics-server available"},
 	}
-	if !slices.Equal(r.did, want) {
-		t.Errorf("install did:\n%s\nwant\n%s", strings.Join(r.did, "\n"), strings.Join(want, "\n"))
+	did, n := r.calls(), 0
+	for name, want := range chains {
+		n += len(want)
+		if !inOrder(did, want) {
+			t.Errorf("%s's steps out of order in:\n%s\nwant\n%s", name, strings.Join(did, "\n"), strings.Join(want, "\n"))
+		}
+		if len(lines[name]) != len(want) {
+			t.Errorf("%d lines of progress for %s's %d steps: %q", len(lines[name]), name, len(want), lines[name])
+		}
 	}
-	if len(lines) != len(want) {
-		t.Errorf("%d lines of progress for %d steps: %q", len(lines), len(want), lines)
+	if len(did) != n {
+		t.Errorf("install did %d things, want %d:\n%s", len(did), n, strings.Join(did, "\n"))
 	}
 }
 
-// A failed step ends the install, and the error names the step.
+// Steps that need every node wait for them; the others go on meanwhile.
+func TestInstallHoldsNodeStepsUntilTheNodesJoined(t *testing.T) {
+	r := &recorder{}
+	nodes := make(chan struct{})
+	var mu sync.Mutex
+	var seen []string
+	show := func(_, label string, fn func() error) error {
+		mu.Lock()
+		seen = append(seen, label)
+		mu.Unlock()
+		return fn()
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- Install(context.Background(), r, Default(defaults()), nodes, show) }()
+	// Before the nodes join, every step that needs only the API server
+	// runs: MetalLB up to its pool, ExternalDNS, metrics-server.
+	deadline := time.Now().Add(5 * time.Second)
+	for !slices.Contains(r.calls(), "wait deployment external-dns/external-dns available") || !slices.Contains(r.calls(), "pool marina") || !slices.Contains(r.calls(), "wait deployment kube-system/metrics-server available") {
+		if time.Now().After(deadline) {
+			t.Fatalf("the API server's steps did not run before the nodes joined: %v", r.calls())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	time.Sleep(50 * time.Millisecond)
+	for _, held := range []string{"wait daemonset metallb-system/speaker ready", "coredns"} {
+		if slices.Contains(r.calls(), held) {
+			t.Errorf("%s ran before the nodes joined: %v", held, r.calls())
+		}
+	}
+	select {
+	case err := <-errc:
+		t.Fatalf("install ended before the nodes joined: %v", err)
+	default:
+	}
+	close(nodes)
+	if err := <-errc; err != nil {
+		t.Fatal(err)
+	}
+	for _, held := range []string{"wait daemonset metallb-system/speaker ready", "coredns"} {
+		if !slices.Contains(r.calls(), held) {
+			t.Errorf("%s never ran: %v", held, r.calls())
+		}
+	}
+}
+
+// A failed step ends the install: the error names the step, and the
+// add-ons still at work stop.
 func TestInstallStopsAtTheFailedStep(t *testing.T) {
-	r := &recorder{fail: "pool marina"}
-	err := Install(context.Background(), r, Default(defaults()), func(_ string, fn func() error) error { return fn() })
+	r := &recorder{fail: "pool marina", block: "wait deployment external-dns/external-dns available"}
+	done := make(chan error, 1)
+	go func() {
+		done <- Install(context.Background(), r, Default(defaults()), nil, func(_, _ string, fn func() error) error { return fn() })
+	}()
+	var err error
+	select {
+	case err = <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the install did not stop the add-on still waiting after the pool failed")
+	}
 	ae, ok := errors.AsType[*Error](err)
 	if !ok || ae.What != "adding the MetalLB pool" || err.Error() != "adding the MetalLB pool: boom" {
 		t.Fatalf("err = %v", err)
 	}
-	if slices.Contains(r.did, "apply-external-dns") {
-		t.Errorf("went on after the failure: %v", r.did)
+	if slices.Contains(r.calls(), "wait daemonset metallb-system/speaker ready") {
+		t.Errorf("MetalLB went on after its failure: %v", r.calls())
 	}
-	// A manifest that cannot be read fails before its add-on's first step.
+	// A manifest that cannot be read fails before any step.
 	d := defaults()
 	d.Manifests = map[string][]byte{MetalLBSource: []byte("kind: [")}
 	r = &recorder{}
-	err = Install(context.Background(), r, Default(d), func(_ string, fn func() error) error { return fn() })
-	if ae, ok := errors.AsType[*Error](err); !ok || ae.What != "installing MetalLB" || len(r.did) != 0 {
-		t.Errorf("a broken manifest: %v after %v", err, r.did)
+	err = Install(context.Background(), r, Default(d), nil, func(_, _ string, fn func() error) error { return fn() })
+	if ae, ok := errors.AsType[*Error](err); !ok || ae.What != "installing MetalLB" || len(r.calls()) != 0 {
+		t.Errorf("a broken manifest: %v after %v", err, r.calls())
 	}
 }

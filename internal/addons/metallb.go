@@ -70,7 +70,7 @@ func MetalLB(ctx context.Context, k *kube.Cluster, manifest []byte) error {
 
 // ApplyMetalLB applies MetalLB's manifest, without waiting (see MetalLB).
 func ApplyMetalLB(ctx context.Context, k *kube.Cluster, manifest []byte) error {
-	objs, err := decodeManifest(manifest)
+	objs, err := metalLBObjects(manifest)
 	if err != nil {
 		return err
 	}
@@ -78,6 +78,46 @@ func ApplyMetalLB(ctx context.Context, k *kube.Cluster, manifest []byte) error {
 		return fmt.Errorf("install MetalLB: %w", err)
 	}
 	return nil
+}
+
+// Readiness is how often the kubelet asks MetalLB's controller and
+// speakers whether they are ready, from their start. MetalLB's manifest
+// asks first after 10 s and then every 10 s, so a new cluster's webhook
+// (which serves only through a ready controller) and its speakers came
+// 10 to 20 s after their pods started; asking every 2 s from the start
+// costs one local HTTP GET per pod and period.
+const Readiness = 2
+
+// metalLBObjects are the objects of MetalLB's manifest as marina applies
+// them: the controller's and speakers' readiness probes ask every
+// Readiness seconds from the start. Their liveness probes are MetalLB's.
+func metalLBObjects(manifest []byte) ([]*unstructured.Unstructured, error) {
+	objs, err := decodeManifest(manifest)
+	if err != nil {
+		return nil, err
+	}
+	for _, o := range objs {
+		if o.GetNamespace() != MetalLBNamespace || (o.GetKind() != "Deployment" && o.GetKind() != "DaemonSet") {
+			continue
+		}
+		cs, _, err := unstructured.NestedSlice(o.Object, "spec", "template", "spec", "containers")
+		if err != nil {
+			return nil, fmt.Errorf("MetalLB's manifest: %s %s: %w", o.GetKind(), o.GetName(), err)
+		}
+		for _, c := range cs {
+			cm, _ := c.(map[string]any)
+			probe, ok := cm["readinessProbe"].(map[string]any)
+			if !ok {
+				continue
+			}
+			probe["initialDelaySeconds"] = int64(0)
+			probe["periodSeconds"] = int64(Readiness)
+		}
+		if err := unstructured.SetNestedSlice(o.Object, cs, "spec", "template", "spec", "containers"); err != nil {
+			return nil, err
+		}
+	}
+	return objs, nil
 }
 
 // MetalLBWaits are the first three conditions of MetalLB's doc comment, in
@@ -292,6 +332,8 @@ func NewMetalLB(version string, manifest []byte, pool []string, wait time.Durati
 	return metalLB{version: version, manifest: manifest, pool: pool, wait: wait}
 }
 
+func (m metalLB) Name() string { return "MetalLB" }
+
 func (m metalLB) What() string { return "installing MetalLB" }
 
 func (m metalLB) Manifest() Ref { return Ref{Name: MetalLBSource, Version: m.version} }
@@ -301,7 +343,7 @@ func (m metalLB) Plan() string {
 }
 
 func (m metalLB) Steps() ([]Step, error) {
-	objs, err := decodeManifest(m.manifest)
+	objs, err := metalLBObjects(m.manifest)
 	if err != nil {
 		return nil, err
 	}
@@ -320,20 +362,29 @@ func (m metalLB) Steps() ([]Step, error) {
 			return ApplyMetalLB(ctx, k, m.manifest)
 		}})
 	}}}
-	for _, w := range waits {
-		steps = append(steps, Step{Label: "Waiting for MetalLB: " + w.String(), What: m.What(), Run: func(ctx context.Context, c Cluster) error {
+	wait := func(w Wait) Step {
+		return Step{Label: "Waiting for MetalLB: " + w.String(), What: m.What(), Run: func(ctx context.Context, c Cluster) error {
 			ctx, cancel := context.WithDeadline(ctx, deadline)
 			defer cancel()
 			return c.Wait(ctx, w)
-		}})
+		}}
 	}
-	return append(steps, Step{Label: "Adding the LoadBalancer pool " + strings.Join(m.pool, ", "), What: "adding the MetalLB pool", Run: func(ctx context.Context, c Cluster) error {
+	// The CRDs and the controller (which serves the webhook every pool
+	// goes through), then the pool; the speakers last, since they are
+	// ready only on every node once every node has joined.
+	for _, w := range waits[:2] {
+		steps = append(steps, wait(w))
+	}
+	steps = append(steps, Step{Label: "Adding the LoadBalancer pool " + strings.Join(m.pool, ", "), What: "adding the MetalLB pool", Run: func(ctx context.Context, c Cluster) error {
 		return within(ctx, m.wait, func(ctx context.Context) error {
 			return c.Do(ctx, Op{Name: "pool " + PoolName, Run: func(ctx context.Context, k *kube.Cluster) error {
 				return Pool(ctx, k, PoolName, m.pool)
 			}})
 		})
-	}}), nil
+	}})
+	speakers := wait(waits[2])
+	speakers.Nodes = true
+	return append(steps, speakers), nil
 }
 
 // PoolAddresses reads the addresses of MetalLB's IPAddressPool name; found

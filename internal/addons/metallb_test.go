@@ -11,6 +11,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/bcollard/marina/internal/slot"
@@ -78,5 +79,46 @@ func TestCheckRanges(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("checkRanges(%q) = %v, want %q", tt.ranges, err, tt.want)
 		}
+	}
+}
+
+// marina applies MetalLB with its controller's and speakers' readiness
+// asked every Readiness seconds from the start, and changes nothing else.
+func TestMetalLBReadinessIsAskedOften(t *testing.T) {
+	const manifest = `apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: controller
+  namespace: metallb-system
+spec:
+  template:
+    spec:
+      containers:
+      - name: controller
+        livenessProbe:
+          initialDelaySeconds: 10
+          periodSeconds: 10
+        readinessProbe:
+          initialDelaySeconds: 10
+          periodSeconds: 10
+---
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: other
+  namespace: metallb-system
+`
+	objs, err := metalLBObjects([]byte(manifest))
+	if err != nil || len(objs) != 2 {
+		t.Fatalf("%d objects, %v", len(objs), err)
+	}
+	cs, _, _ := unstructured.NestedSlice(objs[0].Object, "spec", "template", "spec", "containers")
+	c := cs[0].(map[string]any)
+	ready, live := c["readinessProbe"].(map[string]any), c["livenessProbe"].(map[string]any)
+	if ready["initialDelaySeconds"] != int64(0) || ready["periodSeconds"] != int64(Readiness) {
+		t.Errorf("readinessProbe %v", ready)
+	}
+	if live["initialDelaySeconds"] != int64(10) || live["periodSeconds"] != int64(10) {
+		t.Errorf("livenessProbe changed: %v", live)
 	}
 }

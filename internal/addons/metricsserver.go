@@ -153,6 +153,8 @@ func NewMetricsServer(spec MetricsServer, manifest []byte, wait time.Duration) A
 	return metricsServer{spec: spec, manifest: manifest, wait: wait}
 }
 
+func (m metricsServer) Name() string { return "metrics-server" }
+
 func (m metricsServer) What() string { return "installing metrics-server" }
 
 func (m metricsServer) Manifest() Ref { return Ref{Name: MetricsServerSource, Version: m.spec.Version} }

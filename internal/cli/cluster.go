@@ -11,6 +11,7 @@ import (
 	"github.com/bcollard/marina/internal/fleet"
 	"github.com/bcollard/marina/internal/kindcluster"
 	"github.com/bcollard/marina/internal/session"
+	"github.com/bcollard/marina/internal/ui"
 )
 
 func (r *root) clusterCmd() *cobra.Command {
@@ -38,6 +39,7 @@ merged into yours as the context NAME.`,
 
 func (r *root) clusterCreateCmd() *cobra.Command {
 	var o kindcluster.CreateOptions
+	var output string
 	c := &cobra.Command{
 		Use:     "create NAME",
 		Aliases: []string{"cr", "c"},
@@ -53,19 +55,33 @@ file of $KUBECONFIG).
 If a step fails after kind created the cluster, the cluster and its kubeconfig
 entries are removed again, unless --retain is given. --dry-run prints the plan
 and the kind config; it needs no VM: without one it plans what the config
-decides, in the next free slot, with slot 1's kind config.`,
+decides, in the next free slot, with slot 1's kind config.
+
+The add-ons that need only the API server (MetalLB, ExternalDNS) install while
+kind still installs the network and joins the workers; --debug and -o json
+give how long each step of kind and of each add-on took.`,
 		Example: `  marina cluster create dev
   marina cluster create east --region us-east1 --zone us-east1-c -l team=net --workers 2`,
 		Args: one("cluster", "marina cluster create NAME"),
 		RunE: func(c *cobra.Command, args []string) error {
+			if err := checkOutput(output); err != nil {
+				return err
+			}
 			o.Name = args[0]
 			created, err := kindcluster.Create(c.Context(), r.env.Load(), o)
-			if created != nil {
+			switch {
+			case created == nil:
+			case output == "text":
 				printCreated(r.stdout, created)
+			default:
+				if rerr := ui.Render(r.stdout, output, newCreatedView(created)); rerr != nil {
+					return rerr
+				}
 			}
 			return err
 		},
 	}
+	outputFlag(c, &output)
 	f := c.Flags()
 	f.StringVar(&o.Region, "region", "", "topology.kubernetes.io/region of the nodes (default europe-westN)")
 	f.StringVar(&o.Zone, "zone", "", "topology.kubernetes.io/zone of the nodes (default europe-westN-b)")

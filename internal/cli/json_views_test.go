@@ -126,6 +126,19 @@ func views(t *testing.T) (*sessiontest.World, []view) {
 		{name: "fleet-describe", v: must(fleet.Describe(ctx, f.Env, "demo"))},
 		{name: "doctor", v: doc},
 		{name: "version", v: fixedVersion()},
+		{name: "cluster-create", v: createdView{}, rendered: func(format string) []byte {
+			// The command itself, on the fake world: its plan.
+			var out, errb bytes.Buffer
+			r := newRoot(&out, &errb)
+			r.env.Store(f.Env)
+			c := r.clusterCreateCmd()
+			c.SetArgs([]string{"new", "--dry-run", "-o", format})
+			c.SetContext(ctx)
+			if err := c.Execute(); err != nil {
+				t.Fatalf("cluster create -o %s: %v\n%s", format, err, errb.String())
+			}
+			return out.Bytes()
+		}},
 		{name: "fleet-apply", v: fleet.Report{}, rendered: func(format string) []byte {
 			// The command itself, on the fake world.
 			var out, errb bytes.Buffer

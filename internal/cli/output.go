@@ -455,6 +455,37 @@ func (r *root) done(res session.Result, err error) error {
 	return err
 }
 
+// createdView is cluster create's -o json|yaml: the cluster it made, how
+// long the create took and each of its steps (kind's, each add-on's, the
+// kubeconfig's: "start" is seconds from the create's start), or under
+// --dry-run the plan and the kind config.
+type createdView struct {
+	Name       string        `json:"name,omitempty"`
+	Server     string        `json:"server,omitempty"`
+	Pool       []string      `json:"pool,omitempty"`
+	Kubeconfig string        `json:"kubeconfig,omitempty"`
+	Merged     bool          `json:"merged,omitempty"`
+	Current    bool          `json:"current,omitempty"`
+	Zone       string        `json:"zone,omitempty"`
+	Seconds    float64       `json:"seconds,omitempty"`
+	Phases     []ui.StepTime `json:"phases,omitempty"`
+	Plan       []string      `json:"plan,omitempty"`
+	Offline    string        `json:"offline,omitempty"`
+	KindConfig string        `json:"kindConfig,omitempty"`
+}
+
+func newCreatedView(c *kindcluster.Created) createdView {
+	v := createdView{Name: c.Name, Server: c.Server, Pool: c.Pool, Kubeconfig: c.Kubeconfig, Merged: c.Merged, Current: c.Current,
+		Zone: c.Zone, Seconds: c.Seconds, Phases: c.Phases, Offline: c.Offline}
+	if c.Plan != nil {
+		for _, st := range c.Plan.Steps {
+			v.Plan = append(v.Plan, st.String())
+		}
+		v.KindConfig = string(c.KindConfig)
+	}
+	return v
+}
+
 // printCreated writes the end of a cluster create: its plan and kind
 // config under --dry-run, or the cluster that is ready and how to reach
 // it and its Services.

@@ -33,6 +33,7 @@ var viewOf = map[string]string{
 	"fleet describe": "fleet-describe",
 	"fleet apply":    "fleet-apply",
 	"cluster apply":  "fleet-apply",
+	"cluster create": "cluster-create",
 	"doctor":         "doctor",
 	"version":        "version",
 }

@@ -94,6 +94,33 @@ func KindCreate(name, image string, kindConfig []byte, certsD map[string]string,
 	return b.Script(), nil
 }
 
+// The admin kubeconfig kubeadm writes on a control-plane node, which
+// kind's own export is made from.
+const adminConf = "/etc/kubernetes/admin.conf"
+
+// AdminWait bounds KindAdmin's wait for kubeadm's files.
+const AdminWait = 300
+
+// KindAdmin is the script that waits, while kind creates cluster name, for
+// kubeadm to have written the admin kubeconfig and the API server's
+// certificate on its control-plane node, then prints them as KindExport
+// does: the kubeconfig as kubeadm wrote it (its server is the node's own
+// name, which the caller replaces, as it does kind's). It gives up after
+// AdminWait seconds without printing anything.
+func KindAdmin(name string) (string, error) {
+	if _, err := ClusterDir(name); err != nil {
+		return "", err
+	}
+	node := run.ShellQuote(name + "-control-plane")
+	var b strings.Builder
+	b.WriteString("set -eu -o pipefail\n")
+	fmt.Fprintf(&b, "i=0\nuntil docker exec %s test -s %s -a -s %s 2>/dev/null; do\n", node, adminConf, apiServerCert)
+	fmt.Fprintf(&b, "\ti=$((i + 1))\n\t[ \"$i\" -le %d ] || exit 0\n\tsleep 0.5\ndone\n", 2*AdminWait)
+	fmt.Fprintf(&b, "echo %s\ndocker exec %s cat %s\n", run.ShellQuote("@@ kubeconfig "+name), node, adminConf)
+	fmt.Fprintf(&b, "echo %s\ndocker exec %s cat %s\n", run.ShellQuote("@@ cert "+name), node, apiServerCert)
+	return b.String(), nil
+}
+
 // KindExport prints the exports of clusters names (see ParseExports).
 func KindExport(names []string) (string, error) {
 	exp, err := exportScript(names)

@@ -2,6 +2,7 @@ package kindcluster
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"github.com/bcollard/marina/internal/addons"
@@ -56,8 +57,14 @@ func CoreDNSForwards(cfg config.Config) []config.DNSResolver {
 	return append([]config.DNSResolver{{Domain: cfg.DNS.Domain, Resolvers: []string{server.String()}}}, cfg.Kind.CustomDNSResolvers...)
 }
 
-// Stepper shows each add-on step as a line of progress, with prefix
-// before its label (up names the older cluster it works on).
-func Stepper(s *session.Session, prefix string) func(label string, fn func() error) error {
-	return func(label string, fn func() error) error { return s.Step(prefix+label, "", fn) }
+// Stepper shows add-on steps as lines of progress, one at a time, with
+// prefix before each label: for up, which installs the add-ons of older
+// clusters one after the other, a few lines among its own.
+func Stepper(s *session.Session, prefix string) addons.Show {
+	var mu sync.Mutex
+	return func(_, label string, fn func() error) error {
+		mu.Lock()
+		defer mu.Unlock()
+		return s.Step(prefix+label, "", fn)
+	}
 }

@@ -8,8 +8,11 @@ import (
 	"errors"
 	"net/netip"
 	"os"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/bcollard/marina/internal/addons"
 	"github.com/bcollard/marina/internal/cluster"
@@ -53,19 +56,31 @@ func TestCreateSucceeds(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%v\n%s", err, f.Stderr.String())
 	}
-	want := []string{
-		"kube c1 apply-metallb",
-		"kube c1 wait 2 CRDs Established",
-		"kube c1 wait deployment metallb-system/controller available",
-		"kube c1 wait daemonset metallb-system/speaker ready",
-		"kube c1 pool marina",
-		"kube c1 apply-external-dns",
-		"kube c1 wait deployment external-dns/external-dns available",
-		"kube c1 coredns",
-		"kube c1 wait deployment kube-system/coredns available",
+	// Each add-on's calls in its order; the add-ons side by side.
+	chains := [][]string{
+		{"kube c1 apply-metallb", "kube c1 wait 2 CRDs Established", "kube c1 wait deployment metallb-system/controller available", "kube c1 pool marina", "kube c1 wait daemonset metallb-system/speaker ready"},
+		{"kube c1 apply-external-dns", "kube c1 wait deployment external-dns/external-dns available"},
+		{"kube c1 coredns", "kube c1 wait deployment kube-system/coredns available"},
 	}
-	if got := f.Called("kube "); strings.Join(got, "\n") != strings.Join(want, "\n") {
-		t.Errorf("addon calls:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	got, n := f.Called("kube "), 0
+	for _, want := range chains {
+		n += len(want)
+		if !inOrder(got, want) {
+			t.Errorf("addon calls:\n%s\nwant in this order:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+		}
+	}
+	if len(got) != n {
+		t.Errorf("%d addon calls, want %d:\n%s", len(got), n, strings.Join(got, "\n"))
+	}
+	// Every step is timed, kind's and the add-ons' among them.
+	steps := map[string]bool{}
+	for _, ph := range created.Phases {
+		steps[strings.SplitN(ph.Step, ":", 2)[0]] = true
+	}
+	for _, part := range []string{"manifests", "kind", "MetalLB", "ExternalDNS", "CoreDNS", "kubeconfig"} {
+		if !steps[part] {
+			t.Errorf("no phase of %s in %+v", part, created.Phases)
+		}
 	}
 	if f.Addons["c1"].DNS != "demo.internal" {
 		t.Errorf("kind create wrote the addons record %+v", f.Addons["c1"])
@@ -109,7 +124,7 @@ func TestCreateRollsBackAfterASignal(t *testing.T) {
 			if err == nil || !errors.Is(err, context.Canceled) {
 				t.Fatalf("error = %v", err)
 			}
-			if got := f.Called(c.rollback); len(got) != 1 || len(f.Called("guest.cancelled")) != 0 {
+			if got := f.Called(c.rollback); len(got) != 1 || len(f.Called("guest.cancelled "+strings.TrimPrefix(c.rollback, "guest.run "))) != 0 {
 				t.Errorf("the rollback did not run in the guest: %v\n%s", got, f.Log())
 			}
 			if strings.Contains(err.Error(), "failed too") || f.Env.Leftover() != "" {
@@ -130,7 +145,7 @@ func TestCreateRollsBackAtEachStep(t *testing.T) {
 	}{
 		{"kube c1 apply-metallb", "installing MetalLB"},
 		{"kube c1 wait 2 CRDs", "installing MetalLB"},
-		{"kube c1 wait deployment", "installing MetalLB"},
+		{"kube c1 wait deployment metallb-system", "installing MetalLB"},
 		{"kube c1 wait daemonset", "installing MetalLB"},
 		{"kube c1 pool", "adding the MetalLB pool"},
 		{"kube c1 coredns", "configuring CoreDNS"},
@@ -338,9 +353,8 @@ func TestVerify(t *testing.T) {
 	}
 }
 
-// A create's --dry-run lists the add-ons in the order the create installs
-// them, from the one list both read: metrics-server last, after CoreDNS's
-// forwarding.
+// A create's --dry-run lists the add-ons from the list the create installs:
+// metrics-server last, after CoreDNS's forwarding.
 func TestCreateDryRunListsTheAddonsInTheirOrder(t *testing.T) {
 	ms := &addons.MetricsServer{Version: "v0.8.0", InsecureTLS: true}
 	f := createFixture(t, nil)
@@ -357,9 +371,9 @@ func TestCreateDryRunListsTheAddonsInTheirOrder(t *testing.T) {
 	if _, err := create(f, CreateOptions{MetricsServer: ms}); err != nil {
 		t.Fatalf("%v\n%s", err, f.Stderr.String())
 	}
-	calls := strings.Join(f.Called("kube c1 "), "\n")
-	if !(strings.Index(calls, "apply-metallb") < strings.Index(calls, "coredns") && strings.Index(calls, "coredns") < strings.Index(calls, "apply-metrics-server")) {
-		t.Errorf("installed in another order:\n%s", calls)
+	calls := f.Called("kube c1 ")
+	if !slices.Contains(calls, "kube c1 apply-metrics-server insecure=true") || !inOrder(calls, []string{"kube c1 apply-metrics-server insecure=true", "kube c1 wait deployment kube-system/metrics-server available"}) {
+		t.Errorf("metrics-server was not installed:\n%s", strings.Join(calls, "\n"))
 	}
 }
 
@@ -390,5 +404,53 @@ func TestCreateSwitchesContext(t *testing.T) {
 		if err != nil || created.Current || !f.HasContext("c1") || current(f) == "c1" {
 			t.Errorf("%s: %v, current context %q", name, err, current(f))
 		}
+	}
+}
+
+// inOrder reports whether want appear in got in their order.
+func inOrder(got, want []string) bool {
+	i := 0
+	for _, g := range got {
+		if i < len(want) && g == want[i] {
+			i++
+		}
+	}
+	return i == len(want)
+}
+
+// The add-ons that need only the API server start while kind still runs,
+// from kubeadm's admin kubeconfig; those that need every node (the
+// speakers, CoreDNS) wait for kind to end.
+func TestCreateOverlapsTheAddonsWithKind(t *testing.T) {
+	f := createFixture(t, nil)
+	f.Scripts["admin kubeconfig of c1"] = vm.Result{Stdout: []byte(f.Export("c1"))}
+	overlapped := make(chan struct{})
+	var once sync.Once
+	kind := f.Before
+	f.Before = func(call string) {
+		kind(call)
+		switch call {
+		case "guest.run kind create cluster c1":
+			// kind ends only once ExternalDNS is waited for, or after
+			// a while when the add-ons wait for kind.
+			select {
+			case <-overlapped:
+			case <-time.After(3 * time.Second):
+			}
+		case "kube c1 wait deployment external-dns/external-dns available":
+			once.Do(func() { close(overlapped) })
+		}
+	}
+	if _, err := create(f, CreateOptions{}); err != nil {
+		t.Fatalf("%v\n%s", err, f.Stderr.String())
+	}
+	calls := strings.Split(f.Log(), "\n")
+	at := func(call string) int { return slices.Index(calls, call) }
+	kindEnd := at("guest.run kind create cluster c1")
+	if at("kube c1 wait deployment external-dns/external-dns available") > kindEnd || at("kube c1 pool marina") > kindEnd {
+		t.Errorf("the API server's add-ons waited for kind:\n%s", f.Log())
+	}
+	if at("kube c1 wait daemonset metallb-system/speaker ready") < kindEnd || at("kube c1 coredns") < kindEnd {
+		t.Errorf("a step that needs every node ran before kind ended:\n%s", f.Log())
 	}
 }

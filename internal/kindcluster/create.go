@@ -9,12 +9,16 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
+
 	"github.com/bcollard/marina/internal/addons"
 	"github.com/bcollard/marina/internal/cluster"
 	"github.com/bcollard/marina/internal/config"
 	"github.com/bcollard/marina/internal/dns"
 	"github.com/bcollard/marina/internal/docker"
 	"github.com/bcollard/marina/internal/guest"
+	"github.com/bcollard/marina/internal/kube"
 	"github.com/bcollard/marina/internal/kubeconfig"
 	"github.com/bcollard/marina/internal/registry"
 	"github.com/bcollard/marina/internal/session"
@@ -77,6 +81,9 @@ type Created struct {
 	Merged     bool     // its context is in the user's kubeconfig
 	Current    bool     // and the current one there
 	Zone       string   // the DNS zone of its LoadBalancer Services
+	// Seconds is how long the create took, and Phases each of its steps.
+	Seconds float64
+	Phases  []ui.StepTime
 	// Offline says why a --dry-run plan leaves things open: the VM does
 	// not run, so the slot and lima0's address are not known yet.
 	Offline string
@@ -360,43 +367,47 @@ func offlinePlan(ctx context.Context, e *session.Env, opts CreateOptions, userLa
 // answering must not hang marina after an interrupt.
 const rollbackTimeout = 2 * time.Minute
 
+// Apply creates p's cluster: kind, then the add-ons, then the
+// kubeconfig. The add-ons that need only the API server start as soon as
+// it serves, while kind still installs the network and joins the workers;
+// those that need every node wait for kind to end.
 func Apply(ctx context.Context, s *session.Session, p *Plan, opts CreateOptions) (*Created, error) {
 	e, name := s.Env, p.spec.Name
+	start := time.Now()
+	var phases []ui.StepTime
 	manifests := map[string][]byte{}
 	for _, ref := range p.Manifests(s.Config) {
+		t := time.Now()
 		m, err := Fetch(ctx, s, ref)
 		if err != nil {
 			return nil, err
 		}
+		phases = append(phases, phase("manifests: "+ref.Label(), start, t))
 		manifests[ref.Name] = m
 	}
+	set := p.addons(s.Config, manifests, opts.Wait)
 	// From here on an interrupted marina may leave a cluster behind: a
 	// second signal says so.
 	e.SetLeftover(fmt.Sprintf("cluster %s may be half made in VM %s (its node containers and /etc/marina/clusters/%s) and %s may exist; `marina cluster delete %s` removes it", name, s.Name, name, p.kubeconfig, name))
-	out, err := runKind(ctx, s, p, opts.Retain)
-	if err != nil {
-		return nil, err
+	parts := []string{kindPart}
+	for _, a := range set {
+		parts = append(parts, a.Name())
+	}
+	pr := newProgress(e, start, parts)
+	kc, err := kindAndAddons(ctx, s, p, set, pr)
+	pr.stop(err == nil)
+	phases = append(phases, pr.times()...)
+	if ke, ok := errors.AsType[*kindError](err); ok {
+		return nil, kindFailed(ctx, s, p, opts.Retain, ke.err)
 	}
 	// From here on the cluster exists: a failing step removes it again.
 	rb := &rollback{ctx: ctx, s: s, p: p, retain: opts.Retain}
-	ex, ok := guest.ParseExports(string(out.Stdout))[name]
-	if !ok || len(ex.Kubeconfig) == 0 {
-		return nil, rb.fail("reading its kubeconfig", errors.New("kind printed no kubeconfig"))
-	}
-	kc, err := kubeconfig.FromKind(ex.Kubeconfig, ex.Cert, name, p.server, s.KubeOwner(true).Home)
-	if err != nil {
-		return nil, rb.fail("reading its kubeconfig", err)
-	}
-	k, err := s.Deps.Kube(kc, 0)
-	if err != nil {
-		return nil, rb.fail("reading its kubeconfig", err)
-	}
-	if err := addons.Install(ctx, k, p.addons(s.Config, manifests, opts.Wait), Stepper(s, "")); err != nil {
-		if ae, ok := errors.AsType[*addons.Error](err); ok {
-			return nil, rb.fail(ae.What, ae.Err)
-		}
+	if se, ok := errors.AsType[*stepError](err); ok {
+		return nil, rb.fail(se.what, se.err)
+	} else if err != nil {
 		return nil, rb.fail("installing the addons", err)
 	}
+	t := time.Now()
 	if err := e.Step("Writing its kubeconfig", "Wrote "+p.kubeconfig, func() error {
 		if err := kubeconfig.WriteFile(p.kubeconfig, name, kc, s.KubeOwner(true)); err != nil {
 			return err
@@ -415,9 +426,158 @@ func Apply(ctx context.Context, s *session.Session, p *Plan, opts CreateOptions)
 	}); err != nil {
 		return nil, rb.fail("writing its kubeconfig", err)
 	}
+	phases = append(phases, phase("kubeconfig: Writing its kubeconfig", start, t))
 	e.SetLeftover("")
+	for _, ph := range phases {
+		e.UI.Debugf("phase %6.1fs +%5.1fs %s", ph.Start, ph.Seconds, ph.Step)
+	}
 	return &Created{Name: name, Server: p.server, Pool: p.pool, Kubeconfig: p.kubeconfig, Merged: p.target != "", Current: p.switchTo,
-		Zone: dns.ClusterZone(name, s.Config.DNS.Domain)}, nil
+		Zone: dns.ClusterZone(name, s.Config.DNS.Domain), Seconds: time.Since(start).Seconds(), Phases: phases}, nil
+}
+
+// phase is a step that began at t and ended now, in a job begun at start.
+func phase(step string, start, t time.Time) ui.StepTime {
+	return ui.StepTime{Step: step, Start: t.Sub(start).Seconds(), Seconds: time.Since(t).Seconds(), OK: true}
+}
+
+// kindError is kind failing to create the cluster: kind removed its nodes.
+type kindError struct{ err error }
+
+func (e *kindError) Error() string { return e.err.Error() }
+func (e *kindError) Unwrap() error { return e.err }
+
+// stepError is a step after kind failing: what names it for the rollback.
+type stepError struct {
+	what string
+	err  error
+}
+
+func (e *stepError) Error() string { return e.what + ": " + e.err.Error() }
+func (e *stepError) Unwrap() error { return e.err }
+
+// kindAndAddons runs kind and the add-ons beside it (see Apply), and
+// returns the cluster's kubeconfig as kind exported it. kind failing is a
+// *kindError; a later step failing is a *stepError.
+func kindAndAddons(ctx context.Context, s *session.Session, p *Plan, set []addons.Addon, pr *progress) ([]byte, error) {
+	name := p.spec.Name
+	early, stopEarly := context.WithCancel(ctx)
+	defer stopEarly()
+	addonCtx, stopAddons := context.WithCancel(ctx)
+	defer stopAddons()
+	nodes := make(chan struct{})
+	installed := make(chan error, 1)
+	started := false
+	install := func(k session.Kube) {
+		started = true
+		go func() { installed <- addons.Install(addonCtx, k, set, nodes, pr.show()) }()
+	}
+	// The add-ons' wait for them ends with an error of its own: theirs
+	// is the failure, when they failed.
+	ended := func() error {
+		stopAddons()
+		if started {
+			return <-installed
+		}
+		return nil
+	}
+	api := make(chan session.Kube, 1)
+	go func() { api <- earlyAPI(early, s, p) }()
+	done := make(chan kindResult, 1)
+	go func() {
+		var r kindResult
+		r.out, r.err = runKind(ctx, s, p, pr)
+		done <- r
+	}()
+	var r kindResult
+wait:
+	for {
+		select {
+		case k := <-api:
+			api = nil
+			if k != nil {
+				install(k)
+			}
+		case r = <-done:
+			break wait
+		}
+	}
+	stopEarly()
+	if r.err != nil {
+		_ = ended()
+		return nil, &kindError{err: r.err}
+	}
+	close(nodes)
+	ex, ok := guest.ParseExports(string(r.out.Stdout))[name]
+	if !ok || len(ex.Kubeconfig) == 0 {
+		_ = ended()
+		return nil, &stepError{"reading its kubeconfig", errors.New("kind printed no kubeconfig")}
+	}
+	kc, err := kubeconfig.FromKind(ex.Kubeconfig, ex.Cert, name, p.server, s.KubeOwner(true).Home)
+	if err != nil {
+		_ = ended()
+		return nil, &stepError{"reading its kubeconfig", err}
+	}
+	if !started {
+		k, err := s.Deps.Kube(kc, 0)
+		if err != nil {
+			return nil, &stepError{"reading its kubeconfig", err}
+		}
+		install(k)
+	}
+	if err := <-installed; err != nil {
+		if ae, ok := errors.AsType[*addons.Error](err); ok {
+			return nil, &stepError{ae.What, ae.Err}
+		}
+		return nil, &stepError{"installing the addons", err}
+	}
+	return kc, nil
+}
+
+type kindResult struct {
+	out vm.Result
+	err error
+}
+
+// namespaces is the API's namespaces, which earlyAPI reads one of.
+var namespaces = schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
+
+// earlyAPI waits, while kind runs, for kubeadm's admin kubeconfig and for
+// the API server to serve it, and returns a client of it; nil when there
+// is none before ctx ends (kind ended, or failed), and the add-ons then
+// start after kind. It is one guest round trip, beside kind's.
+func earlyAPI(ctx context.Context, s *session.Session, p *Plan) session.Kube {
+	name := p.spec.Name
+	script, err := guest.KindAdmin(name)
+	if err != nil {
+		return nil
+	}
+	out, err := s.Guest.Run(ctx, vm.Script{Name: "admin kubeconfig of " + name, Body: script, Root: true})
+	if err != nil {
+		return nil
+	}
+	ex, ok := guest.ParseExports(string(out.Stdout))[name]
+	if !ok || len(ex.Kubeconfig) == 0 {
+		return nil
+	}
+	kc, err := kubeconfig.FromKind(ex.Kubeconfig, ex.Cert, name, p.server, s.KubeOwner(true).Home)
+	if err != nil {
+		s.UI.Debugf("cluster %s: kubeadm's admin kubeconfig: %v; the add-ons start after kind", name, err)
+		return nil
+	}
+	k, err := s.Deps.Kube(kc, 0)
+	if err != nil {
+		return nil
+	}
+	// The admin user's rights come from a binding kubeadm makes once the
+	// server runs: until then every request is refused.
+	err = wait.PollUntilContextCancel(ctx, kube.PollInterval, true, func(ctx context.Context) (bool, error) {
+		_, err := k.Get(ctx, namespaces, "", "kube-system")
+		return err == nil, nil
+	})
+	if err != nil {
+		return nil
+	}
+	return k
 }
 
 // rollbackContext bounds a rollback, which runs even after ctx ended.
@@ -425,32 +585,34 @@ func rollbackContext(ctx context.Context) (context.Context, context.CancelFunc) 
 	return context.WithTimeout(context.WithoutCancel(ctx), rollbackTimeout)
 }
 
-// runKind runs kind create in the VM; its output carries the kubeconfig.
-// When kind fails it removed its own nodes, and the cluster's folder in
-// the VM goes too (unless retain).
-func runKind(ctx context.Context, s *session.Session, p *Plan, retain bool) (vm.Result, error) {
-	e, name := s.Env, p.spec.Name
+// runKind runs kind create in the VM, as part kind of pr; its output
+// carries the kubeconfig.
+func runKind(ctx context.Context, s *session.Session, p *Plan, pr *progress) (vm.Result, error) {
 	var out vm.Result
-	label := fmt.Sprintf("Creating cluster %s in slot %d (kind, %s)", name, p.spec.Slot, ui.Plural(1+p.spec.Workers, "node"))
-	err := e.Step(label, "", func() error {
+	label := fmt.Sprintf("Creating cluster %s in slot %d (%s)", p.spec.Name, p.spec.Slot, ui.Plural(1+p.spec.Workers, "node"))
+	err := pr.step(kindPart, label, func() error {
 		var err error
-		out, err = s.Guest.Run(ctx, vm.Script{Name: "kind create cluster " + name, Body: p.create, Root: true})
+		out, err = s.Guest.Run(ctx, vm.Script{Name: "kind create cluster " + p.spec.Name, Body: p.create, Root: true})
 		return err
 	})
-	if err == nil {
-		return out, nil
-	}
+	return out, err
+}
+
+// kindFailed is the error of kind failing with err: kind removed its own
+// nodes, and the cluster's folder in the VM goes too (unless retain).
+func kindFailed(ctx context.Context, s *session.Session, p *Plan, retain bool, err error) error {
+	e, name := s.Env, p.spec.Name
 	if retain {
 		e.UI.Warnf("--retain: cluster %s's node containers are kept; `marina cluster delete %s` removes them", name, name)
-		return out, fmt.Errorf("cluster %s: kind could not create it: %w", name, err)
+		return fmt.Errorf("cluster %s: kind could not create it: %w", name, err)
 	}
 	rb, cancel := rollbackContext(ctx)
 	defer cancel()
 	if _, rerr := s.Guest.Run(rb, vm.Script{Name: "remove cluster " + name, Body: p.remove, Root: true}); rerr != nil {
-		return out, fmt.Errorf("cluster %s: kind could not create it: %w\nremoving what it left failed too: %v; `marina cluster delete %s` finishes it", name, err, rerr, name) //nolint:errorlint // the cleanup's failure is said; the error is the cause
+		return fmt.Errorf("cluster %s: kind could not create it: %w\nremoving what it left failed too: %v; `marina cluster delete %s` finishes it", name, err, rerr, name) //nolint:errorlint // the cleanup's failure is said; the error is the cause
 	}
 	e.SetLeftover("")
-	return out, fmt.Errorf("cluster %s: kind could not create it: %w", name, err)
+	return fmt.Errorf("cluster %s: kind could not create it: %w", name, err)
 }
 
 // rollback removes a cluster kind made when a later step fails: the

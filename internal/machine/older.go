@@ -155,11 +155,17 @@ func upgradeCluster(ctx context.Context, s *session.Session, name string, etcd d
 	if err := APIReady(ctx, s, name, k); err != nil {
 		return err
 	}
-	err = addons.Install(ctx, k, kindcluster.DNSAddons(s.Config, name, m, etcd), kindcluster.Stepper(s, name+": "))
-	if ae, ok := errors.AsType[*addons.Error](err); ok {
-		return ae.Err // the step's own line said which
+	// One add-on after the other: they are a few lines among up's own.
+	for _, a := range kindcluster.DNSAddons(s.Config, name, m, etcd) {
+		err := addons.Install(ctx, k, []addons.Addon{a}, nil, kindcluster.Stepper(s, name+": "))
+		if ae, ok := errors.AsType[*addons.Error](err); ok {
+			return ae.Err // the step's own line said which
+		}
+		if err != nil {
+			return err
+		}
 	}
-	return err
+	return nil
 }
 
 // APIReadyWait bounds the wait for a cluster's API server to serve: a

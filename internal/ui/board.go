@@ -43,7 +43,9 @@ type Row struct {
 
 // StepTime is one step a row went through and how long it took.
 type StepTime struct {
-	Step    string  `json:"step"`
+	Step string `json:"step"`
+	// Start is when it began, in seconds from the start of its job.
+	Start   float64 `json:"start"`
 	Seconds float64 `json:"seconds"`
 	OK      bool    `json:"ok"`
 }
@@ -312,5 +314,5 @@ func (r *Row) closeStepLocked(ok bool) {
 		return
 	}
 	r.active = false
-	r.steps = append(r.steps, StepTime{Step: r.label, Seconds: r.b.now().Sub(r.since).Seconds(), OK: ok})
+	r.steps = append(r.steps, StepTime{Step: r.label, Start: r.since.Sub(r.start).Seconds(), Seconds: r.b.now().Sub(r.since).Seconds(), OK: ok})
 }

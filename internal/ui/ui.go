@@ -55,6 +55,10 @@ func (u *UI) dims() (int, int) {
 	return u.size()
 }
 
+// InRow reports whether the UI shows its steps on a Board's row (a
+// fleet's cluster), where a Board of its own cannot be drawn.
+func (u *UI) InRow() bool { return u.row != nil }
+
 // NewBoard is a Board on the UI's stream, terminal and settings.
 func (u *UI) NewBoard(now func() time.Time) *Board {
 	b := NewBoard(u.w, u.smart, u.debug, now)

@@ -786,9 +786,11 @@ func signalled(t *testing.T, args []string, cluster string, sigs ...os.Signal) r
 		ns := nodeContainers(t, cluster)
 		return len(ns) == 1 && ns[0].Container.State != nil && ns[0].Container.State.Running
 	})
-	// Into the MetalLB wait, after kind.
-	waitFor(t, time.Minute, "marina to wait for MetalLB", func() bool {
-		return strings.Contains(errb.String(), "Installing MetalLB")
+	// Into the add-ons, after kind: MetalLB may have begun while kind
+	// ran, and its line is the one of kind's end (" ✓ kind  Creating …",
+	// without a terminal).
+	waitFor(t, time.Minute, "marina to wait for MetalLB after kind", func() bool {
+		return strings.Contains(errb.String(), "Installing MetalLB") && strings.Contains(errb.String(), " ✓ kind ")
 	})
 	for i, s := range sigs {
 		if i > 0 {

@@ -8,16 +8,12 @@ package e2e
 // and registry.k8s.io on the kind network.
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -160,75 +156,38 @@ func mirrorCounters(t *testing.T) map[string][2]uint64 {
 	return out
 }
 
-// step is one line of marina's progress and when it ended.
-type step struct {
-	name string
-	took time.Duration
+// created is what marina cluster create -o json says of a create's time.
+type created struct {
+	Seconds float64 `json:"seconds"`
+	Phases  []struct {
+		Step    string  `json:"step"`
+		Start   float64 `json:"start"`
+		Seconds float64 `json:"seconds"`
+	} `json:"phases"`
 }
 
-// timedMarina runs marina like mustMarina, timing each progress step (" •
-// X …" when it starts, " ✓ X" when it ends) as marina prints it.
-func timedMarina(t *testing.T, args ...string) (result, []step, time.Duration) {
+// timedCreate runs marina cluster create args… -o json, logs its time and
+// the split of it marina reports (each step of kind and of each add-on,
+// from the create's start), and returns the create's wall time and kind's.
+func timedCreate(t *testing.T, args ...string) (total, kind time.Duration) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
-	c := exec.CommandContext(ctx, marinaBin, args...)
-	var out, errb bytes.Buffer
-	c.Stdout = &out
-	pipe, err := c.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
 	start := time.Now()
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
+	r := mustMarina(t, append(append([]string{"cluster", "create"}, args...), "-o", "json")...)
+	total = time.Since(start)
+	var c created
+	if err := json.Unmarshal([]byte(r.stdout), &c); err != nil || len(c.Phases) == 0 {
+		t.Fatalf("cluster create -o json: %v\n%s", err, r.stdout)
 	}
-	var steps []step
-	began := map[string]time.Time{}
-	sc := bufio.NewScanner(pipe)
-	sc.Buffer(make([]byte, 64<<10), 16<<20) // a long line must not stall marina on its pipe
-	for sc.Scan() {
-		line := sc.Text()
-		errb.WriteString(line + "\n")
-		if name, ok := strings.CutPrefix(line, " • "); ok {
-			began[strings.TrimSuffix(name, " …")] = time.Now()
-		} else if name, ok := strings.CutPrefix(line, " ✓ "); ok {
-			if at, ok := began[name]; ok {
-				steps = append(steps, step{name, time.Since(at)})
-			}
+	var b strings.Builder
+	for _, p := range c.Phases {
+		fmt.Fprintf(&b, "\n  %6.1fs %+6.1fs  %s", p.Start, p.Seconds, p.Step)
+		if strings.HasPrefix(p.Step, "kind: ") {
+			kind = time.Duration(p.Seconds * float64(time.Second))
 		}
 	}
-	if err := sc.Err(); err != nil {
-		_, _ = io.Copy(&errb, pipe) // drain, so that marina can end
-		t.Errorf("reading marina's progress: %v", err)
-	}
-	err = c.Wait()
-	total := time.Since(start)
-	r := result{stdout: out.String(), stderr: errb.String()}
-	if err != nil {
-		r.code = -1
-		if ee, ok := errors.AsType[*exec.ExitError](err); ok {
-			r.code = ee.ExitCode()
-		}
-	}
-	succeeded(t, r, "marina "+strings.Join(args, " "))
-	return r, steps, total
-}
-
-// createShares splits a create's wall time into kind's step, the add-ons'
-// steps (MetalLB, its pool, ExternalDNS, CoreDNS) and the rest, marina's
-// own.
-func createShares(steps []step, total time.Duration) (kind, addons, own time.Duration) {
-	for _, s := range steps {
-		switch {
-		case strings.HasPrefix(s.name, "Creating cluster"):
-			kind += s.took
-		case strings.Contains(s.name, "MetalLB") || strings.Contains(s.name, "LoadBalancer pool") ||
-			strings.Contains(s.name, "ExternalDNS") || strings.Contains(s.name, "CoreDNS"):
-			addons += s.took
-		}
-	}
-	return kind, addons, total - kind - addons
+	t.Logf("marina cluster create %s: %v in all (marina says %.1fs), kind %v, after kind %v:%s", strings.Join(args, " "),
+		total.Round(100*time.Millisecond), c.Seconds, kind.Round(100*time.Millisecond), (total - kind).Round(100*time.Millisecond), b.String())
+	return total, kind
 }
 
 // corpDNS runs a DNS server for corp.example on the kind network, as a
@@ -348,10 +307,7 @@ func TestRealCluster(t *testing.T) {
 	seedMetalLB(t)
 
 	t.Run("create: nodes Ready, CoreDNS, kube-proxy and MetalLB running by their own probes", func(t *testing.T) {
-		_, steps, total := timedMarina(t, "cluster", "create", "dev", "--workers", "1")
-		kind, addons, own := createShares(steps, total)
-		t.Logf("marina cluster create dev --workers 1: %v in all; kind %v, add-ons %v, marina's own %v",
-			total.Round(100*time.Millisecond), kind.Round(100*time.Millisecond), addons.Round(100*time.Millisecond), own.Round(100*time.Millisecond))
+		timedCreate(t, "dev", "--workers", "1")
 		cs := contextClient(t, "dev")
 		nodesReady(t, cs, 2, 2*time.Minute)
 		podsReady(t, cs, "kube-system", "k8s-app=kube-dns", 2, 3*time.Minute)
@@ -412,8 +368,7 @@ func TestRealCluster(t *testing.T) {
 		if out, err := labCmd(t, "upstream", "stop"); err != nil {
 			t.Fatalf("lab/lab upstream stop: %v\n%s", err, out)
 		}
-		_, _, total := timedMarina(t, "cluster", "create", "two")
-		t.Logf("marina cluster create two (upstream stopped): %v", total.Round(100*time.Millisecond))
+		timedCreate(t, "two") // the upstream stopped
 		cs := contextClient(t, "two")
 		nodesReady(t, cs, 1, 2*time.Minute)
 		podsReady(t, cs, "metallb-system", "component=controller", 1, time.Minute)
