@@ -26,6 +26,9 @@ type Board struct {
 	// size is the terminal's, when known: rows are cut to its width, and
 	// the board to its height.
 	size Size
+	// owner is the UI the board was made from: its lines go above the
+	// board until Stop.
+	owner *UI
 }
 
 // Row is one job of a Board.
@@ -118,6 +121,13 @@ func (b *Board) Stop() {
 	defer b.mu.Unlock()
 	if b.smart {
 		b.drawFrameLocked(0, true) // the last time: every row, to stay
+	}
+	if u := b.owner; u != nil {
+		u.mu.Lock()
+		if u.board == b {
+			u.board = nil
+		}
+		u.mu.Unlock()
 	}
 }
 
@@ -259,15 +269,17 @@ func round(d time.Duration) string {
 }
 
 // line prints a message of row r above the board.
-func (r *Row) line(msg string) {
-	b := r.b
+func (r *Row) line(msg string) { r.b.above(r.name + ": " + msg) }
+
+// above prints line above the board, which is drawn again under it.
+func (b *Board) above(line string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.smart && b.drawn > 0 {
 		fmt.Fprintf(b.w, "\x1b[%dA\r\x1b[J", b.drawn)
 		b.drawn = 0
 	}
-	fmt.Fprintf(b.w, "%s: %s\n", r.name, msg)
+	fmt.Fprintln(b.w, line)
 	if b.smart {
 		b.drawLocked()
 	}

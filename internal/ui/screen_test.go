@@ -214,3 +214,35 @@ func TestLineAboveSpinner(t *testing.T) {
 		t.Errorf("the screen is:\n%s\nwant:\n%s", got, want)
 	}
 }
+
+// A line the UI prints while a Board it made is drawn (a guest round
+// trip's debug line, a warning) goes above the board, which is drawn again
+// whole under it: the line is not overwritten, and no row is left twice.
+func TestLineAboveBoard(t *testing.T) {
+	s := newScreen(t, 60, 12)
+	u := New(s.tty, true, true)
+	u.SetSize(TermSize(s.tty))
+	b := u.NewBoard(time.Now)
+	kind, mlb := b.Add("kind"), b.Add("MetalLB")
+	kind.Begin()
+	kind.UI().Start("Creating cluster dev")
+	mlb.Begin()
+	mlb.UI().Start("Installing MetalLB")
+	time.Sleep(250 * time.Millisecond)
+	u.Debugf("ran ssh lima-marina (40ms)")
+	u.Warnf("careful")
+	time.Sleep(250 * time.Millisecond)
+	s.settle()
+	lines := s.lines()
+	if len(lines) != 4 || lines[0] != "debug: ran ssh lima-marina (40ms)" || lines[1] != "WARNING: careful" ||
+		!strings.Contains(lines[2], "kind") || !strings.Contains(lines[3], "MetalLB") {
+		t.Errorf("the screen is:\n%s", s)
+	}
+	b.Stop()
+	// Once the board stopped, lines are the UI's own again.
+	u.Warnf("after")
+	s.settle()
+	if lines := s.lines(); lines[len(lines)-1] != "WARNING: after" || len(lines) != 5 {
+		t.Errorf("after the board, the screen is:\n%s", s)
+	}
+}

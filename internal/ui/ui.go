@@ -34,6 +34,9 @@ type UI struct {
 	active bool
 	// row, when set, is the Board row that shows this UI's steps.
 	row *Row
+	// board is a Board drawn on this UI's stream (NewBoard) until it
+	// stops: lines go above it, or its redraw would overwrite them.
+	board *Board
 	// size is the terminal's, when known: the spinner's line is cut to it.
 	size Size
 }
@@ -63,6 +66,12 @@ func (u *UI) InRow() bool { return u.row != nil }
 func (u *UI) NewBoard(now func() time.Time) *Board {
 	b := NewBoard(u.w, u.smart, u.debug, now)
 	b.size = u.size
+	if u.row == nil {
+		b.owner = u
+		u.mu.Lock()
+		u.board = b
+		u.mu.Unlock()
+	}
 	return b
 }
 
@@ -290,6 +299,11 @@ func (u *UI) line(s string) {
 		return
 	}
 	u.mu.Lock()
+	if b := u.board; b != nil {
+		u.mu.Unlock()
+		b.above(s)
+		return
+	}
 	defer u.mu.Unlock()
 	// While the terminal is aside (u.stop is nil) nothing is drawn.
 	spinning := u.active && u.smart && u.stop != nil
