@@ -2,13 +2,17 @@ package addons
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"net/netip"
 	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -76,6 +80,46 @@ func ApplyMetalLB(ctx context.Context, k *kube.Cluster, manifest []byte) error {
 	}
 	if err := applyObjects(ctx, k, objs); err != nil {
 		return fmt.Errorf("install MetalLB: %w", err)
+	}
+	return memberlistSecret(ctx, k)
+}
+
+// The Secret MetalLB's speakers mount, and its one key (MetalLB's
+// internal/k8s: MLSecretKeyName).
+const (
+	memberlistName = "memberlist"
+	memberlistKey  = "secretkey"
+)
+
+// memberlistSecret makes the Secret MetalLB's speakers share their
+// memberlist key in, as MetalLB's controller would (16 random bytes,
+// base64 without padding, owned by the controller's Deployment), unless
+// it exists. The controller makes it only once it runs, and a speaker
+// that started before it waits on the kubelet's backoff to mount it: up
+// to 10 s more on a new cluster. MetalLB's install guides had users make
+// it by hand before v0.13; the controller leaves one that exists alone.
+func memberlistSecret(ctx context.Context, k *kube.Cluster) error {
+	secrets := k.Typed.CoreV1().Secrets(MetalLBNamespace)
+	if _, err := secrets.Get(ctx, memberlistName, metav1.GetOptions{}); err == nil {
+		return nil
+	} else if !apierrors.IsNotFound(err) {
+		return wrap(err, "read Secret %s/%s", MetalLBNamespace, memberlistName)
+	}
+	d, err := k.Typed.AppsV1().Deployments(MetalLBNamespace).Get(ctx, metalLBController, metav1.GetOptions{})
+	if err != nil {
+		return wrap(err, "read Deployment %s/%s", MetalLBNamespace, metalLBController)
+	}
+	key := make([]byte, 16)
+	if _, err := rand.Read(key); err != nil {
+		return err
+	}
+	_, err = secrets.Create(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: memberlistName, Namespace: MetalLBNamespace,
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "Deployment", Name: d.Name, UID: d.UID}}},
+		Data: map[string][]byte{memberlistKey: []byte(base64.RawStdEncoding.EncodeToString(key))},
+	}, metav1.CreateOptions{FieldManager: FieldManager})
+	if err != nil && !apierrors.IsAlreadyExists(err) { // the controller was first
+		return wrap(err, "create Secret %s/%s", MetalLBNamespace, memberlistName)
 	}
 	return nil
 }

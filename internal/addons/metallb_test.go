@@ -1,6 +1,8 @@
 package addons
 
 import (
+	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"net/http"
@@ -9,11 +11,14 @@ import (
 	"syscall"
 	"testing"
 
+	appsv1 "k8s.io/api/apps/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes/fake"
 
+	"github.com/bcollard/marina/internal/kube"
 	"github.com/bcollard/marina/internal/slot"
 )
 
@@ -120,5 +125,37 @@ metadata:
 	}
 	if live["initialDelaySeconds"] != int64(10) || live["periodSeconds"] != int64(10) {
 		t.Errorf("livenessProbe changed: %v", live)
+	}
+}
+
+// The speakers' memberlist Secret is made with MetalLB before its
+// controller runs, in the controller's form, and one that exists (the
+// controller's, or an earlier run's) is left alone.
+func TestMemberlistSecret(t *testing.T) {
+	ctl := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "controller", Namespace: MetalLBNamespace, UID: "u-1"}}
+	cs := fake.NewClientset(ctl)
+	k := &kube.Cluster{Typed: cs}
+	ctx := context.Background()
+	if err := memberlistSecret(ctx, k); err != nil {
+		t.Fatal(err)
+	}
+	s, err := cs.CoreV1().Secrets(MetalLBNamespace).Get(ctx, "memberlist", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := s.Data["secretkey"]
+	raw, err := base64.RawStdEncoding.DecodeString(string(key))
+	if err != nil || len(raw) != 16 || len(s.Data) != 1 {
+		t.Errorf("secretkey %q (%d bytes, %v), data %d keys", key, len(raw), err, len(s.Data))
+	}
+	if o := s.OwnerReferences; len(o) != 1 || o[0].Kind != "Deployment" || o[0].Name != "controller" || o[0].UID != "u-1" {
+		t.Errorf("owner %+v", o)
+	}
+	if err := memberlistSecret(ctx, k); err != nil {
+		t.Fatal(err)
+	}
+	again, _ := cs.CoreV1().Secrets(MetalLBNamespace).Get(ctx, "memberlist", metav1.GetOptions{})
+	if string(again.Data["secretkey"]) != string(key) {
+		t.Error("a second run replaced the key")
 	}
 }

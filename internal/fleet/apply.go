@@ -513,11 +513,20 @@ func createAll(ctx context.Context, s *session.Session, f Fleet, rows []Row, tas
 	for _, r := range rows {
 		members[r.Name] = r.Member
 	}
+	// The steps of each create as it timed them, kind's and each
+	// add-on's, which share the row's one line while they run at once.
+	var mu sync.Mutex
+	phases := map[string][]ui.StepTime{}
 	outs := Run(ctx, tasks, f.MaxParallel, f.Strategy, time.Now, func(ctx context.Context, name string) error {
 		line := lines[name]
 		line.Begin()
 		ms := s.Member(e.Member(name, line.UI()))
-		_, err := kindcluster.Apply(ctx, ms, plans[name], memberOptions(f, members[name], opts))
+		created, err := kindcluster.Apply(ctx, ms, plans[name], memberOptions(f, members[name], opts))
+		if created != nil {
+			mu.Lock()
+			phases[name] = created.Phases
+			mu.Unlock()
+		}
 		held.release(name)
 		if err != nil {
 			line.Finish(false, "failed: "+firstLine(err.Error()))
@@ -541,6 +550,9 @@ func createAll(ctx context.Context, s *session.Session, f Fleet, rows []Row, tas
 			st, en := o.Start, o.End
 			c.Start, c.End, c.Seconds = &st, &en, en.Sub(st).Seconds()
 			c.Phases = lines[o.Name].Times()
+			if ph, ok := phases[o.Name]; ok {
+				c.Phases = ph
+			}
 		}
 	}
 	board.Stop()

@@ -21,6 +21,7 @@ import (
 	"github.com/bcollard/marina/internal/docker"
 	"github.com/bcollard/marina/internal/session/sessiontest"
 	"github.com/bcollard/marina/internal/slot"
+	"github.com/bcollard/marina/internal/ui"
 	"github.com/bcollard/marina/internal/vm"
 	"k8s.io/client-go/tools/clientcmd"
 )
@@ -257,6 +258,11 @@ func TestFleetApplyContinueOnError(t *testing.T) {
 		got[c.Name] = c.Result + " " + c.Reason
 		if c.Result == "created" && (c.Start == nil || len(c.Phases) == 0) {
 			t.Errorf("%s has no timings: %+v", c.Name, c)
+		}
+		// A created cluster's phases are its create's: kind's and each
+		// add-on's steps, which ran at once on its one row.
+		if c.Result == "created" && !slices.ContainsFunc(c.Phases, func(p ui.StepTime) bool { return strings.HasPrefix(p.Step, "MetalLB: ") }) {
+			t.Errorf("%s's phases do not time its add-ons: %+v", c.Name, c.Phases)
 		}
 	}
 	if !strings.HasPrefix(got["east"], "failed ") || got["west"] != "created " || got["mesh"] != `skipped dependency "east" failed` {

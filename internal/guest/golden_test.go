@@ -118,7 +118,7 @@ func TestGolden(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	golden.Check(t, "kind-admin.sh.golden", must(KindAdmin("dev")))
+	golden.Check(t, "kind-admin.sh.golden", must(KindAdmin("dev", 7001)))
 	golden.Check(t, "kind-create.sh.golden", must(KindCreate("dev", image, kindConfig, certsD, DNSRecord(cfg.DNS.Domain), string(auth), false)))
 	golden.Check(t, "kind-export.sh.golden", must(KindExport([]string{"dev", "east"})))
 	golden.Check(t, "kind-delete.sh.golden", must(KindDelete([]string{"dev", "east"})))

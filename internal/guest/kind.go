@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"path"
 	"sort"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/bcollard/marina/internal/cluster"
 	"github.com/bcollard/marina/internal/fileutil"
@@ -85,12 +87,18 @@ func KindCreate(name, image string, kindConfig []byte, certsD map[string]string,
 	if retain {
 		args = append(args, "--retain")
 	}
-	b.Sh(fmt.Sprintf("printf '%%s' %s | base64 -d | %s >&2", base64.StdEncoding.EncodeToString(kindConfig), run.Quote(args)))
+	// kind's lines go to stderr as they are, and with the time each was
+	// printed to the cluster's stages file: its " • stage" and " ✓ stage"
+	// lines time kind's own stages (ParseStages).
+	stages := run.ShellQuote(path.Join(dir, stagesFile))
+	b.Sh(stampFunc)
+	b.Sh(fmt.Sprintf("printf '%%s' %s | base64 -d | %s 2>&1 | stamp %s", base64.StdEncoding.EncodeToString(kindConfig), run.Quote(args), stages))
 	exp, err := exportScript([]string{name})
 	if err != nil {
 		return "", err
 	}
 	b.Sh(exp)
+	b.Sh(fmt.Sprintf("echo %s\ncat %s", run.ShellQuote("@@ stages "+name), stages))
 	return b.Script(), nil
 }
 
@@ -101,21 +109,83 @@ const adminConf = "/etc/kubernetes/admin.conf"
 // AdminWait bounds KindAdmin's wait for kubeadm's files.
 const AdminWait = 300
 
+// stagesFile, in a cluster's folder, holds kind's lines of its create,
+// each after the time it was printed (seconds since the epoch).
+const stagesFile = "kind-stages"
+
+// stampFunc copies its input to stderr, and each line after the time it
+// came to the file $1.
+const stampFunc = `stamp() {
+	local line
+	while IFS= read -r line; do
+		printf '%s\n' "$line" >&2
+		printf '%s %s\n' "$(date +%s.%N)" "$line" >>"$1"
+	done
+}`
+
+// Stage is one of kind's stages: what kind called it, and when it began
+// and ended by the VM's clock.
+type Stage struct {
+	Name       string
+	Start, End time.Time
+}
+
+// ParseStages reads kind's stages from a stages section: each " • NAME …"
+// line begins one, and the " ✓ NAME" (or " ✗ NAME") line after it ends it.
+// Lines that are not kind's stages, or not stamped, are skipped.
+func ParseStages(section []byte) []Stage {
+	var out []Stage
+	open := -1
+	for line := range strings.Lines(string(section)) {
+		ts, text, ok := strings.Cut(strings.TrimRight(line, "\n"), " ")
+		if !ok {
+			continue
+		}
+		sec, err := strconv.ParseFloat(ts, 64)
+		if err != nil {
+			continue
+		}
+		at := time.Unix(0, int64(sec*float64(time.Second)))
+		switch {
+		case strings.HasPrefix(text, " • "):
+			name := strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(strings.TrimPrefix(text, " • ")), "..."))
+			out = append(out, Stage{Name: name, Start: at})
+			open = len(out) - 1
+		case (strings.HasPrefix(text, " ✓ ") || strings.HasPrefix(text, " ✗ ")) && open >= 0:
+			out[open].End = at
+			open = -1
+		}
+	}
+	if open >= 0 { // a stage that did not end: kind failed in it
+		out = out[:open]
+	}
+	return out
+}
+
 // KindAdmin is the script that waits, while kind creates cluster name, for
-// kubeadm to have written the admin kubeconfig and the API server's
-// certificate on its control-plane node, then prints them as KindExport
-// does: the kubeconfig as kubeadm wrote it (its server is the node's own
-// name, which the caller replaces, as it does kind's). It gives up after
-// AdminWait seconds without printing anything.
-func KindAdmin(name string) (string, error) {
+// its API server to answer on port (the guest's 127.0.0.1, where kind
+// publishes it), then prints the admin kubeconfig kubeadm wrote on the
+// control-plane node and the API server's certificate as KindExport does:
+// the kubeconfig as kubeadm wrote it (its server is the node's own name,
+// which the caller replaces, as it does kind's). kubeadm writes both
+// before it starts the API server. The wait asks the port, not the node
+// (a docker exec costs far more, while kind needs the CPU); it gives up
+// after AdminWait seconds without printing anything.
+func KindAdmin(name string, port int) (string, error) {
 	if _, err := ClusterDir(name); err != nil {
 		return "", err
+	}
+	if port < 1 || port > 65535 {
+		return "", fmt.Errorf("API port %d of cluster %s is not a port (a marina bug)", port, name)
 	}
 	node := run.ShellQuote(name + "-control-plane")
 	var b strings.Builder
 	b.WriteString("set -eu -o pipefail\n")
-	fmt.Fprintf(&b, "i=0\nuntil docker exec %s test -s %s -a -s %s 2>/dev/null; do\n", node, adminConf, apiServerCert)
+	// Any HTTP answer will do: the server runs (curl fails while nothing
+	// listens, or Docker's proxy cannot reach it yet).
+	fmt.Fprintf(&b, "i=0\nuntil curl -sk --max-time 1 -o /dev/null https://127.0.0.1:%d/livez; do\n", port)
 	fmt.Fprintf(&b, "\ti=$((i + 1))\n\t[ \"$i\" -le %d ] || exit 0\n\tsleep 0.5\ndone\n", 2*AdminWait)
+	fmt.Fprintf(&b, "docker exec %s test -s %s -a -s %s || exit 0\n", node, adminConf, apiServerCert)
 	fmt.Fprintf(&b, "echo %s\ndocker exec %s cat %s\n", run.ShellQuote("@@ kubeconfig "+name), node, adminConf)
 	fmt.Fprintf(&b, "echo %s\ndocker exec %s cat %s\n", run.ShellQuote("@@ cert "+name), node, apiServerCert)
 	return b.String(), nil
@@ -146,6 +216,7 @@ func exportScript(names []string) (string, error) {
 type Export struct {
 	Kubeconfig []byte // as kind exports it
 	Cert       []byte // the API server's serving certificate, PEM
+	Stages     []byte // kind's stamped lines (KindCreate's only)
 }
 
 // ParseExports reads the output of KindCreate or KindExport.
@@ -159,6 +230,8 @@ func ParseExports(out string) map[string]Export {
 			e.Kubeconfig = []byte(v)
 		case "cert":
 			e.Cert = []byte(v)
+		case "stages":
+			e.Stages = []byte(v)
 		default:
 			continue
 		}

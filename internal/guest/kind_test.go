@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestKindScriptsParse(t *testing.T) {
@@ -139,5 +140,28 @@ echo "Deleting cluster \"dev\" ..."
 				t.Errorf("kind's words are not passed on:\n%s", out)
 			}
 		})
+	}
+}
+
+// kind's stages, from the lines KindCreate's stamp wrote: each begins at
+// its " • " line and ends at the " ✓ " after it; other lines, and a stage
+// kind never ended, are left out.
+func TestParseStages(t *testing.T) {
+	section := "1700000000.000000000 Creating cluster \"dev\" ...\n" +
+		"1700000000.100000000  • Ensuring node image (kindest/node:v1.36.1) 🖼  ...\n" +
+		"1700000000.600000000  ✓ Ensuring node image (kindest/node:v1.36.1) 🖼\n" +
+		"1700000000.600000000  • Starting control-plane 🕹️  ...\n" +
+		"1700000012.850000000  ✓ Starting control-plane 🕹️\n" +
+		"not stamped\n" +
+		"1700000013.000000000  • Installing CNI 🔌  ...\n"
+	got := ParseStages([]byte(section))
+	if len(got) != 2 || got[0].Name != "Ensuring node image (kindest/node:v1.36.1) 🖼" || got[1].Name != "Starting control-plane 🕹️" {
+		t.Fatalf("stages %+v", got)
+	}
+	if d := got[1].End.Sub(got[1].Start); d < 12249*time.Millisecond || d > 12251*time.Millisecond {
+		t.Errorf("control-plane took %v, want 12.25s", d)
+	}
+	if got := ParseStages(nil); len(got) != 0 {
+		t.Errorf("no section: %+v", got)
 	}
 }

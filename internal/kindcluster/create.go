@@ -471,8 +471,8 @@ func kindAndAddons(ctx context.Context, s *session.Session, p *Plan, set []addon
 		started = true
 		go func() { installed <- addons.Install(addonCtx, k, set, nodes, pr.show()) }()
 	}
-	// The add-ons' wait for them ends with an error of its own: theirs
-	// is the failure, when they failed.
+	// ended stops the add-ons when kind or its kubeconfig failed, and
+	// waits for them: that failure is the one to report.
 	ended := func() error {
 		stopAddons()
 		if started {
@@ -484,7 +484,7 @@ func kindAndAddons(ctx context.Context, s *session.Session, p *Plan, set []addon
 	go func() { api <- earlyAPI(early, s, p) }()
 	done := make(chan kindResult, 1)
 	go func() {
-		var r kindResult
+		r := kindResult{began: time.Now()}
 		r.out, r.err = runKind(ctx, s, p, pr)
 		done <- r
 	}()
@@ -517,6 +517,7 @@ wait:
 		_ = ended()
 		return nil, &stepError{"reading its kubeconfig", err}
 	}
+	pr.stages(kindPart, r.began, guest.ParseStages(ex.Stages))
 	if !started {
 		k, err := s.Deps.Kube(kc, 0)
 		if err != nil {
@@ -534,8 +535,9 @@ wait:
 }
 
 type kindResult struct {
-	out vm.Result
-	err error
+	began time.Time
+	out   vm.Result
+	err   error
 }
 
 // namespaces is the API's namespaces, which earlyAPI reads one of.
@@ -547,7 +549,7 @@ var namespaces = schema.GroupVersionResource{Version: "v1", Resource: "namespace
 // start after kind. It is one guest round trip, beside kind's.
 func earlyAPI(ctx context.Context, s *session.Session, p *Plan) session.Kube {
 	name := p.spec.Name
-	script, err := guest.KindAdmin(name)
+	script, err := guest.KindAdmin(name, slot.APIPort(p.spec.Slot))
 	if err != nil {
 		return nil
 	}

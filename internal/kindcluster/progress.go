@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/bcollard/marina/internal/addons"
+	"github.com/bcollard/marina/internal/guest"
 	"github.com/bcollard/marina/internal/session"
 	"github.com/bcollard/marina/internal/ui"
 )
@@ -128,6 +129,23 @@ func (p *progress) rowLabel() string {
 		ls = append(ls, p.labels[r])
 	}
 	return strings.Join(ls, " · ")
+}
+
+// stages records the stages of part (kind's own, timed by the VM's
+// clock) as steps of part, which began at began. The VM's clock is not
+// the Mac's: each stage is placed by its distance from the first, which
+// began as part did (the script's set-up before kind takes a moment).
+func (p *progress) stages(part string, began time.Time, stages []guest.Stage) {
+	if len(stages) == 0 {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	first := stages[0].Start
+	for _, st := range stages {
+		p.phases = append(p.phases, ui.StepTime{Step: part + ": " + st.Name, Start: (began.Sub(p.start) + st.Start.Sub(first)).Seconds(),
+			Seconds: st.End.Sub(st.Start).Seconds(), OK: true})
+	}
 }
 
 // show is the add-ons' Show.

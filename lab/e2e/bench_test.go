@@ -2,16 +2,22 @@ package e2e
 
 import (
 	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
 	"testing"
+	"time"
 )
 
 // The benchmarks time whole marina runs against a running lab VM, as a user
 // would see them, and report the guest round trips each one makes (on a
 // real Mac every round trip costs tens of milliseconds more than here). The
-// VM runs a registry mirror whose upstream answers, as it would on a Mac
-// that is online.
+// VM runs three registry mirrors whose upstream answers, as it would on a
+// Mac that is online, and the local DNS; BenchmarkFloor is what status and
+// up cannot go under, measured in the same run.
 //
-//	go test ./lab/e2e -run '^$' -bench . -benchtime 20x
+//	go test ./lab/e2e -run '^$' -bench 'Floor|Status|UpNoop' -benchtime 20x
 
 var benchReady bool
 
@@ -23,7 +29,11 @@ func benchVM(b *testing.B) {
 	writeConfig(b, "registries:\n  mirrors: []\n")
 	mustMarina(b, "up")
 	startUpstream(b, "bench-password")
-	writeConfig(b, fmt.Sprintf("registries:\n  image: %s\n  mirrors:\n    - name: registry-lab\n      port: 5060\n      remoteURL: https://%s\n      username: %s\n      password: bench-password\n", registryImage(), upstreamHost, labUser))
+	mirrors := ""
+	for i, name := range []string{"registry-lab", "registry-lab2", "registry-lab3"} {
+		mirrors += fmt.Sprintf("    - name: %s\n      port: %d\n      remoteURL: https://%s\n      username: %s\n      password: bench-password\n", name, 5060+i, upstreamHost, labUser)
+	}
+	writeConfig(b, fmt.Sprintf("registries:\n  image: %s\n  mirrors:\n%s", registryImage(), mirrors))
 	mustMarina(b, "up")
 	benchReady = true
 }
@@ -45,4 +55,109 @@ func benchMarina(b *testing.B, args ...string) {
 
 func BenchmarkStatus(b *testing.B) { benchMarina(b, "status") }
 
+// BenchmarkFloor is what status and a no-op up cannot go under: a trivial
+// Go program's start, and one round trip into the guest over the ssh
+// connection marina keeps open (Lima's ControlMaster), as status makes.
+func BenchmarkFloor(b *testing.B) {
+	benchVM(b)
+	dir := b.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "hello.go"), []byte("package main\n\nimport \"fmt\"\n\nfunc main() { fmt.Println(\"hello\") }\n"), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	hello := filepath.Join(dir, "hello")
+	build := exec.Command("go", "build", "-o", hello, "hello.go")
+	build.Dir = dir
+	if out, err := build.CombinedOutput(); err != nil {
+		b.Fatalf("go build hello.go: %v\n%s", err, out)
+	}
+	mustMarina(b, "status") // the ControlMaster runs
+	ssh := []string{"-F", filepath.Join(instDir(), "ssh.config"), "lima-marina", "true"}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if out, err := exec.Command(hello).CombinedOutput(); err != nil {
+			b.Fatalf("hello: %v\n%s", err, out)
+		}
+		if out, err := exec.Command("ssh", ssh...).CombinedOutput(); err != nil {
+			b.Fatalf("ssh lima-marina true: %v\n%s", err, out)
+		}
+	}
+}
+
 func BenchmarkUpNoop(b *testing.B) { benchMarina(b, "up") }
+
+// BenchmarkCreate times, on the real node image in one VM, a one-node
+// marina cluster create (kind, then every add-on ready: MetalLB serving
+// its pool, ExternalDNS available, CoreDNS serving the forwards) and kind
+// create cluster alone on the same image, one after the other, and
+// reports the medians and their ratio. The first op fills the mirrors'
+// caches; each cluster is deleted before the next create.
+//
+//	go test ./lab/e2e -run '^$' -bench Create -benchtime 3x
+func BenchmarkCreate(b *testing.B) {
+	image := createLab(b)
+	b.Cleanup(func() {
+		_, _ = labCmd(b, "vm", "kind", "delete", "cluster", "--name", "kindonly", "--kubeconfig", "/tmp/kindonly.kubeconfig")
+		_ = marina(b, "cluster", "delete", "bench")
+	})
+	var withMarina, kindAlone []time.Duration
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		start := time.Now()
+		mustMarina(b, "cluster", "create", "bench", "--no-switch-context")
+		withMarina = append(withMarina, time.Since(start))
+		b.StopTimer()
+		mustMarina(b, "cluster", "delete", "bench")
+		b.StartTimer()
+		start = time.Now()
+		if out, err := labCmd(b, "vm", "kind", "create", "cluster", "--name", "kindonly", "--image", image, "--kubeconfig", "/tmp/kindonly.kubeconfig"); err != nil {
+			b.Fatalf("kind create cluster: %v\n%s", err, out)
+		}
+		kindAlone = append(kindAlone, time.Since(start))
+		b.StopTimer()
+		if out, err := labCmd(b, "vm", "kind", "delete", "cluster", "--name", "kindonly", "--kubeconfig", "/tmp/kindonly.kubeconfig"); err != nil {
+			b.Fatalf("kind delete cluster: %v\n%s", err, out)
+		}
+		b.Logf("op %d: marina cluster create %v, kind create cluster %v", i+1, withMarina[i].Round(100*time.Millisecond), kindAlone[i].Round(100*time.Millisecond))
+		b.StartTimer()
+	}
+	b.StopTimer()
+	m, k := median(withMarina), median(kindAlone)
+	b.ReportMetric(m.Seconds(), "marina-s")
+	b.ReportMetric(k.Seconds(), "kind-s")
+	b.ReportMetric(m.Seconds()/k.Seconds(), "ratio")
+	b.Logf("medians of %d: marina %v (%v to %v), kind %v (%v to %v), ratio %.2f", b.N,
+		m.Round(100*time.Millisecond), slices.Min(withMarina).Round(100*time.Millisecond), slices.Max(withMarina).Round(100*time.Millisecond),
+		k.Round(100*time.Millisecond), slices.Min(kindAlone).Round(100*time.Millisecond), slices.Max(kindAlone).Round(100*time.Millisecond), m.Seconds()/k.Seconds())
+}
+
+// createImage is the real node image BenchmarkCreate's VM was set up for
+// (the benchmark runs more than once: once for N=1, then for N).
+var createImage string
+
+// createLab sets the VM up for real clusters, as TestRealCluster does,
+// once, and returns the real node image's reference.
+func createLab(b *testing.B) string {
+	needLab(b)
+	if createImage != "" {
+		return createImage
+	}
+	writeConfig(b, "registries:\n  image: "+registryImage()+"\n  mirrors: []\n")
+	mustMarina(b, "up")
+	startRegistries(b)
+	image := realNodeImage(b)
+	writeConfig(b, realConfig(image, "172.30.255.99"))
+	mustMarina(b, "up")
+	seedMetalLB(b)
+	benchReady = false // the status and up benchmarks set their own VM up
+	createImage = image
+	return image
+}
+
+// median is the middle of ds (the mean of the two middle ones).
+func median(ds []time.Duration) time.Duration {
+	s := slices.Sorted(slices.Values(ds))
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}

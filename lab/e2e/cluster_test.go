@@ -215,7 +215,7 @@ func (c *controllers) tick(name, host string, port int, lbIP string) {
 
 // destroyAll destroys the VM and removes what clusters left on the Mac:
 // the next test starts from a Mac that never ran marina.
-func destroyAll(t *testing.T) {
+func destroyAll(t testing.TB) {
 	marina(t, "destroy", "-y")
 	for _, p := range []string{filepath.Join(marinaHome(), "config.yaml"), filepath.Join(marinaHome(), "cache"), filepath.Join(marinaHome(), "slots"), filepath.Join(home(), ".kube")} {
 		_ = os.RemoveAll(p)
@@ -360,8 +360,8 @@ func TestClusters(t *testing.T) {
 	t.Run("create: kind takes marina's config; MetalLB, CoreDNS and the kubeconfig follow", func(t *testing.T) {
 		ctl.add("dev", 7001)
 		r := mustMarina(t, "cluster", "create", "dev", "--region", "lab-1", "--zone", "lab-1a", "-l", "team=net", "--debug")
-		if n := tripCount(t, r.stderr); n != 2 {
-			t.Errorf("create made %d guest round trips, want 2 (observe, then kind)", n)
+		if n := tripCount(t, r.stderr); n != 3 {
+			t.Errorf("create made %d guest round trips, want 3 (observe, then kind and beside it the wait for kubeadm's admin kubeconfig)", n)
 		}
 		if strings.Contains(r.stdout+r.stderr, password) {
 			t.Error("create printed the mirror password")
@@ -809,7 +809,7 @@ func signalled(t *testing.T, args []string, cluster string, sigs ...os.Signal) r
 
 // seedMetalLB puts MetalLB's manifest, from its Go module, into marina's
 // download cache: nothing can be downloaded in the lab.
-func seedMetalLB(t *testing.T) {
+func seedMetalLB(t testing.TB) {
 	t.Helper()
 	out, err := exec.Command("go", "mod", "download", "-json", "go.universe.tf/metallb@v0.16.2").Output()
 	if err != nil {

@@ -42,12 +42,12 @@ var (
 )
 
 // nodeImage returns `lab/lab node-image --stand-in`'s digest-pinned reference.
-func nodeImage(t *testing.T) string { t.Helper(); return labNodeImage(t, true) }
+func nodeImage(t testing.TB) string { t.Helper(); return labNodeImage(t, true) }
 
 // realNodeImage returns `lab/lab node-image`'s: the real node image.
-func realNodeImage(t *testing.T) string { t.Helper(); return labNodeImage(t, false) }
+func realNodeImage(t testing.TB) string { t.Helper(); return labNodeImage(t, false) }
 
-func labNodeImage(t *testing.T, standIn bool) string {
+func labNodeImage(t testing.TB, standIn bool) string {
 	t.Helper()
 	args, re := []string{"node-image"}, realRefRe
 	if standIn {

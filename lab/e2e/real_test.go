@@ -31,7 +31,7 @@ const macAddr = "192.168.64.1"
 
 // startRegistries starts lab-registries and returns the digest-pinned
 // references of the images it serves, by repository.
-func startRegistries(t *testing.T) map[string]string {
+func startRegistries(t testing.TB) map[string]string {
 	t.Helper()
 	lines := labLines(t, "upstream")
 	refs := map[string]string{}
@@ -181,7 +181,7 @@ func timedCreate(t *testing.T, args ...string) (total, kind time.Duration) {
 	var b strings.Builder
 	for _, p := range c.Phases {
 		fmt.Fprintf(&b, "\n  %6.1fs %+6.1fs  %s", p.Start, p.Seconds, p.Step)
-		if strings.HasPrefix(p.Step, "kind: ") {
+		if strings.HasPrefix(p.Step, "kind: Creating cluster ") { // kind's whole run; its stages are "kind: " too
 			kind = time.Duration(p.Seconds * float64(time.Second))
 		}
 	}

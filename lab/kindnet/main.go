@@ -4,8 +4,13 @@
 // own kindnet DaemonSet, unchanged: host network, /etc/cni/net.d,
 // /run/xtables.lock and /lib/modules from the node, NET_RAW and NET_ADMIN,
 // the kindnet ServiceAccount (it only lists nodes). Of the manifest's
-// environment it reads HOST_IP and POD_SUBNET; POD_IP, the same address on
-// the host network, is not needed. Its image is a Debian bookworm
+// environment it reads HOST_IP, POD_SUBNET and CONTROL_PLANE_ENDPOINT;
+// POD_IP, the same address on the host network, is not needed. As
+// kindnetd, it reaches the API server at CONTROL_PLANE_ENDPOINT (kind sets
+// it to the control plane's host:port) rather than at the kubernetes
+// Service, whose address works only once kube-proxy has written its rules:
+// a new node would otherwise wait for that, and for a request to time out,
+// before it is Ready. Its image is a Debian bookworm
 // root with iproute2 and iptables (nft), this binary at /bin/kindnetd as
 // the entrypoint, run with no arguments.
 //
@@ -83,6 +88,12 @@ func main() {
 		bad(err.Error())
 	}
 	cfg.UserAgent = "lab-kindnet"
+	if ep := strings.TrimSpace(os.Getenv("CONTROL_PLANE_ENDPOINT")); ep != "" {
+		if _, _, err := net.SplitHostPort(ep); err != nil {
+			bad(fmt.Sprintf("CONTROL_PLANE_ENDPOINT %q is not host:port (kind sets it to the control plane's)", ep))
+		}
+		cfg.Host = "https://" + ep
+	}
 	client, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		bad(err.Error())
