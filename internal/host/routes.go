@@ -127,7 +127,9 @@ func ParseNetstat(out string) ([]Route, error) {
 			}
 			continue
 		}
-		if len(f) <= cols["Netif"] {
+		// Every column read must be there, whichever order the header
+		// gave them in.
+		if len(f) <= max(cols["Destination"], cols["Gateway"], cols["Flags"], cols["Netif"]) {
 			return nil, fmt.Errorf("cannot read `netstat -rn` output: line %d: %q has too few columns", lineNum, line)
 		}
 		flags := f[cols["Flags"]]
