@@ -15,9 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
-	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/restmapper"
 
 	"github.com/bcollard/marina/internal/kube"
 )
@@ -81,18 +79,10 @@ func decodeManifest(manifest []byte) ([]*unstructured.Unstructured, error) {
 }
 
 // applier applies unstructured objects, finding each kind's resource
-// through discovery.
-type applier struct {
-	mapper *restmapper.DeferredDiscoveryRESTMapper
-	dyn    dynamic.Interface
-}
+// through the cluster's kinds.
+type applier struct{ k *kube.Cluster }
 
-func newApplier(k *kube.Cluster) *applier {
-	return &applier{
-		mapper: restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(k.Discovery)),
-		dyn:    k.Dynamic,
-	}
-}
+func newApplier(k *kube.Cluster) *applier { return &applier{k} }
 
 // resource returns the client for obj's kind and namespace.
 func (a *applier) resource(ctx context.Context, obj *unstructured.Unstructured) (dynamic.ResourceInterface, error) {
@@ -100,33 +90,31 @@ func (a *applier) resource(ctx context.Context, obj *unstructured.Unstructured) 
 	if err != nil {
 		return nil, err
 	}
-	if m.Scope.Name() != meta.RESTScopeNameNamespace {
-		return a.dyn.Resource(m.Resource), nil
+	if !m.Namespaced {
+		return a.k.Dynamic.Resource(m.Resource), nil
 	}
 	ns := obj.GetNamespace()
 	if ns == "" {
 		ns = metav1.NamespaceDefault // as kubectl does
 	}
-	return a.dyn.Resource(m.Resource).Namespace(ns), nil
+	return a.k.Dynamic.Resource(m.Resource).Namespace(ns), nil
 }
 
-// mapping finds gvk's resource. Discovery is cached, so a kind whose CRD
-// was applied moments ago is unknown at first: on "no match" the cache is
-// dropped and discovery asked again until the kind appears or mappingWait
-// runs out.
-func (a *applier) mapping(ctx context.Context, gvk schema.GroupVersionKind) (*meta.RESTMapping, error) {
-	m, err := a.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+// mapping finds gvk's resource. A kind whose CRD was applied moments ago
+// is unknown at first: on "no match" the API server is asked again until
+// the kind appears or mappingWait runs out.
+func (a *applier) mapping(ctx context.Context, gvk schema.GroupVersionKind) (kube.Mapping, error) {
+	m, err := a.k.Mapping(ctx, gvk)
 	if err == nil {
 		return m, nil
 	}
 	if !meta.IsNoMatchError(err) {
-		return nil, wrap(err, "look up %s in the API server's discovery", gvk)
+		return m, wrap(err, "look up %s in the API server's discovery", gvk)
 	}
 	wctx, cancel := context.WithTimeout(ctx, mappingWait)
 	defer cancel()
-	perr := wait.PollUntilContextCancel(wctx, kube.PollInterval, false, func(context.Context) (bool, error) {
-		a.mapper.Reset()
-		m, err = a.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	perr := wait.PollUntilContextCancel(wctx, kube.PollInterval, false, func(ctx context.Context) (bool, error) {
+		m, err = a.k.Mapping(ctx, gvk)
 		switch {
 		case err == nil:
 			return true, nil
@@ -142,9 +130,9 @@ func (a *applier) mapping(ctx context.Context, gvk schema.GroupVersionKind) (*me
 	if meta.IsNoMatchError(err) {
 		// The wait's end is said, not wrapped: the error is the missing
 		// kind, not a cancellation.
-		return nil, fmt.Errorf("the API server does not serve %s (still unknown when the wait ended: %v): the CustomResourceDefinition that defines it must be applied, and Established, first", gvk, perr) //nolint:errorlint // said, not wrapped
+		return m, fmt.Errorf("the API server does not serve %s (still unknown when the wait ended: %v): the CustomResourceDefinition that defines it must be applied, and Established, first", gvk, perr) //nolint:errorlint // said, not wrapped
 	}
-	return nil, wrap(err, "look up %s in the API server's discovery", gvk)
+	return m, wrap(err, "look up %s in the API server's discovery", gvk)
 }
 
 // apply server-side applies one object.

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -71,10 +72,9 @@ func CoreDNS(ctx context.Context, k *kube.Cluster, resolvers []config.DNSResolve
 	if _, err := serverBlocks(resolvers); err != nil {
 		return err
 	}
-	cms := k.Typed.CoreV1().ConfigMaps(coreDNSNamespace)
 	var written string
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		cm, err := cms.Get(ctx, coreDNSConfigMap, metav1.GetOptions{})
+		cm, err := kube.Read[corev1.ConfigMap](ctx, k, kube.ConfigMaps, coreDNSNamespace, coreDNSConfigMap)
 		if apierrors.IsNotFound(err) {
 			return corefileErrorf("ConfigMap %s/%s does not exist: this cluster's DNS was not set up by kubeadm, so marina cannot add its forwarding; recreate the cluster with marina", coreDNSNamespace, coreDNSConfigMap)
 		}
@@ -94,8 +94,7 @@ func CoreDNS(ctx context.Context, k *kube.Cluster, resolvers []config.DNSResolve
 			return nil
 		}
 		cm.Data[corefileKey] = next
-		_, err = cms.Update(ctx, cm, metav1.UpdateOptions{FieldManager: FieldManager})
-		return err
+		return kube.Update(ctx, k, kube.ConfigMaps, coreDNSNamespace, cm, metav1.UpdateOptions{FieldManager: FieldManager})
 	})
 	if err != nil {
 		var cerr *corefileError
@@ -114,7 +113,9 @@ func CoreDNS(ctx context.Context, k *kube.Cluster, resolvers []config.DNSResolve
 func rollCoreDNS(ctx context.Context, k *kube.Cluster, corefile string) error {
 	sum := sha256.Sum256([]byte(corefile))
 	patch := fmt.Sprintf(`{"spec":{"template":{"metadata":{"annotations":{%q:%q}}}}}`, CorefileAnnotation, hex.EncodeToString(sum[:]))
-	_, err := k.Typed.AppsV1().Deployments(coreDNSNamespace).Patch(ctx, coreDNSDeployment, types.StrategicMergePatchType,
+	// A merge patch: the path is all maps, so it means what a strategic
+	// one would.
+	err := kube.Patch(ctx, k, kube.Deployments, coreDNSNamespace, coreDNSDeployment, types.MergePatchType,
 		[]byte(patch), metav1.PatchOptions{FieldManager: FieldManager})
 	if apierrors.IsNotFound(err) {
 		return corefileErrorf("Deployment %s/%s does not exist: this cluster's DNS was not set up by kubeadm, so its CoreDNS cannot be restarted with marina's forwarding; recreate the cluster with marina", coreDNSNamespace, coreDNSDeployment)

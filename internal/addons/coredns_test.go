@@ -11,17 +11,19 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/dynamic/fake"
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/bcollard/marina/internal/kube"
+	"github.com/bcollard/marina/internal/kube/kubetest"
 )
 
 // kubeadmDNS is a cluster's DNS as kubeadm leaves it: ConfigMap and
 // Deployment kube-system/coredns.
-func kubeadmDNS(t *testing.T, corefile *string) (*fake.Clientset, *kube.Cluster) {
+func kubeadmDNS(t *testing.T, corefile *string) (*fake.FakeDynamicClient, *kube.Cluster) {
 	t.Helper()
 	var objs []runtime.Object
 	if corefile != nil {
@@ -29,22 +31,22 @@ func kubeadmDNS(t *testing.T, corefile *string) (*fake.Clientset, *kube.Cluster)
 			Data: map[string]string{"Corefile": *corefile}})
 	}
 	objs = append(objs, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "coredns", Namespace: "kube-system"}})
-	cs := fake.NewClientset(objs...)
-	return cs, &kube.Cluster{Typed: cs}
+	k, cs := kubetest.New(objs...)
+	return cs, k
 }
 
-func corefileOf(t *testing.T, cs *fake.Clientset) string {
+func corefileOf(t *testing.T, cs *fake.FakeDynamicClient) string {
 	t.Helper()
-	cm, err := cs.CoreV1().ConfigMaps("kube-system").Get(context.Background(), "coredns", metav1.GetOptions{})
+	cm, err := kube.Read[corev1.ConfigMap](context.Background(), &kube.Cluster{Dynamic: cs}, kube.ConfigMaps, "kube-system", "coredns")
 	if err != nil {
 		t.Fatal(err)
 	}
 	return cm.Data["Corefile"]
 }
 
-func stampOf(t *testing.T, cs *fake.Clientset) string {
+func stampOf(t *testing.T, cs *fake.FakeDynamicClient) string {
 	t.Helper()
-	d, err := cs.AppsV1().Deployments("kube-system").Get(context.Background(), "coredns", metav1.GetOptions{})
+	d, err := kube.Read[appsv1.Deployment](context.Background(), &kube.Cluster{Dynamic: cs}, kube.Deployments, "kube-system", "coredns")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +56,7 @@ func stampOf(t *testing.T, cs *fake.Clientset) string {
 func sum(s string) string { b := sha256.Sum256([]byte(s)); return hex.EncodeToString(b[:]) }
 
 // verbs is what the clientset was asked, as "verb resource".
-func verbs(cs *fake.Clientset) []string {
+func verbs(cs *fake.FakeDynamicClient) []string {
 	var out []string
 	for _, a := range cs.Actions() {
 		out = append(out, a.GetVerb()+" "+a.GetResource().Resource)
@@ -114,7 +116,8 @@ func TestCoreDNSRetriesOnConflict(t *testing.T) {
 		}
 		conflicts++
 		// Someone else wrote meanwhile: the update is refused.
-		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "coredns", Namespace: "kube-system"}, Data: map[string]string{"Corefile": theirs}}
+		cm := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
+			"metadata": map[string]any{"name": "coredns", "namespace": "kube-system"}, "data": map[string]any{"Corefile": theirs}}}
 		if err := cs.Tracker().Update(schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, cm, "kube-system"); err != nil {
 			t.Fatal(err)
 		}
@@ -148,9 +151,9 @@ func TestCoreDNSRefuses(t *testing.T) {
 
 	empty := ""
 	cs, k = kubeadmDNS(t, &empty)
-	cm, _ := cs.CoreV1().ConfigMaps("kube-system").Get(ctx, "coredns", metav1.GetOptions{})
+	cm, _ := kube.Read[corev1.ConfigMap](ctx, k, kube.ConfigMaps, "kube-system", "coredns")
 	cm.Data = map[string]string{"other": "x"}
-	if _, err := cs.CoreV1().ConfigMaps("kube-system").Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
+	if err := kube.Update(ctx, k, kube.ConfigMaps, "kube-system", cm, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if err := CoreDNS(ctx, k, list); err == nil || !strings.Contains(err.Error(), "has no Corefile key") {

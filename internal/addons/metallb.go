@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -99,13 +100,12 @@ const (
 // to 10 s more on a new cluster. MetalLB's install guides had users make
 // it by hand before v0.13; the controller leaves one that exists alone.
 func memberlistSecret(ctx context.Context, k *kube.Cluster) error {
-	secrets := k.Typed.CoreV1().Secrets(MetalLBNamespace)
-	if _, err := secrets.Get(ctx, memberlistName, metav1.GetOptions{}); err == nil {
+	if _, err := kube.Read[corev1.Secret](ctx, k, kube.Secrets, MetalLBNamespace, memberlistName); err == nil {
 		return nil
 	} else if !apierrors.IsNotFound(err) {
 		return wrap(err, "read Secret %s/%s", MetalLBNamespace, memberlistName)
 	}
-	d, err := k.Typed.AppsV1().Deployments(MetalLBNamespace).Get(ctx, metalLBController, metav1.GetOptions{})
+	d, err := kube.Read[appsv1.Deployment](ctx, k, kube.Deployments, MetalLBNamespace, metalLBController)
 	if err != nil {
 		return wrap(err, "read Deployment %s/%s", MetalLBNamespace, metalLBController)
 	}
@@ -113,7 +113,7 @@ func memberlistSecret(ctx context.Context, k *kube.Cluster) error {
 	if _, err := rand.Read(key); err != nil {
 		return err
 	}
-	_, err = secrets.Create(ctx, &corev1.Secret{
+	err = kube.Create(ctx, k, kube.Secrets, MetalLBNamespace, &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: memberlistName, Namespace: MetalLBNamespace,
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "Deployment", Name: d.Name, UID: d.UID}}},
 		Data: map[string][]byte{memberlistKey: []byte(base64.RawStdEncoding.EncodeToString(key))},

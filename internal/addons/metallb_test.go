@@ -12,13 +12,14 @@ import (
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/bcollard/marina/internal/kube"
+	"github.com/bcollard/marina/internal/kube/kubetest"
 	"github.com/bcollard/marina/internal/slot"
 )
 
@@ -133,13 +134,12 @@ metadata:
 // controller's, or an earlier run's) is left alone.
 func TestMemberlistSecret(t *testing.T) {
 	ctl := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "controller", Namespace: MetalLBNamespace, UID: "u-1"}}
-	cs := fake.NewClientset(ctl)
-	k := &kube.Cluster{Typed: cs}
+	k, _ := kubetest.New(ctl)
 	ctx := context.Background()
 	if err := memberlistSecret(ctx, k); err != nil {
 		t.Fatal(err)
 	}
-	s, err := cs.CoreV1().Secrets(MetalLBNamespace).Get(ctx, "memberlist", metav1.GetOptions{})
+	s, err := kube.Read[corev1.Secret](ctx, k, kube.Secrets, MetalLBNamespace, "memberlist")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,7 +154,7 @@ func TestMemberlistSecret(t *testing.T) {
 	if err := memberlistSecret(ctx, k); err != nil {
 		t.Fatal(err)
 	}
-	again, _ := cs.CoreV1().Secrets(MetalLBNamespace).Get(ctx, "memberlist", metav1.GetOptions{})
+	again, _ := kube.Read[corev1.Secret](ctx, k, kube.Secrets, MetalLBNamespace, "memberlist")
 	if string(again.Data["secretkey"]) != string(key) {
 		t.Error("a second run replaced the key")
 	}

@@ -121,9 +121,8 @@ func condition(typ, status, reason, message string) string {
 // True. Available alone is not enough: during an upgrade it stays True
 // while pods of the previous version still do the work.
 func WaitDeploymentAvailable(ctx context.Context, k *kube.Cluster, namespace, name string) error {
-	cs := k.Typed
 	get := func(ctx context.Context) (*appsv1.Deployment, error) {
-		return cs.AppsV1().Deployments(namespace).Get(ctx, name, metav1.GetOptions{})
+		return kube.Read[appsv1.Deployment](ctx, k, kube.Deployments, namespace, name)
 	}
 	return waitObject(ctx, "deployment "+namespace+"/"+name, get, deploymentState,
 		fmt.Sprintf("look at its pods and their events (kubectl -n %s describe deployment %s; kubectl -n %s get events); images come through marina's registry mirrors", namespace, name, namespace))
@@ -168,9 +167,8 @@ func deploymentState(d *appsv1.Deployment) (bool, string) {
 // at least one such node: a DaemonSet scheduled nowhere is trivially "done"
 // and does nothing.
 func WaitDaemonSetReady(ctx context.Context, k *kube.Cluster, namespace, name string) error {
-	cs := k.Typed
 	get := func(ctx context.Context) (*appsv1.DaemonSet, error) {
-		return cs.AppsV1().DaemonSets(namespace).Get(ctx, name, metav1.GetOptions{})
+		return kube.Read[appsv1.DaemonSet](ctx, k, kube.DaemonSets, namespace, name)
 	}
 	return waitObject(ctx, "daemonset "+namespace+"/"+name, get, daemonSetState,
 		fmt.Sprintf("look at its pods and their events (kubectl -n %s describe daemonset %s; kubectl -n %s get events); images come through marina's registry mirrors", namespace, name, namespace))

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sync"
 	"text/template"
 
 	"gopkg.in/yaml.v3"
@@ -14,7 +15,9 @@ import (
 
 // defaultFile is the commented config written by the first `marina up`. Its
 // values come from Default(), so the file and the code cannot disagree.
-var defaultFile = template.Must(template.New("config").Parse(`# marina configuration. Edit it, then run ` + "`marina up`" + ` to apply.
+// Parsed when first used: not at start, which every command pays.
+var defaultFile = sync.OnceValue(func() *template.Template {
+	return template.Must(template.New("config").Parse(`# marina configuration. Edit it, then run ` + "`marina up`" + ` to apply.
 # Every key is optional: what you leave out takes the default shown here.
 # ` + "`marina config show`" + ` prints the configuration in effect.
 
@@ -75,11 +78,12 @@ dns:
   # LoadBalancer services resolve as <service>.<namespace>.<cluster>.<domain>.
   domain: {{.DNS.Domain}}
 `))
+})
 
 // DefaultFile renders the commented default config.
 func DefaultFile() []byte {
 	var b bytes.Buffer
-	if err := defaultFile.Execute(&b, Default()); err != nil {
+	if err := defaultFile().Execute(&b, Default()); err != nil {
 		panic(err) // the template and Default() are both fixed
 	}
 	return b.Bytes()

@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"regexp"
 	"strings"
+	"sync"
 	"text/template"
 
 	"github.com/bcollard/marina/internal/dns"
@@ -101,7 +102,9 @@ func Jumps() []Rule {
 	}
 }
 
-var scriptTmpl = template.Must(template.New("net").Parse(`#!/bin/bash
+// Parsed when first used: not at start, which every command pays.
+var scriptTmpl = sync.OnceValue(func() *template.Template {
+	return template.Must(template.New("net").Parse(`#!/bin/bash
 # Written by marina; marina up rewrites it. Routes the Mac ({{.Mac}}) into
 # the kind network at layer 3 with no address translation either way:
 #  - the Mac reaches every address of {{.Kind}} over {{.HostIf}}, through
@@ -157,6 +160,7 @@ first() {
 {{end}}first nat POSTROUTING {{.NatChain}}
 first filter DOCKER-USER {{.FilterChain}}
 `))
+})
 
 const unitFile = `[Unit]
 Description=marina: route the kind network to the Mac without address translation
@@ -213,7 +217,7 @@ func (n Net) Files() ([]File, error) {
 		c.Rules = append(c.Rules, r.Spec)
 	}
 	var b bytes.Buffer
-	err := scriptTmpl.Execute(&b, map[string]any{
+	err := scriptTmpl().Execute(&b, map[string]any{
 		"Kind": n.Kind.String(), "Mac": n.Mac.String(), "HostIf": HostIf, "Unit": UnitName,
 		"NatChain": natChain, "FilterChain": filterChain, "Chains": chains,
 	})

@@ -53,7 +53,7 @@ func renderProvision() (string, error) {
 		puts[f.Path] = s
 	}
 	var b bytes.Buffer
-	err := provisionTmpl.Execute(&b, map[string]any{
+	err := provisionTmpl().Execute(&b, map[string]any{
 		"Put":            puts,
 		"PutFunc":        putFunc,
 		"DockerMajor":    vm.DockerMajor,
@@ -69,7 +69,9 @@ func renderProvision() (string, error) {
 	return b.String(), nil
 }
 
-var provisionTmpl = template.Must(template.New("provision").Delims("[[", "]]").Parse(`#!/bin/bash
+// Parsed when first used: not at start, which every command pays.
+var provisionTmpl = sync.OnceValue(func() *template.Template {
+	return template.Must(template.New("provision").Delims("[[", "]]").Parse(`#!/bin/bash
 # marina VM provisioning. Lima runs this as root on every boot: every step
 # looks before it changes anything.
 set -eu -o pipefail
@@ -131,3 +133,4 @@ if ! echo "$kind_sum  /usr/local/bin/kind" | sha256sum -c --status 2>/dev/null; 
 	mv /usr/local/bin/kind.new /usr/local/bin/kind
 fi
 `))
+})

@@ -34,7 +34,7 @@ const echoName = "echo"
 func (k *Cluster) DeployEcho(ctx context.Context, e Echo) error {
 	ns := e.Namespace
 	labels := map[string]string{"app": echoName}
-	if _, err := k.Typed.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: e.Labels}}, metav1.CreateOptions{}); err != nil {
+	if err := Create(ctx, k, Namespaces, "", &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: e.Labels}}, metav1.CreateOptions{}); err != nil {
 		return fmt.Errorf("create namespace %s: %w", ns, err)
 	}
 	one := int32(1)
@@ -53,7 +53,7 @@ func (k *Cluster) DeployEcho(ctx context.Context, e Echo) error {
 			},
 		},
 	}
-	if _, err := k.Typed.AppsV1().Deployments(ns).Create(ctx, d, metav1.CreateOptions{}); err != nil {
+	if err := Create(ctx, k, Deployments, ns, d, metav1.CreateOptions{}); err != nil {
 		return fmt.Errorf("create deployment %s/%s: %w", ns, echoName, err)
 	}
 	svc := &corev1.Service{
@@ -65,7 +65,7 @@ func (k *Cluster) DeployEcho(ctx context.Context, e Echo) error {
 			Ports:                 []corev1.ServicePort{{Port: 80, TargetPort: intstr.FromInt32(8080)}},
 		},
 	}
-	if _, err := k.Typed.CoreV1().Services(ns).Create(ctx, svc, metav1.CreateOptions{}); err != nil {
+	if err := Create(ctx, k, Services, ns, svc, metav1.CreateOptions{}); err != nil {
 		return fmt.Errorf("create service %s/%s: %w", ns, echoName, err)
 	}
 	return nil
@@ -75,7 +75,7 @@ func (k *Cluster) DeployEcho(ctx context.Context, e Echo) error {
 func (k *Cluster) EchoAddress(ctx context.Context, ns string) (netip.Addr, error) {
 	var lb netip.Addr
 	state, err := Poll(ctx, func(ctx context.Context) (bool, string, error) {
-		svc, err := k.Typed.CoreV1().Services(ns).Get(ctx, echoName, metav1.GetOptions{})
+		svc, err := Read[corev1.Service](ctx, k, Services, ns, echoName)
 		if err != nil {
 			return false, "", err
 		}
@@ -98,7 +98,7 @@ func (k *Cluster) EchoAddress(ctx context.Context, ns string) (netip.Addr, error
 
 // DeleteNamespace deletes ns and everything in it, without waiting.
 func (k *Cluster) DeleteNamespace(ctx context.Context, ns string) error {
-	return k.Typed.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{})
+	return Delete(ctx, k, Namespaces, "", ns)
 }
 
 // ClientIP asks the echo server at lb who called, until it answers: the

@@ -12,7 +12,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/dynamic/fake"
+	"k8s.io/client-go/kubernetes/scheme"
 	k8stesting "k8s.io/client-go/testing"
 )
 
@@ -56,8 +57,8 @@ func TestPollState(t *testing.T) {
 func TestEchoAddress(t *testing.T) {
 	ns := "marina-verify-1"
 	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: echoName}}
-	cs := fake.NewClientset(svc)
-	k := &Cluster{Typed: cs}
+	cs := fake.NewSimpleDynamicClient(scheme.Scheme, svc.DeepCopy())
+	k := &Cluster{Dynamic: cs}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*PollInterval)
 	defer cancel()
 	if _, err := k.EchoAddress(ctx, ns); err == nil || !strings.Contains(err.Error(), "got no LoadBalancer address (no address): is MetalLB running?") {
@@ -65,7 +66,11 @@ func TestEchoAddress(t *testing.T) {
 	}
 
 	svc.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: "172.30.1.1"}}
-	if _, err := cs.CoreV1().Services(ns).UpdateStatus(context.Background(), svc, metav1.UpdateOptions{}); err != nil {
+	u, err := untyped(Services, svc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cs.Resource(Services.GroupVersionResource).Namespace(ns).UpdateStatus(context.Background(), u, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if a, err := k.EchoAddress(context.Background(), ns); err != nil || a.String() != "172.30.1.1" {

@@ -13,7 +13,7 @@ import (
 
 // NodeLabels are the labels of node.
 func (k *Cluster) NodeLabels(ctx context.Context, node string) (map[string]string, error) {
-	n, err := k.Typed.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+	n, err := Read[corev1.Node](ctx, k, Nodes, "", node)
 	if err != nil {
 		return nil, err
 	}
@@ -34,12 +34,12 @@ func (k *Cluster) LabelNodes(ctx context.Context, set map[string]string, remove 
 	if err != nil {
 		return err
 	}
-	nodes, err := k.Typed.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	nodes, err := List[corev1.Node](ctx, k, Nodes, "")
 	if err != nil {
 		return fmt.Errorf("list the nodes: %w", err)
 	}
-	for _, n := range nodes.Items {
-		if _, err := k.Typed.CoreV1().Nodes().Patch(ctx, n.Name, types.MergePatchType, body, metav1.PatchOptions{FieldManager: "marina"}); err != nil {
+	for _, n := range nodes {
+		if err := Patch(ctx, k, Nodes, "", n.Name, types.MergePatchType, body, metav1.PatchOptions{FieldManager: "marina"}); err != nil {
 			return fmt.Errorf("label node %s: %w", n.Name, err)
 		}
 	}
@@ -56,12 +56,12 @@ type NodeInfo struct {
 
 // Nodes lists the cluster's nodes, sorted by name.
 func (k *Cluster) Nodes(ctx context.Context) ([]NodeInfo, error) {
-	list, err := k.Typed.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	list, err := List[corev1.Node](ctx, k, Nodes, "")
 	if err != nil {
 		return nil, fmt.Errorf("list the nodes: %w", err)
 	}
-	out := make([]NodeInfo, 0, len(list.Items))
-	for _, n := range list.Items {
+	out := make([]NodeInfo, 0, len(list))
+	for _, n := range list {
 		ni := NodeInfo{Name: n.Name, Version: n.Status.NodeInfo.KubeletVersion, Labels: n.Labels}
 		for _, c := range n.Status.Conditions {
 			if c.Type == corev1.NodeReady {

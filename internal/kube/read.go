@@ -22,7 +22,7 @@ var PoolResource = schema.GroupVersionResource{Group: "metallb.io", Version: "v1
 // cheapest request that proves the server answers at the kubeconfig's
 // address, with a certificate the kubeconfig's CA verifies.
 func (k *Cluster) ServerVersion(ctx context.Context) (string, error) {
-	raw, err := k.Typed.Discovery().RESTClient().Get().AbsPath("/version").Do(ctx).Raw()
+	raw, err := k.raw.Get().AbsPath("/version").Do(ctx).Raw()
 	if err != nil {
 		return "", err
 	}
@@ -55,7 +55,7 @@ func (k *Cluster) Ready(ctx context.Context) error {
 	// only because the deadline was near is not.
 	var answered, other error
 	err := wait.PollUntilContextCancel(ctx, PollInterval, true, func(ctx context.Context) (bool, error) {
-		_, err := k.Typed.Discovery().RESTClient().Get().AbsPath("/readyz").Do(ctx).Raw()
+		_, err := k.raw.Get().AbsPath("/readyz").Do(ctx).Raw()
 		switch {
 		case err == nil:
 			return true, nil
