@@ -22,13 +22,15 @@ const addonsFile = "addons"
 // container whose authentication marina set up (EtcdAuth), and every
 // cluster's addons record as "<cluster> <record>".
 const dnsObserve = `echo "@@ dns"
-if [ -f ` + dns.CorefilePath + ` ]; then sha256sum ` + dns.CorefilePath + `; fi
+if [ -n "${sum[` + dns.CorefilePath + `]:-}" ]; then echo "${sum[` + dns.CorefilePath + `]}  ` + dns.CorefilePath + `"; fi
 echo "@@ etcd-auth"
-if [ -f ` + etcdAuthFile + ` ]; then head -c 100 ` + etcdAuthFile + `; echo; fi
+if [ -f ` + etcdAuthFile + ` ]; then l=; IFS= read -r -n 100 l < ` + etcdAuthFile + `; printf '%s\n' "$l"; fi
 echo "@@ addons"
 for f in ` + ClustersDir + `/*/` + addonsFile + `; do
 	[ -f "$f" ] || continue
-	printf '%s %s\n' "$(basename "$(dirname "$f")")" "$(head -c 200 "$f" | head -n 1)"
+	d=${f%/*}; l=
+	IFS= read -r -n 200 l < "$f"
+	printf '%s %s\n' "${d##*/}" "$l"
 done
 `
 

@@ -31,9 +31,13 @@ const RosettaBinfmt = "/proc/sys/fs/binfmt_misc/rosetta"
 const healthObserve = `echo "@@ docker"
 systemctl is-active docker 2>/dev/null || true
 echo "@@ inotify"
-cat /proc/sys/fs/inotify/max_user_watches /proc/sys/fs/inotify/max_user_instances 2>/dev/null || true
+for f in /proc/sys/fs/inotify/max_user_watches /proc/sys/fs/inotify/max_user_instances; do
+	if read -r v 2>/dev/null < "$f"; then echo "$v"; fi
+done
 echo "@@ disk"
-df -P -k ` + DockerDataRoot + ` 2>/dev/null | tail -n 1
+l=
+while IFS= read -r x; do l=$x; done < <(df -P -k ` + DockerDataRoot + ` 2>/dev/null)
+echo "$l"
 echo "@@ binfmt"
 if [ -e ` + RosettaBinfmt + ` ]; then echo rosetta; fi
 `

@@ -266,10 +266,10 @@ type NetState struct {
 
 // networkObserve prints the routing state; it needs root for iptables.
 const networkObserve = `echo "@@ forward"
-cat /proc/sys/net/ipv4/ip_forward
+if read -r v < /proc/sys/net/ipv4/ip_forward; then echo "$v"; fi
 echo "@@ files"
 for f in ` + ScriptPath + " " + UnitPath + " " + DropInPath + `; do
-	if [ -f "$f" ]; then sha256sum "$f"; else echo "- $f"; fi
+	if [ -n "${sum[$f]:-}" ]; then echo "${sum[$f]}  $f"; else echo "- $f"; fi
 done
 echo "@@ enabled"
 systemctl is-enabled ` + UnitName + ` 2>/dev/null || true

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/bcollard/marina/internal/dns"
+	"github.com/bcollard/marina/internal/registry"
 	"github.com/bcollard/marina/internal/vm"
 )
 
@@ -39,11 +40,26 @@ type State struct {
 
 // observeScript prints one section per concern, each headed "@@ name".
 // Everything marina needs to know about the guest comes back in this one
-// round trip.
+// round trip. It starts as few programs as it can, since each costs
+// milliseconds in a VM (tens of them in the lab): bash's own read, globs
+// and parameter expansion instead of cat, head, find, basename and tail,
+// and one sha256sum for every file whose digest a section reports.
 const observeScript = `set -u
 echo "@@ lima0"
 ip -4 -j addr show dev lima0 2>/dev/null || echo '[]'
-` + networkObserve + registryObserve + dnsObserve + healthObserve
+` + sumsObserve + networkObserve + registryObserve + dnsObserve + healthObserve
+
+// sumsObserve reads the sha256 of every file a section reports into sum,
+// by path, with one sha256sum.
+const sumsObserve = `declare -A sum=()
+have=()
+for f in ` + ScriptPath + " " + UnitPath + " " + DropInPath + " " + registry.ConfigDir + "/*.yml " + dns.CorefilePath + `; do
+	if [ -f "$f" ]; then have+=("$f"); fi
+done
+if [ ${#have[@]} -gt 0 ]; then
+	while read -r h f; do sum["$f"]=$h; done < <(sha256sum -- "${have[@]}" 2>/dev/null)
+fi
+`
 
 // containerID is what a Docker container id looks like: the file it is
 // read from is in the VM.

@@ -12,7 +12,9 @@ import (
 
 // registryObserve prints the sha256 of every mirror config file in the VM.
 const registryObserve = `echo "@@ registry"
-if [ -d ` + registry.ConfigDir + ` ]; then find ` + registry.ConfigDir + ` -maxdepth 1 -type f -name '*.yml' -exec sha256sum {} + ; fi
+for f in ` + registry.ConfigDir + `/*.yml; do
+	if [ -n "${sum[$f]:-}" ]; then echo "${sum[$f]}  $f"; fi
+done
 `
 
 func parseSums(sec string) map[string]string {
