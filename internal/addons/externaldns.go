@@ -108,3 +108,5 @@ func (x externalDNS) Steps() ([]Step, error) {
 		}},
 	}, nil
 }
+
+func (x externalDNS) pods() []byte { return x.manifest }

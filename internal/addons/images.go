@@ -144,3 +144,57 @@ func pinImage(image string, overrides map[string]string) (string, error) {
 	}
 	return image + "@" + d, nil
 }
+
+// Images are the container images set's pods run, each once, in set's
+// order: what a create pulls onto the nodes while kind still runs, so that
+// the kubelet finds them there. An add-on without a manifest (the CoreDNS
+// edit) runs none of its own.
+func Images(set []Addon) ([]string, error) {
+	var out []string
+	for _, a := range set {
+		m, ok := a.(interface{ pods() []byte })
+		if !ok {
+			continue
+		}
+		imgs, err := manifestImages(m.pods())
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", a.Name(), err)
+		}
+		for _, i := range imgs {
+			if !slices.Contains(out, i) {
+				out = append(out, i)
+			}
+		}
+	}
+	return out, nil
+}
+
+// manifestImages are the images of manifest's containers and init
+// containers, in its order.
+func manifestImages(manifest []byte) ([]string, error) {
+	objs, err := decodeManifest(manifest)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, o := range objs {
+		path, ok := podSpecPaths[o.GetKind()]
+		if !ok {
+			continue
+		}
+		for _, field := range []string{"initContainers", "containers"} {
+			cs, _, err := unstructured.NestedSlice(o.Object, append(path, field)...)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", describe(o), err)
+			}
+			for _, c := range cs {
+				if m, ok := c.(map[string]any); ok {
+					if image, _ := m["image"].(string); image != "" {
+						out = append(out, image)
+					}
+				}
+			}
+		}
+	}
+	return out, nil
+}

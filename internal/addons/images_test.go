@@ -1,6 +1,7 @@
 package addons
 
 import (
+	"slices"
 	"strings"
 	"testing"
 )
@@ -81,5 +82,36 @@ func TestKnownImages(t *testing.T) {
 		if _, ok := imageDigests[want]; !ok {
 			t.Errorf("%s is not in the table", want)
 		}
+	}
+}
+
+// Images lists every image the add-ons' pods run, init containers too,
+// each once and in the add-ons' order; the CoreDNS edit runs none.
+func TestImages(t *testing.T) {
+	deploy := func(kind, name string, images ...string) string {
+		s := "---\napiVersion: apps/v1\nkind: " + kind + "\nmetadata:\n  name: " + name + "\nspec:\n  template:\n    spec:\n      initContainers:\n      - name: init\n        image: " + images[0] + "\n      containers:\n"
+		for _, i := range images[1:] {
+			s += "      - name: c\n        image: " + i + "\n"
+		}
+		return s
+	}
+	metallb := "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: metallb-system\n" +
+		deploy("Deployment", "controller", "busybox:1", "quay.io/metallb/controller:v0.16.2") +
+		deploy("DaemonSet", "speaker", "busybox:1", "quay.io/metallb/speaker:v0.16.2", "quay.io/frr:1")
+	edns := deploy("Deployment", "external-dns", "busybox:1", "registry.k8s.io/external-dns/external-dns:v0.23.0")
+	ms := deploy("Deployment", "metrics-server", "busybox:1", "registry.k8s.io/metrics-server/metrics-server:v0.8.0")
+	set := Default(Defaults{
+		Manifests:     map[string][]byte{MetalLBSource: []byte(metallb), MetricsServerSource: []byte(ms)},
+		ExternalDNS:   []byte(edns),
+		MetricsServer: &MetricsServer{Version: "v0.8.0"},
+	})
+	got, err := Images(set)
+	want := []string{"busybox:1", "quay.io/metallb/controller:v0.16.2", "quay.io/metallb/speaker:v0.16.2", "quay.io/frr:1",
+		"registry.k8s.io/external-dns/external-dns:v0.23.0", "registry.k8s.io/metrics-server/metrics-server:v0.8.0"}
+	if err != nil || !slices.Equal(got, want) {
+		t.Errorf("Images:\n got %q, %v\nwant %q", got, err, want)
+	}
+	if _, err := Images(Default(Defaults{Manifests: map[string][]byte{MetalLBSource: []byte("kind: [")}})); err == nil || !strings.Contains(err.Error(), "MetalLB") {
+		t.Errorf("a broken manifest: %v", err)
 	}
 }

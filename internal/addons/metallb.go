@@ -444,3 +444,5 @@ func PoolAddresses(ctx context.Context, c Cluster, name string) (addrs []string,
 	}
 	return addrs, true, nil
 }
+
+func (m metalLB) pods() []byte { return m.manifest }

@@ -189,3 +189,5 @@ func (m metricsServer) Steps() ([]Step, error) {
 		}},
 	}, nil
 }
+
+func (m metricsServer) pods() []byte { return m.manifest }

@@ -119,7 +119,8 @@ func TestGolden(t *testing.T) {
 		t.Fatal(err)
 	}
 	golden.Check(t, "kind-admin.sh.golden", must(KindAdmin("dev", 7001)))
-	golden.Check(t, "kind-create.sh.golden", must(KindCreate("dev", image, kindConfig, certsD, DNSRecord(cfg.DNS.Domain), string(auth), false)))
+	golden.Check(t, "kind-create.sh.golden", must(KindCreate(KindSpec{Name: "dev", Image: image, Config: kindConfig, CertsD: certsD, Addons: DNSRecord(cfg.DNS.Domain), EtcdAuth: string(auth),
+		Images: []string{"quay.io/metallb/controller:v0.16.2", "quay.io/metallb/speaker:v0.16.2"}})))
 	golden.Check(t, "kind-export.sh.golden", must(KindExport([]string{"dev", "east"})))
 	golden.Check(t, "kind-delete.sh.golden", must(KindDelete([]string{"dev", "east"})))
 

@@ -39,16 +39,25 @@ func CertsDir(name string) (string, error) {
 // The files kind's control plane keeps that marina reads back.
 const apiServerCert = "/etc/kubernetes/pki/apiserver.crt"
 
-// KindCreate is the script that creates cluster name: it writes the
-// cluster's certs.d (path under certs.d → content), runs kind with the
-// config on stdin, then prints the cluster's export (see ParseExports).
-// name is checked here and image is quoted; the certs.d files travel in
-// quoted here-documents (see put) and the kind config base64-encoded, so
-// none of their text is shell.
-//
-// addons is the cluster's addons record (see DNSRecord), written with it;
-// etcdAuth (EtcdAuth with the cluster's user) runs before kind.
-func KindCreate(name, image string, kindConfig []byte, certsD map[string]string, addons, etcdAuth string, retain bool) (string, error) {
+// KindSpec is what KindCreate makes a cluster from.
+type KindSpec struct {
+	Name, Image string
+	Config      []byte            // kind's config
+	CertsD      map[string]string // path under certs.d → content
+	Addons      string            // the cluster's addons record (DNSRecord)
+	EtcdAuth    string            // EtcdAuth with the cluster's user: runs before kind
+	Retain      bool              // kind create --retain
+	// Images are pulled onto every node while kind still runs (Prepull).
+	Images []string
+}
+
+// KindCreate is the script that creates cluster k.Name: it writes the
+// cluster's certs.d, runs kind with the config on stdin, then prints the
+// cluster's export (see ParseExports). The name is checked here and the
+// image quoted; the certs.d files travel in quoted here-documents (see put)
+// and the kind config base64-encoded, so none of their text is shell.
+func KindCreate(k KindSpec) (string, error) {
+	name, image, certsD, addons, etcdAuth := k.Name, k.Image, k.CertsD, k.Addons, k.EtcdAuth
 	dir, err := ClusterDir(name)
 	if err != nil {
 		return "", err
@@ -57,17 +66,17 @@ func KindCreate(name, image string, kindConfig []byte, certsD map[string]string,
 	b := NewBatch()
 	b.Sh("rm -rf " + run.ShellQuote(dir))
 	keys := make([]string, 0, len(certsD))
-	for k := range certsD {
-		keys = append(keys, k)
+	for key := range certsD {
+		keys = append(keys, key)
 	}
 	sort.Strings(keys)
 	b.Sh("install -d -m 0755 " + run.ShellQuote(certs))
-	for _, k := range keys {
-		f := path.Join(certs, k)
+	for _, key := range keys {
+		f := path.Join(certs, key)
 		if !strings.HasPrefix(f, certs+"/") {
-			return "", fmt.Errorf("%q is not a file under certs.d", k)
+			return "", fmt.Errorf("%q is not a file under certs.d", key)
 		}
-		if err := b.Put(File{Path: f, Mode: "0644", Content: certsD[k]}, ""); err != nil {
+		if err := b.Put(File{Path: f, Mode: "0644", Content: certsD[key]}, ""); err != nil {
 			return "", err
 		}
 	}
@@ -84,7 +93,7 @@ func KindCreate(name, image string, kindConfig []byte, certsD map[string]string,
 	// deletes that run at once (a fleet) would otherwise queue on the lock
 	// of one shared file, which kind gives up on after a moment.
 	args := []string{"kind", "create", "cluster", "--name", name, "--image", image, "--config", "-", "--kubeconfig", path.Join(dir, kindKubeconfig)}
-	if retain {
+	if k.Retain {
 		args = append(args, "--retain")
 	}
 	// kind's lines go to stderr as they are, and with the time each was
@@ -92,7 +101,12 @@ func KindCreate(name, image string, kindConfig []byte, certsD map[string]string,
 	// lines time kind's own stages (ParseStages).
 	stages := run.ShellQuote(path.Join(dir, stagesFile))
 	b.Sh(stampFunc)
-	b.Sh(fmt.Sprintf("printf '%%s' %s | base64 -d | %s 2>&1 | stamp %s", base64.StdEncoding.EncodeToString(kindConfig), run.Quote(args), stages))
+	if len(k.Images) > 0 {
+		b.Sh(prepullFunc)
+		b.Sh(fmt.Sprintf("prepull %s %s %s </dev/null >/dev/null 2>&1 &\npulls=$!\ntrap 'kill \"$pulls\" 2>/dev/null || true' EXIT",
+			stages, run.ShellQuote(kindClusterLabel+"="+name), run.Quote(k.Images)))
+	}
+	b.Sh(fmt.Sprintf("printf '%%s' %s | base64 -d | %s 2>&1 | stamp %s", base64.StdEncoding.EncodeToString(k.Config), run.Quote(args), stages))
 	exp, err := exportScript([]string{name})
 	if err != nil {
 		return "", err
@@ -121,6 +135,41 @@ const stampFunc = `stamp() {
 		printf '%s\n' "$line" >&2
 		printf '%s %s\n' "$(date +%s.%N)" "$line" >>"$1"
 	done
+}`
+
+// kindClusterLabel is the label kind puts on a cluster's node containers,
+// with the cluster's name.
+const kindClusterLabel = "io.x-k8s.kind.cluster"
+
+// prepullFunc pulls images onto a cluster's nodes while kind still runs:
+// the add-ons' pods are scheduled the moment a node is Ready, and the
+// kubelet pulls one image at a time, so their images were 2 to 5 s of a
+// create. It starts when kind starts the control plane (from its stamped
+// lines in the stages file $1): every node runs by then, its containerd
+// reading marina's certs.d, so the pulls come through the mirrors. Each
+// node pulls one image after another, the nodes at once; a pull that
+// fails is left to the kubelet, which pulls what is missing as it would
+// have. Usage: prepull STAGES LABEL IMAGE…
+const prepullFunc = `started() {
+	local l
+	[ -f "$1" ] || return 1
+	while IFS= read -r l; do
+		case $l in *" • Starting control-plane"*) return 0 ;; esac
+	done <"$1"
+	return 1
+}
+prepull() {
+	local stages=$1 label=$2 i=0 n
+	shift 2
+	until started "$stages"; do
+		i=$((i + 1))
+		[ "$i" -le 600 ] || return 0
+		sleep 0.5
+	done
+	for n in $(docker ps -q --filter "label=$label"); do
+		(for img in "$@"; do timeout 120 docker exec "$n" crictl pull "$img" || true; done) &
+	done
+	wait
 }`
 
 // Stage is one of kind's stages: what kind called it, and when it began

@@ -19,7 +19,9 @@ func TestKindScriptsParse(t *testing.T) {
 		return s
 	}
 	scripts := map[string]string{
-		"create": must(KindCreate("dev", "kindest/node:v1.36.4@sha256:"+strings.Repeat("a", 64), []byte("kind: Cluster\n'quote' $(x) `y`\n"), map[string]string{"docker.io/hosts.toml": "server = \"x\"\n"}, "dns=demo.internal", "", true)),
+		"create": must(KindCreate(KindSpec{Name: "dev", Image: "kindest/node:v1.36.4@sha256:" + strings.Repeat("a", 64), Config: []byte("kind: Cluster\n'quote' $(x) `y`\n"),
+			CertsD: map[string]string{"docker.io/hosts.toml": "server = \"x\"\n"}, Addons: "dns=demo.internal", Retain: true,
+			Images: []string{"quay.io/metallb/controller:v0.16.2", "reg.example/x:1@sha256:" + strings.Repeat("b", 64)}})),
 		"export": must(KindExport([]string{"dev", "east"})),
 		"delete": must(KindDelete([]string{"dev"})),
 	}
@@ -39,7 +41,7 @@ func TestKindScriptsParse(t *testing.T) {
 			t.Errorf("create script lacks %q", want)
 		}
 	}
-	if strings.Contains(must(KindCreate("dev", "img@sha256:x", nil, nil, "", "", false)), "--retain") {
+	if strings.Contains(must(KindCreate(KindSpec{Name: "dev", Image: "img@sha256:x"})), "--retain") {
 		t.Error("--retain without asking")
 	}
 }
@@ -48,7 +50,7 @@ func TestKindScriptsParse(t *testing.T) {
 // clusters' folder, and a certs.d key cannot leave certs.d.
 func TestKindScriptsRefuseBadNames(t *testing.T) {
 	for _, n := range []string{"..", "../etc", "a b", "", "dev\n@@ cert x", "-rf"} {
-		if _, err := KindCreate(n, "img@sha256:x", nil, nil, "", "", false); err == nil {
+		if _, err := KindCreate(KindSpec{Name: n, Image: "img@sha256:x"}); err == nil {
 			t.Errorf("KindCreate(%q) accepted", n)
 		}
 		if _, err := KindDelete([]string{"dev", n}); err == nil {
@@ -58,7 +60,7 @@ func TestKindScriptsRefuseBadNames(t *testing.T) {
 			t.Errorf("KindExport(%q) accepted", n)
 		}
 	}
-	if _, err := KindCreate("dev", "img@sha256:x", nil, map[string]string{"../../../root/.ssh/authorized_keys": "x"}, "", "", false); err == nil {
+	if _, err := KindCreate(KindSpec{Name: "dev", Image: "img@sha256:x", CertsD: map[string]string{"../../../root/.ssh/authorized_keys": "x"}}); err == nil {
 		t.Error("a certs.d key left certs.d")
 	}
 }

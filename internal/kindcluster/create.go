@@ -57,11 +57,11 @@ type Plan struct {
 	mirrors    []string
 	pool       []string
 	server     string
-	kubeconfig string // the cluster's own file
-	target     string // the kubeconfig it is merged into ("" when not)
-	switchTo   bool   // make it the current context of target
-	create     string // the guest scripts: kind create, and delete
-	remove     string
+	kubeconfig string         // the cluster's own file
+	target     string         // the kubeconfig it is merged into ("" when not)
+	switchTo   bool           // make it the current context of target
+	kind       guest.KindSpec // what kind create is run with (Apply adds the images)
+	remove     string         // the guest script that deletes it
 	// externalDNS is the cluster's ExternalDNS manifest, etcd its user.
 	externalDNS []byte
 	etcd        dns.Creds
@@ -251,7 +251,9 @@ func (p *Plan) ForSlot(s *session.Session, opts CreateOptions, userLabels cluste
 	if err != nil {
 		return err
 	}
-	if p.create, err = guest.KindCreate(opts.Name, p.image, p.kindConfig, p.certsD, guest.DNSRecord(cfg.DNS.Domain), auth, opts.Retain); err != nil {
+	p.kind = guest.KindSpec{Name: opts.Name, Image: p.image, Config: p.kindConfig, CertsD: p.certsD,
+		Addons: guest.DNSRecord(cfg.DNS.Domain), EtcdAuth: auth, Retain: opts.Retain}
+	if _, err = guest.KindCreate(p.kind); err != nil {
 		return err
 	}
 	p.etcd = user.Creds
@@ -386,6 +388,16 @@ func Apply(ctx context.Context, s *session.Session, p *Plan, opts CreateOptions)
 		manifests[ref.Name] = m
 	}
 	set := p.addons(s.Config, manifests, opts.Wait)
+	images, err := addons.Images(set)
+	if err != nil {
+		return nil, err
+	}
+	kind := p.kind
+	kind.Images = images
+	create, err := guest.KindCreate(kind)
+	if err != nil {
+		return nil, err
+	}
 	// From here on an interrupted marina may leave a cluster behind: a
 	// second signal says so.
 	e.SetLeftover(fmt.Sprintf("cluster %s may be half made in VM %s (its node containers and /etc/marina/clusters/%s) and %s may exist; `marina cluster delete %s` removes it", name, s.Name, name, p.kubeconfig, name))
@@ -394,7 +406,7 @@ func Apply(ctx context.Context, s *session.Session, p *Plan, opts CreateOptions)
 		parts = append(parts, a.Name())
 	}
 	pr := newProgress(e, start, parts)
-	kc, err := kindAndAddons(ctx, s, p, set, pr)
+	kc, err := kindAndAddons(ctx, s, p, create, set, pr)
 	pr.stop(err == nil)
 	phases = append(phases, pr.times()...)
 	if ke, ok := errors.AsType[*kindError](err); ok {
@@ -458,7 +470,7 @@ func (e *stepError) Unwrap() error { return e.err }
 // kindAndAddons runs kind and the add-ons beside it (see Apply), and
 // returns the cluster's kubeconfig as kind exported it. kind failing is a
 // *kindError; a later step failing is a *stepError.
-func kindAndAddons(ctx context.Context, s *session.Session, p *Plan, set []addons.Addon, pr *progress) ([]byte, error) {
+func kindAndAddons(ctx context.Context, s *session.Session, p *Plan, create string, set []addons.Addon, pr *progress) ([]byte, error) {
 	name := p.spec.Name
 	early, stopEarly := context.WithCancel(ctx)
 	defer stopEarly()
@@ -485,7 +497,7 @@ func kindAndAddons(ctx context.Context, s *session.Session, p *Plan, set []addon
 	done := make(chan kindResult, 1)
 	go func() {
 		r := kindResult{began: time.Now()}
-		r.out, r.err = runKind(ctx, s, p, pr)
+		r.out, r.err = runKind(ctx, s, p, create, pr)
 		done <- r
 	}()
 	var r kindResult
@@ -587,14 +599,14 @@ func rollbackContext(ctx context.Context) (context.Context, context.CancelFunc) 
 	return context.WithTimeout(context.WithoutCancel(ctx), rollbackTimeout)
 }
 
-// runKind runs kind create in the VM, as part kind of pr; its output
+// runKind runs create (kind create) in the VM, as part kind of pr; its output
 // carries the kubeconfig.
-func runKind(ctx context.Context, s *session.Session, p *Plan, pr *progress) (vm.Result, error) {
+func runKind(ctx context.Context, s *session.Session, p *Plan, create string, pr *progress) (vm.Result, error) {
 	var out vm.Result
 	label := fmt.Sprintf("Creating cluster %s in slot %d (%s)", p.spec.Name, p.spec.Slot, ui.Plural(1+p.spec.Workers, "node"))
 	err := pr.step(kindPart, label, func() error {
 		var err error
-		out, err = s.Guest.Run(ctx, vm.Script{Name: "kind create cluster " + p.spec.Name, Body: p.create, Root: true})
+		out, err = s.Guest.Run(ctx, vm.Script{Name: "kind create cluster " + p.spec.Name, Body: create, Root: true})
 		return err
 	})
 	return out, err
