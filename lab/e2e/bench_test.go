@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -8,6 +9,9 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // The benchmarks time whole marina runs against a running lab VM, as a user
@@ -160,4 +164,108 @@ func median(ds []time.Duration) time.Duration {
 		return s[len(s)/2]
 	}
 	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+// dnsCluster is the cluster BenchmarkDNS made in this process: the lab,
+// and it, go when the run ends.
+var dnsCluster bool
+
+// BenchmarkDNS times the local DNS as the Mac sees it, in a real cluster
+// (one op is one sample of each): from MetalLB giving a new LoadBalancer
+// Service its address to the Service's name first answering from the
+// Mac, and from the Service's deletion to the name's NXDOMAIN. Reports
+// the medians and logs every sample.
+//
+//	go test ./lab/e2e -run '^$' -bench DNS -benchtime 10x
+func BenchmarkDNS(b *testing.B) {
+	createLab(b)
+	if !dnsCluster {
+		mustMarina(b, "cluster", "create", "dnsbench", "--no-switch-context")
+		dnsCluster = true
+	}
+	cs := contextClient(b, "dnsbench")
+	ctx := context.Background()
+	var add, del []time.Duration
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		name := fmt.Sprintf("s%d-%d", b.N, i)
+		svc := &corev1.Service{
+			ObjectMeta: metav1.ObjectMeta{Name: name},
+			Spec:       corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, Ports: []corev1.ServicePort{{Port: 80}}},
+		}
+		if _, err := cs.CoreV1().Services("default").Create(ctx, svc, metav1.CreateOptions{}); err != nil {
+			b.Fatal(err)
+		}
+		var ip string
+		waitFor(b, time.Minute, "MetalLB to give "+name+" an address", func() bool {
+			got, err := cs.CoreV1().Services("default").Get(ctx, name, metav1.GetOptions{})
+			if err == nil && len(got.Status.LoadBalancer.Ingress) == 1 {
+				ip = got.Status.LoadBalancer.Ingress[0].IP
+			}
+			return ip != ""
+		})
+		fqdn := name + ".default.dnsbench.demo.internal"
+		add = append(add, waitAnswer(b, fqdn, ip, time.Minute))
+		if err := cs.CoreV1().Services("default").Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+			b.Fatal(err)
+		}
+		del = append(del, waitAnswer(b, fqdn, "", time.Minute))
+	}
+	b.StopTimer()
+	b.ReportMetric(median(add).Seconds(), "add-s")
+	b.ReportMetric(median(del).Seconds(), "delete-s")
+	b.Logf("%d samples: address to answer %v, median %v; deletion to NXDOMAIN %v, median %v",
+		b.N, rounded(add), median(add).Round(10*time.Millisecond), rounded(del), median(del).Round(10*time.Millisecond))
+}
+
+// rounded is ds sorted, to 10 ms, for a log line.
+func rounded(ds []time.Duration) []time.Duration {
+	out := slices.Sorted(slices.Values(ds))
+	for i := range out {
+		out[i] = out[i].Round(10 * time.Millisecond)
+	}
+	return out
+}
+
+// BenchmarkFleet times a fleet of three independent one-node clusters
+// applied with maxParallel 3 (its makespan) against one create of the
+// same cluster alone, and reports both ratios: against one create, and
+// against three in a row. On two cores the three compete for the CPU.
+//
+//	go test ./lab/e2e -run '^$' -bench Fleet -benchtime 1x
+func BenchmarkFleet(b *testing.B) {
+	createLab(b)
+	if dnsCluster { // BenchmarkDNS's, in the same run: not to share the CPU with it
+		mustMarina(b, "cluster", "delete", "dnsbench")
+		dnsCluster = false
+	}
+	file := filepath.Join(home(), "fleet-bench.yaml")
+	fleet := "apiVersion: marina.dev/v1alpha1\nkind: Fleet\nmetadata:\n  name: bench\nspec:\n  maxParallel: 3\n  clusters:\n    - name: fa\n    - name: fb\n    - name: fc\n"
+	if err := os.WriteFile(file, []byte(fleet), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	var one, all []time.Duration
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		start := time.Now()
+		mustMarina(b, "cluster", "create", "solo", "--no-switch-context")
+		one = append(one, time.Since(start))
+		b.StopTimer()
+		mustMarina(b, "cluster", "delete", "solo")
+		b.StartTimer()
+		start = time.Now()
+		mustMarina(b, "fleet", "apply", "-f", file)
+		all = append(all, time.Since(start))
+		b.StopTimer()
+		mustMarina(b, "cluster", "delete", "fa", "fb", "fc")
+		b.StartTimer()
+	}
+	b.StopTimer()
+	o, a := median(one), median(all)
+	b.ReportMetric(a.Seconds(), "fleet-s")
+	b.ReportMetric(o.Seconds(), "one-s")
+	b.ReportMetric(a.Seconds()/o.Seconds(), "x-one")
+	b.ReportMetric(a.Seconds()/(3*o.Seconds()), "x-sum")
+	b.Logf("fleet of 3 at maxParallel 3: %v; one create %v; %.2f× one, %.2f× three in a row", a.Round(100*time.Millisecond), o.Round(100*time.Millisecond),
+		a.Seconds()/o.Seconds(), a.Seconds()/(3*o.Seconds()))
 }

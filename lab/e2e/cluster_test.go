@@ -227,7 +227,7 @@ func kubeconfigPath() string { return filepath.Join(home(), ".kube", "config") }
 
 // contextClient is a client for context name of the user's kubeconfig, as
 // kubectl --context name would make it.
-func contextClient(t *testing.T, name string) *kubernetes.Clientset {
+func contextClient(t testing.TB, name string) *kubernetes.Clientset {
 	t.Helper()
 	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(
 		&clientcmd.ClientConfigLoadingRules{ExplicitPath: kubeconfigPath()},

@@ -51,7 +51,7 @@ func lookup(t *testing.T, server netip.Addr, name string, tcp bool) dns.Answer {
 
 // waitAnswer polls marina-dns until name answers want ("" for NXDOMAIN),
 // and returns how long that took.
-func waitAnswer(t *testing.T, name, want string, within time.Duration) time.Duration {
+func waitAnswer(t testing.TB, name, want string, within time.Duration) time.Duration {
 	t.Helper()
 	start := time.Now()
 	var last dns.Answer

@@ -12,7 +12,9 @@ import (
 )
 
 // New is a cluster holding objs (k8s.io/api types), and the fake client
-// behind it, for its actions, reactors and tracker.
+// behind it, for its actions, reactors and tracker. It serves resources
+// only: what asks the server itself (ServerVersion, Ready, Mapping) is
+// tested against an httptest server with kube.New.
 func New(objs ...runtime.Object) (*kube.Cluster, *fake.FakeDynamicClient) {
 	dyn := fake.NewSimpleDynamicClient(scheme.Scheme, objs...)
 	return &kube.Cluster{Dynamic: dyn}, dyn
