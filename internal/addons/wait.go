@@ -28,12 +28,16 @@ func timeoutError(ctx context.Context, what, state string, start time.Time, err 
 	return fmt.Errorf("%s: still %s after %s (%v): %s", what, state, time.Since(start).Round(time.Second), ctx.Err(), fix) //nolint:errorlint // said, not wrapped
 }
 
-// waitObject polls one object until state calls it done; on a timeout the
-// error names what, what was still false, and fix.
-func waitObject[T any](ctx context.Context, what string, get func(context.Context) (T, error), state func(T) (bool, string), fix string) error {
+// waitObject waits until state calls the object name of r in namespace
+// ns done: it looks whenever the API server reports a change to it, and
+// every kube.PollInterval. On a timeout the error names what, what was
+// still false, and fix.
+func waitObject[T any](ctx context.Context, k *kube.Cluster, r kube.Resource, ns, name, what string, state func(*T) (bool, string), fix string) error {
 	start := time.Now()
-	seen, err := kube.Poll(ctx, func(ctx context.Context) (bool, string, error) {
-		obj, err := get(ctx)
+	wctx, stop := context.WithCancel(ctx)
+	defer stop()
+	seen, err := kube.PollOn(ctx, k.Changes(wctx, r.GroupVersionResource, ns, name), func(ctx context.Context) (bool, string, error) {
+		obj, err := kube.Read[T](ctx, k, r, ns, name)
 		if err != nil {
 			return false, "", err
 		}
@@ -54,7 +58,9 @@ func WaitCRDsEstablished(ctx context.Context, k *kube.Cluster, names ...string) 
 	start := time.Now()
 	pending := append([]string(nil), names...)
 	var what string
-	state, err := kube.Poll(ctx, func(ctx context.Context) (bool, string, error) {
+	wctx, stop := context.WithCancel(ctx)
+	defer stop()
+	state, err := kube.PollOn(ctx, k.Changes(wctx, crdResource, "", ""), func(ctx context.Context) (bool, string, error) {
 		var still []string
 		var first string
 		for _, n := range pending {
@@ -121,10 +127,7 @@ func condition(typ, status, reason, message string) string {
 // True. Available alone is not enough: during an upgrade it stays True
 // while pods of the previous version still do the work.
 func WaitDeploymentAvailable(ctx context.Context, k *kube.Cluster, namespace, name string) error {
-	get := func(ctx context.Context) (*appsv1.Deployment, error) {
-		return kube.Read[appsv1.Deployment](ctx, k, kube.Deployments, namespace, name)
-	}
-	return waitObject(ctx, "deployment "+namespace+"/"+name, get, deploymentState,
+	return waitObject(ctx, k, kube.Deployments, namespace, name, "deployment "+namespace+"/"+name, deploymentState,
 		fmt.Sprintf("look at its pods and their events (kubectl -n %s describe deployment %s; kubectl -n %s get events); images come through marina's registry mirrors", namespace, name, namespace))
 }
 
@@ -167,10 +170,7 @@ func deploymentState(d *appsv1.Deployment) (bool, string) {
 // at least one such node: a DaemonSet scheduled nowhere is trivially "done"
 // and does nothing.
 func WaitDaemonSetReady(ctx context.Context, k *kube.Cluster, namespace, name string) error {
-	get := func(ctx context.Context) (*appsv1.DaemonSet, error) {
-		return kube.Read[appsv1.DaemonSet](ctx, k, kube.DaemonSets, namespace, name)
-	}
-	return waitObject(ctx, "daemonset "+namespace+"/"+name, get, daemonSetState,
+	return waitObject(ctx, k, kube.DaemonSets, namespace, name, "daemonset "+namespace+"/"+name, daemonSetState,
 		fmt.Sprintf("look at its pods and their events (kubectl -n %s describe daemonset %s; kubectl -n %s get events); images come through marina's registry mirrors", namespace, name, namespace))
 }
 

@@ -74,7 +74,9 @@ func (k *Cluster) DeployEcho(ctx context.Context, e Echo) error {
 // EchoAddress waits until MetalLB gives the echo Service in ns an address.
 func (k *Cluster) EchoAddress(ctx context.Context, ns string) (netip.Addr, error) {
 	var lb netip.Addr
-	state, err := Poll(ctx, func(ctx context.Context) (bool, string, error) {
+	wctx, stop := context.WithCancel(ctx)
+	defer stop()
+	state, err := PollOn(ctx, k.Changes(wctx, Services.GroupVersionResource, ns, echoName), func(ctx context.Context) (bool, string, error) {
 		svc, err := Read[corev1.Service](ctx, k, Services, ns, echoName)
 		if err != nil {
 			return false, "", err

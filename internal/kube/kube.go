@@ -16,7 +16,9 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/util/wait"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 
@@ -76,7 +78,8 @@ func Open(kc []byte, timeout time.Duration) (*Cluster, error) {
 
 // PollInterval is how often waits look at the API server again. Half a
 // second keeps a wait's extra latency small against pods that take seconds
-// to start, at two cheap GETs a second.
+// to start, at two cheap GETs a second. A wait that watches its object
+// (PollOn with Changes) looks at once when it changes.
 const PollInterval = 500 * time.Millisecond
 
 // Poll calls check until it reports done, ctx ends, or it fails with an
@@ -87,28 +90,38 @@ const PollInterval = 500 * time.Millisecond
 // deadline often fails only because the deadline is near), but reads that
 // keep failing are reported.
 func Poll(ctx context.Context, check func(context.Context) (done bool, state string, err error)) (string, error) {
+	return PollOn(ctx, nil, check)
+}
+
+// PollOn is Poll that also looks again whenever wake signals (Changes):
+// at once when the object changes, and every PollInterval whatever the
+// watch does.
+func PollOn(ctx context.Context, wake <-chan struct{}, check func(context.Context) (done bool, state string, err error)) (string, error) {
+	return pollEvery(ctx, PollInterval, wake, check)
+}
+
+func pollEvery(ctx context.Context, interval time.Duration, wake <-chan struct{}, check func(context.Context) (done bool, state string, err error)) (string, error) {
 	seen := "not checked yet"
 	var readErr error
 	failures := 0
-	err := wait.PollUntilContextCancel(ctx, PollInterval, true, func(ctx context.Context) (bool, error) {
-		done, s, err := check(ctx)
-		switch {
-		case err == nil:
-			seen, readErr, failures = s, nil, 0
-			return done, nil
-		case apierrors.IsNotFound(err):
-			seen, readErr, failures = "not found", nil, 0
-			return false, nil
-		case apierrors.IsForbidden(err), apierrors.IsUnauthorized(err):
-			return false, err
-		case ctx.Err() != nil:
-			return false, ctx.Err()
-		default:
-			readErr = err
-			failures++
-			return false, nil
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	var err error
+	for {
+		var done bool
+		if done, err = look(ctx, check, &seen, &readErr, &failures); done || err != nil {
+			break
 		}
-	})
+		select {
+		case <-ctx.Done():
+			err = ctx.Err()
+		case <-tick.C:
+		case <-wake:
+		}
+		if err != nil {
+			break
+		}
+	}
 	state := seen
 	switch {
 	case readErr != nil && seen == "not checked yet":
@@ -117,4 +130,55 @@ func Poll(ctx context.Context, check func(context.Context) (done bool, state str
 		state = fmt.Sprintf("%s (and the last %d reads failed: %v)", seen, failures, readErr)
 	}
 	return state, err
+}
+
+// look is one check of a poll: done, or an error that ends it.
+func look(ctx context.Context, check func(context.Context) (bool, string, error), seen *string, readErr *error, failures *int) (bool, error) {
+	done, s, err := check(ctx)
+	switch {
+	case err == nil:
+		*seen, *readErr, *failures = s, nil, 0
+		return done, nil
+	case apierrors.IsNotFound(err):
+		*seen, *readErr, *failures = "not found", nil, 0
+		return false, nil
+	case apierrors.IsForbidden(err), apierrors.IsUnauthorized(err):
+		return false, err
+	case ctx.Err() != nil:
+		return false, ctx.Err()
+	default:
+		*readErr = err
+		*failures++
+		return false, nil
+	}
+}
+
+// Changes signals, without blocking, every change the API server reports
+// to the object name of r in namespace ns ("" names every object of r),
+// until ctx ends. A watch that ends or fails is started again after
+// PollInterval; a poll woken by it covers the gaps.
+func (k *Cluster) Changes(ctx context.Context, r schema.GroupVersionResource, ns, name string) <-chan struct{} {
+	ch := make(chan struct{}, 1)
+	opts := metav1.ListOptions{}
+	if name != "" {
+		opts.FieldSelector = fields.OneTermEqualSelector("metadata.name", name).String()
+	}
+	go func() {
+		for ctx.Err() == nil {
+			if w, err := k.Dynamic.Resource(r).Namespace(ns).Watch(ctx, opts); err == nil {
+				for range w.ResultChan() {
+					select {
+					case ch <- struct{}{}:
+					default: // a look is due already
+					}
+				}
+				w.Stop()
+			}
+			select {
+			case <-ctx.Done():
+			case <-time.After(PollInterval):
+			}
+		}
+	}()
+	return ch
 }

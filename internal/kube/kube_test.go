@@ -84,3 +84,49 @@ func TestEchoAddress(t *testing.T) {
 		t.Errorf("forbidden: %v", err)
 	}
 }
+
+// A poll woken by a change looks at once, not at its next tick (an hour
+// away here): the second look can only come from the wake.
+func TestPollWakes(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	wake := make(chan struct{}, 1)
+	looks := 0
+	state, err := pollEvery(ctx, time.Hour, wake, func(context.Context) (bool, string, error) {
+		looks++
+		if looks == 1 {
+			wake <- struct{}{}
+			return false, "Available=False", nil
+		}
+		return true, "Available=True", nil
+	})
+	if err != nil || state != "Available=True" || looks != 2 {
+		t.Errorf("after %d looks: %q, %v", looks, state, err)
+	}
+}
+
+// Changes signals when the API server reports the object, and again when
+// it changes.
+func TestChanges(t *testing.T) {
+	ns := "marina-verify-1"
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: echoName}}
+	cs := fake.NewSimpleDynamicClient(scheme.Scheme, svc.DeepCopy())
+	k := &Cluster{Dynamic: cs}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ch := k.Changes(ctx, Services.GroupVersionResource, ns, echoName)
+	next := func(what string) {
+		t.Helper()
+		select {
+		case <-ch:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("no signal for %s", what)
+		}
+	}
+	next("the object as the watch starts")
+	svc.Labels = map[string]string{"changed": "yes"}
+	if err := Update(ctx, k, Services, ns, svc, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	next("an update")
+}

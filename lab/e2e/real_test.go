@@ -169,7 +169,7 @@ type created struct {
 // timedCreate runs marina cluster create args… -o json, logs its time and
 // the split of it marina reports (each step of kind and of each add-on,
 // from the create's start), and returns the create's wall time and kind's.
-func timedCreate(t *testing.T, args ...string) (total, kind time.Duration) {
+func timedCreate(t testing.TB, args ...string) (total, kind time.Duration) {
 	t.Helper()
 	start := time.Now()
 	r := mustMarina(t, append(append([]string{"cluster", "create"}, args...), "-o", "json")...)
