@@ -145,7 +145,7 @@ type UpOptions struct {
 // Up makes everything match the config: the VM (created or started), then
 // its networking (converge). A warm run on a running VM changes nothing.
 func Up(ctx context.Context, e *session.Env, opts UpOptions) (*Ready, error) {
-	s, err := session.Open(ctx, e, session.Needs{Config: session.StrictOrDefault})
+	s, err := session.Open(ctx, e, session.Needs{Config: session.StrictOrDefault, Observe: true})
 	if err != nil {
 		return nil, err
 	}
@@ -154,6 +154,9 @@ func Up(ctx context.Context, e *session.Env, opts UpOptions) (*Ready, error) {
 	plan, err := PlanUp(cfg, e.Paths, s.Instance, s.ConfigMissing)
 	if err != nil {
 		return nil, err
+	}
+	if plan.VM != VMKeep {
+		s.DropEarly() // the VM changes before converge looks at it
 	}
 	// Two marina homes with the same vm.name would share ~/.<name>.docker.sock:
 	// a socket that answers while this home's VM is not running is another's.
@@ -193,6 +196,7 @@ func Up(ctx context.Context, e *session.Env, opts UpOptions) (*Ready, error) {
 	// change would strand is only known from its Docker.
 	var resumed []cluster.Info
 	if mirroring != nil {
+		s.DropEarly() // the VM may restart before converge looks at it
 		step, started, err := restartForMirroring(ctx, s, mirroring, opts)
 		if err != nil {
 			return nil, err

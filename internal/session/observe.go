@@ -145,6 +145,8 @@ func observeGuest(ctx context.Context, s *Session, opts ObserveOptions) (guest.S
 		var err error
 		if len(opts.Probes.Upstreams) > 0 {
 			st, err = s.Guest.ObserveWith(ctx, opts.Probes)
+		} else if o, ok := s.takeEarly(); ok {
+			st, err = o.state, o.err
 		} else {
 			st, err = s.Guest.Observe(ctx)
 		}

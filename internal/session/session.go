@@ -50,6 +50,10 @@ type Needs struct {
 	Lima0 bool
 	// Clusters lists the clusters Docker shows.
 	Clusters bool
+	// Observe says the command observes the guest first thing (Observe):
+	// its round trip starts while Lima is asked about the VM, and the
+	// observation takes its answer when the VM runs.
+	Observe bool
 }
 
 // Session is one command's view of the world, opened once: the config as
@@ -73,6 +77,17 @@ type Session struct {
 	Host     Host
 	Lima0    netip.Addr
 	Clusters []cluster.Info
+
+	// early is the guest's observation Needs.Observe started, nil once
+	// taken or when the VM does not run; stopEarly ends it.
+	early     chan observed
+	stopEarly context.CancelFunc
+}
+
+// observed is one observation of the guest.
+type observed struct {
+	state guest.State
+	err   error
 }
 
 // Open reads the config, looks the VM up and reads what need asks for;
@@ -125,13 +140,29 @@ func (s *Session) Attach(ctx context.Context, need Needs) error {
 	if s.VM, err = e.Deps.VM(); err != nil {
 		return err
 	}
+	s.Guest = e.Deps.Guest(s.Name)
+	if need.Observe {
+		// On a Mac both cost tens of milliseconds: the guest's round trip
+		// need not wait for Lima's answer. It fails at once when the VM
+		// does not run, and is then not used.
+		var ectx context.Context
+		ectx, s.stopEarly = context.WithCancel(ctx)
+		s.early = make(chan observed, 1)
+		go func() {
+			st, err := s.Guest.Observe(ectx)
+			s.early <- observed{st, err}
+		}()
+	}
 	if s.Instance, err = s.VM.Get(ctx, s.Name); err != nil {
+		s.DropEarly()
 		return err
+	}
+	if !s.Running() {
+		s.DropEarly()
 	}
 	if need.Running && !s.Running() {
 		return NotRunning(s.Name, s.Instance)
 	}
-	s.Guest = e.Deps.Guest(s.Name)
 	if s.Instance != nil {
 		if s.Docker, err = e.Deps.Docker(s.Socket()); err != nil {
 			return err
@@ -212,9 +243,29 @@ func (s *Session) readConfig(need ConfigNeed) error {
 
 // Close lets go of the session's connections.
 func (s *Session) Close() {
+	s.DropEarly()
 	if s.Docker != nil {
 		s.Docker.Close()
 	}
+}
+
+// DropEarly stops the observation Needs.Observe started, if it was not
+// taken: a command that changes the VM before it observes it calls it.
+func (s *Session) DropEarly() {
+	if s.stopEarly != nil {
+		s.stopEarly()
+	}
+	s.early = nil
+}
+
+// takeEarly is the observation Needs.Observe started, once.
+func (s *Session) takeEarly() (observed, bool) {
+	if s.early == nil {
+		return observed{}, false
+	}
+	o := <-s.early
+	s.early = nil
+	return o, true
 }
 
 // Running reports whether the VM runs.

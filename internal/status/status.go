@@ -187,7 +187,7 @@ func (d *DNSStatus) Failing() []string {
 // failure: each problem lands next to what was learned.
 func Get(ctx context.Context, e *session.Env) (Status, error) {
 	// The config's problems show in their own section, not as warnings.
-	ses, err := session.Open(ctx, e, session.Needs{Config: session.VMOnlyQuiet})
+	ses, err := session.Open(ctx, e, session.Needs{Config: session.VMOnlyQuiet, Observe: true})
 	if err != nil {
 		return Status{}, err
 	}

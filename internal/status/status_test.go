@@ -11,7 +11,9 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/bcollard/marina/internal/dns"
 	"github.com/bcollard/marina/internal/docker"
@@ -198,5 +200,43 @@ func TestStatusProblems(t *testing.T) {
 				t.Errorf("problems = %q, want %q", got, c.want)
 			}
 		})
+	}
+}
+
+// status's one guest round trip starts while Lima is asked about the VM
+// (both cost tens of milliseconds on a Mac): Lima's answer waits here until
+// the guest was asked. A VM that does not run shows so, whatever that
+// early round trip said.
+func TestStatusObservesWhileAskingLima(t *testing.T) {
+	f := sessiontest.New(t)
+	f.Config(nil)
+	asked := make(chan struct{})
+	var once sync.Once
+	f.Before = func(call string) {
+		switch call {
+		case "guest.observe":
+			once.Do(func() { close(asked) })
+		case "vm.get marina":
+			select {
+			case <-asked:
+			case <-time.After(10 * time.Second):
+				t.Error("Lima answered before the guest was asked: the round trips ran one after the other")
+			}
+		}
+	}
+	st, err := Get(context.Background(), f.Env)
+	if err != nil || st.VM.Status != vm.StatusRunning || len(st.VM.Errors) != 0 {
+		t.Fatalf("status: %+v, %v", st.VM, err)
+	}
+	if got := f.Called("guest."); len(got) != 1 {
+		t.Errorf("status made %d guest round trips, want 1: %v", len(got), got)
+	}
+
+	f = sessiontest.New(t)
+	f.Config(nil)
+	f.Instance.Status = vm.StatusStopped
+	st, err = Get(context.Background(), f.Env)
+	if err != nil || st.VM.Status != vm.StatusStopped || st.Guest != nil || st.Clusters != nil {
+		t.Errorf("a stopped VM: %+v, guest %+v, clusters %v, %v", st.VM, st.Guest, st.Clusters, err)
 	}
 }
