@@ -108,7 +108,7 @@ func KindCreate(k KindSpec) (string, error) {
 	}
 	b.Sh(fmt.Sprintf("printf '%%s' %s | base64 -d | %s 2>&1 | stamp %s", base64.StdEncoding.EncodeToString(k.Config), run.Quote(args), stages))
 	// The export: the kubeconfig kind has just written (kind get
-	// kubeconfig would ask Docker and the node for it again, 1 to 2 s in
+	// kubeconfig would ask Docker and the node for it again: seconds in
 	// the lab), and the API server's certificate.
 	b.Sh(fmt.Sprintf("echo %s\ncat %s", run.ShellQuote("@@ kubeconfig "+name), run.ShellQuote(path.Join(dir, kindKubeconfig))))
 	b.Sh(fmt.Sprintf("echo %s\ndocker exec %s cat %s", run.ShellQuote("@@ cert "+name), run.ShellQuote(name+"-control-plane"), apiServerCert))

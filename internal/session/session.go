@@ -141,7 +141,7 @@ func (s *Session) Attach(ctx context.Context, need Needs) error {
 		return err
 	}
 	s.Guest = e.Deps.Guest(s.Name)
-	if need.Observe {
+	if need.Observe && s.Name != "" {
 		// On a Mac both cost tens of milliseconds: the guest's round trip
 		// need not wait for Lima's answer. It fails at once when the VM
 		// does not run, and is then not used.
