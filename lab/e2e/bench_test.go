@@ -120,7 +120,7 @@ func BenchmarkCreate(b *testing.B) {
 		if out, err := labCmd(b, "vm", "kind", "delete", "cluster", "--name", "kindonly", "--kubeconfig", "/tmp/kindonly.kubeconfig"); err != nil {
 			b.Fatalf("kind delete cluster: %v\n%s", err, out)
 		}
-		b.Logf("op %d: marina cluster create %v, kind create cluster %v", i+1, withMarina[i].Round(100*time.Millisecond), kindAlone[i].Round(100*time.Millisecond))
+		fmt.Fprintf(os.Stderr, "op %d of %d: marina cluster create %v, kind create cluster %v\n", i+1, b.N, withMarina[i].Round(100*time.Millisecond), kindAlone[i].Round(100*time.Millisecond))
 		b.StartTimer()
 	}
 	b.StopTimer()
