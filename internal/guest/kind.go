@@ -149,7 +149,7 @@ const kindClusterLabel = "io.x-k8s.kind.cluster"
 // reading marina's certs.d, so the pulls come through the mirrors. Each
 // node pulls one image after another, the nodes at once; a pull that
 // fails is left to the kubelet, which pulls what is missing as it would
-// have. Usage: prepull STAGES LABEL IMAGE…
+// have. It is called as prepull STAGES LABEL IMAGE….
 const prepullFunc = `started() {
 	local l
 	[ -f "$1" ] || return 1
