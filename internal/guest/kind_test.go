@@ -167,3 +167,26 @@ func TestParseStages(t *testing.T) {
 		t.Errorf("no section: %+v", got)
 	}
 }
+
+// The images a create pulls reach prepull as one word each, whatever they
+// hold: bash reads back exactly the strings given, and runs none of them.
+func TestKindCreatePrepullQuotesImages(t *testing.T) {
+	hostile := []string{"x'; touch /tmp/marina-pwn #", "$(id)", "`id` y", "a\nb"}
+	s, err := KindCreate(KindSpec{Name: "dev", Image: "img@sha256:x", Images: hostile})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, call, ok := strings.Cut(s, "\nprepull ")
+	call, _, cut := strings.Cut(call, " </dev/null")
+	if !ok || !cut {
+		t.Fatalf("no prepull call in:\n%s", s)
+	}
+	out, err := exec.Command("bash", "-c", `prepull() { shift 2; printf '%s\0' "$@"; }; prepull `+call).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := strings.Split(strings.TrimSuffix(string(out), "\x00"), "\x00")
+	if fmt.Sprint(got) != fmt.Sprint(hostile) || len(got) != len(hostile) {
+		t.Errorf("prepull got %q, want %q", got, hostile)
+	}
+}
