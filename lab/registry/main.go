@@ -3,8 +3,8 @@
 // (registry:3.1.2), with the storage drivers marina's mirrors use: the
 // filesystem (and the in-memory one). distribution's cmd/registry also
 // links the Azure, GCS and S3 drivers and their cloud SDKs, which no lab
-// registry can reach and which were two thirds of its build on a fresh
-// machine.
+// registry can reach: without them its build on a fresh machine went from
+// 154 s to 61 s.
 package main
 
 import (
