@@ -534,6 +534,13 @@ func (f *fake) labCmd(args ...string) error {
 }
 
 func (f *fake) halt(name string) error {
+	f.unplug(name)
+	return f.labCmd("_halt")
+}
+
+// unplug is the Mac's side of a stopping VM: its hostagent, the shared ssh
+// connection and the forwarded sockets go.
+func (f *fake) unplug(name string) {
 	dir := f.dir(name)
 	if pid, ok := alive(filepath.Join(dir, "ha.pid")); ok {
 		_ = syscall.Kill(pid, syscall.SIGTERM)
@@ -550,7 +557,6 @@ func (f *fake) halt(name string) error {
 	}
 	_ = os.Remove(filepath.Join(dir, "ha.pid"))
 	_ = os.Remove(filepath.Join(dir, "ssh.sock"))
-	return f.labCmd("_halt")
 }
 
 func (f *fake) stop(args []string) error {
@@ -592,9 +598,9 @@ func (f *fake) delete(args []string) error {
 			if !force {
 				return fmt.Errorf("expected status %q, got %q (maybe use `limactl stop -f`?)", "Stopped", in.Status)
 			}
-			if err := f.halt(name); err != nil {
-				return err
-			}
+			// Lima kills a running VM it is forced to delete; _wipe
+			// does so to the guest.
+			f.unplug(name)
 		}
 		// A deleted instance loses its disk: the guest starts over.
 		if err := f.labCmd("_wipe"); err != nil {
