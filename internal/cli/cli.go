@@ -176,7 +176,7 @@ pods see your Mac's real address.
 	c.PersistentFlags().BoolVar(&r.debug, "debug", false, "log every command marina runs, Lima's output and the guest round trips")
 	c.AddCommand(
 		r.upCmd(), r.downCmd(), r.destroyCmd(), r.statusCmd(), r.shellCmd(),
-		r.clusterCmd(), r.fleetCmd(), r.kubeconfigCmd(), r.registryCmd(), r.dnsCmd(), r.configCmd(),
+		r.clusterCmd(), r.fleetCmd(), r.imageCmd(), r.kubeconfigCmd(), r.registryCmd(), r.dnsCmd(), r.configCmd(),
 		r.doctorCmd(), r.dockerEnvCmd(), r.dockerContextCmd(), r.skillCmd(), r.migrateCmd(), versionCmd(r),
 	)
 	c.Long += "\n\n" + outputHelp

@@ -45,6 +45,7 @@ func (r *root) argCompletions() map[string]cobra.CompletionFunc {
 		"fleet delete":         fleet,
 		"fleet adopt":          r.fleetThenClusters,
 		"registry clean-cache": r.names(kindcluster.CompleteMirrors, 0),
+		"image load":           r.names(kindcluster.CompleteImages, 0),
 		"migrate": func(*cobra.Command, []string, string) ([]cobra.Completion, cobra.ShellCompDirective) {
 			return yamlFiles, cobra.ShellCompDirectiveFilterFileExt
 		},
@@ -61,6 +62,7 @@ func (r *root) flagCompletions() map[string]map[string]cobra.CompletionFunc {
 			"zone":         r.values(kindcluster.CompleteZones),
 			"node-version": r.values(kindcluster.CompleteNodeVersions),
 		},
+		"image load": {"cluster": r.values(kindcluster.CompleteClusters)},
 	}
 }
 

@@ -30,6 +30,7 @@ var (
 		"doctor":      {"kindcluster", "machine", "status"},
 		"dockerctx":   nil,
 		"fleet":       {"kindcluster"},
+		"image":       {"kindcluster"},
 		"kindcluster": nil,
 		"machine":     {"kindcluster"},
 		"migrate":     {"dockerctx", "fleet", "machine", "skill"},

@@ -10,7 +10,6 @@ import (
 	"os"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -424,21 +423,20 @@ func inOrder(got, want []string) bool {
 func TestCreateOverlapsTheAddonsWithKind(t *testing.T) {
 	f := createFixture(t, nil)
 	f.Scripts["admin kubeconfig of c1"] = vm.Result{Stdout: []byte(f.Export("c1"))}
-	overlapped := make(chan struct{})
-	var once sync.Once
 	kind := f.Before
 	f.Before = func(call string) {
 		kind(call)
-		switch call {
-		case "guest.run kind create cluster c1":
-			// kind ends only once ExternalDNS is waited for, or after
-			// a while when the add-ons wait for kind.
-			select {
-			case <-overlapped:
-			case <-time.After(3 * time.Second):
+		if call != "guest.run kind create cluster c1" {
+			return
+		}
+		// kind ends only once ExternalDNS was waited for and the pool
+		// applied (they run side by side; both are in the log), or after
+		// a while when the add-ons wait for kind.
+		for end := time.Now().Add(3 * time.Second); time.Now().Before(end); time.Sleep(time.Millisecond) {
+			log := f.Log()
+			if strings.Contains(log, "kube c1 wait deployment external-dns/external-dns available") && strings.Contains(log, "kube c1 pool marina") {
+				return
 			}
-		case "kube c1 wait deployment external-dns/external-dns available":
-			once.Do(func() { close(overlapped) })
 		}
 	}
 	if _, err := create(f, CreateOptions{}); err != nil {

@@ -17,6 +17,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/distribution/reference"
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/bcollard/marina/internal/cluster"
@@ -169,4 +170,25 @@ func CompleteContexts(_ context.Context, e *session.Env) []string {
 	names = slices.DeleteFunc(names, func(n string) bool { return cluster.CheckName(n) != nil })
 	slices.Sort(names)
 	return names
+}
+
+// CompleteImages are the names of the images in the VM's Docker (where
+// builds through docker-env land): what image load takes.
+func CompleteImages(ctx context.Context, e *session.Env) []string {
+	ctx, cancel := context.WithTimeout(ctx, CompletionWait)
+	defer cancel()
+	s, err := session.Read(e, session.Needs{Config: session.VMOnlyQuiet})
+	if err != nil || s.DialDocker() != nil {
+		return nil
+	}
+	defer s.Close()
+	names, err := s.Docker.ImageNames(ctx)
+	if err != nil {
+		return nil
+	}
+	// Each goes to the shell as a candidate: only a real image name may.
+	return slices.DeleteFunc(names, func(n string) bool {
+		_, err := reference.ParseNormalizedNamed(n)
+		return err != nil || strings.ContainsAny(n, " \t\n")
+	})
 }

@@ -55,6 +55,12 @@ type Docker interface {
 	Endpoints(ctx context.Context, network string) ([]docker.Endpoint, error)
 	Reattach(ctx context.Context, spec docker.NetworkSpec, eps []docker.Endpoint, say func(string)) error
 	EnsureImage(ctx context.Context, ref string) error
+	// ImageID is the id Docker holds ref under, "" when it has none.
+	ImageID(ctx context.Context, ref string) (string, error)
+	// ImageNames are the names of Docker's images (completion).
+	ImageNames(ctx context.Context) ([]string, error)
+	// LoadArchive loads an image archive and returns the names loaded.
+	LoadArchive(ctx context.Context, r io.Reader) ([]string, error)
 	Run(ctx context.Context, spec docker.RunSpec) error
 	Close() error
 }

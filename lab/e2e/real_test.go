@@ -324,6 +324,8 @@ func TestRealCluster(t *testing.T) {
 		podsReady(t, cs, "metallb-system", "component=speaker", 2, time.Minute)
 	})
 
+	imageLoad(t, dnsImageRefs(t)["coredns"])
+
 	t.Run("the nodes pulled through the quay.io and registry.k8s.io mirrors", func(t *testing.T) {
 		c := mirrorCounters(t)
 		if q := c["registry-quayio"]; q[1] == 0 {

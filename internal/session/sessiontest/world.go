@@ -9,6 +9,7 @@ package sessiontest
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/base64"
@@ -71,7 +72,9 @@ type Fakes struct {
 	Network        *docker.NetworkState
 	Mirrors        []docker.Container
 	NodeContainers []docker.Node
-	Route          *host.Route
+	// Images are the VM's Docker's images: name to id.
+	Images map[string]string
+	Route  *host.Route
 	// Lima0Route is the host's route to lima0's address (nil: directly
 	// on bridge100).
 	Lima0Route *host.Route
@@ -597,6 +600,40 @@ func (d Docker) Start(_ context.Context, id string) error {
 }
 func (d Docker) EnsureImage(_ context.Context, ref string) error {
 	return d.Call("docker.ensure-image")
+}
+func (d Docker) ImageID(_ context.Context, ref string) (string, error) {
+	err := d.Call("docker.image-id " + ref)
+	d.Mu.Lock()
+	defer d.Mu.Unlock()
+	return d.Images[ref], err
+}
+func (d Docker) ImageNames(context.Context) ([]string, error) {
+	err := d.Call("docker.image-names")
+	d.Mu.Lock()
+	defer d.Mu.Unlock()
+	return slices.Sorted(maps.Keys(d.Images)), err
+}
+
+// LoadArchive loads the names the archive lists, one per line, each as
+// the id "sha256:" and the name's sha256.
+func (d Docker) LoadArchive(_ context.Context, r io.Reader) ([]string, error) {
+	if err := d.Call("docker.load"); err != nil {
+		return nil, err
+	}
+	b, err := io.ReadAll(r)
+	if err != nil {
+		return nil, err
+	}
+	names := strings.Fields(string(b))
+	d.Mu.Lock()
+	defer d.Mu.Unlock()
+	if d.Images == nil {
+		d.Images = map[string]string{}
+	}
+	for _, n := range names {
+		d.Images[n] = fmt.Sprintf("sha256:%x", sha256.Sum256([]byte(n)))
+	}
+	return names, nil
 }
 func (d Docker) Run(_ context.Context, spec docker.RunSpec) error {
 	if err := d.Call("docker.run " + spec.Name); err != nil {

@@ -1,0 +1,45 @@
+package cli
+
+import (
+	"github.com/spf13/cobra"
+
+	"github.com/bcollard/marina/internal/image"
+)
+
+func (r *root) imageCmd() *cobra.Command {
+	c := group(&cobra.Command{
+		Use:   "image",
+		Short: "Bring your own images into the clusters",
+		Long: `Images you build with the VM's Docker (after eval "$(marina docker-env)")
+stay in the VM's Docker, where no node sees them. marina image load copies
+them into the containerd of every node of the clusters you choose, so a pod
+runs them with imagePullPolicy: Never or IfNotPresent.`,
+		Example: `  marina image load app:dev --cluster dev`,
+	})
+	var o image.LoadOptions
+	load := &cobra.Command{
+		Use:   "load IMAGE…",
+		Short: "Load images from the VM's Docker (or an archive) into every node of clusters",
+		Long: `Load images into every node of the clusters named with --cluster, selected with
+-l, or --all (with none of these, the only cluster there is). The images come
+from the VM's Docker, where docker build lands after eval "$(marina
+docker-env)", or from an archive on the Mac written by docker save (--archive:
+it is loaded into the VM's Docker first; with no IMAGE, every image it holds).
+A node that already holds an image under the same digest is skipped.`,
+		Example: `  eval "$(marina docker-env)"; docker build -t app:dev .
+  marina image load app:dev --cluster dev
+  marina image load app:dev worker:dev -l env=test
+  marina image load --all --archive ./images.tar`,
+		RunE: func(c *cobra.Command, args []string) error {
+			o.Images = args
+			return r.done(image.Load(c.Context(), r.env.Load(), o))
+		},
+	}
+	load.Flags().StringSliceVar(&o.Clusters, "cluster", nil, "load into these clusters (repeat, or separate with commas)")
+	load.Flags().StringVarP(&o.Selector, "selector", "l", "", "load into the clusters whose nodes match this label selector")
+	load.Flags().BoolVar(&o.All, "all", false, "load into every cluster")
+	load.Flags().StringVar(&o.Archive, "archive", "", "load the images of this archive on the Mac (docker save's tar)")
+	dryRunFlag(load, &o.DryRun)
+	c.AddCommand(load)
+	return c
+}
