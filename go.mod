@@ -15,6 +15,7 @@ require (
 	github.com/docker/cli v29.9.3+incompatible
 	github.com/docker/go-units v0.5.0
 	github.com/gofrs/flock v0.13.2
+	github.com/google/go-containerregistry v0.22.1
 	github.com/lima-vm/lima/v2 v2.1.4
 	github.com/mattn/go-runewidth v0.0.23
 	github.com/miekg/dns v1.1.73

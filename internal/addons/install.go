@@ -159,6 +159,8 @@ type Defaults struct {
 	Forwards []config.DNSResolver
 	// MetricsServer, when set, adds metrics-server.
 	MetricsServer *MetricsServer
+	// Hosting, when set, advertises the push registry (NewHosting).
+	Hosting Addon
 	// Wait bounds each add-on's install (DefaultWait when 0).
 	Wait time.Duration
 }
@@ -169,6 +171,9 @@ func Default(d Defaults) []Addon {
 	set := append([]Addon{NewMetalLB(d.MetalLBVersion, d.Manifests[MetalLBSource], d.Pool, d.wait())}, DNS(d)...)
 	if d.MetricsServer != nil {
 		set = append(set, NewMetricsServer(*d.MetricsServer, d.Manifests[MetricsServerSource], d.wait()))
+	}
+	if d.Hosting != nil {
+		set = append(set, d.Hosting)
 	}
 	return set
 }

@@ -123,7 +123,7 @@ func node(name, state string, port int) map[string]any {
 // A list that finds nothing: [] in json and yaml, a line on stderr and
 // nothing on stdout in text, exit 0.
 func TestEmptyLists(t *testing.T) {
-	home := labHome(t, "registries:\n  mirrors: []\n")
+	home := labHome(t, "registries:\n  mirrors: []\n  local:\n    enabled: false\n")
 	limaVM(t, home, "Running")
 	engine(t, home, nil, false)
 	for _, c := range []struct {
@@ -231,7 +231,7 @@ func TestVMNotRunning(t *testing.T) {
 		}
 		out, errs, code := runCLI(t, "registry", "list", "-o", "json")
 		var rows []struct{ Name, State string }
-		if err := json.Unmarshal([]byte(out), &rows); err != nil || code != 0 || len(rows) != 5 || rows[0].State != "VM not running" {
+		if err := json.Unmarshal([]byte(out), &rows); err != nil || code != 0 || len(rows) != 6 || rows[0].State != "VM not running" {
 			t.Errorf("VM %q, registry list -o json: exit %d (%v)\n%s%s", c.status, code, err, out, errs)
 		}
 	}

@@ -10,10 +10,9 @@ func (r *root) imageCmd() *cobra.Command {
 	c := group(&cobra.Command{
 		Use:   "image",
 		Short: "Bring your own images into the clusters",
-		Long: `Images you build with the VM's Docker (after eval "$(marina docker-env)")
-stay in the VM's Docker, where no node sees them. marina image load copies
-them into the containerd of every node of the clusters you choose, so a pod
-runs them with imagePullPolicy: Never or IfNotPresent.`,
+		Long: `An image built with the VM's Docker (eval "$(marina docker-env)") is in no
+node until marina image load copies it into every node of the clusters you
+choose. Or push it to the push registry, localhost:5001 (docs/images.md).`,
 		Example: `  marina image load app:dev --cluster dev`,
 	})
 	var o image.LoadOptions
@@ -21,11 +20,10 @@ runs them with imagePullPolicy: Never or IfNotPresent.`,
 		Use:   "load IMAGE…",
 		Short: "Load images from the VM's Docker (or an archive) into every node of clusters",
 		Long: `Load images into every node of the clusters named with --cluster, selected with
--l, or --all (with none of these, the only cluster there is). The images come
-from the VM's Docker, where docker build lands after eval "$(marina
-docker-env)", or from an archive on the Mac written by docker save (--archive:
-it is loaded into the VM's Docker first; with no IMAGE, every image it holds).
-A node that already holds an image under the same digest is skipped.`,
+-l, or --all (with none of these, the only cluster there is), from the VM's
+Docker, where docker build lands after eval "$(marina docker-env)", or from a
+docker save archive on the Mac (--archive: loaded into the VM's Docker first;
+with no IMAGE, every image it holds). A node holding the same digest is skipped.`,
 		Example: `  eval "$(marina docker-env)"; docker build -t app:dev .
   marina image load app:dev --cluster dev
   marina image load app:dev worker:dev -l env=test

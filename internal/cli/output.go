@@ -178,6 +178,9 @@ func (v style) glance(w io.Writer, s status.Status) {
 	if m := s.Mirrors; m != nil {
 		v.mirrorsLine(line, *m)
 	}
+	if p := s.Push; p != nil {
+		line(v.mark(p.State == "running"), "push", "the push registry at "+p.Host+" is "+p.State)
+	}
 	if running {
 		v.glanceClusters(w, s.Clusters)
 	}
@@ -390,7 +393,7 @@ func printMirrors(w io.Writer, rows []machine.MirrorStatus) {
 		if r.Port > 0 {
 			port = strconv.Itoa(r.Port)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Name, orDash(r.Upstream), port, r.State, size, counters(r.Blobs), counters(r.Manifests))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Name, orDash(r.Source()), port, r.State, size, counters(r.Blobs), counters(r.Manifests))
 	}
 	tw.Flush()
 }

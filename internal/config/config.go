@@ -73,7 +73,20 @@ type Registries struct {
 	// Image is the distribution image every mirror runs, pinned by digest.
 	Image   string   `yaml:"image" json:"image"`
 	Mirrors []Mirror `yaml:"mirrors" json:"mirrors"`
+	// Local is the push registry for the user's own images.
+	Local Local `yaml:"local" json:"local"`
 }
+
+// Local is the push registry: one name, localhost:PORT, from the Mac (Lima
+// forwards the port), the VM's Docker and every node's containerd (a
+// hosts.toml sends it to the registry on the kind network).
+type Local struct {
+	Enabled bool `yaml:"enabled" json:"enabled"`
+	Port    int  `yaml:"port" json:"port"`
+}
+
+// DefaultLocalPort is the push registry's port: kind's documented one.
+const DefaultLocalPort = 5001
 
 // Mirror is one distribution pull-through proxy for one upstream registry.
 type Mirror struct {
@@ -194,8 +207,9 @@ func Default() Config {
 			SwitchContext:        true,
 			AutoRemoveKubeconfig: true,
 		},
-		Registries: Registries{CacheStorage: CacheHost, Image: DefaultRegistryImage, Mirrors: DefaultMirrors()},
-		DNS:        DNS{Domain: DefaultDNSDomain},
+		Registries: Registries{CacheStorage: CacheHost, Image: DefaultRegistryImage, Mirrors: DefaultMirrors(),
+			Local: Local{Enabled: true, Port: DefaultLocalPort}},
+		DNS: DNS{Domain: DefaultDNSDomain},
 	}
 }
 

@@ -393,6 +393,8 @@ func TestValidation(t *testing.T) {
 		{"duplicate mirror port", func(c *Config) { c.Registries.Mirrors[3].Port = 5010 }, []prob{{"registries.mirrors[3].port", "also the port of registries.mirrors[1]"}}},
 		{"mirror port zero", func(c *Config) { c.Registries.Mirrors[0].Port = 0 }, []prob{{"registries.mirrors[0].port", "not a port"}}},
 		{"mirror port on an API port", func(c *Config) { c.Registries.Mirrors[0].Port = 7005 }, []prob{{"registries.mirrors[0].port", "cluster API server ports"}}},
+		{"push registry on a privileged port", func(c *Config) { c.Registries.Local.Port = 443 }, []prob{{"registries.local.port", "1024–65535"}}},
+		{"push registry on an API port", func(c *Config) { c.Registries.Local.Port = 7001 }, []prob{{"registries.local.port", "cluster API server ports"}}},
 		{"mirror port ssh", func(c *Config) { c.Registries.Mirrors[0].Port = 22 }, []prob{{"registries.mirrors[0].port", "used by the VM"}}},
 		{"mirror url http", func(c *Config) { c.Registries.Mirrors[0].RemoteURL = "http://quay.io" }, []prob{{"registries.mirrors[0].remoteURL", "must use https"}}},
 		{"mirror url path", func(c *Config) { c.Registries.Mirrors[0].RemoteURL = "https://quay.io/v2/" }, []prob{{"registries.mirrors[0].remoteURL", "no path"}}},

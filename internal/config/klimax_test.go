@@ -17,7 +17,7 @@ func TestKlimaxKeysNameTheFix(t *testing.T) {
 		{"coreDNSDomains", "kind:\n  nodeVersion: v1.36.4\n  coreDNSDomains: [runlocal.dev]\n",
 			`config.yaml:3: kind.coreDNSDomains: unknown key "coreDNSDomains": it is klimax's (marina sends a domain elsewhere with kind.customDnsResolvers); run marina migrate to convert a klimax config, or replace it`},
 		{"localRegistry", "registries:\n  localRegistry:\n    enabled: true\n    port: 5000\n",
-			`config.yaml:2: registries.localRegistry: unknown key "localRegistry": it is klimax's (marina has no push registry); run marina migrate to convert a klimax config, or remove it`},
+			`config.yaml:2: registries.localRegistry: unknown key "localRegistry": it is klimax's (marina's push registry is registries.local); run marina migrate to convert a klimax config, or use registries.local.{enabled,port}`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

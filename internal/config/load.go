@@ -375,7 +375,7 @@ func check(node *yaml.Node, t reflect.Type, path string, lines Lines, probs *[]P
 var klimaxKeys = map[string]struct{ instead, fix string }{
 	"network.kindBridgeCIDR":   {"marina calls it network.cidr", "rename it"},
 	"kind.coreDNSDomains":      {"marina sends a domain elsewhere with kind.customDnsResolvers", "replace it"},
-	"registries.localRegistry": {"marina has no push registry", "remove it"},
+	"registries.localRegistry": {"marina's push registry is registries.local", "use registries.local.{enabled,port}"},
 }
 
 func fieldsByKey(t reflect.Type) map[string]reflect.StructField {

@@ -265,6 +265,16 @@ func (v *validator) registries(r Registries) {
 			v.add(path, "set both username and password, or neither")
 		}
 	}
+	// The push registry's port is published on the VM's loopback and
+	// forwarded to the Mac's: it must be free on both.
+	if p := r.Local.Port; r.Local.Enabled {
+		switch {
+		case p < 1024 || p > 65535:
+			v.add("registries.local.port", "%d is not a port marina can publish (1024–65535)", p)
+		case p >= slot.APIPort(slot.Min) && p <= slot.APIPort(slot.Max):
+			v.add("registries.local.port", "%d is in %d–%d, the cluster API server ports", p, slot.APIPort(slot.Min), slot.APIPort(slot.Max))
+		}
+	}
 }
 
 // hostname is a host name of DNS labels (either case) or an IPv4 address.

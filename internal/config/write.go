@@ -73,6 +73,11 @@ registries:
       port: {{.Port}}
       remoteURL: {{.RemoteURL}}
 {{- end}}
+  # The push registry for your own images: localhost:PORT from the Mac, the
+  # VM's Docker and every cluster's nodes (docs/images.md).
+  local:
+    enabled: {{.Registries.Local.Enabled}}
+    port: {{.Registries.Local.Port}}
 
 dns:
   # LoadBalancer services resolve as <service>.<namespace>.<cluster>.<domain>.

@@ -61,6 +61,9 @@ type RunSpec struct {
 	// IP is a fixed address on the kind network (outside Docker's dynamic
 	// range), when set.
 	IP netip.Addr
+	// Publish publishes the container's TCP port Port on the VM's
+	// 127.0.0.1 at Publish, when set.
+	Port, Publish int
 }
 
 // Run creates and starts spec's container, restarted by Docker whenever it
@@ -72,15 +75,25 @@ func (c *Client) Run(ctx context.Context, spec RunSpec) error {
 			KindNetwork: {IPAMConfig: &network.EndpointIPAMConfig{IPv4Address: spec.IP}},
 		}}
 	}
+	hc := &container.HostConfig{
+		Binds:         spec.Binds,
+		NetworkMode:   container.NetworkMode(KindNetwork),
+		RestartPolicy: container.RestartPolicy{Name: container.RestartPolicyAlways},
+	}
+	cfg := &container.Config{Image: spec.Image, Labels: spec.Labels, Cmd: spec.Cmd, User: spec.User}
+	if spec.Publish != 0 {
+		p, err := network.ParsePort(strconv.Itoa(spec.Port) + "/tcp")
+		if err != nil {
+			return err
+		}
+		cfg.ExposedPorts = network.PortSet{p: {}}
+		hc.PortBindings = network.PortMap{p: {{HostIP: netip.MustParseAddr("127.0.0.1"), HostPort: strconv.Itoa(spec.Publish)}}}
+	}
 	res, err := c.api.ContainerCreate(ctx, client.ContainerCreateOptions{
 		Name:             spec.Name,
-		Config:           &container.Config{Image: spec.Image, Labels: spec.Labels, Cmd: spec.Cmd, User: spec.User},
+		Config:           cfg,
 		NetworkingConfig: nc,
-		HostConfig: &container.HostConfig{
-			Binds:         spec.Binds,
-			NetworkMode:   container.NetworkMode(KindNetwork),
-			RestartPolicy: container.RestartPolicy{Name: container.RestartPolicyAlways},
-		},
+		HostConfig:       hc,
 	})
 	if err != nil {
 		return fmt.Errorf("create container %s: %w", spec.Name, err)

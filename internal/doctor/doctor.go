@@ -575,7 +575,7 @@ func (d *doctor) judgeMirrors(o *session.Observed, probeErrs map[string]error, g
 	// Out of date mirrors, judged as up judges them.
 	reasons := map[string]string{}
 	if key, err := session.LoadLabelKey(s.Paths); err == nil {
-		if specs, err := registry.Specs(cfg, vm.GuestCacheDir, key.Key); err == nil {
+		if specs, err := registry.All(cfg, vm.GuestCacheDir, key.Key); err == nil {
 			reasons = machine.OutOfDate(specs, o.Mirrors, o.Guest.RegistrySums)
 		}
 	}
@@ -623,6 +623,11 @@ func (d *doctor) judgeMirrors(o *session.Observed, probeErrs map[string]error, g
 			out = append(out, ok(name, fmt.Sprintf("running at %s; its upstream %s answers from its container", where, target)))
 		}
 	}
+	if cfg.Local.Enabled {
+		c, found := byName[registry.LocalName]
+		delete(byName, registry.LocalName)
+		out = append(out, judgeLocal(cfg.Local, c, found, reasons[registry.LocalName]))
+	}
 	names := make([]string, 0, len(byName))
 	for n := range byName {
 		names = append(names, n)
@@ -637,6 +642,22 @@ func (d *doctor) judgeMirrors(o *session.Observed, probeErrs map[string]error, g
 		out = append(out, warn("mirror "+shown, "container "+c.Name+" is a mirror no longer in the config", "marina up (removes it)"))
 	}
 	return out
+}
+
+// judgeLocal is the push registry's check: its container runs, as up
+// made it.
+func judgeLocal(l config.Local, c docker.Container, found bool, outOfDate string) Check {
+	const name = "push registry"
+	host := registry.LocalHost(l.Port)
+	switch {
+	case !found:
+		return fail(name, "there is no container for the push registry ("+host+")", "marina up")
+	case c.State != "running":
+		return fail(name, fmt.Sprintf("its container %s is %s", c.Name, c.State), "marina up (starts it again)")
+	case outOfDate != "":
+		return warn(name, fmt.Sprintf("running at %s; but %s", host, outOfDate), "marina up (recreates it)")
+	}
+	return ok(name, "running at "+host+" (from the Mac, the VM's Docker and every node), storing in "+registry.LocalData+" in the VM")
 }
 
 // clusterTimeout bounds each request of a cluster's checks.

@@ -106,12 +106,12 @@ func TestDoctorHealthyLab(t *testing.T) {
 	f := sessiontest.Healthy(t)
 	r := doctorRun(f, Options{})
 	want := "config=ok limactl=ok vm=ok guest=ok docker=ok kind-network=ok forwarding=ok firewall=ok boot=ok route=ok dns=ok " +
-		"mirror registry-dockerio=ok mirror registry-quayio=ok mirror registry-gcrio=ok mirror registry-us-docker-pkgdev=ok mirror registry-us-central1-docker-pkgdev=ok " +
+		"mirror registry-dockerio=ok mirror registry-quayio=ok mirror registry-gcrio=ok mirror registry-us-docker-pkgdev=ok mirror registry-us-central1-docker-pkgdev=ok push registry=ok " +
 		"cluster dev=ok inotify=ok disk=ok rosetta-host=ok rosetta-vm=ok local-network=ok"
 	if got := statuses(r); got != want {
 		t.Errorf("checks:\n%s\nwant:\n%s\n%s", got, want, reportText(r))
 	}
-	if r.Failed() || r.Summary.Line != "22 OK" || r.Summary.OK != 22 {
+	if r.Failed() || r.Summary.Line != "23 OK" || r.Summary.OK != 23 {
 		t.Errorf("summary %+v", r.Summary)
 	}
 	if got := f.Called("guest."); len(got) != 1 {

@@ -3,9 +3,11 @@ package guest
 import (
 	"fmt"
 	"path"
+	"slices"
 	"strconv"
 	"strings"
 
+	"github.com/bcollard/marina/internal/registry"
 	"github.com/bcollard/marina/internal/run"
 	"github.com/bcollard/marina/internal/vm"
 )
@@ -34,7 +36,9 @@ func checkCacheDirs(dirs []string) error {
 // for each folder; a missing folder prints nothing. Read its output with
 // ParseSizes.
 func MeasureDirs(dirs []string) (string, error) {
-	if err := checkCacheDirs(dirs); err != nil {
+	// The push registry's storage is measured, never emptied, with them.
+	caches := slices.DeleteFunc(slices.Clone(dirs), func(d string) bool { return d == registry.LocalData })
+	if err := checkCacheDirs(caches); err != nil {
 		return "", err
 	}
 	var b strings.Builder

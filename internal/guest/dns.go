@@ -42,11 +42,35 @@ type Addons struct {
 	// Auth is whether its ExternalDNS logs in to etcd as its own user
 	// (made before the local DNS's etcd had users when false).
 	Auth bool
+	// Registry is the push registry's name its nodes and its
+	// local-registry-hosting ConfigMap know ("" for none).
+	Registry string
+}
+
+// Record is the addons record that says a.
+func (a Addons) Record() string {
+	var f []string
+	if a.DNS != "" {
+		f = append(f, "dns="+a.DNS)
+	}
+	if a.Auth {
+		f = append(f, "dnsauth=1")
+	}
+	if a.Registry != "" {
+		f = append(f, "registry="+a.Registry)
+	}
+	return strings.Join(f, " ")
 }
 
 // DNSRecord is the addons record of a cluster with local DNS for domain,
-// its ExternalDNS logging in as its own etcd user.
-func DNSRecord(domain string) string { return "dns=" + domain + " dnsauth=1" }
+// its ExternalDNS logging in as its own etcd user, and the push registry
+// reg ("" for none).
+func DNSRecord(domain, reg string) string {
+	return Addons{DNS: domain, Auth: true, Registry: reg}.Record()
+}
+
+// registryHost is the form of a push registry's name: localhost:PORT.
+var registryHost = regexp.MustCompile(`^localhost:[0-9]{1,5}$`)
 
 // parseAddons reads the "@@ addons" section: clusters whose folder holds a
 // record, with what it says. A name that is no cluster name is skipped
@@ -65,6 +89,9 @@ func parseAddons(sec string) map[string]Addons {
 			}
 			if f == "dnsauth=1" {
 				a.Auth = true
+			}
+			if v, ok := strings.CutPrefix(f, "registry="); ok && registryHost.MatchString(v) {
+				a.Registry = v
 			}
 		}
 		out[name] = a

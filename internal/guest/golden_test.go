@@ -92,7 +92,7 @@ func TestGolden(t *testing.T) {
 	auth := must(EtcdAuth(etcd, pw.Reader(), []EtcdUser{devUser}))
 	golden.Check(t, "etcd-auth.sh.golden", append([]byte("set -eu -o pipefail\n"), auth...))
 	rb := NewBatch()
-	if err := AddonsRecordApply(rb, map[string]string{"dev": DNSRecord(cfg.DNS.Domain), "east": DNSRecord(cfg.DNS.Domain)}); err != nil {
+	if err := AddonsRecordApply(rb, map[string]string{"dev": DNSRecord(cfg.DNS.Domain, "localhost:5001"), "east": DNSRecord(cfg.DNS.Domain, "localhost:5001")}); err != nil {
 		t.Fatal(err)
 	}
 	golden.Check(t, "addons-record.sh.golden", []byte(rb.Script()))
@@ -119,7 +119,7 @@ func TestGolden(t *testing.T) {
 		t.Fatal(err)
 	}
 	golden.Check(t, "kind-admin.sh.golden", must(KindAdmin("dev", 7001)))
-	golden.Check(t, "kind-create.sh.golden", must(KindCreate(KindSpec{Name: "dev", Image: image, Config: kindConfig, CertsD: certsD, Addons: DNSRecord(cfg.DNS.Domain), EtcdAuth: string(auth),
+	golden.Check(t, "kind-create.sh.golden", must(KindCreate(KindSpec{Name: "dev", Image: image, Config: kindConfig, CertsD: certsD, Addons: DNSRecord(cfg.DNS.Domain, "localhost:5001"), EtcdAuth: string(auth),
 		Images: []string{"quay.io/metallb/controller:v0.16.2", "quay.io/metallb/speaker:v0.16.2"}})))
 	golden.Check(t, "kind-export.sh.golden", must(KindExport([]string{"dev", "east"})))
 	golden.Check(t, "kind-delete.sh.golden", must(KindDelete([]string{"dev", "east"})))

@@ -8,6 +8,7 @@ import (
 	"github.com/bcollard/marina/internal/addons"
 	"github.com/bcollard/marina/internal/config"
 	"github.com/bcollard/marina/internal/dns"
+	"github.com/bcollard/marina/internal/registry"
 	"github.com/bcollard/marina/internal/session"
 )
 
@@ -38,7 +39,24 @@ func (p *Plan) addons(cfg config.Config, manifests map[string][]byte, wait time.
 		Manifests: manifests, MetalLBVersion: cfg.Kind.MetalLBVersion, Pool: p.pool,
 		Zone: dns.ClusterZone(p.spec.Name, cfg.DNS.Domain), ExternalDNS: p.externalDNS, Etcd: p.etcd,
 		Forwards: CoreDNSForwards(cfg), MetricsServer: p.metricsServer, Wait: wait,
+		Hosting: HostingAddon(cfg, wait),
 	})
+}
+
+// HostingAddon is the push registry's local-registry-hosting ConfigMap,
+// nil when registries.local is off; up gives it to older clusters.
+func HostingAddon(cfg config.Config, wait time.Duration) addons.Addon {
+	if !cfg.Registries.Local.Enabled {
+		return nil
+	}
+	v, err := registry.Hosting(cfg.Registries.Local)
+	if err != nil {
+		return nil // a struct of four strings always encodes
+	}
+	if wait == 0 {
+		wait = addons.DefaultWait
+	}
+	return addons.NewHosting(registry.HostingNamespace, registry.HostingName, registry.HostingKey, v, wait)
 }
 
 // DNSAddons are the add-ons that put cluster name on the local DNS (up

@@ -60,6 +60,7 @@ func TestCreateSucceeds(t *testing.T) {
 		{"kube c1 apply-metallb", "kube c1 wait 2 CRDs Established", "kube c1 wait deployment metallb-system/controller available", "kube c1 pool marina", "kube c1 wait daemonset metallb-system/speaker ready"},
 		{"kube c1 apply-external-dns", "kube c1 wait deployment external-dns/external-dns available"},
 		{"kube c1 coredns", "kube c1 wait deployment kube-system/coredns available"},
+		{"kube c1 apply-registry-hosting"},
 	}
 	got, n := f.Called("kube "), 0
 	for _, want := range chains {

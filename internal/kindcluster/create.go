@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"strings"
 	"time"
@@ -182,6 +183,7 @@ func Prepare(ctx context.Context, s *session.Session, opts CreateOptions) (*Plan
 	if p.certsD, err = registry.CertsD(mirrors); err != nil {
 		return nil, err
 	}
+	maps.Copy(p.certsD, registry.LocalCertsD(cfg.Registries.Local))
 	for _, m := range mirrors {
 		p.mirrors = append(p.mirrors, m.Name)
 	}
@@ -252,7 +254,7 @@ func (p *Plan) ForSlot(s *session.Session, opts CreateOptions, userLabels cluste
 		return err
 	}
 	p.kind = guest.KindSpec{Name: opts.Name, Image: p.image, Config: p.kindConfig, CertsD: p.certsD,
-		Addons: guest.DNSRecord(cfg.DNS.Domain), EtcdAuth: auth, Retain: opts.Retain}
+		Addons: guest.DNSRecord(cfg.DNS.Domain, localHost(cfg.Registries.Local)), EtcdAuth: auth, Retain: opts.Retain}
 	if _, err = guest.KindCreate(p.kind); err != nil {
 		return err
 	}
@@ -687,4 +689,12 @@ func dnsRunning(ctx context.Context, dc session.Docker) error {
 		}
 	}
 	return nil
+}
+
+// localHost is the push registry's name, "" when it is off.
+func localHost(l config.Local) string {
+	if !l.Enabled {
+		return ""
+	}
+	return registry.LocalHost(l.Port)
 }

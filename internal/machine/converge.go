@@ -41,6 +41,10 @@ func converge(ctx context.Context, s *session.Session, planned []session.Step, d
 	if err != nil {
 		return nil, err
 	}
+	behind, err := behindRegistry(ctx, s, o)
+	if err != nil {
+		return nil, err
+	}
 	stale, err := kindcluster.StaleAfterMove(ctx, s, o)
 	if err != nil {
 		return nil, err
@@ -54,12 +58,19 @@ func converge(ctx context.Context, s *session.Session, planned []session.Step, d
 		if len(older) > 0 {
 			steps = append(steps, olderStep(s, older))
 		}
+		if len(behind) > 0 {
+			steps = append(steps, registryStep(s, behind))
+		}
 		return &Ready{Plan: &session.Plan{Steps: steps, None: "VM " + name + " and its networking match the config"}}, nil
 	}
 	if err := applyConverge(ctx, s, p); err != nil {
 		return nil, err
 	}
 	if err := kindcluster.FollowLima0(ctx, s, stale); err != nil {
+		return nil, err
+	}
+	// Before the local DNS's upgrade, which writes the records again.
+	if err := advertiseRegistry(ctx, s, behind, o.Guest.Addons); err != nil {
 		return nil, err
 	}
 	if err := upgradeClusters(ctx, s, older, o.Guest.Addons); err != nil {
@@ -185,7 +196,7 @@ func planConverge(cfg config.Config, o *session.Observed, key session.LabelKey, 
 		}
 		p.steps = append(p.steps, s)
 	}
-	specs, err := registry.Specs(cfg.Registries, vm.GuestCacheDir, key.Key)
+	specs, err := registry.All(cfg.Registries, vm.GuestCacheDir, key.Key)
 	if err != nil {
 		return p, err
 	}

@@ -51,6 +51,7 @@ func inPlace(t *testing.T, cfg config.Config, lima0 string) *session.Observed {
 func TestPlanConverge(t *testing.T) {
 	cfg := config.Default()
 	cfg.Registries.Mirrors = []config.Mirror{}
+	cfg.Registries.Local.Enabled = false
 	e := &session.Env{Paths: config.Paths{Home: t.TempDir(), Dir: filepath.Join(t.TempDir(), ".marina")}}
 	// marina made the route through lima0's first address.
 	made, err := host.LoadMade(e.Paths.Routes(), session.HostOwn(cfg, true))

@@ -201,17 +201,19 @@ func TestUpPutsOlderClustersOnTheDNSOnce(t *testing.T) {
 	f.Config(nil)
 	f.Cluster("old", 1, "https://192.168.64.3:7001")
 	f.Cluster("cur", 2, "https://192.168.64.3:7002")
-	f.Addons["cur"] = guest.Addons{DNS: "demo.internal", Auth: true}
+	f.Addons["cur"] = guest.Addons{DNS: "demo.internal", Auth: true, Registry: "localhost:5001"}
 	f.DNSWarm()
 	f.RegistrySums = f.MirrorSums()
 	if _, err := Up(context.Background(), f.Env, UpOptions{}); err != nil {
 		t.Fatalf("%v\n%s", err, f.Stderr.String())
 	}
-	want := "kube old ready,kube old apply-external-dns,kube old wait deployment external-dns/external-dns available,kube old coredns,kube old wait deployment kube-system/coredns available"
+	// It knows the push registry neither: that comes first.
+	want := "kube old ready,kube old apply-registry-hosting,kube old ready,kube old apply-external-dns,kube old wait deployment external-dns/external-dns available,kube old coredns,kube old wait deployment kube-system/coredns available"
 	if got := strings.Join(f.Called("kube "), ","); got != want {
 		t.Errorf("kube calls %s, want %s", got, want)
 	}
-	if body := f.Bodies["record the clusters' addons"]; !strings.Contains(body, "/etc/marina/clusters/old ]") || strings.Contains(body, "clusters/cur") {
+	// The local DNS's record, written last, keeps the push registry's.
+	if body := f.Bodies["record the clusters' addons"]; !strings.Contains(body, "/etc/marina/clusters/old ]") || strings.Contains(body, "clusters/cur") || !strings.Contains(body, "registry=localhost:5001") {
 		t.Errorf("records written:\n%s", body)
 	}
 	f.Calls = nil
@@ -239,7 +241,7 @@ func TestUpSetsUpTheEtcdUsers(t *testing.T) {
 	f := sessiontest.New(t)
 	f.Config(nil)
 	f.Cluster("dev", 1, "https://192.168.64.3:7001")
-	f.Addons["dev"] = guest.Addons{DNS: "demo.internal", Auth: true}
+	f.Addons["dev"] = guest.Addons{DNS: "demo.internal", Auth: true, Registry: "localhost:5001"}
 	f.RegistrySums = f.MirrorSums()
 	if _, err := Up(context.Background(), f.Env, UpOptions{}); err != nil {
 		t.Fatalf("%v\n%s", err, f.Stderr.String())
@@ -280,7 +282,7 @@ func TestUpGivesOlderClustersTheirEtcdUser(t *testing.T) {
 	f := sessiontest.New(t)
 	f.Config(nil)
 	f.Cluster("old", 1, "https://192.168.64.3:7001")
-	f.Addons["old"] = guest.Addons{DNS: "demo.internal"}
+	f.Addons["old"] = guest.Addons{DNS: "demo.internal", Registry: "localhost:5001"}
 	f.DNSWarm()
 	f.RegistrySums = f.MirrorSums()
 	if _, err := Up(context.Background(), f.Env, UpOptions{}); err != nil {
@@ -296,5 +298,50 @@ func TestUpGivesOlderClustersTheirEtcdUser(t *testing.T) {
 	}
 	if !f.Addons["old"].Auth {
 		t.Errorf("old's record: %+v", f.Addons["old"])
+	}
+}
+
+// A cluster made before the push registry gets its hosts.toml and its
+// local-registry-hosting ConfigMap from up, once; after a port change,
+// again, with the old port's file removed.
+func TestUpGivesOlderClustersThePushRegistryOnce(t *testing.T) {
+	f := sessiontest.New(t)
+	f.Config(nil)
+	f.Cluster("old", 1, "https://192.168.64.3:7001")
+	f.Addons["old"] = guest.Addons{DNS: "demo.internal", Auth: true}
+	f.DNSWarm()
+	f.RegistrySums = f.MirrorSums()
+	if _, err := Up(context.Background(), f.Env, UpOptions{}); err != nil {
+		t.Fatalf("%v\n%s", err, f.Stderr.String())
+	}
+	if got := strings.Join(f.Called("kube "), ","); got != "kube old ready,kube old apply-registry-hosting" {
+		t.Errorf("kube calls %s", got)
+	}
+	body := f.Bodies["write the push registry's hosts.toml"]
+	for _, want := range []string{"/etc/marina/clusters/old/certs.d/localhost:5001/hosts.toml", `"http://marina-registry:5000"`, "dns=demo.internal dnsauth=1 registry=localhost:5001"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("the script says no %q:\n%s", want, body)
+		}
+	}
+	if f.Addons["old"].Registry != "localhost:5001" || f.Addons["old"].DNS != "demo.internal" {
+		t.Errorf("old's record: %+v", f.Addons["old"])
+	}
+	f.Calls = nil
+	if _, err := Up(context.Background(), f.Env, UpOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.Called("kube "); len(got) > 0 {
+		t.Errorf("the second up did it again: %v", got)
+	}
+	f.Config(func(c *config.Config) { c.Registries.Local.Port = 5002 })
+	f.Calls = nil
+	if _, err := Up(context.Background(), f.Env, UpOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(f.Called("kube "), ","); got != "kube old ready,kube old apply-registry-hosting" || f.Addons["old"].Registry != "localhost:5002" {
+		t.Errorf("after the port changed: kube calls %s, record %+v", got, f.Addons["old"])
+	}
+	if body := f.Bodies["write the push registry's hosts.toml"]; !strings.Contains(body, "certs.d/localhost:5002/hosts.toml") || !strings.Contains(body, "in localhost:5002) continue") {
+		t.Errorf("the port's change keeps localhost:5002 and removes the rest:\n%s", body)
 	}
 }

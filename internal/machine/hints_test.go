@@ -44,7 +44,7 @@ func TestUpEndsWithNextSteps(t *testing.T) {
 		f.Cluster("dev", 1, "https://192.168.64.3:7001")
 		f.Cluster("east", 2, "https://192.168.64.3:7002")
 		for _, n := range []string{"dev", "east"} {
-			f.Addons[n] = guest.Addons{DNS: config.DefaultDNSDomain, Auth: true} // on the local DNS already
+			f.Addons[n] = guest.Addons{DNS: config.DefaultDNSDomain, Auth: true, Registry: "localhost:5001"} // on the local DNS already
 		}
 		f.Vars["DOCKER_HOST"] = "unix://" + sock(f)
 		r, err := Up(context.Background(), f.Env, UpOptions{})

@@ -26,19 +26,33 @@ import (
 // applying it is a restart; each cluster keeps the API address it was
 // created with (its published address), so the change never moves one.
 type mirroringChange struct {
-	on   bool   // Lima is to mirror ports: new clusters' API on the Mac's 127.0.0.1
-	edit string // the limactl start --set expression
+	on     bool   // Lima is to mirror ports: new clusters' API on the Mac's 127.0.0.1
+	mirror bool   // the mirroring itself changes (else only forward)
+	edit   string // the limactl start --set expression
+	// forward is the push registry's port, when the VM does not forward
+	// it to the Mac yet (registries.local, on a VM made before it).
+	forward int
 }
 
 func (m *mirroringChange) what() string {
-	if m.on {
-		return "turn Lima's port mirroring on (network.disablePortMirroring: false)"
+	var w string
+	switch {
+	case !m.mirror:
+		return fmt.Sprintf("forward the push registry's port to the Mac (localhost:%d)", m.forward)
+	case m.on:
+		w = "turn Lima's port mirroring on (network.disablePortMirroring: false)"
+	default:
+		w = "turn Lima's port mirroring off (network.disablePortMirroring: true)"
 	}
-	return "turn Lima's port mirroring off (network.disablePortMirroring: true)"
+	if m.forward != 0 {
+		w += fmt.Sprintf(" and forward the push registry's port (localhost:%d)", m.forward)
+	}
+	return w
 }
 
-// planMirroring compares the config's port mirroring with the VM's: nil
-// when they agree or there is no VM yet (a new VM gets the config's).
+// planMirroring compares the config's port mirroring, and the push
+// registry's forward, with the VM's: nil when they agree or there is no
+// VM yet (a new VM gets the config's).
 func planMirroring(e *session.Env, cfg config.Config, in *vm.Instance) (*mirroringChange, error) {
 	if in == nil {
 		return nil, nil
@@ -51,7 +65,17 @@ func planMirroring(e *session.Env, cfg config.Config, in *vm.Instance) (*mirrori
 		return nil, err
 	}
 	want := !cfg.Network.DisablePortMirroring
-	if have == want {
+	forward := 0
+	if l := cfg.Registries.Local; l.Enabled {
+		ok, err := session.VMForwards(e.Paths, in.Name, l.Port)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			forward = l.Port
+		}
+	}
+	if have == want && forward == 0 {
 		return nil, nil
 	}
 	tmpl, err := Template(e, cfg)
@@ -62,7 +86,7 @@ func planMirroring(e *session.Env, cfg config.Config, in *vm.Instance) (*mirrori
 	if err != nil {
 		return nil, err
 	}
-	return &mirroringChange{on: want, edit: edit}, nil
+	return &mirroringChange{on: want, mirror: have != want, edit: edit, forward: forward}, nil
 }
 
 // stranded are the clusters m would leave unreachable: turning mirroring
@@ -71,7 +95,7 @@ func planMirroring(e *session.Env, cfg config.Config, in *vm.Instance) (*mirrori
 // strands none: clusters published on every address stay reachable on
 // lima0.
 func (m *mirroringChange) stranded(cs []cluster.Info) []string {
-	if m.on {
+	if m.on || !m.mirror {
 		return nil
 	}
 	var out []string

@@ -305,3 +305,56 @@ func TestUpFollowsAClusterWithAStoppedWorker(t *testing.T) {
 		t.Errorf("dev's kubeconfig names %s", s)
 	}
 }
+
+// A VM made before the push registry does not forward its port to the
+// Mac: up offers the same restart, which gives the VM the template's
+// portForwards; then the Mac has localhost:5001.
+func TestUpOffersARestartForThePushRegistrysForward(t *testing.T) {
+	f := sessiontest.New(t)
+	f.Config(nil)
+	cfg := config.Default()
+	cfg.Registries.Local.Enabled = false
+	b, err := Template(f.Env, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lima := madeWith(f, true)
+	if err := os.WriteFile(lima, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	forwards := func() bool {
+		t.Helper()
+		b, err := os.ReadFile(lima)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ok, err := vm.Forwards(b, 5001)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ok
+	}
+	if forwards() {
+		t.Fatal("the old template forwards 5001 already")
+	}
+	r, err := Up(context.Background(), f.Env, UpOptions{DryRun: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(planned(r), "restart VM marina to forward the push registry's port to the Mac (localhost:5001)") {
+		t.Errorf("dry run:\n%s", planned(r))
+	}
+	if _, err := Up(context.Background(), f.Env, UpOptions{Yes: true}); err != nil {
+		t.Fatalf("%v\n%s", err, f.Stderr.String())
+	}
+	if !forwards() || mirroring(f, lima) {
+		t.Errorf("after the restart: forwards 5001 %v, mirrors the API ports %v; want true, false", forwards(), mirroring(f, lima))
+	}
+	f.Calls = nil
+	if _, err := Up(context.Background(), f.Env, UpOptions{Yes: true}); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.Called("vm.stop"); len(got) != 0 {
+		t.Errorf("a second up restarted again: %v", got)
+	}
+}

@@ -55,9 +55,12 @@ func planMirrors(specs []registry.Spec, have []docker.Container, sums map[string
 		p.writes = true // a stale file to remove
 	}
 	for _, c := range have {
-		if !wanted[c.Labels[registry.LabelMirror]] {
+		if n := c.Labels[registry.LabelMirror]; !wanted[n] {
 			p.remove = append(p.remove, c)
 			p.reasons[c.Name] = "no longer in registries.mirrors"
+			if n == registry.LocalName {
+				p.reasons[c.Name] = "registries.local.enabled is false (its images stay in " + registry.LocalData + ")"
+			}
 		}
 	}
 	return p
@@ -91,7 +94,11 @@ func (p mirrorPlan) steps() []session.Step {
 	}
 	for _, c := range p.remove {
 		if !recreated[c.Name] {
-			out = append(out, session.Step{Do: "remove the mirror container " + c.Name, Reason: p.reasons[c.Name]})
+			what := "the mirror container "
+			if c.Labels[registry.LabelMirror] == registry.LocalName {
+				what = "the push registry's container "
+			}
+			out = append(out, session.Step{Do: "remove " + what + c.Name, Reason: p.reasons[c.Name]})
 		}
 	}
 	if p.writes {
@@ -102,7 +109,11 @@ func (p mirrorPlan) steps() []session.Step {
 		if p.reasons[s.Name] != "new" {
 			verb = "recreate"
 		}
-		out = append(out, session.Step{Do: fmt.Sprintf("%s the mirror %s (%s, port %d)", verb, s.Name, s.Upstream, s.Port), Reason: p.reasons[s.Name]})
+		do := fmt.Sprintf("%s the mirror %s (%s, port %d)", verb, s.Name, s.Upstream, s.Port)
+		if s.Publish != 0 {
+			do = fmt.Sprintf("%s the push registry %s (%s, stored in %s in the VM)", verb, s.Name, registry.LocalHost(s.Publish), s.CacheDir)
+		}
+		out = append(out, session.Step{Do: do, Reason: p.reasons[s.Name]})
 	}
 	return out
 }
@@ -148,10 +159,14 @@ func runMirrors(ctx context.Context, dc session.Docker, p mirrorPlan) error {
 			Image:  s.Image,
 			Labels: map[string]string{registry.LabelMirror: s.Name, registry.LabelConfig: s.Digest},
 			Binds:  s.Binds(),
+			Port:   s.Port, Publish: s.Publish,
 		})
 		if err != nil {
 			if strings.Contains(err.Error(), "already in use") {
 				return fmt.Errorf("%w\na container marina did not make is named %s: remove it (`marina shell -- docker rm -f %s`) or rename the mirror", err, s.Name, s.Name)
+			}
+			if s.Publish != 0 && strings.Contains(err.Error(), "address already in use") {
+				return fmt.Errorf("%w\nsomething in the VM already listens on 127.0.0.1:%d: set registries.local.port to a free port (`marina config edit`)", err, s.Publish)
 			}
 			return err
 		}

@@ -102,7 +102,7 @@ func upgradeClusters(ctx context.Context, s *session.Session, older []cluster.In
 			s.UI.Warnf("cluster %s is not on the local DNS yet: %v\n  the next `marina up` tries again", c.Name, err)
 			continue
 		}
-		records[c.Name] = guest.DNSRecord(domain)
+		records[c.Name] = guest.DNSRecord(domain, had[c.Name].Registry)
 		if z := oldZone(c.Name, had[c.Name].DNS, domain); z != "" {
 			oldZones = append(oldZones, z)
 		}

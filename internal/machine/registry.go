@@ -31,6 +31,19 @@ type MirrorStatus struct {
 	// Blobs and Manifests are the proxy's counters, when it answered.
 	Blobs     *registry.Counters `json:"blobs,omitempty"`
 	Manifests *registry.Counters `json:"manifests,omitempty"`
+	// Push marks the push registry (registries.local): Host is its name,
+	// Port the port it is published on; it has no upstream.
+	Push bool   `json:"push,omitempty"`
+	Host string `json:"host,omitempty"`
+}
+
+// Source is where a row's images come from, as list shows it: the
+// upstream, or the push registry's name.
+func (m MirrorStatus) Source() string {
+	if m.Push {
+		return "(push registry " + m.Host + ")"
+	}
+	return m.Upstream
 }
 
 // ListMirrors reports every configured mirror and any stray mirror
@@ -64,6 +77,17 @@ func ListMirrors(ctx context.Context, e *session.Env) ([]MirrorStatus, error) {
 		}
 		out = append(out, s)
 	}
+	if l := cfg.Registries.Local; l.Enabled {
+		s := MirrorStatus{Name: registry.LocalName, Port: l.Port, State: "missing", CacheBytes: -1, Push: true, Host: registry.LocalHost(l.Port)}
+		if !running {
+			s.State = "VM not running"
+		}
+		if c, ok := byName[registry.LocalName]; ok {
+			s.State, s.IP = c.State, c.IP
+			delete(byName, registry.LocalName)
+		}
+		out = append(out, s)
+	}
 	for name, c := range byName {
 		// A label anyone with the Docker socket could have written: shown,
 		// never used to build a path.
@@ -82,9 +106,19 @@ func ListMirrors(ctx context.Context, e *session.Env) ([]MirrorStatus, error) {
 // cacheSizes fills each row's cache folder and its size: read on the Mac
 // for host storage, with one guest round trip for guest storage.
 func cacheSizes(ctx context.Context, s *session.Session, rows []MirrorStatus) error {
-	if s.Config.Registries.CacheStorage == config.CacheHost {
-		cache := registry.HostCache{Root: s.Paths.RegistryCache()}
-		for i := range rows {
+	host := s.Config.Registries.CacheStorage == config.CacheHost
+	cache := registry.HostCache{Root: s.Paths.RegistryCache()}
+	dirs := map[string]int{}
+	var list []string // measured in the VM
+	for i := range rows {
+		if rows[i].Push {
+			// The user's images, on the VM's disk whatever the caches do.
+			rows[i].CacheDir = registry.LocalData + " (in the VM)"
+			dirs[registry.LocalData] = i
+			list = append(list, registry.LocalData)
+			continue
+		}
+		if host {
 			dir, err := s.Paths.MirrorCache(rows[i].Name)
 			if err != nil {
 				continue
@@ -95,12 +129,8 @@ func cacheSizes(ctx context.Context, s *session.Session, rows []MirrorStatus) er
 				rows[i].CacheBytes = -1
 				s.UI.Warnf("%v", err)
 			}
+			continue
 		}
-		return nil
-	}
-	dirs := map[string]int{}
-	var list []string
-	for i := range rows {
 		dir, err := registry.CacheDir(vm.GuestCacheDir, rows[i].Name)
 		if err != nil {
 			continue
@@ -133,7 +163,7 @@ func cacheSizes(ctx context.Context, s *session.Session, rows []MirrorStatus) er
 func proxyCounters(ctx context.Context, rows []MirrorStatus) {
 	var wg sync.WaitGroup
 	for i := range rows {
-		if r := &rows[i]; r.State == "running" && r.IP != "" {
+		if r := &rows[i]; r.State == "running" && r.IP != "" && !r.Push {
 			wg.Go(func() { r.Blobs, r.Manifests = registry.ProxyCounters(ctx, r.IP) })
 		}
 	}
@@ -235,6 +265,7 @@ func emptyCaches(ctx context.Context, s *session.Session, selected []config.Mirr
 		}
 		sub := s.Config.Registries
 		sub.Mirrors = selected
+		sub.Local.Enabled = false // not a cache: only ever emptied when named
 		if start.create, err = session.MirrorSpecs(e.Paths, sub); err != nil {
 			return err
 		}

@@ -554,7 +554,7 @@ func (c *conv) key(m, k, v *yaml.Node, child string, known map[string]reflect.Ty
 	case "kind.coreDNSDomains":
 		return c.coreDNSDomains(m, k, v, after)
 	case "registries.localRegistry":
-		c.note("registries.localRegistry (line %d) dropped: klimax removed its push registry in v0.1.48, and marina has none", k.Line)
+		c.note("registries.localRegistry (line %d) dropped: klimax removed its push registry in v0.1.48; marina's is registries.local, on by default at localhost:5001", k.Line)
 		return false
 	case "registries.mirrors":
 		c.mirrorNames(v)

@@ -83,12 +83,7 @@ type distConfig struct {
 		} `yaml:"debug"`
 		Headers map[string][]string `yaml:"headers"`
 	} `yaml:"http"`
-	Proxy struct {
-		RemoteURL string `yaml:"remoteurl"`
-		Username  string `yaml:"username,omitempty"`
-		Password  string `yaml:"password,omitempty"`
-		TTL       string `yaml:"ttl"`
-	} `yaml:"proxy"`
+	Proxy  *proxyConfig `yaml:"proxy,omitempty"` // nil: a registry of its own
 	Health struct {
 		StorageDriver struct {
 			Enabled   bool   `yaml:"enabled"`
@@ -98,27 +93,42 @@ type distConfig struct {
 	} `yaml:"health"`
 }
 
+type proxyConfig struct {
+	RemoteURL string `yaml:"remoteurl"`
+	Username  string `yaml:"username,omitempty"`
+	Password  string `yaml:"password,omitempty"`
+	TTL       string `yaml:"ttl"`
+}
+
 // Config renders m's distribution configuration. It holds the upstream
 // credentials, so it only ever lives in a root-only file in the VM.
 func Config(m config.Mirror) ([]byte, error) {
+	c := baseConfig(m.Port)
+	c.Proxy = &proxyConfig{RemoteURL: m.RemoteURL, Username: m.Username, Password: m.Password, TTL: "168h"}
+	return render(c, "# Written by marina from registries.mirrors in ~/.marina/config.yaml.\n")
+}
+
+// baseConfig is what every registry marina runs shares: a mirror's, and
+// the push registry's.
+func baseConfig(port int) distConfig {
 	var c distConfig
 	c.Version = "0.1"
 	c.Log.Level = "info"
 	c.Storage.Filesystem.RootDirectory = containerData
 	c.Storage.Delete.Enabled = true
 	c.Storage.Cache.BlobDescriptor = "inmemory"
-	c.HTTP.Addr = ":" + strconv.Itoa(m.Port)
+	c.HTTP.Addr = ":" + strconv.Itoa(port)
 	c.HTTP.Debug.Addr = ":" + strconv.Itoa(DebugPort)
 	c.HTTP.Headers = map[string][]string{"X-Content-Type-Options": {"nosniff"}}
-	c.Proxy.RemoteURL = m.RemoteURL
-	c.Proxy.Username = m.Username
-	c.Proxy.Password = m.Password
-	c.Proxy.TTL = "168h"
 	c.Health.StorageDriver.Enabled = true
 	c.Health.StorageDriver.Interval = "10s"
 	c.Health.StorageDriver.Threshold = 3
+	return c
+}
+
+func render(c distConfig, head string) ([]byte, error) {
 	var b bytes.Buffer
-	b.WriteString("# Written by marina from registries.mirrors in ~/.marina/config.yaml.\n")
+	b.WriteString(head)
 	enc := yaml.NewEncoder(&b)
 	enc.SetIndent(2)
 	if err := enc.Encode(c); err != nil {
@@ -139,6 +149,9 @@ type Spec struct {
 	// Digest identifies Config and the container settings; it is what the
 	// container's label records.
 	Digest string
+	// Publish is the VM loopback port the container's Port is published
+	// on (the push registry's); 0 publishes nothing.
+	Publish int
 }
 
 // Specs renders the spec of every mirror. key keys the digest, so the

@@ -108,5 +108,5 @@ func MirrorSpecs(p config.Paths, r config.Registries) ([]registry.Spec, error) {
 	if err := key.Save(p); err != nil {
 		return nil, err
 	}
-	return registry.Specs(r, vm.GuestCacheDir, key.Key)
+	return registry.All(r, vm.GuestCacheDir, key.Key)
 }

@@ -37,6 +37,21 @@ func VMMirrors(p config.Paths, name string) (bool, error) {
 	return m, nil
 }
 
+// VMForwards reads from the VM's lima.yaml whether Lima forwards the
+// VM's 127.0.0.1:port to the Mac (the push registry's).
+func VMForwards(p config.Paths, name string, port int) (bool, error) {
+	files, err := p.VM(name)
+	if err != nil {
+		return false, err
+	}
+	path := filepath.Join(files.InstanceDir, "lima.yaml")
+	b, err := fileutil.ReadRegular(path, MaxLimaYAML)
+	if err != nil {
+		return false, fmt.Errorf("read VM %s's settings: %w", name, err)
+	}
+	return vm.Forwards(b, port)
+}
+
 // CheckMirroring refuses a cluster whose API address the VM would not
 // serve: a loopback-mode cluster (network.disablePortMirroring: false) on
 // a VM that does not mirror ports. The other way round works (a cluster

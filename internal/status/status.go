@@ -36,6 +36,8 @@ type Status struct {
 	// a warning, not a problem: a mirror whose upstream cannot be reached
 	// restarts until it can, and the nodes then pull from the upstream.
 	Mirrors *[]MirrorState `json:"mirrors,omitempty"`
+	// Push is the push registry (registries.local), when it is on.
+	Push *PushState `json:"push,omitempty"`
 	// ConfigError is why the config could not be read whole: the VM is
 	// still shown (vm.name is read alone), its networking is not.
 	ConfigError string `json:"configError,omitempty"`
@@ -116,6 +118,13 @@ type ClusterStatus struct {
 type MirrorState struct {
 	Name  string `json:"name"`
 	Port  int    `json:"port"`
+	State string `json:"state"`
+}
+
+// PushState is the push registry: its one name and its container's state
+// (running, …, or missing).
+type PushState struct {
+	Host  string `json:"host"`
 	State string `json:"state"`
 }
 
@@ -236,6 +245,7 @@ func Get(ctx context.Context, e *session.Env) (Status, error) {
 	if cidr.IsValid() && o.DockerErr == nil {
 		s.DNSSection(ctx, ses, o, cidr, made)
 		s.mirrors(file.Config.Registries.Mirrors, o.Mirrors)
+		s.push(file.Config.Registries.Local, o.Mirrors)
 	}
 	s.route(ctx, ses, cidr, o, made)
 	return s, nil
@@ -323,6 +333,21 @@ func (s *Status) mirrors(want []config.Mirror, have []docker.Container) {
 		list[i] = MirrorState{Name: m.Name, Port: m.Port, State: cmp.Or(state[m.Name], "missing")}
 	}
 	s.Mirrors = &list
+}
+
+// push fills the push registry's section when it is on: up runs it with
+// the mirrors' label.
+func (s *Status) push(l config.Local, have []docker.Container) {
+	if !l.Enabled {
+		return
+	}
+	p := &PushState{Host: registry.LocalHost(l.Port), State: "missing"}
+	for _, c := range have {
+		if c.Labels[registry.LabelMirror] == registry.LocalName {
+			p.State = c.State
+		}
+	}
+	s.Push = p
 }
 
 // route fills the host route section; o is the running VM's observation,

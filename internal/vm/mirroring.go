@@ -106,6 +106,12 @@ func PortMirroring(limaYAML []byte, ports []int) (bool, error) {
 	return true, nil
 }
 
+// Forwards reports whether Lima forwards port on the guest's 127.0.0.1 to
+// the Mac's, for an instance made from limaYAML: the push registry's.
+func Forwards(limaYAML []byte, port int) (bool, error) {
+	return PortMirroring(limaYAML, []int{port})
+}
+
 // PortForwardsEdit is the limactl --set expression that gives an existing
 // instance the portForwards of template (marina's rendering of the config
 // now): Lima applies it to the stopped instance's lima.yaml as it starts,

@@ -101,6 +101,9 @@ type limaMount struct {
 type limaPortFwd struct {
 	GuestIP           string `yaml:"guestIP,omitempty"`
 	GuestIPMustBeZero *bool  `yaml:"guestIPMustBeZero,omitempty"`
+	GuestPort         int    `yaml:"guestPort,omitempty"`
+	HostIP            string `yaml:"hostIP,omitempty"`
+	HostPort          int    `yaml:"hostPort,omitempty"`
 	Proto             string `yaml:"proto,omitempty"`
 	Ignore            bool   `yaml:"ignore,omitempty"`
 	GuestSocket       string `yaml:"guestSocket,omitempty"`
@@ -162,6 +165,12 @@ func Template(in TemplateInput) ([]byte, error) {
 	}
 	if c.Registries.CacheStorage == config.CacheHost {
 		y.Mounts = append(y.Mounts, limaMount{Location: in.Paths.RegistryCache(), MountPoint: GuestCacheDir, Writable: true})
+	}
+	if l := c.Registries.Local; l.Enabled {
+		// The push registry's one name, localhost:PORT, on the Mac too:
+		// the first rule that matches decides, so it goes before the
+		// ignore rule.
+		y.PortForwards = append(y.PortForwards, limaPortFwd{GuestIP: "127.0.0.1", GuestPort: l.Port, HostIP: "127.0.0.1", HostPort: l.Port, Proto: "tcp"})
 	}
 	if c.Network.DisablePortMirroring {
 		// Lima's ignore rule only matches wildcard listeners unless

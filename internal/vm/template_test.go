@@ -63,17 +63,22 @@ func TestTemplatePassesLimaAndMirrorsNothing(t *testing.T) {
 	if len(y.Networks) != 1 || y.Networks[0].VZNAT == nil || !*y.Networks[0].VZNAT || y.Networks[0].Interface != "lima0" {
 		t.Fatalf("networks = %+v, want one vzNAT network on lima0", y.Networks)
 	}
-	// The ignore rule comes first and, as Lima filled it in, matches every
-	// listener on every address: 127.0.0.1 API servers are not mirrored.
-	if len(y.PortForwards) < 2 {
+	// The push registry's port comes first, forwarded to the Mac's
+	// 127.0.0.1 at the same port; then the ignore rule, which, as Lima
+	// filled it in, matches every other listener on every address:
+	// 127.0.0.1 API servers are not mirrored.
+	if len(y.PortForwards) < 3 {
 		t.Fatalf("port forwards = %+v", y.PortForwards)
 	}
-	ig := y.PortForwards[0]
+	if reg := y.PortForwards[0]; reg.Ignore || reg.GuestIP.String() != "127.0.0.1" || reg.GuestPortRange != [2]int{5001, 5001} || reg.HostIP.String() != "127.0.0.1" || reg.HostPortRange != [2]int{5001, 5001} {
+		t.Errorf("first rule = %+v, want 127.0.0.1:5001 forwarded to the Mac's 127.0.0.1:5001", reg)
+	}
+	ig := y.PortForwards[1]
 	if !ig.Ignore || ig.GuestIP.String() != "0.0.0.0" || ig.GuestIPMustBeZero == nil || *ig.GuestIPMustBeZero ||
 		ig.GuestPortRange != [2]int{1, 65535} || ig.Proto != limatype.ProtoAny {
 		t.Errorf("first rule = %+v, want ignore-all (0.0.0.0, mustBeZero=false, 1-65535, any)", ig)
 	}
-	sock := y.PortForwards[1]
+	sock := y.PortForwards[2]
 	if sock.GuestSocket != "/var/run/docker.sock" || sock.HostSocket != "/Users/me/.marina.docker.sock" {
 		t.Errorf("socket rule = %s → %s", sock.GuestSocket, sock.HostSocket)
 	}
@@ -123,7 +128,7 @@ func TestTemplateLoopbackModeMirrorsPorts(t *testing.T) {
 			t.Errorf("loopback mode has an ignore rule: %+v", r)
 		}
 	}
-	if y.PortForwards[0].HostSocket != "/Users/me/.marina.docker.sock" {
+	if y.PortForwards[1].HostSocket != "/Users/me/.marina.docker.sock" {
 		t.Errorf("socket forward missing: %+v", y.PortForwards)
 	}
 }

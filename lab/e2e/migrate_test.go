@@ -215,7 +215,7 @@ EOF`)
 		if !strings.Contains(r.stdout, "registry-dockerio is no mirror of klimax's config: left alone") {
 			t.Errorf("the plan does not say the cache of no mirror stays:\n%s", r.stdout)
 		}
-		write(cfg, string(b)+"dns:\n"+dnsImagesYAML(), 0o600)
+		write(cfg, labImages(string(b)), 0o600)
 		mustMarina(t, yes(migrate)...)
 	})
 

@@ -44,15 +44,28 @@ func labRoot() string { return os.Getenv("MARINA_LAB_ROOT") }
 // ones cannot be pulled here).
 func writeConfig(t testing.TB, body string) {
 	t.Helper()
-	if !strings.Contains(body, "\ndns:") && !strings.HasPrefix(body, "dns:") {
-		body += "dns:\n" + dnsImagesYAML()
-	}
 	if err := os.MkdirAll(marinaHome(), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(marinaHome(), "config.yaml"), []byte(body), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(marinaHome(), "config.yaml"), []byte(labImages(body)), 0o600); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// labImages is config body with the lab's images where it names none:
+// the DNS images, and the registry image the push registry runs whatever
+// the mirrors are.
+func labImages(body string) string {
+	if !strings.Contains(body, "\ndns:") && !strings.HasPrefix(body, "dns:") {
+		body += "dns:\n" + dnsImagesYAML()
+	}
+	switch {
+	case !strings.Contains(body, "registries:"):
+		body += "registries:\n  image: " + registryImage() + "\n"
+	case !strings.Contains(body, "\n  image: "):
+		body = strings.Replace(body, "registries:\n", "registries:\n  image: "+registryImage()+"\n", 1)
+	}
+	return body
 }
 
 // dnsImagesYAML is the dns.images setting for the lab's etcd and CoreDNS
@@ -606,7 +619,13 @@ func TestRegistryMirrors(t *testing.T) {
 			}
 		}
 		mustMarina(t, "up")
+		// Emptying every cache leaves the push registry alone: it is no
+		// cache.
+		push := containerID(t, "marina-registry")
 		mustMarina(t, "registry", "clean-cache", "-y")
+		if push == "" || containerID(t, "marina-registry") != push {
+			t.Errorf("clean-cache -y touched the push registry's container (%q)", push)
+		}
 	})
 
 	t.Run("a removed or renamed mirror's container goes", func(t *testing.T) {
@@ -622,7 +641,8 @@ func TestRegistryMirrors(t *testing.T) {
 		if containerID(t, "registry-lab2") == "" {
 			t.Error("registry-lab2 was not created")
 		}
-		if out := inGuest(t, "ls "+registry.ConfigDir); strings.TrimSpace(out) != "registry-lab2.yml" {
+		// The push registry's file stays beside it.
+		if out := inGuest(t, "ls "+registry.ConfigDir); strings.Join(strings.Fields(out), " ") != "marina-registry.yml registry-lab2.yml" {
 			t.Errorf("config files: %q", out)
 		}
 	})

@@ -485,6 +485,21 @@ func (f *fake) boot(name string) error {
 			fwd = append(fwd, "-L", fmt.Sprintf("127.0.0.1:%d:127.0.0.1:%d", p, p))
 		}
 	}
+	// A rule for one port of the guest's 127.0.0.1 (marina's push
+	// registry's) is forwarded as it says, where Lima's walk decides so.
+	for _, r := range y.PortForwards {
+		g := r.GuestPortRange
+		if r.Ignore || r.GuestSocket != "" || g[0] == 0 || g[0] != g[1] || (g[0] >= firstAPIPort && g[0] <= lastAPIPort) {
+			continue
+		}
+		if forwardsLoopback(y.PortForwards, g[0]) {
+			host := r.HostPortRange[0]
+			if host == 0 {
+				host = g[0]
+			}
+			fwd = append(fwd, "-L", fmt.Sprintf("127.0.0.1:%d:127.0.0.1:%d", host, g[0]))
+		}
+	}
 	fwd = append(fwd, "lima-"+name)
 	logf, err := os.OpenFile(filepath.Join(dir, "ha.stderr.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {

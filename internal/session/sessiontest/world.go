@@ -917,14 +917,17 @@ var corefileWrite = regexp.MustCompile(`put ` + regexp.QuoteMeta(dns.CorefilePat
 func addonsWrite(body, cluster string) (guest.Addons, bool) {
 	q := regexp.QuoteMeta(cluster)
 	for _, re := range []string{
-		`printf '%s\\n' '?(dns=[^'\n]+)'? >/etc/marina/clusters/` + q + `/addons`,
-		`put /etc/marina/clusters/` + q + `/addons 0644 <<'EOF'[^\n]*\n(dns=[^\n]+)\n`,
+		`printf '%s\\n' '?((?:dns|registry)=[^'\n]+)'? >/etc/marina/clusters/` + q + `/addons`,
+		`put /etc/marina/clusters/` + q + `/addons 0644 <<'EOF'[^\n]*\n((?:dns|registry)=[^\n]+)\n`,
 	} {
 		if m := regexp.MustCompile(re).FindStringSubmatch(body); m != nil {
 			var a guest.Addons
 			for _, f := range strings.Fields(m[1]) {
 				if v, ok := strings.CutPrefix(f, "dns="); ok {
 					a.DNS = v
+				}
+				if v, ok := strings.CutPrefix(f, "registry="); ok {
+					a.Registry = v
 				}
 				a.Auth = a.Auth || f == "dnsauth=1"
 			}
