@@ -104,7 +104,8 @@ func ListMirrors(ctx context.Context, e *session.Env) ([]MirrorStatus, error) {
 }
 
 // cacheSizes fills each row's cache folder and its size: read on the Mac
-// for host storage, with one guest round trip for guest storage.
+// for host storage; in one guest round trip for guest storage and for the
+// push registry, whose images are always on the VM's disk.
 func cacheSizes(ctx context.Context, s *session.Session, rows []MirrorStatus) error {
 	host := s.Config.Registries.CacheStorage == config.CacheHost
 	cache := registry.HostCache{Root: s.Paths.RegistryCache()}

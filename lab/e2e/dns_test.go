@@ -505,7 +505,7 @@ func TestDNS(t *testing.T) {
 		if _, err := csB.AppsV1().Deployments(dns.ExternalDNSNamespace).Get(context.Background(), dns.ExternalDNSName, metav1.GetOptions{}); err != nil {
 			t.Errorf("up did not install ExternalDNS in b: %v", err)
 		}
-		if got := strings.TrimSpace(inGuest(t, "cat /etc/marina/clusters/b/addons")); got != "dns=demo.internal dnsauth=1" {
+		if got := strings.TrimSpace(inGuest(t, "cat /etc/marina/clusters/b/addons")); got != "dns=demo.internal dnsauth=1 registry=localhost:5001" {
 			t.Errorf("b's record: %q", got)
 		}
 		r = mustMarina(t, "up", "--debug")

@@ -205,14 +205,16 @@ func TestFleet(t *testing.T) {
 				}
 			}
 		}
-		if got := certsD(t, "fa"); len(got) != 2 {
-			t.Errorf("fa pulls through mirrors for %v, want both upstreams", got)
+		// Every cluster also sends localhost:5001 to the push registry,
+		// whatever its mirrors.
+		if got := certsD(t, "fa"); len(got) != 3 || !slices.Contains(got, "localhost:5001") {
+			t.Errorf("fa pulls through mirrors for %v, want both upstreams and the push registry", got)
 		}
-		if got := certsD(t, "fb"); strings.Join(got, ",") != "quay.io" {
-			t.Errorf("fb pulls through mirrors for %v, want quay.io alone", got)
+		if got := certsD(t, "fb"); strings.Join(got, ",") != "localhost:5001,quay.io" {
+			t.Errorf("fb pulls through mirrors for %v, want quay.io alone and the push registry", got)
 		}
-		if got := certsD(t, "fc"); len(got) != 0 {
-			t.Errorf("fc pulls through mirrors for %v, want none", got)
+		if got := certsD(t, "fc"); strings.Join(got, ",") != "localhost:5001" {
+			t.Errorf("fc pulls through mirrors for %v, want none, and the push registry", got)
 		}
 		if ents, _ := os.ReadDir(filepath.Join(marinaHome(), "slots")); len(ents) != 0 {
 			t.Errorf("slot reservations left: %v", ents)

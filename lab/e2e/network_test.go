@@ -704,7 +704,7 @@ func TestKindNetworkConflict(t *testing.T) {
 	t.Cleanup(func() { marina(t, "destroy", "-y") })
 	importEcho(t)
 	// What kind itself creates when it finds no network, with a node on it.
-	labDocker(t, "rm", "-f", "registry-lab", dns.EtcdName, dns.ServerName)
+	labDocker(t, "rm", "-f", "registry-lab", "marina-registry", dns.EtcdName, dns.ServerName)
 	labDocker(t, "network", "rm", "kind")
 	labDocker(t, "network", "create", "-o", "com.docker.network.bridge.enable_ip_masquerade=true", "kind")
 	labDocker(t, "run", "-d", "--name", "node", "--network", "kind", echoImage, "serve", ":8080")
