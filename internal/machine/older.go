@@ -21,23 +21,27 @@ import (
 // olderClusters are the running clusters whose addons record in the VM
 // lacks the local DNS for dns.domain: made before marina had it, or for
 // another domain, or before their ExternalDNS had an etcd user of its
-// own. The kubeconfig files on this host say which clusters
-// there are; Docker is asked only when one of them has no such record, so
-// a warm up makes no extra call.
+// own.
 func olderClusters(ctx context.Context, s *session.Session, o *session.Observed) ([]cluster.Info, error) {
+	want := s.Config.DNS.Domain
+	return lagging(ctx, s, o, func(a guest.Addons, ok bool) bool { return !ok || a.DNS != want || !a.Auth })
+}
+
+// lagging are the running clusters whose addons record behind says is
+// behind (ok: it has one). The kubeconfig files on this host say which
+// clusters there are; Docker is asked only when one of them is behind, so
+// a warm up makes no extra call.
+func lagging(ctx context.Context, s *session.Session, o *session.Observed, behind func(a guest.Addons, ok bool) bool) ([]cluster.Info, error) {
 	if o.DockerErr != nil || o.GuestErr != nil {
 		return nil, nil
 	}
-	want := s.Config.DNS.Domain
 	files, _ := filepath.Glob(filepath.Join(s.Paths.KubeconfigDir(), "*.kubeconfig"))
-	behind := false
+	some := false
 	for _, f := range files {
-		n := strings.TrimSuffix(filepath.Base(f), ".kubeconfig")
-		if a, ok := o.Guest.Addons[n]; !ok || a.DNS != want || !a.Auth {
-			behind = true
-		}
+		a, ok := o.Guest.Addons[strings.TrimSuffix(filepath.Base(f), ".kubeconfig")]
+		some = some || behind(a, ok)
 	}
-	if !behind {
+	if !some {
 		return nil, nil
 	}
 	if s.Clusters == nil {
@@ -48,7 +52,7 @@ func olderClusters(ctx context.Context, s *session.Session, o *session.Observed)
 	}
 	var out []cluster.Info
 	for _, c := range s.Clusters {
-		if a, ok := o.Guest.Addons[c.Name]; c.Slot != 0 && c.Running() && (!ok || a.DNS != want || !a.Auth) {
+		if a, ok := o.Guest.Addons[c.Name]; c.Slot != 0 && c.Running() && behind(a, ok) {
 			out = append(out, c)
 		}
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"strings"
 
 	"github.com/bcollard/marina/internal/addons"
@@ -28,37 +27,10 @@ func wantRegistry(cfg config.Local) string {
 
 // behindRegistry are the running clusters whose addons record does not
 // name the push registry as the config has it: made before marina had
-// one, or under another port. As olderClusters, it reads the records the
-// observation brought and asks Docker only when one is behind.
+// one, or under another port.
 func behindRegistry(ctx context.Context, s *session.Session, o *session.Observed) ([]cluster.Info, error) {
-	if o.DockerErr != nil || o.GuestErr != nil {
-		return nil, nil
-	}
 	want := wantRegistry(s.Config.Registries.Local)
-	files, _ := filepath.Glob(filepath.Join(s.Paths.KubeconfigDir(), "*.kubeconfig"))
-	behind := false
-	for _, f := range files {
-		n := strings.TrimSuffix(filepath.Base(f), ".kubeconfig")
-		if o.Guest.Addons[n].Registry != want {
-			behind = true
-		}
-	}
-	if !behind {
-		return nil, nil
-	}
-	if s.Clusters == nil {
-		var err error
-		if s.Clusters, err = s.ListClusters(ctx); err != nil {
-			return nil, err
-		}
-	}
-	var out []cluster.Info
-	for _, c := range s.Clusters {
-		if c.Slot != 0 && c.Running() && o.Guest.Addons[c.Name].Registry != want {
-			out = append(out, c)
-		}
-	}
-	return out, nil
+	return lagging(ctx, s, o, func(a guest.Addons, _ bool) bool { return a.Registry != want })
 }
 
 // registryStep is the plan line of advertiseRegistry.

@@ -17,14 +17,9 @@ import (
 // instance folder and rewrites it on limactl start --set). The folder is
 // the one marina's paths give, not one limactl printed.
 func VMMirrors(p config.Paths, name string) (bool, error) {
-	files, err := p.VM(name)
+	b, path, err := limaYAML(p, name)
 	if err != nil {
 		return false, err
-	}
-	path := filepath.Join(files.InstanceDir, "lima.yaml")
-	b, err := fileutil.ReadRegular(path, MaxLimaYAML)
-	if err != nil {
-		return false, fmt.Errorf("read VM %s's settings: %w", name, err)
 	}
 	ports := make([]int, 0, slot.Max)
 	for n := slot.Min; n <= slot.Max; n++ {
@@ -37,17 +32,26 @@ func VMMirrors(p config.Paths, name string) (bool, error) {
 	return m, nil
 }
 
-// VMForwards reads from the VM's lima.yaml whether Lima forwards the
-// VM's 127.0.0.1:port to the Mac (the push registry's).
-func VMForwards(p config.Paths, name string, port int) (bool, error) {
+// limaYAML reads VM name's lima.yaml, and says where it is.
+func limaYAML(p config.Paths, name string) ([]byte, string, error) {
 	files, err := p.VM(name)
 	if err != nil {
-		return false, err
+		return nil, "", err
 	}
 	path := filepath.Join(files.InstanceDir, "lima.yaml")
 	b, err := fileutil.ReadRegular(path, MaxLimaYAML)
 	if err != nil {
-		return false, fmt.Errorf("read VM %s's settings: %w", name, err)
+		return nil, "", fmt.Errorf("read VM %s's settings: %w", name, err)
+	}
+	return b, path, nil
+}
+
+// VMForwards reads from the VM's lima.yaml whether Lima forwards the
+// VM's 127.0.0.1:port to the Mac (the push registry's).
+func VMForwards(p config.Paths, name string, port int) (bool, error) {
+	b, _, err := limaYAML(p, name)
+	if err != nil {
+		return false, err
 	}
 	return vm.Forwards(b, port)
 }
