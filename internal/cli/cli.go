@@ -448,7 +448,7 @@ asks first; -y does not.`,
 	}
 	clean.Flags().BoolVarP(&o.Yes, "yes", "y", false, "do not ask for confirmation")
 	dryRunFlag(clean, &o.DryRun)
-	c.AddCommand(list, clean)
+	c.AddCommand(list, clean, r.prefetchCmd())
 	return c
 }
 

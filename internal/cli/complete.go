@@ -96,8 +96,8 @@ func (r *root) registerCompletions(root *cobra.Command) {
 }
 
 // set makes fn c's completion of flag name, unless the command's own code
-// registered one (cobra keeps the first: fleet apply's -f and -o,
-// docker-env's --shell).
+// registered one (cobra keeps the first: outputFlag's -o, docker-env's
+// --shell).
 func set(c *cobra.Command, name string, fn cobra.CompletionFunc) {
 	if _, ok := c.GetFlagCompletionFunc(name); !ok {
 		_ = c.RegisterFlagCompletionFunc(name, fn)

@@ -116,10 +116,6 @@ cluster is then a create, in its num or the next free slot.
 	f.BoolVar(&o.Retain, "retain", false, "keep a cluster whose create failed, for a look")
 	f.BoolVar(&o.NoSwitch, "no-switch-context", false, "leave kubectl's current context as it is (otherwise the first cluster created becomes it: kind.switchContext)")
 	dryRunFlag(c, &o.DryRun)
-	_ = c.RegisterFlagCompletionFunc("filename", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
-		return []string{"yaml", "yml"}, cobra.ShellCompDirectiveFilterFileExt
-	})
-	_ = c.RegisterFlagCompletionFunc("output", outputValues)
 	return c
 }
 

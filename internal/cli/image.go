@@ -41,3 +41,27 @@ with no IMAGE, every image it holds). A node holding the same digest is skipped.
 	c.AddCommand(load)
 	return c
 }
+
+func (r *root) prefetchCmd() *cobra.Command {
+	var o image.PrefetchOptions
+	c := &cobra.Command{
+		Use:   "prefetch [IMAGE…] [-f FLEET.yaml] [--addons]",
+		Short: "Fetch images into the mirrors' caches before a cluster needs them",
+		Long: `Fetch images into the caches of the mirrors that serve their registries, for
+the VM's platform: the images named, the node and add-on images of a Fleet's
+clusters (-f), or the add-on images every new cluster runs (--addons). What a
+cache holds already is not fetched again. Clusters then pull them from the
+cache (docs/mirrors.md).`,
+		Example: `  marina registry prefetch --addons
+  marina registry prefetch -f fleet.yaml
+  marina registry prefetch nginx:1.27 quay.io/prometheus/prometheus:v3.5.0`,
+		RunE: func(c *cobra.Command, args []string) error {
+			o.Images = args
+			return r.done(image.Prefetch(c.Context(), r.env.Load(), o))
+		},
+	}
+	c.Flags().StringVarP(&o.Fleet, "filename", "f", "", "the images a Fleet manifest's clusters need (- reads stdin)")
+	c.Flags().BoolVar(&o.Addons, "addons", false, "the images of the add-ons every new cluster runs")
+	dryRunFlag(c, &o.DryRun)
+	return c
+}

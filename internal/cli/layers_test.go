@@ -30,7 +30,7 @@ var (
 		"doctor":      {"kindcluster", "machine", "status"},
 		"dockerctx":   nil,
 		"fleet":       {"kindcluster"},
-		"image":       {"kindcluster"},
+		"image":       {"fleet", "kindcluster"},
 		"kindcluster": nil,
 		"machine":     {"kindcluster"},
 		"migrate":     {"dockerctx", "fleet", "machine", "skill"},

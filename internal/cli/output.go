@@ -9,7 +9,6 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/docker/go-units"
 	"github.com/spf13/cobra"
 
 	"github.com/bcollard/marina/internal/cluster"
@@ -17,7 +16,6 @@ import (
 	"github.com/bcollard/marina/internal/host"
 	"github.com/bcollard/marina/internal/kindcluster"
 	"github.com/bcollard/marina/internal/machine"
-	"github.com/bcollard/marina/internal/registry"
 	"github.com/bcollard/marina/internal/session"
 	"github.com/bcollard/marina/internal/status"
 	"github.com/bcollard/marina/internal/ui"
@@ -165,14 +163,14 @@ func (v style) glance(w io.Writer, s status.Status) {
 		if g.OK {
 			line(v.mark(true), "network", fmt.Sprintf("the kind network and the %d rules, files and units marina installs are in place", len(g.Checks)))
 		} else {
-			line(v.mark(false), "network", andMore(g.Failing())+": `marina up` puts it back")
+			line(v.mark(false), "network", ui.AndMore(g.Failing())+": `marina up` puts it back")
 		}
 	}
 	if d := s.DNS; d != nil {
 		if d.OK {
 			line(v.mark(true), "DNS", "*."+d.Domain+" answers from the Mac (resolver file, marina-dns, etcd)")
 		} else {
-			line(v.mark(false), "DNS", andMore(d.Failing()))
+			line(v.mark(false), "DNS", ui.AndMore(d.Failing()))
 		}
 	}
 	if m := s.Mirrors; m != nil {
@@ -202,7 +200,7 @@ func (v style) mirrorsLine(line func(mark, part, text string), list []status.Mir
 	case len(down) == 0:
 		line(v.mark(true), "mirrors", running)
 	default:
-		line(ui.Paint("!", "WARN", v.colour), "mirrors", running+"; "+andMore(down)+": `marina doctor` says why")
+		line(ui.Paint("!", "WARN", v.colour), "mirrors", running+"; "+ui.AndMore(down)+": `marina doctor` says why")
 	}
 }
 
@@ -230,17 +228,6 @@ func slotOf(n int) string {
 		return strconv.Itoa(n)
 	}
 	return ""
-}
-
-// andMore is the first of a list, and how many follow.
-func andMore(list []string) string {
-	switch len(list) {
-	case 0:
-		return "unknown"
-	case 1:
-		return list[0]
-	}
-	return fmt.Sprintf("%s (and %d more)", list[0], len(list)-1)
 }
 
 // configProblem is the first problem of a config error, which begins
@@ -385,15 +372,7 @@ func printMirrors(w io.Writer, rows []machine.MirrorStatus) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "NAME\tUPSTREAM\tPORT\tSTATE\tCACHE\tBLOB HITS/MISSES\tMANIFEST HITS/MISSES")
 	for _, r := range rows {
-		size := "-"
-		if r.CacheBytes >= 0 {
-			size = units.BytesSize(float64(r.CacheBytes))
-		}
-		port := "-"
-		if r.Port > 0 {
-			port = strconv.Itoa(r.Port)
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Name, orDash(r.Source()), port, r.State, size, counters(r.Blobs), counters(r.Manifests))
+		fmt.Fprintln(tw, strings.Join(r.Cells(), "\t"))
 	}
 	tw.Flush()
 }
@@ -405,13 +384,6 @@ func printDNS(w io.Writer, rows []dns.Record) {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.Name, r.Address, r.Cluster, orDash(r.Owner))
 	}
 	tw.Flush()
-}
-
-func counters(c *registry.Counters) string {
-	if c == nil {
-		return "-"
-	}
-	return fmt.Sprintf("%d/%d", c.Hits, c.Misses)
 }
 
 func orDash(s string) string {

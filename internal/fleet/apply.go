@@ -61,6 +61,12 @@ func manifestFile(e *session.Env, file string) (string, []byte, error) {
 	return file, b, nil
 }
 
+// Read reads and checks the manifest in file ("-": stdin) against cfg.
+func Read(e *session.Env, cfg config.Config, file string) (Fleet, error) {
+	f, _, err := loadFleet(e, cfg, file)
+	return f, err
+}
+
 // loadFleet reads and checks the manifest in file against cfg.
 func loadFleet(e *session.Env, cfg config.Config, file string) (Fleet, []byte, error) {
 	name, data, err := manifestFile(e, file)

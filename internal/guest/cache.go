@@ -2,6 +2,7 @@ package guest
 
 import (
 	"fmt"
+	"maps"
 	"path"
 	"slices"
 	"strconv"
@@ -77,4 +78,38 @@ func EmptyDirs(dirs []string) (string, error) {
 		fmt.Fprintf(&b, "rm -rf -- %s\nmkdir -p -- %s\n", q, q)
 	}
 	return b.String(), nil
+}
+
+// CachedFiles is a root script printing each of files (paths relative to
+// a mirror's cache folder, from registry.BlobFiles), prefixed with the
+// folder's name, that is a regular file there. Read its output with
+// ParseCached.
+func CachedFiles(files map[string][]string) (string, error) {
+	var b strings.Builder
+	b.WriteString("set -u\n")
+	dirs := slices.Sorted(maps.Keys(files))
+	if err := checkCacheDirs(dirs); err != nil {
+		return "", err
+	}
+	for _, d := range dirs {
+		for _, f := range files[d] {
+			if path.IsAbs(f) || f != path.Clean(f) || strings.HasPrefix(f, "..") || strings.ContainsAny(f, "\x00\n") {
+				return "", fmt.Errorf("refusing the cache file %q: not a path inside %s (a marina bug: blob files come from registry.BlobFiles)", f, d)
+			}
+			p := run.ShellQuote(path.Join(d, f))
+			fmt.Fprintf(&b, "if [ -f %s ] && [ ! -L %s ]; then printf '%%s\\n' %s; fi\n", p, p, p)
+		}
+	}
+	return b.String(), nil
+}
+
+// ParseCached reads CachedFiles' output: the files that are there.
+func ParseCached(out string) map[string]bool {
+	have := map[string]bool{}
+	for line := range strings.SplitSeq(out, "\n") {
+		if line != "" {
+			have[line] = true
+		}
+	}
+	return have
 }

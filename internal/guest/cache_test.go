@@ -1,6 +1,7 @@
 package guest
 
 import (
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -195,6 +196,14 @@ func TestCacheScriptsRefuseOtherFolders(t *testing.T) {
 		if _, err := MeasureDirs([]string{d}); err == nil {
 			t.Errorf("MeasureDirs accepted %q", d)
 		}
+		if _, err := CachedFiles(map[string][]string{d: {"a"}}); err == nil {
+			t.Errorf("CachedFiles accepted %q", d)
+		}
+	}
+	for _, f := range []string{"/etc/passwd", "../registry-quayio/x", "..", "a/../../b", "a//b", "a/", "", "line\nbreak"} {
+		if _, err := CachedFiles(map[string][]string{root + "/registry-dockerio": {"ok", f}}); err == nil {
+			t.Errorf("CachedFiles accepted the file %q", f)
+		}
 	}
 	for _, d := range []string{root + "/registry-dockerio", root + "/a b", root + "/$(x)"} {
 		if _, err := EmptyDirs([]string{d}); err != nil {
@@ -220,5 +229,47 @@ func TestParseSizes(t *testing.T) {
 		if got[d] != n {
 			t.Errorf("%q = %d, want %d", d, got[d], n)
 		}
+	}
+}
+
+// The look-up script, run for real, prints the regular files it finds
+// under each folder, which ParseCached reads back to the same names: not
+// a link (even to a real file), not a missing file, and nothing in a name
+// runs.
+func TestCachedFilesRunsOnHostileNames(t *testing.T) {
+	root := withCacheRoot(t)
+	files := map[string][]string{}
+	want := map[string]bool{}
+	for _, n := range hostileNames {
+		d := filepath.Join(root, n)
+		if err := os.MkdirAll(filepath.Join(d, n), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		there := n + "/data"
+		if err := os.WriteFile(filepath.Join(d, there), []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink("data", filepath.Join(d, n, "link")); err != nil {
+			t.Fatal(err)
+		}
+		files[d] = []string{there, n + "/link", n + "/missing"}
+		want[d+"/"+there] = true
+	}
+	script, err := CachedFiles(files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bashN(t, script)
+	cmd := exec.Command("bash", "-c", script)
+	cmd.Dir = root
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("look: %v", err)
+	}
+	if got := ParseCached(string(out)); !maps.Equal(got, want) {
+		t.Errorf("found %v\nwant %v", got, want)
+	}
+	if _, err := os.Stat(filepath.Join(root, "PWNED")); err == nil {
+		t.Error("a name ran as shell code")
 	}
 }

@@ -86,3 +86,22 @@ func Stepper(s *session.Session, prefix string) addons.Show {
 		return s.Step(prefix+label, "", fn)
 	}
 }
+
+// AddonImages are the images a new cluster's add-ons run (metrics-server's
+// too when metrics is set), from the pinned manifests a create uses,
+// fetched or read from marina's cache as a create does: what registry
+// prefetch brings into the mirrors.
+func AddonImages(ctx context.Context, s *session.Session, metrics *addons.MetricsServer) ([]string, error) {
+	ext, err := dns.ExternalDNS("prefetch", s.Config) // its image is the cluster name's to none
+	if err != nil {
+		return nil, err
+	}
+	p := &Plan{metricsServer: metrics, externalDNS: ext}
+	manifests := map[string][]byte{}
+	for _, ref := range p.Manifests(s.Config) {
+		if manifests[ref.Name], err = Fetch(ctx, s, ref); err != nil {
+			return nil, err
+		}
+	}
+	return addons.Images(p.addons(s.Config, manifests, 0))
+}

@@ -1,11 +1,15 @@
 package machine
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/docker/go-units"
 
 	"github.com/bcollard/marina/internal/config"
 	"github.com/bcollard/marina/internal/docker"
@@ -44,6 +48,19 @@ func (m MirrorStatus) Source() string {
 		return "(push registry " + m.Host + ")"
 	}
 	return m.Upstream
+}
+
+// Cells are m's row of the text table: name, source, port, state, cache
+// size, blob and manifest hits/misses.
+func (m MirrorStatus) Cells() []string {
+	cells := []string{m.Name, cmp.Or(m.Source(), "-"), "-", m.State, "-", m.Blobs.String(), m.Manifests.String()}
+	if m.Port > 0 {
+		cells[2] = strconv.Itoa(m.Port)
+	}
+	if m.CacheBytes >= 0 {
+		cells[4] = units.BytesSize(float64(m.CacheBytes))
+	}
+	return cells
 }
 
 // ListMirrors reports every configured mirror and any stray mirror

@@ -136,3 +136,20 @@ func (c HostCache) Empty(name string) error {
 	}
 	return nil
 }
+
+// Has says which of files (paths relative to mirror name's folder, as
+// BlobFiles gives them) are regular files there; links are not followed.
+func (c HostCache) Has(name string, files []string) (map[string]bool, error) {
+	sub, err := c.mirror(name)
+	if err != nil || sub == nil {
+		return map[string]bool{}, err
+	}
+	defer sub.Close()
+	out := map[string]bool{}
+	for _, f := range files {
+		if st, err := sub.Lstat(filepath.FromSlash(f)); err == nil && st.Mode().IsRegular() {
+			out[f] = true
+		}
+	}
+	return out, nil
+}

@@ -3,6 +3,7 @@ package registry
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -15,6 +16,14 @@ type Counters struct {
 	Requests uint64 `json:"requests"`
 	Hits     uint64 `json:"hits"`
 	Misses   uint64 `json:"misses"`
+}
+
+// String is c as hits/misses; "-" when nil (not known).
+func (c *Counters) String() string {
+	if c == nil {
+		return "-"
+	}
+	return fmt.Sprintf("%d/%d", c.Hits, c.Misses)
 }
 
 // ProxyCounters asks the mirror at ip for its blob and manifest counters,

@@ -1,6 +1,9 @@
 package ui
 
-import "strconv"
+import (
+	"fmt"
+	"strconv"
+)
 
 // Dedupe is in without its repeats, in the order each first came.
 func Dedupe(in []string) []string {
@@ -29,4 +32,16 @@ func Plural(n int, what string) string {
 		return "1 " + what
 	}
 	return strconv.Itoa(n) + " " + what + "s"
+}
+
+// AndMore is the first of a list, and how many follow; "unknown" for
+// none.
+func AndMore(list []string) string {
+	switch len(list) {
+	case 0:
+		return "unknown"
+	case 1:
+		return list[0]
+	}
+	return fmt.Sprintf("%s (and %d more)", list[0], len(list)-1)
 }

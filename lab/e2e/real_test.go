@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -313,6 +314,32 @@ func TestRealCluster(t *testing.T) {
 	mustMarina(t, "up")
 	seedMetalLB(t)
 
+	// The add-ons' images and agnhost go into empty caches before any
+	// cluster exists; the create then pulls them from the caches.
+	var prefetched map[string][2]uint64
+	t.Run("prefetch fills the caches before any cluster; a second run fetches nothing", func(t *testing.T) {
+		mustMarina(t, "registry", "clean-cache", "-y")
+		r := mustMarina(t, "registry", "prefetch", "--addons", agnhost)
+		out := r.stdout + r.stderr
+		for _, want := range []string{"agnhost:", "fetched", "into registry-k8sio", "into registry-quayio", "0 already cached"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("first prefetch does not say %q:\n%s", want, out)
+			}
+		}
+		prefetched = mirrorCounters(t)
+		if q, k := prefetched["registry-quayio"], prefetched["registry-k8sio"]; q[1] == 0 || k[1] == 0 {
+			t.Errorf("prefetch fetched no blob from the upstreams: %v", prefetched)
+		}
+		r = mustMarina(t, "registry", "prefetch", "--addons", agnhost)
+		out = r.stdout + r.stderr
+		if !strings.Contains(out, " 0 fetched (0B)") || strings.Contains(out, "Fetching") {
+			t.Errorf("a second prefetch fetched again:\n%s", out)
+		}
+		if again := mirrorCounters(t); !maps.Equal(again, prefetched) {
+			t.Errorf("a second prefetch moved the blob counters: %v, then %v", prefetched, again)
+		}
+	})
+
 	t.Run("create: nodes Ready, CoreDNS, kube-proxy and MetalLB running by their own probes", func(t *testing.T) {
 		timedCreate(t, "dev", "--workers", "1")
 		cs := contextClient(t, "dev")
@@ -326,13 +353,12 @@ func TestRealCluster(t *testing.T) {
 
 	imageLoad(t, dnsImageRefs(t)["coredns"])
 
-	t.Run("the nodes pulled through the quay.io and registry.k8s.io mirrors", func(t *testing.T) {
+	t.Run("the nodes pulled the prefetched images from the quay.io and registry.k8s.io caches", func(t *testing.T) {
 		c := mirrorCounters(t)
-		if q := c["registry-quayio"]; q[1] == 0 {
-			t.Errorf("registry-quayio fetched no blob from its upstream (MetalLB's images): %v", c)
-		}
-		if k := c["registry-k8sio"]; k[1] == 0 {
-			t.Errorf("registry-k8sio fetched no blob from its upstream (ExternalDNS's image): %v", c)
+		for _, m := range []string{"registry-quayio", "registry-k8sio"} { // MetalLB's images; ExternalDNS's
+			if c[m][0] <= prefetched[m][0] || c[m][1] != prefetched[m][1] {
+				t.Errorf("%s: hits/misses %v after prefetch, %v after create: want more hits and no new miss", m, prefetched[m], c[m])
+			}
 		}
 	})
 
