@@ -435,12 +435,12 @@ container started.`,
 		Short: "Empty the cache of the named mirrors (every mirror when none is named)",
 		Long: `Empty mirror caches. A running mirror is removed first and started again,
 empty; the next pulls go to the upstream again. Emptying more than one cache
-asks first; -y does not.`,
+asks first; -y does not. The push registry is no cache: only named
+(marina-registry) are its images deleted, after asking (docs/images.md).`,
 		Example: `  marina registry clean-cache registry-quayio
 
   # Every mirror's cache, without asking
   marina registry clean-cache -y
-
   marina registry clean-cache --dry-run`,
 		RunE: func(c *cobra.Command, args []string) error {
 			return r.done(machine.CleanCache(c.Context(), r.env.Load(), args, o))

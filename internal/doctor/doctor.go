@@ -615,8 +615,10 @@ func (d *doctor) judgeMirrors(o *session.Observed, probeErrs map[string]error, g
 		case !probed:
 			out = append(out, warn(name, "running at "+where+"; the VM said nothing about its upstream "+target, "marina doctor (again)"))
 		case !up.OK:
-			out = append(out, fail(name, fmt.Sprintf("running at %s, but its upstream %s does not answer from its container: %s", where, target, up.Detail),
-				fmt.Sprintf("the VM must reach %s: check its network and DNS (`marina shell -- getent hosts %s`), a proxy or a VPN in the way", target, u.Host)))
+			// Offline is no failure: the mirror serves its cache, and
+			// asks its upstream again at the next pull that needs it.
+			out = append(out, warn(name, fmt.Sprintf("running at %s, serving from its cache: its upstream %s does not answer from its container (%s), so images not in the cache cannot be pulled", where, target, up.Detail),
+				fmt.Sprintf("nothing, if this Mac is offline: it pulls again once the network is back; otherwise the VM must reach %s: check its network and DNS (`marina shell -- getent hosts %s`), a proxy or a VPN in the way", target, u.Host)))
 		case reasons[m.Name] != "":
 			out = append(out, warn(name, fmt.Sprintf("running at %s, its upstream %s answers; but %s", where, target, reasons[m.Name]), "marina up (recreates it)"))
 		default:

@@ -68,7 +68,9 @@ func ParseSizes(out string) map[string]int64 {
 // EmptyDirs is a root script that removes each folder with all it holds
 // and makes it again, empty. The first failure ends it with an error.
 func EmptyDirs(dirs []string) (string, error) {
-	if err := checkCacheDirs(dirs); err != nil {
+	// The push registry's storage, when clean-cache names it.
+	caches := slices.DeleteFunc(slices.Clone(dirs), func(d string) bool { return d == registry.LocalData })
+	if err := checkCacheDirs(caches); err != nil {
 		return "", err
 	}
 	var b strings.Builder

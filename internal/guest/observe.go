@@ -53,7 +53,7 @@ ip -4 -j addr show dev lima0 2>/dev/null || echo '[]'
 // by path, with one sha256sum.
 const sumsObserve = `declare -A sum=()
 have=()
-for f in ` + ScriptPath + " " + UnitPath + " " + DropInPath + " " + registry.ConfigDir + "/*.yml " + dns.CorefilePath + `; do
+for f in ` + ScriptPath + " " + UnitPath + " " + DropInPath + " " + registry.ConfigDir + "/*.yml " + registry.ConfigDir + "/*.auth " + dns.CorefilePath + `; do
 	if [ -f "$f" ]; then have+=("$f"); fi
 done
 if [ ${#have[@]} -gt 0 ]; then

@@ -298,3 +298,92 @@ func planned(r *Ready) string {
 	}
 	return sessiontest.Said(session.Result{Plan: r.Plan})
 }
+
+// Upstreams that do not answer from the VM are said once, as what they
+// mean, and change nothing: the mirrors keep running from their caches,
+// and the guest's observation stays one round trip with its probes.
+func TestUpSaysOnceThatItIsOffline(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		down []string
+		want string
+	}{
+		{"online", nil, ""},
+		{"one upstream", []string{"registry-quayio"}, "the upstreams of registry-quayio do not answer from the VM (quay.io:443: no answer within 3 s)"},
+		{"every upstream", []string{"registry-dockerio", "registry-quayio", "registry-gcrio", "registry-us-docker-pkgdev", "registry-us-central1-docker-pkgdev"},
+			"offline: no mirror's upstream answers from the VM (registry-1.docker.io:443: no answer within 3 s)"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := sessiontest.Warm(t)
+			f.Doctor.Upstreams = map[string]guest.UpstreamResult{}
+			for _, m := range c.down {
+				f.Doctor.Upstreams[m] = guest.UpstreamResult{Detail: "no answer within 3 s"}
+			}
+			if _, err := Up(context.Background(), f.Env, UpOptions{}); err != nil {
+				t.Fatalf("%v\n%s", err, f.Stderr.String())
+			}
+			out := f.Stderr.String()
+			if c.want == "" {
+				if strings.Contains(out, "upstream") {
+					t.Errorf("online, up said:\n%s", out)
+				}
+			} else if strings.Count(out, c.want) != 1 || strings.Count(out, "nothing needs restarting") != 1 {
+				t.Errorf("up said\n%s\nwant once: %s", out, c.want)
+			}
+			if got := f.Called("docker.r"); len(got) != 0 {
+				t.Errorf("mirrors changed: %v", got)
+			}
+			if got := f.Called("guest.observe"); len(got) != 1 {
+				t.Errorf("guest observations %v, want one", got)
+			}
+		})
+	}
+}
+
+// The push registry holds the user's own images: clean-cache empties it
+// only when it is named, after a confirmation, and then only it.
+func TestCleanCacheOfThePushRegistry(t *testing.T) {
+	const body = "empty the mirror caches"
+	t.Run("every cache leaves it alone", func(t *testing.T) {
+		f := sessiontest.New(t)
+		f.DefaultMirrorsRunning()
+		if _, err := CleanCache(context.Background(), f.Env, nil, CleanCacheOptions{Yes: true}); err != nil {
+			t.Fatal(err)
+		}
+		if got := f.Called("docker.remove " + registry.LocalName); len(got) != 0 || strings.Contains(f.Bodies[body], registry.LocalData) {
+			t.Errorf("clean-cache -y touched the push registry: %v\n%s", got, f.Bodies[body])
+		}
+	})
+	t.Run("named, without a terminal or -y", func(t *testing.T) {
+		f := sessiontest.New(t)
+		f.DefaultMirrorsRunning()
+		_, err := CleanCache(context.Background(), f.Env, []string{registry.LocalName}, CleanCacheOptions{})
+		if err == nil || !strings.Contains(err.Error(), "clean-cache marina-registry needs a confirmation: run it in a terminal, or pass -y") {
+			t.Errorf("err = %v", err)
+		}
+		if got := f.Called("docker.remove"); len(got) != 0 || len(f.Called("guest.run")) != 0 {
+			t.Errorf("changed before the confirmation:\n%s", f.Log())
+		}
+	})
+	t.Run("named, with -y", func(t *testing.T) {
+		f := sessiontest.New(t)
+		f.DefaultMirrorsRunning()
+		if _, err := CleanCache(context.Background(), f.Env, []string{registry.LocalName}, CleanCacheOptions{Yes: true}); err != nil {
+			t.Fatalf("%v\n%s", err, f.Stderr.String())
+		}
+		if got := strings.Join(append(f.Called("docker.remove"), f.Called("docker.run")...), ", "); got != "docker.remove marina-registry-id, docker.run marina-registry" {
+			t.Errorf("containers: %s", got)
+		}
+		if got := f.Bodies[body]; got != "set -eu\nrm -rf -- "+registry.LocalData+"\nmkdir -p -- "+registry.LocalData+"\n" {
+			t.Errorf("emptied:\n%s", got)
+		}
+	})
+	t.Run("named, but off", func(t *testing.T) {
+		f := sessiontest.New(t)
+		f.Config(func(c *config.Config) { c.Registries.Local.Enabled = false })
+		_, err := CleanCache(context.Background(), f.Env, []string{registry.LocalName}, CleanCacheOptions{Yes: true})
+		if err == nil || !strings.Contains(err.Error(), "the push registry is off") || len(f.Called("docker.")) != 0 || len(f.Called("guest.")) != 0 {
+			t.Errorf("err = %v\n%s", err, f.Log())
+		}
+	})
+}

@@ -123,7 +123,8 @@ func observeStep(ctx context.Context, s *session.Session, cidr netip.Prefix, dry
 	} else {
 		e.UI.Start("Looking at the VM, its Docker and this host's route")
 	}
-	o := session.Observe(ctx, s, cidr, wait)
+	// The upstreams' probes run alongside the rest of the round trip.
+	o := session.ObserveWith(ctx, s, cidr, session.ObserveOptions{Wait: wait, Probes: session.UpstreamProbes(s.Config)})
 	var err error
 	switch {
 	case o.GuestErr != nil:
@@ -141,6 +142,9 @@ func observeStep(ctx context.Context, s *session.Session, cidr netip.Prefix, dry
 	e.UI.End(true)
 	if all := o.Guest.Lima0All; len(all) > 1 {
 		e.UI.Warnf("lima0 has %d IPv4 addresses (%v); marina uses %s", len(all), all, o.Guest.Lima0)
+	}
+	if w := offline(s.Config, o); w != "" {
+		e.UI.Warnf("%s", w)
 	}
 	return o, nil
 }

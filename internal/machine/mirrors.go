@@ -5,9 +5,12 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/bcollard/marina/internal/config"
 	"github.com/bcollard/marina/internal/docker"
+	"github.com/bcollard/marina/internal/guest"
 	"github.com/bcollard/marina/internal/registry"
 	"github.com/bcollard/marina/internal/session"
+	"github.com/bcollard/marina/internal/ui"
 )
 
 // mirrorPlan is what up does to the mirror containers.
@@ -34,9 +37,14 @@ func planMirrors(specs []registry.Spec, have []docker.Container, sums map[string
 		byName[c.Labels[registry.LabelMirror]] = c
 	}
 	wanted := map[string]bool{}
+	files := 0 // the files the specs keep in the VM
 	for _, s := range specs {
 		wanted[s.Name] = true
-		fileOK := sums[s.ConfigFile] == s.FileSum()
+		fileOK := true
+		for f, sum := range s.Files() {
+			files++
+			fileOK = fileOK && sums[f] == sum
+		}
 		if !fileOK {
 			p.writes = true
 		}
@@ -51,7 +59,7 @@ func planMirrors(specs []registry.Spec, have []docker.Container, sums map[string
 		p.create = append(p.create, s)
 		p.reasons[s.Name] = why
 	}
-	if len(sums) != len(specs) {
+	if len(sums) != files {
 		p.writes = true // a stale file to remove
 	}
 	for _, c := range have {
@@ -172,4 +180,42 @@ func runMirrors(ctx context.Context, dc session.Docker, p mirrorPlan) error {
 		}
 	}
 	return nil
+}
+
+// offline is what up says, once, when running mirrors' upstreams do not
+// answer from the VM: the mirrors serve their caches (they start and run
+// without their upstream), and nothing has to be restarted when it is
+// back. "" when every upstream probed answers, or none could be probed
+// (no mirror runs yet).
+func offline(cfg config.Config, o *session.Observed) string {
+	running := map[string]bool{}
+	for _, c := range o.Mirrors {
+		running[c.Labels[registry.LabelMirror]] = c.State == "running"
+	}
+	var down []string
+	probed := 0
+	detail := ""
+	for _, m := range cfg.Registries.Mirrors {
+		r, ok := o.Guest.Health.Upstreams[m.Name]
+		if !ok || !running[m.Name] {
+			continue
+		}
+		probed++
+		if !r.OK {
+			u, _ := guest.UpstreamOf(m)
+			down = append(down, m.Name)
+			if detail == "" {
+				detail = fmt.Sprintf("%s:%d: %s", u.Host, u.Port, r.Detail)
+			}
+		}
+	}
+	const serve = "they serve what their caches hold, and images not in them cannot be pulled (`marina registry prefetch` fills the caches while online); nothing needs restarting when the network is back"
+	switch {
+	case len(down) == 0:
+		return ""
+	case len(down) == probed:
+		return fmt.Sprintf("offline: no mirror's upstream answers from the VM (%s): %s", detail, serve)
+	default:
+		return fmt.Sprintf("the upstreams of %s do not answer from the VM (%s): %s", ui.AndMore(down), detail, serve)
+	}
 }

@@ -1,6 +1,7 @@
 package machine
 
 import (
+	"maps"
 	"strings"
 	"testing"
 
@@ -25,8 +26,21 @@ func runningMirror(s registry.Spec, id string) docker.Container {
 func sums(specs ...registry.Spec) map[string]string {
 	m := map[string]string{}
 	for _, s := range specs {
-		m[s.ConfigFile] = s.FileSum()
+		maps.Copy(m, s.Files())
 	}
+	return m
+}
+
+// edited are the specs' sums with file's changed; gone, without it.
+func edited(file string, specs ...registry.Spec) map[string]string {
+	m := sums(specs...)
+	m[file] = "0"
+	return m
+}
+
+func gone(file string, specs ...registry.Spec) map[string]string {
+	m := sums(specs...)
+	delete(m, file)
 	return m
 }
 
@@ -68,7 +82,9 @@ func TestPlanMirrors(t *testing.T) {
 		{"nothing yet", []registry.Spec{q, g}, nil, nil, true, "registry-quayio,registry-gcrio", ""},
 		{"all in place", []registry.Spec{q, g}, []docker.Container{runningMirror(q, "q"), runningMirror(g, "g")}, sums(q, g), false, "", ""},
 		{"one upstream changed", []registry.Spec{q2, g}, []docker.Container{runningMirror(q, "q"), runningMirror(g, "g")}, sums(q, g), true, "registry-quayio", "registry-quayio"},
-		{"a file edited in the VM", []registry.Spec{q, g}, []docker.Container{runningMirror(q, "q"), runningMirror(g, "g")}, map[string]string{q.ConfigFile: "0", g.ConfigFile: g.FileSum()}, true, "registry-quayio", "registry-quayio"},
+		{"a file edited in the VM", []registry.Spec{q, g}, []docker.Container{runningMirror(q, "q"), runningMirror(g, "g")}, edited(q.ConfigFile, q, g), true, "registry-quayio", "registry-quayio"},
+		{"a credential helper edited in the VM", []registry.Spec{q, g}, []docker.Container{runningMirror(q, "q"), runningMirror(g, "g")}, edited(g.AuthFile, q, g), true, "registry-gcrio", "registry-gcrio"},
+		{"a credential helper gone", []registry.Spec{q, g}, []docker.Container{runningMirror(q, "q"), runningMirror(g, "g")}, gone(q.AuthFile, q, g), true, "registry-quayio", "registry-quayio"},
 		{"a mirror left the config", []registry.Spec{q}, []docker.Container{runningMirror(q, "q"), old}, sums(q), false, "", "registry-old"},
 		{"a stale config file", []registry.Spec{q}, []docker.Container{runningMirror(q, "q")}, sums(q, g), true, "", ""},
 		{"a stopped mirror", []registry.Spec{q}, []docker.Container{stopped}, sums(q), false, "registry-quayio", "registry-quayio"},

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -197,6 +198,8 @@ type CleanCacheOptions struct {
 // CleanCache empties the caches of the named mirrors (all when none is
 // named). A running mirror is removed first and started again afterwards,
 // empty — also when emptying failed, so that no mirror is left stopped.
+// The push registry is no cache: only named (marina-registry) are its
+// images deleted, after a confirmation.
 func CleanCache(ctx context.Context, e *session.Env, names []string, opts CleanCacheOptions) (session.Result, error) {
 	s, err := session.Open(ctx, e, session.Needs{Config: session.Strict})
 	if err != nil {
@@ -204,7 +207,9 @@ func CleanCache(ctx context.Context, e *session.Env, names []string, opts CleanC
 	}
 	defer s.Close()
 	cfg := s.Config
-	if len(names) == 0 {
+	local := slices.Contains(names, registry.LocalName)
+	names = slices.DeleteFunc(slices.Clone(names), func(n string) bool { return n == registry.LocalName })
+	if len(names) == 0 && !local {
 		for _, m := range cfg.Registries.Mirrors {
 			names = append(names, m.Name)
 		}
@@ -213,30 +218,43 @@ func CleanCache(ctx context.Context, e *session.Env, names []string, opts CleanC
 	if err != nil {
 		return session.Result{}, err
 	}
-	if len(selected) == 0 {
+	if len(selected) == 0 && !local {
 		return session.Planned(nil, "no mirrors are configured"), nil
 	}
 	onHost := cfg.Registries.CacheStorage == config.CacheHost
-	if !s.Running() && !onHost {
+	if !s.Running() && (!onHost || local) {
 		return session.Result{}, session.NotRunning(s.Name, s.Instance)
+	}
+	if local && !cfg.Registries.Local.Enabled {
+		return session.Result{}, session.Usagef("the push registry is off (registries.local.enabled is false), so marina does not empty it; its images, if any, stay in %s in the VM", registry.LocalData)
 	}
 	dirs, steps, err := cacheDirs(s, selected)
 	if err != nil {
 		return session.Result{}, err
 	}
+	if local {
+		steps = append(steps, session.Step{Do: fmt.Sprintf("delete every image of the push registry %s (%s in the VM)", registry.LocalHost(cfg.Registries.Local.Port), registry.LocalData), Reason: "its container is removed first and started again"})
+	}
 	if opts.DryRun {
 		return session.Planned(steps, ""), nil
 	}
-	if len(selected) > 1 && !opts.Yes {
+	if (len(selected) > 1 || local) && !opts.Yes {
 		what := fmt.Sprintf("Empty the caches of %d mirrors (%s)? Every image pulled through them is downloaded again.", len(selected), strings.Join(registryNames(selected), ", "))
+		if local {
+			what = fmt.Sprintf("Delete every image pushed to %s? No cache holds them: only pushing them again brings them back.", registry.LocalHost(cfg.Registries.Local.Port))
+		}
 		if !e.TTY {
-			return session.Result{}, fmt.Errorf("marina registry clean-cache empties %d caches and needs a confirmation: run it in a terminal, pass -y, or name one mirror", len(selected))
+			fix := "run it in a terminal, pass -y, or name one mirror"
+			if local {
+				fix = "run it in a terminal, or pass -y"
+			}
+			return session.Result{}, fmt.Errorf("marina registry clean-cache %s needs a confirmation: %s", strings.Join(stopped(selected, local), " "), fix)
 		}
 		if !ui.Confirm(e.Stdin, e.Stderr, what) {
 			return session.Result{}, session.ErrCancelled
 		}
 	}
-	return session.Result{}, emptyCaches(ctx, s, selected, dirs)
+	return session.Result{}, emptyCaches(ctx, s, selected, dirs, local)
 }
 
 // cacheDirs are the folders to empty, each a plain child of the cache
@@ -272,7 +290,7 @@ func cacheDirs(s *session.Session, selected []config.Mirror) ([]string, []sessio
 
 // emptyCaches stops the selected mirrors that run, empties dirs, and
 // starts the mirrors again whatever emptying did.
-func emptyCaches(ctx context.Context, s *session.Session, selected []config.Mirror, dirs []string) error {
+func emptyCaches(ctx context.Context, s *session.Session, selected []config.Mirror, dirs []string, local bool) error {
 	e := s.Env
 	// A running mirror holds its files: it goes first and comes back after.
 	var start mirrorPlan
@@ -283,11 +301,11 @@ func emptyCaches(ctx context.Context, s *session.Session, selected []config.Mirr
 		}
 		sub := s.Config.Registries
 		sub.Mirrors = selected
-		sub.Local.Enabled = false // not a cache: only ever emptied when named
+		sub.Local.Enabled = local // not a cache: only ever emptied when named
 		if start.create, err = session.MirrorSpecs(e.Paths, sub); err != nil {
 			return err
 		}
-		want := map[string]bool{}
+		want := map[string]bool{registry.LocalName: local}
 		for _, m := range selected {
 			want[m.Name] = true
 		}
@@ -297,12 +315,19 @@ func emptyCaches(ctx context.Context, s *session.Session, selected []config.Mirr
 				stop.remove = append(stop.remove, c)
 			}
 		}
-		e.SetLeftover(fmt.Sprintf("the mirrors %s may be stopped: `marina up` starts them again", strings.Join(registryNames(selected), ", ")))
+		e.SetLeftover(fmt.Sprintf("the mirrors %s may be stopped: `marina up` starts them again", strings.Join(stopped(selected, local), ", ")))
 		if err := applyMirrors(ctx, s.Docker, stop); err != nil {
 			return err
 		}
 	}
-	emptied := e.Step(fmt.Sprintf("Emptying %s", ui.Plural(len(selected), "mirror cache")), "", func() error {
+	what := ui.Plural(len(selected), "mirror cache")
+	switch {
+	case local && len(selected) == 0:
+		what = "the push registry"
+	case local:
+		what += " and the push registry"
+	}
+	emptied := e.Step("Emptying "+what, "", func() error {
 		if s.Config.Registries.CacheStorage == config.CacheHost {
 			cache := registry.HostCache{Root: s.Paths.RegistryCache()}
 			for _, m := range selected {
@@ -310,6 +335,12 @@ func emptyCaches(ctx context.Context, s *session.Session, selected []config.Mirr
 					return err
 				}
 			}
+			dirs = nil // only the push registry's, in the VM
+		}
+		if local {
+			dirs = append(dirs, registry.LocalData)
+		}
+		if len(dirs) == 0 {
 			return nil
 		}
 		script, err := guest.EmptyDirs(dirs)
@@ -327,6 +358,15 @@ func emptyCaches(ctx context.Context, s *session.Session, selected []config.Mirr
 		e.SetLeftover("")
 	}
 	return errors.Join(emptied, started)
+}
+
+// stopped are the names of the containers clean-cache stops.
+func stopped(selected []config.Mirror, local bool) []string {
+	names := registryNames(selected)
+	if local {
+		names = append(names, registry.LocalName)
+	}
+	return names
 }
 
 func registryNames(ms []config.Mirror) []string {

@@ -145,7 +145,7 @@ type UpOptions struct {
 // Up makes everything match the config: the VM (created or started), then
 // its networking (converge). A warm run on a running VM changes nothing.
 func Up(ctx context.Context, e *session.Env, opts UpOptions) (*Ready, error) {
-	s, err := session.Open(ctx, e, session.Needs{Config: session.StrictOrDefault, Observe: true})
+	s, err := session.Open(ctx, e, session.Needs{Config: session.StrictOrDefault, Observe: true, Upstreams: true})
 	if err != nil {
 		return nil, err
 	}

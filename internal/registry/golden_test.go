@@ -7,7 +7,8 @@ import (
 	"github.com/bcollard/marina/internal/golden"
 )
 
-// The distribution config of a mirror with upstream credentials, and the
+// The distribution config of a mirror with upstream credentials, its
+// credential helper, and the
 // hosts.toml that sends a node's docker.io pulls through the default
 // Docker Hub mirror, byte for byte. After a meant change:
 // go test ./internal/registry -run TestGolden -update, and review the diff.
@@ -19,6 +20,11 @@ func TestGolden(t *testing.T) {
 		t.Fatal(err)
 	}
 	golden.Check(t, "registry-config.yml.golden", cfg)
+	auth, err := Auth(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden.Check(t, "registry-auth.sh.golden", auth)
 
 	files, err := CertsD(config.DefaultMirrors())
 	if err != nil {

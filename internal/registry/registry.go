@@ -8,6 +8,7 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"net/url"
 	"path"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/bcollard/marina/internal/config"
 	"github.com/bcollard/marina/internal/fileutil"
+	"github.com/bcollard/marina/internal/run"
 )
 
 // Where things live, in the VM and in a mirror container.
@@ -26,6 +28,8 @@ const (
 	ConfigDir = "/etc/marina/registry"
 	// containerConfig is where registry:3 reads its configuration.
 	containerConfig = "/etc/distribution/config.yml"
+	// containerAuth is where a mirror finds its credential helper.
+	containerAuth = "/etc/distribution/auth"
 	// containerData is the image's storage folder.
 	containerData = "/var/lib/registry"
 	// DebugPort serves /debug/vars (hits and misses) in each container.
@@ -41,6 +45,15 @@ func ConfigFile(name string) (string, error) {
 	f, err := fileutil.Child(ConfigDir, name+".yml")
 	if err != nil || config.CheckMirrorName(name) != nil {
 		return "", fmt.Errorf("mirror %q: not a mirror name, so it has no config file", name)
+	}
+	return f, nil
+}
+
+// AuthFile is a mirror's credential helper in the VM (see Auth).
+func AuthFile(name string) (string, error) {
+	f, err := fileutil.Child(ConfigDir, name+".auth")
+	if err != nil || config.CheckMirrorName(name) != nil {
+		return "", fmt.Errorf("mirror %q: not a mirror name, so it has no credential helper", name)
 	}
 	return f, nil
 }
@@ -95,17 +108,37 @@ type distConfig struct {
 
 type proxyConfig struct {
 	RemoteURL string `yaml:"remoteurl"`
-	Username  string `yaml:"username,omitempty"`
-	Password  string `yaml:"password,omitempty"`
-	TTL       string `yaml:"ttl"`
+	Exec      struct {
+		Command string `yaml:"command"`
+	} `yaml:"exec"`
+	TTL string `yaml:"ttl"`
 }
 
-// Config renders m's distribution configuration. It holds the upstream
-// credentials, so it only ever lives in a root-only file in the VM.
+// Config renders m's distribution configuration. The upstream's
+// credentials come from its credential helper (Auth), never from here:
+// with username and password (or none) in its config, distribution asks
+// the upstream for its token service as it starts and exits when it
+// cannot be reached, so a VM that boots offline would have no mirrors.
+// With a helper, it asks at the first pull that needs the upstream, and
+// serves what it has cached when that fails.
 func Config(m config.Mirror) ([]byte, error) {
 	c := baseConfig(m.Port)
-	c.Proxy = &proxyConfig{RemoteURL: m.RemoteURL, Username: m.Username, Password: m.Password, TTL: "168h"}
+	c.Proxy = &proxyConfig{RemoteURL: m.RemoteURL, TTL: "168h"}
+	c.Proxy.Exec.Command = containerAuth
 	return render(c, "# Written by marina from registries.mirrors in ~/.marina/config.yaml.\n")
+}
+
+// Auth is m's credential helper, as distribution's proxy.exec runs it (a
+// Docker credential helper's "get"): a script that prints the upstream's
+// username and password, empty for an anonymous mirror. It holds them, so
+// it only ever lives in a root-only file in the VM. distribution offers
+// them only to the upstream and a token service on its host.
+func Auth(m config.Mirror) ([]byte, error) {
+	creds, err := json.Marshal(struct{ Username, Secret string }{m.Username, m.Password})
+	if err != nil {
+		return nil, err
+	}
+	return fmt.Appendf(nil, "#!/bin/sh\n# Written by marina from registries.mirrors in ~/.marina/config.yaml: %s's credentials.\nprintf '%%s\\n' %s\n", m.Name, run.ShellQuote(string(creds))), nil
 }
 
 // baseConfig is what every registry marina runs shares: a mirror's, and
@@ -143,8 +176,10 @@ type Spec struct {
 	Port       int
 	Upstream   string
 	Image      string // pinned by digest
-	Config     []byte // the file's content (secret)
+	Config     []byte // the file's content
 	ConfigFile string // in the VM
+	Auth       []byte // the credential helper (secret); none for the push registry
+	AuthFile   string // in the VM
 	CacheDir   string // in the VM
 	// Digest identifies Config and the container settings; it is what the
 	// container's label records.
@@ -168,26 +203,47 @@ func Specs(r config.Registries, guestCacheRoot string, key []byte) ([]Spec, erro
 		if s.ConfigFile, err = ConfigFile(m.Name); err != nil {
 			return nil, err
 		}
+		if s.AuthFile, err = AuthFile(m.Name); err != nil {
+			return nil, err
+		}
+		if s.Auth, err = Auth(m); err != nil {
+			return nil, err
+		}
 		if s.CacheDir, err = CacheDir(guestCacheRoot, m.Name); err != nil {
 			return nil, err
 		}
 		mac := hmac.New(sha256.New, key)
-		fmt.Fprintf(mac, "image=%s\ncache=%s\nconfig=%s\n", s.Image, s.CacheDir, cfg)
+		fmt.Fprintf(mac, "image=%s\ncache=%s\nconfig=%s\nauth=%s\n", s.Image, s.CacheDir, cfg, s.Auth)
 		s.Digest = hex.EncodeToString(mac.Sum(nil))
 		out = append(out, s)
 	}
 	return out, nil
 }
 
-// FileSum is the sha256 of a spec's config file, as sha256sum prints it.
-func (s Spec) FileSum() string {
-	sum := sha256.Sum256(s.Config)
+// Files are the sha256 of each file the spec keeps in the VM (its config,
+// and its credential helper when it has one), by path, as sha256sum
+// prints them.
+func (s Spec) Files() map[string]string {
+	out := map[string]string{s.ConfigFile: fileSum(s.Config)}
+	if s.AuthFile != "" {
+		out[s.AuthFile] = fileSum(s.Auth)
+	}
+	return out
+}
+
+func fileSum(b []byte) string {
+	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])
 }
 
-// Binds are the container's mounts: its config read-only, its cache.
+// Binds are the container's mounts: its config and credential helper
+// read-only, its cache.
 func (s Spec) Binds() []string {
-	return []string{s.ConfigFile + ":" + containerConfig + ":ro", s.CacheDir + ":" + containerData}
+	b := []string{s.ConfigFile + ":" + containerConfig + ":ro"}
+	if s.AuthFile != "" {
+		b = append(b, s.AuthFile+":"+containerAuth+":ro")
+	}
+	return append(b, s.CacheDir+":"+containerData)
 }
 
 // Hosts are the registry names containerd looks mirrors up by for m's

@@ -2,6 +2,7 @@ package registry
 
 import (
 	"context"
+	credclient "github.com/docker/docker-credential-helpers/client"
 	"os"
 	"path/filepath"
 	"strings"
@@ -157,8 +158,11 @@ func TestConfigParsesWithDistribution(t *testing.T) {
 	if err != nil {
 		t.Fatalf("distribution rejects the config: %v\n%s", err, b)
 	}
-	if c.Proxy.RemoteURL != "https://quay.io" || c.Proxy.Username != m.Username || c.Proxy.Password != m.Password {
-		t.Errorf("proxy = %+v", c.Proxy)
+	if c.Proxy.RemoteURL != "https://quay.io" || c.Proxy.Exec == nil || c.Proxy.Exec.Command != "/etc/distribution/auth" || c.Proxy.Username != "" || c.Proxy.Password != "" {
+		t.Errorf("proxy = %+v: want the credentials from the helper only", c.Proxy)
+	}
+	if strings.Contains(string(b), "p@ss") || strings.Contains(string(b), "robot") {
+		t.Errorf("the config holds the credentials:\n%s", b)
 	}
 	if c.HTTP.Addr != ":5010" || c.HTTP.Debug.Addr != ":5001" || c.Storage.Type() != "filesystem" {
 		t.Errorf("http = %q debug %q storage %s", c.HTTP.Addr, c.HTTP.Debug.Addr, c.Storage.Type())
@@ -193,7 +197,7 @@ func TestSpecsDigest(t *testing.T) {
 	if strings.Contains(a[0].Digest, "secret") {
 		t.Error("the digest holds the password")
 	}
-	if got := strings.Join(a[0].Binds(), " "); got != "/etc/marina/registry/registry-quayio.yml:/etc/distribution/config.yml:ro /var/lib/marina/registry-cache/registry-quayio:/var/lib/registry" {
+	if got := strings.Join(a[0].Binds(), " "); got != "/etc/marina/registry/registry-quayio.yml:/etc/distribution/config.yml:ro /etc/marina/registry/registry-quayio.auth:/etc/distribution/auth:ro /var/lib/marina/registry-cache/registry-quayio:/var/lib/registry" {
 		t.Errorf("binds = %s", got)
 	}
 }
@@ -234,5 +238,36 @@ func TestHostsRefusesAnythingButAHost(t *testing.T) {
 		} else if strings.Contains(err.Error(), "pw") {
 			t.Errorf("the error shows the password: %v", err)
 		}
+	}
+}
+
+// The credential helper, run as distribution runs it (the Docker
+// credential helpers' client, "get" with the server on stdin), gives back
+// exactly the configured username and password, whatever they hold, and
+// runs nothing in them; an anonymous mirror's gives empty ones.
+func TestAuthGivesTheCredentials(t *testing.T) {
+	dir := t.TempDir()
+	for _, m := range []config.Mirror{
+		{Name: "registry-quayio", Port: 5010, RemoteURL: "https://quay.io", Username: "robot$ci", Password: "p@ss: 'w\"ord\n#$(touch " + dir + "/PWNED)`id`\\%s"},
+		{Name: "registry-dockerio", Port: 5030, RemoteURL: "https://registry-1.docker.io"},
+	} {
+		b, err := Auth(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		helper := filepath.Join(dir, m.Name)
+		if err := os.WriteFile(helper, b, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		got, err := credclient.Get(credclient.NewShellProgramFunc(helper), "quay.io")
+		if err != nil {
+			t.Fatalf("%s: %v\n%s", m.Name, err, b)
+		}
+		if got.Username != m.Username || got.Secret != m.Password {
+			t.Errorf("%s: the helper gave %q / %q", m.Name, got.Username, got.Secret)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "PWNED")); err == nil {
+		t.Error("a password ran as shell code")
 	}
 }

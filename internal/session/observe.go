@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/bcollard/marina/internal/cluster"
+	"github.com/bcollard/marina/internal/config"
 	"github.com/bcollard/marina/internal/dns"
 	"github.com/bcollard/marina/internal/docker"
 	"github.com/bcollard/marina/internal/guest"
@@ -55,6 +56,27 @@ type ObserveOptions struct {
 	Routes bool
 	// Clusters lists the clusters from Docker too.
 	Clusters bool
+}
+
+// UpstreamProbes are the probes of every mirror's upstream in cfg (a
+// remoteURL that names no address is left out: doctor names it).
+func UpstreamProbes(cfg config.Config) guest.Probes {
+	var p guest.Probes
+	for _, m := range cfg.Registries.Mirrors {
+		if u, err := guest.UpstreamOf(m); err == nil {
+			p.Upstreams = append(p.Upstreams, u)
+		}
+	}
+	return p
+}
+
+// guestObserve is the guest's observation, with p when it asks for any
+// probe.
+func guestObserve(ctx context.Context, g Guest, p guest.Probes) (guest.State, error) {
+	if len(p.Upstreams) == 0 && p.Records == "" {
+		return g.Observe(ctx)
+	}
+	return g.ObserveWith(ctx, p)
 }
 
 // Observe looks at the running VM name and at the host's route to cidr.
@@ -143,12 +165,10 @@ func observeGuest(ctx context.Context, s *Session, opts ObserveOptions) (guest.S
 	for {
 		var st guest.State
 		var err error
-		if len(opts.Probes.Upstreams) > 0 {
-			st, err = s.Guest.ObserveWith(ctx, opts.Probes)
-		} else if o, ok := s.takeEarly(); ok {
+		if o, ok := s.takeEarly(opts.Probes); ok {
 			st, err = o.state, o.err
 		} else {
-			st, err = s.Guest.Observe(ctx)
+			st, err = guestObserve(ctx, s.Guest, opts.Probes)
 		}
 		_, ssh := errors.AsType[*vm.SSHError](err)
 		if err == nil || !ssh || vm.FinalSSH(err) || time.Now().Add(guestRetry).After(deadline) {

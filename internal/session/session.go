@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/netip"
 	"os"
+	"slices"
 	"sync"
 	"time"
 
@@ -54,6 +55,9 @@ type Needs struct {
 	// its round trip starts while Lima is asked about the VM, and the
 	// observation takes its answer when the VM runs.
 	Observe bool
+	// Upstreams has that observation probe each mirror's upstream too
+	// (up: whether the VM is offline).
+	Upstreams bool
 }
 
 // Session is one command's view of the world, opened once: the config as
@@ -82,6 +86,8 @@ type Session struct {
 	// taken or when the VM does not run; stopEarly ends it.
 	early     chan observed
 	stopEarly context.CancelFunc
+	// earlyProbes are the upstreams the early observation probed.
+	earlyProbes guest.Probes
 }
 
 // observed is one observation of the guest.
@@ -148,8 +154,11 @@ func (s *Session) Attach(ctx context.Context, need Needs) error {
 		var ectx context.Context
 		ectx, s.stopEarly = context.WithCancel(ctx)
 		s.early = make(chan observed, 1)
+		if need.Upstreams {
+			s.earlyProbes = UpstreamProbes(s.Config)
+		}
 		go func() {
-			st, err := s.Guest.Observe(ectx)
+			st, err := guestObserve(ectx, s.Guest, s.earlyProbes)
 			s.early <- observed{st, err}
 		}()
 	}
@@ -258,9 +267,14 @@ func (s *Session) DropEarly() {
 	s.early = nil
 }
 
-// takeEarly is the observation Needs.Observe started, once.
-func (s *Session) takeEarly() (observed, bool) {
+// takeEarly is the observation Needs.Observe started, once, if it
+// probed the upstreams p asks for; otherwise it is dropped.
+func (s *Session) takeEarly(p guest.Probes) (observed, bool) {
 	if s.early == nil {
+		return observed{}, false
+	}
+	if !slices.Equal(p.Upstreams, s.earlyProbes.Upstreams) || p.Records != "" {
+		s.DropEarly()
 		return observed{}, false
 	}
 	o := <-s.early

@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -228,5 +229,30 @@ func pushRegistry(t *testing.T, built string) {
 		}
 		// The nodes pull through it again: a new pod on each node.
 		runOnEveryNode(t, cs, "repulled", pushed, corev1.PullAlways)
+	})
+
+	t.Run("push registry: clean-cache empties it only when it is named", func(t *testing.T) {
+		repos := func() []string {
+			var got []string
+			waitFor(t, 30*time.Second, "the push registry to answer", func() bool {
+				var err error
+				got, err = crane.Catalog("localhost:5001")
+				return err == nil
+			})
+			return got
+		}
+		if got := repos(); !slices.Contains(got, "marina-e2e/mac") {
+			t.Fatalf("the push registry holds %q before clean-cache", got)
+		}
+		if r := marina(t, "registry", "clean-cache", "marina-registry"); r.code == 0 || !strings.Contains(r.stderr, "needs a confirmation") {
+			t.Errorf("clean-cache marina-registry without a terminal or -y: exit %d\n%s", r.code, r.stderr)
+		}
+		if got := repos(); !slices.Contains(got, "marina-e2e/mac") {
+			t.Fatalf("refused, yet the push registry holds %q", got)
+		}
+		mustMarina(t, "registry", "clean-cache", "marina-registry", "-y")
+		if got := repos(); len(got) != 0 {
+			t.Errorf("after clean-cache marina-registry -y, the push registry holds %q", got)
+		}
 	})
 }

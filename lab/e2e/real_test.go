@@ -157,6 +157,30 @@ func mirrorCounters(t *testing.T) map[string][2]uint64 {
 	return out
 }
 
+// mirrorsAnswer says whether marina registry list shows every mirror of
+// names running, and answering for its counters.
+func mirrorsAnswer(t *testing.T, names []string) bool {
+	t.Helper()
+	r := mustMarina(t, "registry", "list", "-o", "json")
+	var rows []struct {
+		Name, State string
+		Blobs       *struct{ Hits, Misses uint64 }
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &rows); err != nil {
+		t.Fatalf("registry list -o json: %v\n%s", err, r.stdout)
+	}
+	answer := map[string]bool{}
+	for _, row := range rows {
+		answer[row.Name] = row.State == "running" && row.Blobs != nil
+	}
+	for _, n := range names {
+		if !answer[n] {
+			return false
+		}
+	}
+	return true
+}
+
 // created is what marina cluster create -o json says of a create's time.
 type created struct {
 	Seconds float64 `json:"seconds"`
@@ -332,7 +356,7 @@ func TestRealCluster(t *testing.T) {
 		}
 		r = mustMarina(t, "registry", "prefetch", "--addons", agnhost)
 		out = r.stdout + r.stderr
-		if !strings.Contains(out, " 0 fetched (0B)") || strings.Contains(out, "Fetching") {
+		if !strings.Contains(out, " 0 fetched (0B)") || strings.Contains(out, "blobs of") { // "Fetching X through M (n blobs of N, …)"
 			t.Errorf("a second prefetch fetched again:\n%s", out)
 		}
 		if again := mirrorCounters(t); !maps.Equal(again, prefetched) {
@@ -398,11 +422,29 @@ func TestRealCluster(t *testing.T) {
 		}
 	})
 
-	t.Run("a second cluster at once, its pulls served from the mirrors' caches with the upstream stopped", func(t *testing.T) {
-		before := mirrorCounters(t)
+	t.Run("offline: mirrors that start with no upstream serve their caches, and a second cluster comes up from them", func(t *testing.T) {
 		if out, err := labCmd(t, "upstream", "stop"); err != nil {
 			t.Fatalf("lab/lab upstream stop: %v\n%s", err, out)
 		}
+		// As in a VM that boots on a plane: every mirror starts again with
+		// no upstream to ask (Docker's DNS no longer knows its name).
+		mirrors := []string{"registry-dockerio", "registry-quayio", "registry-k8sio"}
+		labDocker(t, append([]string{"restart"}, mirrors...)...)
+		waitFor(t, time.Minute, "the mirrors to answer again", func() bool { return mirrorsAnswer(t, mirrors) })
+		if got := labDocker(t, append([]string{"inspect", "-f", "{{.Name}} {{.State.Status}} {{.RestartCount}}"}, mirrors...)...); strings.Count(got, " running 0") != len(mirrors) {
+			t.Errorf("mirrors started offline did not stay up:\n%s", got)
+		}
+		up := mustMarina(t, "up")
+		if got := up.stdout + up.stderr; strings.Count(got, "offline: no mirror's upstream answers from the VM") != 1 || !strings.Contains(got, "images not in them cannot be pulled") {
+			t.Errorf("up offline said:\n%s", got)
+		}
+		rep, _ := doctor(t, false)
+		for _, m := range mirrors {
+			if st, f, _ := rep.check(t, "mirror "+m); st != "warn" || !strings.Contains(f, "serving from its cache") {
+				t.Errorf("doctor offline, mirror %s: %s: %s", m, st, f)
+			}
+		}
+		before := mirrorCounters(t)
 		timedCreate(t, "two") // the upstream stopped
 		cs := contextClient(t, "two")
 		nodesReady(t, cs, 1, 2*time.Minute)
@@ -415,6 +457,31 @@ func TestRealCluster(t *testing.T) {
 			}
 		}
 		nodesReady(t, contextClient(t, "dev"), 2, time.Minute)
+	})
+
+	t.Run("the network back: a mirror that started offline reaches its upstream again, restarted by no one", func(t *testing.T) {
+		const m = "registry-k8sio"
+		started := labDocker(t, "inspect", "-f", "{{.State.StartedAt}}", m)
+		const reached = "Challenge established with upstream" // distribution's log of its first answer from the upstream
+		if logs := labDocker(t, "logs", "--since", started, m); strings.Contains(logs, reached) {
+			t.Fatalf("%s reached its upstream while it was gone:\n%s", m, logs)
+		}
+		if out, err := labCmd(t, "upstream"); err != nil {
+			t.Fatalf("lab/lab upstream: %v\n%s", err, out)
+		}
+		// By tag: the mirror asks its upstream which digest it names now.
+		byTag, _, _ := strings.Cut(agnhost, "@")
+		mustMarina(t, "registry", "prefetch", byTag)
+		if logs := labDocker(t, "logs", "--since", started, m); !strings.Contains(logs, reached) {
+			t.Errorf("%s did not reach its upstream once it was back:\n%s", m, logs)
+		}
+		if now := labDocker(t, "inspect", "-f", "{{.State.StartedAt}}", m); now != started {
+			t.Errorf("%s was restarted (%s, then %s)", m, started, now)
+		}
+		rep, _ := doctor(t, false)
+		if st, f, _ := rep.check(t, "mirror "+m); st != "ok" {
+			t.Errorf("doctor with the network back, mirror %s: %s: %s", m, st, f)
+		}
 	})
 
 	t.Run("deleting one cluster leaves the other working", func(t *testing.T) {

@@ -462,6 +462,17 @@ func TestRegistryMirrors(t *testing.T) {
 				t.Errorf("config file and folder modes: %q, want 600 and 700, root", st)
 			}
 		}
+		// The credentials are in the credential helper only, which only
+		// root can read or run.
+		if st := strings.TrimSpace(inGuest(t, "stat -c '%a %U %G' "+registry.ConfigDir+"/registry-lab.auth")); st != "700 root root" {
+			t.Errorf("credential helper mode: %q, want 700, root", st)
+		}
+		in := func(file string) string {
+			return strings.TrimSpace(inGuest(t, "grep -cF -- "+shellQuote(password)+" "+registry.ConfigDir+"/"+file+" || true"))
+		}
+		if yml, auth := in("registry-lab.yml"), in("registry-lab.auth"); yml != "0" || auth != "1" {
+			t.Errorf("lines with the password: %s in the config, %s in the credential helper; want 0 and 1", yml, auth)
+		}
 	})
 
 	t.Run("a recreated mirror serves from the Mac-side cache without the upstream", func(t *testing.T) {
@@ -641,8 +652,9 @@ func TestRegistryMirrors(t *testing.T) {
 		if containerID(t, "registry-lab2") == "" {
 			t.Error("registry-lab2 was not created")
 		}
-		// The push registry's file stays beside it.
-		if out := inGuest(t, "ls "+registry.ConfigDir); strings.Join(strings.Fields(out), " ") != "marina-registry.yml registry-lab2.yml" {
+		// The push registry's file stays beside it; registry-lab's config
+		// and credential helper went with it.
+		if out := inGuest(t, "ls "+registry.ConfigDir); strings.Join(strings.Fields(out), " ") != "marina-registry.yml registry-lab2.auth registry-lab2.yml" {
 			t.Errorf("config files: %q", out)
 		}
 	})

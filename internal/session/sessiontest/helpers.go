@@ -2,6 +2,7 @@ package sessiontest
 
 import (
 	"errors"
+	"maps"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -108,7 +109,7 @@ func (f *World) MirrorSums() map[string]string {
 	}
 	sums := map[string]string{}
 	for _, s := range specs {
-		sums[s.ConfigFile] = s.FileSum()
+		maps.Copy(sums, s.Files())
 	}
 	return sums
 }
