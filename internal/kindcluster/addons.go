@@ -92,7 +92,8 @@ func Stepper(s *session.Session, prefix string) addons.Show {
 // fetched or read from marina's cache as a create does: what registry
 // prefetch brings into the mirrors.
 func AddonImages(ctx context.Context, s *session.Session, metrics *addons.MetricsServer) ([]string, error) {
-	ext, err := dns.ExternalDNS("prefetch", s.Config) // its image is the cluster name's to none
+	// ExternalDNS for a placeholder cluster: its image is the same for every name.
+	ext, err := dns.ExternalDNS("prefetch", s.Config)
 	if err != nil {
 		return nil, err
 	}
