@@ -30,20 +30,31 @@ func timeoutError(ctx context.Context, what, state string, start time.Time, err 
 
 // waitObject waits until state calls the object name of r in namespace
 // ns done: it looks whenever the API server reports a change to it, and
-// every kube.PollInterval. On a timeout the error names what, what was
-// still false, and fix.
-func waitObject[T any](ctx context.Context, k *kube.Cluster, r kube.Resource, ns, name, what string, state func(*T) (bool, string), fix string) error {
+// every kube.PollInterval. While it is not done, the pods pods selects
+// are looked at too: one image they have failed to pull for pullGrace
+// ends the wait with a *PullError. On a timeout the error names what, what
+// was still false, and fix.
+func waitObject[T any](ctx context.Context, k *kube.Cluster, r kube.Resource, ns, name, what string, state func(*T) (bool, string), pods func(*T) *metav1.LabelSelector, fix string) error {
 	start := time.Now()
 	wctx, stop := context.WithCancel(ctx)
 	defer stop()
+	pulls := pullWatch{since: map[string]time.Time{}}
 	seen, err := kube.PollOn(ctx, k.Changes(wctx, r.GroupVersionResource, ns, name), func(ctx context.Context) (bool, string, error) {
 		obj, err := kube.Read[T](ctx, k, r, ns, name)
 		if err != nil {
 			return false, "", err
 		}
 		ok, s := state(obj)
+		if !ok {
+			if err := pulls.look(ctx, k, ns, pods(obj), what); err != nil {
+				return false, s, &kube.Final{Err: err}
+			}
+		}
 		return ok, s, nil
 	})
+	if pe, ok := errors.AsType[*PullError](err); ok {
+		return pe
+	}
 	if err == nil {
 		return nil
 	}
@@ -128,6 +139,7 @@ func condition(typ, status, reason, message string) string {
 // while pods of the previous version still do the work.
 func WaitDeploymentAvailable(ctx context.Context, k *kube.Cluster, namespace, name string) error {
 	return waitObject(ctx, k, kube.Deployments, namespace, name, "deployment "+namespace+"/"+name, deploymentState,
+		func(d *appsv1.Deployment) *metav1.LabelSelector { return d.Spec.Selector },
 		fmt.Sprintf("look at its pods and their events (kubectl -n %s describe deployment %s; kubectl -n %s get events); images come through marina's registry mirrors", namespace, name, namespace))
 }
 
@@ -171,6 +183,7 @@ func deploymentState(d *appsv1.Deployment) (bool, string) {
 // and does nothing.
 func WaitDaemonSetReady(ctx context.Context, k *kube.Cluster, namespace, name string) error {
 	return waitObject(ctx, k, kube.DaemonSets, namespace, name, "daemonset "+namespace+"/"+name, daemonSetState,
+		func(ds *appsv1.DaemonSet) *metav1.LabelSelector { return ds.Spec.Selector },
 		fmt.Sprintf("look at its pods and their events (kubectl -n %s describe daemonset %s; kubectl -n %s get events); images come through marina's registry mirrors", namespace, name, namespace))
 }
 

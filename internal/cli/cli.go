@@ -422,8 +422,9 @@ is downloaded once for all clusters. Its cache is kept on the Mac
 		Args:    cobra.NoArgs,
 		Long: `List each mirror of the config, and any mirror container no longer in it: its
 upstream, its port on the kind network, its container's state, the size of
-its cache, and the blob and manifest hits and misses it has counted since its
-container started.`,
+its cache (with the Docker Hub mirror's share of kind node images, which the
+VM's Docker pulls through it), and the blob and manifest hits and misses it
+has counted since its container started.`,
 		Example: `  marina registry list
   marina registry ls -o json`,
 	}, machine.ListMirrors, printMirrors, func() string {

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/docker/go-units"
 	"github.com/spf13/cobra"
 
 	"github.com/bcollard/marina/internal/cluster"
@@ -194,6 +195,11 @@ func (v style) mirrorsLine(line func(mark, part, text string), list []status.Mir
 		}
 	}
 	running := fmt.Sprintf("%d of %d running", len(list)-len(down), len(list))
+	for _, m := range list {
+		if m.NodeImageBytes > 0 {
+			running += fmt.Sprintf("; %s holds %s of node images", m.Name, units.BytesSize(float64(m.NodeImageBytes)))
+		}
+	}
 	switch {
 	case len(list) == 0:
 		line("-", "mirrors", "none in the config")

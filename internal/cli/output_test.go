@@ -53,7 +53,7 @@ func TestStatusGlance(t *testing.T) {
 	route := status.RouteStatus{CIDR: "172.30.0.0/16", State: "present", Line: "172.30.0.0/16 → present (via 192.168.64.3)"}
 	guest := &status.GuestStatus{KindNetwork: &status.KindNetworkStatus{Present: true}, Checks: []status.CheckStatus{
 		{What: "IPv4 forwarding", OK: true}, {What: "Mac → kind network", OK: false}, {What: "jump into marina's rules", OK: false}}}
-	mirrors := []status.MirrorState{{Name: "registry-dockerio", State: "running"}, {Name: "registry-gcrio", State: "restarting"}}
+	mirrors := []status.MirrorState{{Name: "registry-dockerio", State: "running", NodeImageBytes: 1 << 30}, {Name: "registry-gcrio", State: "restarting"}}
 	none := []status.ClusterStatus{}
 	for _, c := range []struct {
 		name   string
@@ -65,7 +65,7 @@ func TestStatusGlance(t *testing.T) {
 			"✓ VM       marina: Running, 4 CPUs, 10GiB memory, lima0 192.168.64.3/24, Docker 29.1.0\n",
 			"✓ route    172.30.0.0/16 → present (via 192.168.64.3)\n",
 			"✗ network  Mac → kind network (and 1 more): `marina up` puts it back\n",
-			"! mirrors  1 of 2 running; registry-gcrio restarting: `marina doctor` says why\n",
+			"! mirrors  1 of 2 running; registry-dockerio holds 1GiB of node images; registry-gcrio restarting: `marina doctor` says why\n",
 			"\nNo clusters: `marina cluster create NAME` makes one\n",
 		}},
 		{"a stopped VM", status.Status{VM: status.VMStatus{Name: "marina", Status: "Stopped"}, Route: status.RouteStatus{CIDR: "172.30.0.0/16", State: "missing", Line: "172.30.0.0/16 → missing"}}, false, []string{

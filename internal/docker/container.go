@@ -61,9 +61,10 @@ type RunSpec struct {
 	// IP is a fixed address on the kind network (outside Docker's dynamic
 	// range), when set.
 	IP netip.Addr
-	// Publish publishes the container's TCP port Port on the VM's
-	// 127.0.0.1 at Publish, when set.
-	Port, Publish int
+	// Publish publishes the container's TCP port Port at Publish, an
+	// address of the VM's, when set.
+	Port    int
+	Publish netip.AddrPort
 }
 
 // Run creates and starts spec's container, restarted by Docker whenever it
@@ -81,13 +82,13 @@ func (c *Client) Run(ctx context.Context, spec RunSpec) error {
 		RestartPolicy: container.RestartPolicy{Name: container.RestartPolicyAlways},
 	}
 	cfg := &container.Config{Image: spec.Image, Labels: spec.Labels, Cmd: spec.Cmd, User: spec.User}
-	if spec.Publish != 0 {
+	if spec.Publish.IsValid() {
 		p, err := network.ParsePort(strconv.Itoa(spec.Port) + "/tcp")
 		if err != nil {
 			return err
 		}
 		cfg.ExposedPorts = network.PortSet{p: {}}
-		hc.PortBindings = network.PortMap{p: {{HostIP: netip.MustParseAddr("127.0.0.1"), HostPort: strconv.Itoa(spec.Publish)}}}
+		hc.PortBindings = network.PortMap{p: {{HostIP: spec.Publish.Addr(), HostPort: strconv.Itoa(int(spec.Publish.Port()))}}}
 	}
 	res, err := c.api.ContainerCreate(ctx, client.ContainerCreateOptions{
 		Name:             spec.Name,

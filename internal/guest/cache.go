@@ -52,6 +52,45 @@ func MeasureDirs(dirs []string) (string, error) {
 	return b.String(), nil
 }
 
+// MeasureRepos is a root script printing one line "<bytes>\trepos:<dir>":
+// the bytes of the blobs that repos link in mirror cache folder dir (see
+// registry.HostCache.RepoBytes), each blob once. Run with MeasureDirs'
+// script, it is read by ParseSizes too.
+func MeasureRepos(dir string, repos []string) (string, error) {
+	if err := checkCacheDirs([]string{dir}); err != nil {
+		return "", err
+	}
+	var globs []string
+	for _, r := range repos {
+		ds := registry.RepoLinkDirs(r)
+		if ds == nil {
+			return "", fmt.Errorf("refusing the repository %q: not a repository path (a marina bug: repositories come from registry.NodeRepos)", r)
+		}
+		for _, d := range ds {
+			globs = append(globs, run.ShellQuote(path.Join(dir, d))+"/*")
+		}
+	}
+	if len(globs) == 0 {
+		return "", nil
+	}
+	// Each entry is named by a digest's hex; its blob is counted once,
+	// when it is a file and not a link. A glob that matches nothing
+	// stays itself, which names no blob.
+	return fmt.Sprintf(measureRepos, strings.Join(globs, " "), run.ShellQuote(path.Join(dir, "docker/registry/v2/blobs/sha256")), run.ShellQuote(dir)), nil
+}
+
+// measureRepos is MeasureRepos' script: the globs, the blobs' folder, the
+// cache folder.
+const measureRepos = `for l in %s; do
+	h=${l##*/}
+	case $h in *[!0-9a-f]* | '') continue ;; esac
+	[ ${#h} -eq 64 ] && echo "$h"
+done | sort -u | while read -r h; do
+	f=%s/${h:0:2}/$h/data
+	if [ -f "$f" ] && [ ! -L "$f" ]; then stat -c %%s "$f"; fi
+done | awk -v d=%s '{ n += $1 } END { printf "%%d\trepos:%%s\n", n, d }'
+`
+
 // ParseSizes reads MeasureDirs' output: folder → bytes. Lines that are not
 // "<bytes>\t<dir>" are ignored.
 func ParseSizes(out string) map[string]int64 {

@@ -5,8 +5,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 
+	"github.com/bcollard/marina/internal/registry"
 	"github.com/bcollard/marina/internal/vm"
 )
 
@@ -271,5 +273,62 @@ func TestCachedFilesRunsOnHostileNames(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(root, "PWNED")); err == nil {
 		t.Error("a name ran as shell code")
+	}
+}
+
+// The node images' measure, run for real, counts what the Mac-side
+// reading counts on the same cache: each linked blob once, no link
+// followed; and it refuses what is no cache folder or repository.
+func TestMeasureReposAgreesWithTheMac(t *testing.T) {
+	root := withCacheRoot(t)
+	dir := filepath.Join(root, "registry-dockerio")
+	v2 := filepath.Join(dir, "docker", "registry", "v2")
+	files := map[string]int{}
+	for i, c := range "abc" {
+		h := strings.Repeat(string(c), 64)
+		files[filepath.Join("blobs", "sha256", h[:2], h, "data")] = 100 * (i + 1)
+		files[filepath.Join("repositories", "kindest", "node", "_layers", "sha256", h, "link")] = 71
+	}
+	h := strings.Repeat("a", 64) // linked twice, counted once
+	files[filepath.Join("repositories", "kindest", "node", "_manifests", "revisions", "sha256", h, "link")] = 71
+	files[filepath.Join("repositories", "kindest", "node", "_layers", "sha256", "$(touch PWNED)", "link")] = 71
+	for f, n := range files {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(v2, f)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(v2, f), make([]byte, n), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := strings.Repeat("c", 64) // a link out of the cache counts nothing
+	if err := os.Remove(filepath.Join(v2, "blobs", "sha256", "cc", c, "data")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("/etc/passwd", filepath.Join(v2, "blobs", "sha256", "cc", c, "data")); err != nil {
+		t.Fatal(err)
+	}
+	script, err := MeasureRepos(dir, []string{"kindest/node", "not/pulled"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bashN(t, script)
+	cmd := exec.Command("bash", "-c", "set -u\n"+script)
+	cmd.Dir = t.TempDir()
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	mac, err := registry.HostCache{Root: root}.RepoBytes("registry-dockerio", []string{"kindest/node", "not/pulled"})
+	if got := ParseSizes(string(out))["repos:"+dir]; err != nil || got != 300 || got != mac {
+		t.Errorf("in the VM %d (%q), on the Mac %d (%v); want 300", got, out, mac, err)
+	}
+	if _, err := os.Stat(filepath.Join(cmd.Dir, "PWNED")); err == nil {
+		t.Error("a name in the cache ran")
+	}
+	if _, err := MeasureRepos(root, []string{"kindest/node"}); err == nil {
+		t.Error("the cache root itself was taken as a mirror's folder")
+	}
+	if _, err := MeasureRepos(dir, []string{"../../x"}); err == nil {
+		t.Error("a repository path with .. was taken")
 	}
 }

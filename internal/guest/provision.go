@@ -6,6 +6,7 @@ import (
 	"sync"
 	"text/template"
 
+	"github.com/bcollard/marina/internal/registry"
 	"github.com/bcollard/marina/internal/vm"
 )
 
@@ -26,6 +27,9 @@ var provision = sync.OnceValue(func() string {
 	return s
 })
 
+// DaemonJSON is the VM's /etc/docker/daemon.json.
+const DaemonJSON = "{\n  \"firewall-backend\": \"iptables\",\n  \"registry-mirrors\": [\"" + registry.HubURL + "\"]\n}\n"
+
 // The files the provisioning script writes, with the shell variable put
 // sets when one of them changed.
 var provisionFiles = []struct {
@@ -39,8 +43,10 @@ var provisionFiles = []struct {
 	// the Mac.
 	{File{"/etc/systemd/system/docker.socket.d/marina.conf", "0644", "[Socket]\nSocketUser={{.User}}\n"}, "restart_docker"},
 	// The daemon stays on the iptables firewall backend, whose DOCKER-USER
-	// chain marina's routing rules live in.
-	{File{"/etc/docker/daemon.json", "0644", "{\n  \"firewall-backend\": \"iptables\"\n}\n"}, "restart_docker"},
+	// chain marina's routing rules live in, and pulls Docker Hub images
+	// (the kind node images) through the Docker Hub mirror
+	// (registry.HubAddr), falling back to Docker Hub itself.
+	{File{"/etc/docker/daemon.json", "0644", DaemonJSON}, "restart_docker"},
 }
 
 func renderProvision() (string, error) {
@@ -94,8 +100,9 @@ only_key() {
 mkdir -p [[.CacheDir]]
 
 # Docker [[.DockerMajor]]: its socket belongs to the Lima user so Lima can forward it
-# to the Mac, and the daemon stays on the iptables firewall backend, whose
-# DOCKER-USER chain marina's routing rules live in.
+# to the Mac, the daemon stays on the iptables firewall backend, whose
+# DOCKER-USER chain marina's routing rules live in, and it pulls Docker Hub
+# images through marina's Docker Hub mirror when there is one.
 restart_docker=0
 [[index .Put "/etc/systemd/system/docker.socket.d/marina.conf"]][[index .Put "/etc/docker/daemon.json"]]if ! dockerd --version 2>/dev/null | grep -q '^Docker version [[.DockerMajor]]\.'; then
 	install -m 0755 -d /etc/apt/keyrings

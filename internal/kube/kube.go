@@ -12,6 +12,7 @@ package kube
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -132,6 +133,13 @@ func pollEvery(ctx context.Context, interval time.Duration, wake <-chan struct{}
 	return state, err
 }
 
+// Final is an error a poll's check returns to end the poll with it, where
+// any other error is a read that failed and is tried again.
+type Final struct{ Err error }
+
+func (f *Final) Error() string { return f.Err.Error() }
+func (f *Final) Unwrap() error { return f.Err }
+
 // look is one check of a poll: done, or an error that ends it.
 func look(ctx context.Context, check func(context.Context) (bool, string, error), seen *string, readErr *error, failures *int) (bool, error) {
 	done, s, err := check(ctx)
@@ -143,6 +151,8 @@ func look(ctx context.Context, check func(context.Context) (bool, string, error)
 		*seen, *readErr, *failures = "not found", nil, 0
 		return false, nil
 	case apierrors.IsForbidden(err), apierrors.IsUnauthorized(err):
+		return false, err
+	case errors.As(err, new(*Final)):
 		return false, err
 	case ctx.Err() != nil:
 		return false, ctx.Err()

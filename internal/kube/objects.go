@@ -27,6 +27,7 @@ var (
 	Secrets     = Resource{schema.GroupVersionResource{Version: "v1", Resource: "secrets"}, "Secret"}
 	Deployments = Resource{schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}, "Deployment"}
 	DaemonSets  = Resource{schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "daemonsets"}, "DaemonSet"}
+	Pods        = Resource{schema.GroupVersionResource{Version: "v1", Resource: "pods"}, "Pod"}
 )
 
 // Read gets the object name of r in namespace ns ("" for a cluster-wide
@@ -41,7 +42,13 @@ func Read[T any](ctx context.Context, k *Cluster, r Resource, ns, name string) (
 
 // List lists r's objects in namespace ns ("" for all) as Ts.
 func List[T any](ctx context.Context, k *Cluster, r Resource, ns string) ([]T, error) {
-	l, err := k.Dynamic.Resource(r.GroupVersionResource).Namespace(ns).List(ctx, metav1.ListOptions{})
+	return ListMatching[T](ctx, k, r, ns, "")
+}
+
+// ListMatching lists r's objects in namespace ns that match the label
+// selector (as metav1.FormatLabelSelector writes it; "" matches all).
+func ListMatching[T any](ctx context.Context, k *Cluster, r Resource, ns, selector string) ([]T, error) {
+	l, err := k.Dynamic.Resource(r.GroupVersionResource).Namespace(ns).List(ctx, metav1.ListOptions{LabelSelector: selector})
 	if err != nil {
 		return nil, err
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/bcollard/marina/internal/docker"
 	"github.com/bcollard/marina/internal/registry"
 	"github.com/bcollard/marina/internal/session/sessiontest"
+	"github.com/bcollard/marina/internal/vm"
 )
 
 // hostileCache lays out the host registry cache as root in the VM can
@@ -127,4 +128,64 @@ func TestRegistryListFollowsNoLink(t *testing.T) {
 		t.Errorf("sizes %v, want registry-gcrio 1000 and the links unmeasured", sizes)
 	}
 	_ = config.CacheHost
+}
+
+// registry list says how much of the Docker Hub mirror's cache is node
+// images: read on the Mac for host storage, in the measuring round trip
+// for guest storage; no other mirror has a share.
+func TestRegistryListNodeImages(t *testing.T) {
+	t.Run("host", func(t *testing.T) {
+		f := sessiontest.New(t)
+		f.Config(nil)
+		h := strings.Repeat("a", 64)
+		v2 := filepath.Join(f.Env.Paths.RegistryCache(), "registry-dockerio", "docker", "registry", "v2")
+		for f, n := range map[string]int{
+			filepath.Join(v2, "blobs", "sha256", "aa", h, "data"):                                4096,
+			filepath.Join(v2, "repositories", "kindest", "node", "_layers", "sha256", h, "link"): 71,
+		} {
+			if err := os.MkdirAll(filepath.Dir(f), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(f, make([]byte, n), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		rows, err := ListMirrors(context.Background(), f.Env)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range rows {
+			want := int64(0)
+			if r.Name == "registry-dockerio" {
+				want = 4096
+				if cell := r.Cells()[4]; cell != "4.069KiB (node images 4KiB)" {
+					t.Errorf("cache cell %q", cell)
+				}
+			}
+			if r.NodeImageBytes != want {
+				t.Errorf("%s: node images %d, want %d", r.Name, r.NodeImageBytes, want)
+			}
+		}
+	})
+	t.Run("guest", func(t *testing.T) {
+		f := sessiontest.New(t)
+		f.Config(func(c *config.Config) { c.Registries.CacheStorage = config.CacheGuest })
+		dir := "/var/lib/marina/registry-cache/registry-dockerio"
+		f.Scripts["measure the mirror caches"] = vm.Result{Stdout: []byte("1500\t" + dir + "\n1200\trepos:" + dir + "\n")}
+		rows, err := ListMirrors(context.Background(), f.Env)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if body := f.Bodies["measure the mirror caches"]; strings.Count(body, "repos:") != 1 || !strings.Contains(body, dir+"/docker/registry/v2/repositories/kindest/node/_layers/sha256/*") {
+			t.Errorf("the measure does not count the Docker Hub mirror's node images once:\n%s", body)
+		}
+		for _, r := range rows {
+			if r.Name == "registry-dockerio" && (r.CacheBytes != 1500 || r.NodeImageBytes != 1200) {
+				t.Errorf("registry-dockerio: cache %d, node images %d", r.CacheBytes, r.NodeImageBytes)
+			}
+			if r.Name != "registry-dockerio" && r.NodeImageBytes != 0 {
+				t.Errorf("%s has node images %d", r.Name, r.NodeImageBytes)
+			}
+		}
+	})
 }

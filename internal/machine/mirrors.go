@@ -118,8 +118,11 @@ func (p mirrorPlan) steps() []session.Step {
 			verb = "recreate"
 		}
 		do := fmt.Sprintf("%s the mirror %s (%s, port %d)", verb, s.Name, s.Upstream, s.Port)
-		if s.Publish != 0 {
-			do = fmt.Sprintf("%s the push registry %s (%s, stored in %s in the VM)", verb, s.Name, registry.LocalHost(s.Publish), s.CacheDir)
+		switch {
+		case s.Name == registry.LocalName:
+			do = fmt.Sprintf("%s the push registry %s (%s, stored in %s in the VM)", verb, s.Name, registry.LocalHost(int(s.Publish.Port())), s.CacheDir)
+		case s.Publish.IsValid():
+			do += fmt.Sprintf(", which the VM's Docker pulls Docker Hub images through at %s", s.Publish)
 		}
 		out = append(out, session.Step{Do: do, Reason: p.reasons[s.Name]})
 	}
@@ -173,13 +176,22 @@ func runMirrors(ctx context.Context, dc session.Docker, p mirrorPlan) error {
 			if strings.Contains(err.Error(), "already in use") {
 				return fmt.Errorf("%w\na container marina did not make is named %s: remove it (`marina shell -- docker rm -f %s`) or rename the mirror", err, s.Name, s.Name)
 			}
-			if s.Publish != 0 && strings.Contains(err.Error(), "address already in use") {
-				return fmt.Errorf("%w\nsomething in the VM already listens on 127.0.0.1:%d: set registries.local.port to a free port (`marina config edit`)", err, s.Publish)
+			if s.Publish.IsValid() && strings.Contains(err.Error(), "address already in use") {
+				return inUse(err, s)
 			}
 			return err
 		}
 	}
 	return nil
+}
+
+// inUse explains a mirror whose published address something else in the
+// VM already listens at.
+func inUse(err error, s registry.Spec) error {
+	if s.Name == registry.LocalName {
+		return fmt.Errorf("%w\nsomething in the VM already listens on %s: set registries.local.port to a free port (`marina config edit`)", err, s.Publish)
+	}
+	return fmt.Errorf("%w\nsomething in the VM already listens on %s, where the VM's Docker reaches the Docker Hub mirror %s: stop it (`marina shell -- sudo ss -ltnp` names it), then run marina up again", err, s.Publish, s.Name)
 }
 
 // offline is what up says, once, when running mirrors' upstreams do not

@@ -36,6 +36,10 @@ type MirrorStatus struct {
 	// Blobs and Manifests are the proxy's counters, when it answered.
 	Blobs     *registry.Counters `json:"blobs,omitempty"`
 	Manifests *registry.Counters `json:"manifests,omitempty"`
+	// NodeImageBytes is how much of the cache is kind node images, on the
+	// Docker Hub mirror the VM's Docker pulls them through (0 elsewhere,
+	// and when it could not be read).
+	NodeImageBytes int64 `json:"nodeImageBytes,omitempty"`
 	// Push marks the push registry (registries.local): Host is its name,
 	// Port the port it is published on; it has no upstream.
 	Push bool   `json:"push,omitempty"`
@@ -60,6 +64,9 @@ func (m MirrorStatus) Cells() []string {
 	}
 	if m.CacheBytes >= 0 {
 		cells[4] = units.BytesSize(float64(m.CacheBytes))
+		if m.NodeImageBytes > 0 {
+			cells[4] += " (node images " + units.BytesSize(float64(m.NodeImageBytes)) + ")"
+		}
 	}
 	return cells
 }
@@ -121,14 +128,17 @@ func ListMirrors(ctx context.Context, e *session.Env) ([]MirrorStatus, error) {
 	return out, nil
 }
 
-// cacheSizes fills each row's cache folder and its size: read on the Mac
-// for host storage; in one guest round trip for guest storage and for the
-// push registry, whose images are always on the VM's disk.
+// cacheSizes fills each row's cache folder and its size, and the Docker
+// Hub mirror's share of node images: read on the Mac for host storage; in
+// one guest round trip for guest storage and for the push registry, whose
+// images are always on the VM's disk.
 func cacheSizes(ctx context.Context, s *session.Session, rows []MirrorStatus) error {
 	host := s.Config.Registries.CacheStorage == config.CacheHost
 	cache := registry.HostCache{Root: s.Paths.RegistryCache()}
+	hub, nodes := registry.HubMirror(s.Config.Registries.Mirrors), registry.NodeRepos(s.Config.Kind)
 	dirs := map[string]int{}
 	var list []string // measured in the VM
+	var repos string  // the node images' measure, in the same round trip
 	for i := range rows {
 		if rows[i].Push {
 			// The user's images, on the VM's disk whatever the caches do.
@@ -147,6 +157,8 @@ func cacheSizes(ctx context.Context, s *session.Session, rows []MirrorStatus) er
 				// Shown unmeasured; the row stays, and the reason is said.
 				rows[i].CacheBytes = -1
 				s.UI.Warnf("%v", err)
+			} else if rows[i].Name == hub && rows[i].State != "stray" {
+				rows[i].NodeImageBytes, _ = cache.RepoBytes(hub, nodes) // the folder read just now
 			}
 			continue
 		}
@@ -157,6 +169,12 @@ func cacheSizes(ctx context.Context, s *session.Session, rows []MirrorStatus) er
 		rows[i].CacheDir = dir + " (in the VM)"
 		dirs[dir] = i
 		list = append(list, dir)
+		if rows[i].Name == hub && rows[i].State != "stray" {
+			dirs["repos:"+dir] = i
+			if repos, err = guest.MeasureRepos(dir, nodes); err != nil {
+				return err
+			}
+		}
 	}
 	if !s.Running() || len(list) == 0 {
 		return nil
@@ -165,12 +183,18 @@ func cacheSizes(ctx context.Context, s *session.Session, rows []MirrorStatus) er
 	if err != nil {
 		return err
 	}
+	script += repos
 	res, err := s.Guest.Run(ctx, vm.Script{Name: "measure the mirror caches", Body: script, Root: true})
 	if err != nil {
 		return err
 	}
 	for dir, n := range guest.ParseSizes(string(res.Stdout)) {
-		if i, ok := dirs[dir]; ok {
+		i, ok := dirs[dir]
+		switch {
+		case !ok:
+		case strings.HasPrefix(dir, "repos:"):
+			rows[i].NodeImageBytes = n
+		default:
 			rows[i].CacheBytes = n
 		}
 	}

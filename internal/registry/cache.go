@@ -153,3 +153,36 @@ func (c HostCache) Has(name string, files []string) (map[string]bool, error) {
 	}
 	return out, nil
 }
+
+// RepoBytes is the bytes of the blobs mirror name's folder keeps for repos
+// (paths in its registry, as NodeRepos gives them): each blob the
+// repositories link, once, whatever number of them link it. Links are
+// never followed; a repository that is not there counts nothing.
+func (c HostCache) RepoBytes(name string, repos []string) (int64, error) {
+	sub, err := c.mirror(name)
+	if err != nil || sub == nil {
+		return 0, err
+	}
+	defer sub.Close()
+	seen := map[string]bool{}
+	var n int64
+	for _, repo := range repos {
+		for _, dir := range RepoLinkDirs(repo) {
+			entries, err := fs.ReadDir(sub.FS(), dir)
+			if err != nil {
+				continue // no such repository, or none of that kind of link
+			}
+			for _, e := range entries {
+				hex := e.Name()
+				if seen[hex] || !sha256Digest.MatchString("sha256:"+hex) {
+					continue
+				}
+				seen[hex] = true
+				if st, err := sub.Lstat(filepath.FromSlash(blobData(hex))); err == nil && st.Mode().IsRegular() {
+					n += st.Size()
+				}
+			}
+		}
+	}
+	return n, nil
+}

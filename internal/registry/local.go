@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"net/netip"
 	"path"
 
 	"gopkg.in/yaml.v3"
@@ -52,10 +53,10 @@ func LocalSpec(r config.Registries, key []byte) (*Spec, error) {
 		Name: LocalName, Port: LocalPort, Image: r.Image, Config: cfg,
 		ConfigFile: path.Join(ConfigDir, LocalName+".yml"),
 		CacheDir:   LocalData,
-		Publish:    r.Local.Port,
+		Publish:    netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 0, 0, 1}), uint16(r.Local.Port)),
 	}
 	mac := hmac.New(sha256.New, key)
-	fmt.Fprintf(mac, "image=%s\ncache=%s\nconfig=%s\npublish=%d\n", s.Image, s.CacheDir, cfg, s.Publish)
+	fmt.Fprintf(mac, "image=%s\ncache=%s\nconfig=%s\npublish=%d\n", s.Image, s.CacheDir, cfg, s.Publish.Port())
 	s.Digest = hex.EncodeToString(mac.Sum(nil))
 	return s, nil
 }

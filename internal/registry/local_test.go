@@ -24,7 +24,7 @@ func TestLocalSpec(t *testing.T) {
 	if _, ok := c["proxy"]; ok {
 		t.Errorf("the push registry's config has a proxy section:\n%s", s.Config)
 	}
-	if s.Name != "marina-registry" || s.Port != 5000 || s.Publish != 5001 || s.CacheDir != "/var/lib/marina/registry/local" || s.ConfigFile != "/etc/marina/registry/marina-registry.yml" {
+	if s.Name != "marina-registry" || s.Port != 5000 || s.Publish.Port() != 5001 || s.CacheDir != "/var/lib/marina/registry/local" || s.ConfigFile != "/etc/marina/registry/marina-registry.yml" {
 		t.Errorf("spec %+v", s)
 	}
 	// Another port is another container.

@@ -68,14 +68,38 @@ func BlobFiles(repo, digest string) (link, data string, err error) {
 	if m == nil {
 		return "", "", fmt.Errorf("%q is not a sha256 digest", digest)
 	}
-	// The repository path comes from a parsed reference: lower-case
-	// components of letters, digits and separators, none of them "." or
-	// "..". Checked again, since it names folders.
-	if _, err := reference.ParseNamed("docker.io/" + repo); err != nil || strings.Contains(repo, "..") || strings.HasPrefix(repo, "/") {
+	if !isRepo(repo) {
 		return "", "", fmt.Errorf("%q is not a repository path", repo)
 	}
 	hex := m[1]
-	const v2 = "docker/registry/v2"
-	return path.Join(v2, "repositories", repo, "_layers", "sha256", hex, "link"),
-		path.Join(v2, "blobs", "sha256", hex[:2], hex, "data"), nil
+	return path.Join(storageV2, "repositories", repo, "_layers", "sha256", hex, "link"), blobData(hex), nil
+}
+
+// isRepo says whether repo is a repository path as a parsed reference
+// gives it: lower-case components of letters, digits and separators, none
+// of them "." or "..". Checked again where it names folders.
+func isRepo(repo string) bool {
+	_, err := reference.ParseNamed("docker.io/" + repo)
+	return err == nil && !strings.Contains(repo, "..") && !strings.HasPrefix(repo, "/")
+}
+
+// storageV2 is where distribution's filesystem storage keeps everything,
+// relative to its root.
+const storageV2 = "docker/registry/v2"
+
+// blobData is where a mirror's storage keeps the blob of sha256 hex.
+func blobData(hex string) string {
+	return path.Join(storageV2, "blobs", "sha256", hex[:2], hex, "data")
+}
+
+// RepoLinkDirs are the folders, relative to a mirror's cache folder, whose
+// entries (one named by each digest's hex) are the blobs repo links: its
+// layers and configs, and its manifests. Empty when repo is not a
+// repository path.
+func RepoLinkDirs(repo string) []string {
+	if !isRepo(repo) {
+		return nil
+	}
+	r := path.Join(storageV2, "repositories", repo)
+	return []string{path.Join(r, "_layers", "sha256"), path.Join(r, "_manifests", "revisions", "sha256")}
 }

@@ -10,6 +10,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"net/netip"
 	"net/url"
 	"path"
 	"sort"
@@ -184,9 +185,10 @@ type Spec struct {
 	// Digest identifies Config and the container settings; it is what the
 	// container's label records.
 	Digest string
-	// Publish is the VM loopback port the container's Port is published
-	// on (the push registry's); 0 publishes nothing.
-	Publish int
+	// Publish is the address on the VM's loopback the container's Port
+	// is published at (the push registry's localhost:PORT, the Docker Hub
+	// mirror's HubAddr for the VM's Docker); zero publishes nothing.
+	Publish netip.AddrPort
 }
 
 // Specs renders the spec of every mirror. key keys the digest, so the
@@ -194,6 +196,7 @@ type Spec struct {
 // cannot be used to check a guessed password.
 func Specs(r config.Registries, guestCacheRoot string, key []byte) ([]Spec, error) {
 	out := make([]Spec, 0, len(r.Mirrors))
+	hub := HubMirror(r.Mirrors)
 	for _, m := range r.Mirrors {
 		cfg, err := Config(m)
 		if err != nil {
@@ -214,6 +217,10 @@ func Specs(r config.Registries, guestCacheRoot string, key []byte) ([]Spec, erro
 		}
 		mac := hmac.New(sha256.New, key)
 		fmt.Fprintf(mac, "image=%s\ncache=%s\nconfig=%s\nauth=%s\n", s.Image, s.CacheDir, cfg, s.Auth)
+		if m.Name == hub {
+			s.Publish = HubAddr
+			fmt.Fprintf(mac, "publish=%s\n", s.Publish)
+		}
 		s.Digest = hex.EncodeToString(mac.Sum(nil))
 		out = append(out, s)
 	}

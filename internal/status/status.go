@@ -119,6 +119,10 @@ type MirrorState struct {
 	Name  string `json:"name"`
 	Port  int    `json:"port"`
 	State string `json:"state"`
+	// NodeImageBytes is how much of the Docker Hub mirror's cache is kind
+	// node images, which the VM's Docker pulls through it; read on the Mac
+	// with host storage (registry list measures a cache in the VM too).
+	NodeImageBytes int64 `json:"nodeImageBytes,omitempty"`
 }
 
 // PushState is the push registry: its one name and its container's state
@@ -245,6 +249,7 @@ func Get(ctx context.Context, e *session.Env) (Status, error) {
 	if cidr.IsValid() && o.DockerErr == nil {
 		s.DNSSection(ctx, ses, o, cidr, made)
 		s.mirrors(file.Config.Registries.Mirrors, o.Mirrors)
+		s.nodeImages(ses, file.Config)
 		s.push(file.Config.Registries.Local, o.Mirrors)
 	}
 	s.route(ctx, ses, cidr, o, made)
@@ -333,6 +338,24 @@ func (s *Status) mirrors(want []config.Mirror, have []docker.Container) {
 		list[i] = MirrorState{Name: m.Name, Port: m.Port, State: cmp.Or(state[m.Name], "missing")}
 	}
 	s.Mirrors = &list
+}
+
+// nodeImages gives the Docker Hub mirror its share of node images, when
+// its cache is on the Mac.
+func (s *Status) nodeImages(ses *session.Session, cfg config.Config) {
+	hub := registry.HubMirror(cfg.Registries.Mirrors)
+	if s.Mirrors == nil || hub == "" || cfg.Registries.CacheStorage != config.CacheHost {
+		return
+	}
+	n, err := registry.HostCache{Root: ses.Paths.RegistryCache()}.RepoBytes(hub, registry.NodeRepos(cfg.Kind))
+	if err != nil {
+		return // registry list says why
+	}
+	for i := range *s.Mirrors {
+		if m := &(*s.Mirrors)[i]; m.Name == hub {
+			m.NodeImageBytes = n
+		}
+	}
 }
 
 // push fills the push registry's section when it is on: up runs it with

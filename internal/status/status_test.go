@@ -7,6 +7,8 @@ import (
 	"errors"
 	"maps"
 	"net/netip"
+	"os"
+	"path/filepath"
 	"reflect"
 	"regexp"
 	"slices"
@@ -58,6 +60,45 @@ func TestStatusListsTheClusters(t *testing.T) {
 		if !strings.Contains(b.String(), "clusters") || !strings.Contains(b.String(), "east") {
 			t.Errorf("-o %s lacks the clusters:\n%s", format, b.String())
 		}
+	}
+}
+
+// status says how much of the Docker Hub mirror's cache on the Mac is
+// node images, with no guest round trip more.
+func TestStatusNodeImages(t *testing.T) {
+	f := sessiontest.New(t)
+	f.Config(nil)
+	h := strings.Repeat("b", 64)
+	v2 := filepath.Join(f.Env.Paths.RegistryCache(), "registry-dockerio", "docker", "registry", "v2")
+	for file, n := range map[string]int{
+		filepath.Join(v2, "blobs", "sha256", "bb", h, "data"):                                                2048,
+		filepath.Join(v2, "repositories", "kindest", "node", "_manifests", "revisions", "sha256", h, "link"): 71,
+	} {
+		if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(file, make([]byte, n), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st, err := Get(context.Background(), f.Env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Mirrors == nil {
+		t.Fatal("no mirrors section")
+	}
+	for _, m := range *st.Mirrors {
+		want := int64(0)
+		if m.Name == "registry-dockerio" {
+			want = 2048
+		}
+		if m.NodeImageBytes != want {
+			t.Errorf("%s: node images %d, want %d", m.Name, m.NodeImageBytes, want)
+		}
+	}
+	if got := f.Called("guest."); len(got) != 1 {
+		t.Errorf("status made %d guest round trips, want 1: %v", len(got), got)
 	}
 }
 
