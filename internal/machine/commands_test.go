@@ -340,6 +340,38 @@ func TestUpSaysOnceThatItIsOffline(t *testing.T) {
 	}
 }
 
+// Mirrors up runs itself (a new VM's) are probed after they start, in one
+// round trip more, so that up offline says so there too; once only, and
+// only when the first observation could not probe them.
+func TestUpSaysItIsOfflineForMirrorsItRan(t *testing.T) {
+	for _, down := range []bool{false, true} {
+		t.Run(map[bool]string{false: "online", true: "offline"}[down], func(t *testing.T) {
+			f := sessiontest.New(t)
+			f.Config(nil)
+			f.DNSWarm()
+			f.Doctor.Upstreams = map[string]guest.UpstreamResult{}
+			if down {
+				for _, m := range config.Default().Registries.Mirrors {
+					f.Doctor.Upstreams[m.Name] = guest.UpstreamResult{Detail: "no answer within 3 s"}
+				}
+			}
+			if _, err := Up(context.Background(), f.Env, UpOptions{}); err != nil {
+				t.Fatalf("%v\n%s", err, f.Stderr.String())
+			}
+			if got := f.Called("docker.run"); len(got) == 0 {
+				t.Fatal("up ran no mirror")
+			}
+			said := strings.Count(f.Stderr.String(), "offline: no mirror's upstream answers from the VM")
+			if want := map[bool]int{false: 0, true: 1}[down]; said != want {
+				t.Errorf("up said it was offline %d times, want %d:\n%s", said, want, f.Stderr.String())
+			}
+			if got := f.Called("guest.observe"); len(got) != 2 {
+				t.Errorf("guest observations %v, want two: the first, and the new mirrors' probes", got)
+			}
+		})
+	}
+}
+
 // The push registry holds the user's own images: clean-cache empties it
 // only when it is named, after a confirmation, and then only it.
 func TestCleanCacheOfThePushRegistry(t *testing.T) {

@@ -33,6 +33,7 @@ func converge(ctx context.Context, s *session.Session, planned []session.Step, d
 	if err != nil {
 		return nil, err
 	}
+	said := sayOffline(s, o)
 	p, err := planFor(s, o)
 	if err != nil {
 		return nil, err
@@ -65,6 +66,9 @@ func converge(ctx context.Context, s *session.Session, planned []session.Step, d
 	}
 	if err := applyConverge(ctx, s, p); err != nil {
 		return nil, err
+	}
+	if !said {
+		probeNew(ctx, s, cidr, o, p.mirrors)
 	}
 	if err := kindcluster.FollowLima0(ctx, s, stale); err != nil {
 		return nil, err
@@ -143,10 +147,37 @@ func observeStep(ctx context.Context, s *session.Session, cidr netip.Prefix, dry
 	if all := o.Guest.Lima0All; len(all) > 1 {
 		e.UI.Warnf("lima0 has %d IPv4 addresses (%v); marina uses %s", len(all), all, o.Guest.Lima0)
 	}
-	if w := offline(s.Config, o); w != "" {
-		e.UI.Warnf("%s", w)
-	}
 	return o, nil
+}
+
+// sayOffline warns when o's probes found the mirrors' upstreams silent,
+// and reports whether it did.
+func sayOffline(s *session.Session, o *session.Observed) bool {
+	w := offline(s.Config, o)
+	if w != "" {
+		s.UI.Warnf("%s", w)
+	}
+	return w != ""
+}
+
+// probeNew asks the upstreams again, in one round trip, when up ran a
+// mirror its observation could not probe (it was not running: a new VM's,
+// or a new mirror's), so that an up offline says so however it found the
+// VM. Nothing else of that observation is used.
+func probeNew(ctx context.Context, s *session.Session, cidr netip.Prefix, o *session.Observed, p mirrorPlan) {
+	running := map[string]bool{}
+	for _, c := range o.Mirrors {
+		running[c.Labels[registry.LabelMirror]] = c.State == "running"
+	}
+	for _, m := range p.create {
+		if m.Name != registry.LocalName && !running[m.Name] {
+			again := session.ObserveWith(ctx, s, cidr, session.ObserveOptions{Wait: 30 * time.Second, Probes: session.UpstreamProbes(s.Config)})
+			if again.GuestErr == nil && again.DockerErr == nil {
+				sayOffline(s, again)
+			}
+			return
+		}
+	}
 }
 
 // convergePlan is what converge changes.

@@ -35,6 +35,7 @@ func TestUpRetriesARefusedSSHConnection(t *testing.T) {
 	f := sessiontest.New(t)
 	f.Config(nil)
 	f.DNSWarm()
+	f.DefaultMirrorsRunning()
 	f.RegistrySums = f.MirrorSums()
 	f.Fail["guest.observe"] = &vm.SSHError{Name: "observe the VM", Stderr: "ssh: connect to host 127.0.0.1 port 60022: Connection refused"}
 	if _, err := Up(context.Background(), f.Env, UpOptions{}); err != nil {

@@ -505,7 +505,11 @@ func TestRealCluster(t *testing.T) {
 		// The guest's disk goes (its Docker's images, lab-registries); the
 		// caches on the Mac stay.
 		mustMarina(t, "destroy", "-y")
-		mustMarina(t, "up")
+		// The new VM's mirrors were not running when up looked: it asks
+		// their upstreams once they run, and says it is offline once.
+		if up := mustMarina(t, "up"); strings.Count(up.stderr, "offline: no mirror's upstream answers from the VM") != 1 {
+			t.Errorf("up of a new VM offline said:\n%s", up.stderr)
+		}
 		if got := labDocker(t, "ps", "-a", "--format", "{{.Names}}"); strings.Contains(got, "lab-registries") {
 			t.Fatalf("the upstream survived destroy:\n%s", got)
 		}
@@ -515,6 +519,7 @@ func TestRealCluster(t *testing.T) {
 		timedCreate(t, "two")
 		cs := contextClient(t, "two")
 		nodesReady(t, cs, 1, 2*time.Minute)
+		podsReady(t, cs, "kube-system", "k8s-app=kube-dns", 2, time.Minute)
 		podsReady(t, cs, "metallb-system", "component=controller", 1, time.Minute)
 		podsReady(t, cs, "external-dns", "app.kubernetes.io/name=external-dns", 1, time.Minute)
 		c := mirrorCounters(t) // the mirrors' containers are new: counters from zero
