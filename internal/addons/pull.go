@@ -15,12 +15,13 @@ import (
 )
 
 // pullGrace is how long an add-on's pods may fail to pull an image before
-// its wait gives up on it: the kubelet retries with a growing back-off,
-// and a pull that failed once for a passing reason has succeeded by then.
+// its wait gives up on it: the kubelet retries after 10, 20 and 40 s, so
+// it has tried three times by then, and a pull that failed for a passing
+// reason has succeeded or is under way.
 // One that still fails (the image is not in a mirror's cache and its
 // upstream does not answer, or does not have it) would only fail again
 // until the wait ran out, minutes later, saying less.
-var pullGrace = 30 * time.Second
+var pullGrace = time.Minute
 
 // PullError is an add-on's workload whose pods cannot pull images: each
 // image with what the kubelet last said of it.
@@ -79,10 +80,14 @@ func (w *pullWatch) look(ctx context.Context, k *kube.Cluster, ns string, sel *m
 }
 
 // pullFailures are the images pods' containers wait for because pulling
-// them failed, with the kubelet's message.
+// them failed, with the kubelet's message. A pod being deleted (an old
+// template's) is no longer waited for.
 func pullFailures(pods []corev1.Pod) map[string]string {
 	out := map[string]string{}
 	for _, p := range pods {
+		if p.DeletionTimestamp != nil {
+			continue
+		}
 		specs := map[string]string{}
 		for _, c := range append(slices.Clone(p.Spec.InitContainers), p.Spec.Containers...) {
 			specs[c.Name] = c.Image

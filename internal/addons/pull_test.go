@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/bcollard/marina/internal/kube"
 	"github.com/bcollard/marina/internal/kube/kubetest"
 )
 
@@ -81,6 +82,43 @@ func TestWaitNamesAnImageThatCannotBePulled(t *testing.T) {
 	}
 }
 
+// A pull that failed and then went through resets the clock: only a
+// failure lasting the whole grace ends the wait.
+func TestPullWatchForgetsARecoveredPull(t *testing.T) {
+	old := pullGrace
+	pullGrace = 300 * time.Millisecond
+	t.Cleanup(func() { pullGrace = old })
+	const img = "quay.io/metallb/speaker:v0.16.2"
+	// The same pod as the API server shows it at each look.
+	failing, _ := kubetest.New(pulling("sp-1", "speaker", img, "ImagePullBackOff", "boom"))
+	pulled, _ := kubetest.New(pulling("sp-1", "speaker", img, "", ""))
+	sel := &metav1.LabelSelector{MatchLabels: map[string]string{"app": "speaker"}}
+	w := pullWatch{since: map[string]time.Time{}}
+	look := func(k *kube.Cluster) error {
+		return w.look(context.Background(), k, "external-dns", sel, "daemonset x")
+	}
+	if err := look(failing); err != nil {
+		t.Fatalf("first failure: %v", err)
+	}
+	time.Sleep(200 * time.Millisecond)
+	if err := look(pulled); err != nil {
+		t.Fatalf("pulled: %v", err)
+	}
+	// 200ms after the first failure, and again 200ms later: 400ms since
+	// the first failure, 200ms since this one.
+	if err := look(failing); err != nil {
+		t.Fatalf("failing again: %v", err)
+	}
+	time.Sleep(200 * time.Millisecond)
+	if err := look(failing); err != nil {
+		t.Errorf("failing again for 200ms of a 300ms grace, after a good pull: %v", err)
+	}
+	time.Sleep(200 * time.Millisecond)
+	if err := look(failing); err == nil {
+		t.Error("failing for the whole grace did not end the wait")
+	}
+}
+
 func TestPullFailuresOfInitContainers(t *testing.T) {
 	p := corev1.Pod{
 		Spec: corev1.PodSpec{InitContainers: []corev1.Container{{Name: "init", Image: "busybox:1"}}, Containers: []corev1.Container{{Name: "main", Image: "app:1"}}},
@@ -92,5 +130,10 @@ func TestPullFailuresOfInitContainers(t *testing.T) {
 	got := pullFailures([]corev1.Pod{p})
 	if len(got) != 1 || got["busybox:1"] != "ImagePullBackOff: m" {
 		t.Errorf("pullFailures = %v", got)
+	}
+	// An old template's pod on its way out is not waited for.
+	p.DeletionTimestamp = &metav1.Time{}
+	if got := pullFailures([]corev1.Pod{p}); len(got) != 0 {
+		t.Errorf("a pod being deleted: %v", got)
 	}
 }

@@ -88,7 +88,7 @@ const measureRepos = `for l in %s; do
 done | sort -u | while read -r h; do
 	f=%s/${h:0:2}/$h/data
 	if [ -f "$f" ] && [ ! -L "$f" ]; then stat -c %%s "$f"; fi
-done | awk -v d=%s '{ n += $1 } END { printf "%%d\trepos:%%s\n", n, d }'
+done | awk -v d=%s '{ n += $1 } END { printf "%%.0f\trepos:%%s\n", n, d }'
 `
 
 // ParseSizes reads MeasureDirs' output: folder → bytes. Lines that are not

@@ -6,6 +6,7 @@ package machine
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -367,6 +368,31 @@ func TestUpSaysItIsOfflineForMirrorsItRan(t *testing.T) {
 			}
 			if got := f.Called("guest.observe"); len(got) != 2 {
 				t.Errorf("guest observations %v, want two: the first, and the new mirrors' probes", got)
+			}
+		})
+	}
+}
+
+// A published address something else holds is said as that, for the
+// Docker Hub mirror and the push registry, not as a name conflict; a name
+// conflict still is one.
+func TestUpNamesWhatHoldsAMirrorsAddress(t *testing.T) {
+	const bind = "Error response from daemon: failed to set up container networking: driver failed programming external connectivity on endpoint x: Error starting userland proxy: listen tcp4 %s: bind: address already in use"
+	for _, c := range []struct {
+		mirror, err, want string
+	}{
+		{"registry-dockerio", fmt.Sprintf(bind, "127.0.0.2:5555"), "where the VM's Docker reaches the Docker Hub mirror registry-dockerio"},
+		{registry.LocalName, fmt.Sprintf(bind, "127.0.0.1:5001"), "set registries.local.port to a free port"},
+		{"registry-quayio", `Conflict. The container name "/registry-quayio" is already in use by container "abc"`, "a container marina did not make is named registry-quayio"},
+	} {
+		t.Run(c.mirror, func(t *testing.T) {
+			f := sessiontest.New(t)
+			f.Config(nil)
+			f.DNSWarm()
+			f.Fail["docker.run "+c.mirror] = errors.New(c.err)
+			_, err := Up(context.Background(), f.Env, UpOptions{})
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("up = %v, want it to say %q", err, c.want)
 			}
 		})
 	}

@@ -171,7 +171,9 @@ func probeNew(ctx context.Context, s *session.Session, cidr netip.Prefix, o *ses
 	}
 	for _, m := range p.create {
 		if m.Name != registry.LocalName && !running[m.Name] {
+			s.UI.Start("Asking the new mirrors' upstreams whether they answer")
 			again := session.ObserveWith(ctx, s, cidr, session.ObserveOptions{Wait: 30 * time.Second, Probes: session.UpstreamProbes(s.Config)})
+			s.UI.End(again.GuestErr == nil && again.DockerErr == nil)
 			if again.GuestErr == nil && again.DockerErr == nil {
 				sayOffline(s, again)
 			}

@@ -173,11 +173,13 @@ func runMirrors(ctx context.Context, dc session.Docker, p mirrorPlan) error {
 			Port:   s.Port, Publish: s.Publish,
 		})
 		if err != nil {
-			if strings.Contains(err.Error(), "already in use") {
-				return fmt.Errorf("%w\na container marina did not make is named %s: remove it (`marina shell -- docker rm -f %s`) or rename the mirror", err, s.Name, s.Name)
-			}
+			// "address already in use" first: the name conflict's words
+			// ("is already in use by container") are part of it.
 			if s.Publish.IsValid() && strings.Contains(err.Error(), "address already in use") {
 				return inUse(err, s)
+			}
+			if strings.Contains(err.Error(), "already in use") {
+				return fmt.Errorf("%w\na container marina did not make is named %s: remove it (`marina shell -- docker rm -f %s`) or rename the mirror", err, s.Name, s.Name)
 			}
 			return err
 		}

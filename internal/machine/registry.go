@@ -158,7 +158,9 @@ func cacheSizes(ctx context.Context, s *session.Session, rows []MirrorStatus) er
 				rows[i].CacheBytes = -1
 				s.UI.Warnf("%v", err)
 			} else if rows[i].Name == hub && rows[i].State != "stray" {
-				rows[i].NodeImageBytes, _ = cache.RepoBytes(hub, nodes) // the folder read just now
+				if rows[i].NodeImageBytes, err = cache.RepoBytes(hub, nodes); err != nil {
+					s.UI.Warnf("the node images in %s's cache: %v", hub, err)
+				}
 			}
 			continue
 		}

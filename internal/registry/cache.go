@@ -156,8 +156,9 @@ func (c HostCache) Has(name string, files []string) (map[string]bool, error) {
 
 // RepoBytes is the bytes of the blobs mirror name's folder keeps for repos
 // (paths in its registry, as NodeRepos gives them): each blob the
-// repositories link, once, whatever number of them link it. Links are
-// never followed; a repository that is not there counts nothing.
+// repositories link, once, whatever number of them link it. A blob that is
+// a link counts nothing, and every path stays inside the mirror's folder
+// (os.Root); a repository that is not there counts nothing.
 func (c HostCache) RepoBytes(name string, repos []string) (int64, error) {
 	sub, err := c.mirror(name)
 	if err != nil || sub == nil {
