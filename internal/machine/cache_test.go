@@ -137,19 +137,7 @@ func TestRegistryListNodeImages(t *testing.T) {
 	t.Run("host", func(t *testing.T) {
 		f := sessiontest.New(t)
 		f.Config(nil)
-		h := strings.Repeat("a", 64)
-		v2 := filepath.Join(f.Env.Paths.RegistryCache(), "registry-dockerio", "docker", "registry", "v2")
-		for f, n := range map[string]int{
-			filepath.Join(v2, "blobs", "sha256", "aa", h, "data"):                                4096,
-			filepath.Join(v2, "repositories", "kindest", "node", "_layers", "sha256", h, "link"): 71,
-		} {
-			if err := os.MkdirAll(filepath.Dir(f), 0o755); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(f, make([]byte, n), 0o644); err != nil {
-				t.Fatal(err)
-			}
-		}
+		f.CachedBlob("registry-dockerio", "kindest/node", "_layers", 'a', 4096)
 		rows, err := ListMirrors(context.Background(), f.Env)
 		if err != nil {
 			t.Fatal(err)

@@ -7,8 +7,6 @@ import (
 	"errors"
 	"maps"
 	"net/netip"
-	"os"
-	"path/filepath"
 	"reflect"
 	"regexp"
 	"slices"
@@ -68,19 +66,7 @@ func TestStatusListsTheClusters(t *testing.T) {
 func TestStatusNodeImages(t *testing.T) {
 	f := sessiontest.New(t)
 	f.Config(nil)
-	h := strings.Repeat("b", 64)
-	v2 := filepath.Join(f.Env.Paths.RegistryCache(), "registry-dockerio", "docker", "registry", "v2")
-	for file, n := range map[string]int{
-		filepath.Join(v2, "blobs", "sha256", "bb", h, "data"):                                                2048,
-		filepath.Join(v2, "repositories", "kindest", "node", "_manifests", "revisions", "sha256", h, "link"): 71,
-	} {
-		if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(file, make([]byte, n), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	f.CachedBlob("registry-dockerio", "kindest/node", "_manifests/revisions", 'b', 2048)
 	st, err := Get(context.Background(), f.Env)
 	if err != nil {
 		t.Fatal(err)

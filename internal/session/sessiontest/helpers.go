@@ -1,6 +1,7 @@
 package sessiontest
 
 import (
+	"bytes"
 	"errors"
 	"maps"
 	"net/netip"
@@ -206,4 +207,24 @@ func TwoClusters(t *testing.T) *World {
 		}
 	}
 	return f
+}
+
+// CachedBlob puts a blob of size bytes, named by hex repeated, into
+// mirror's cache on the Mac, linked from repo as links says
+// ("_layers" or "_manifests/revisions"), as distribution's storage keeps it.
+func (f *World) CachedBlob(mirror, repo, links string, c byte, size int) {
+	f.T.Helper()
+	h := string(bytes.Repeat([]byte{c}, 64))
+	v2 := filepath.Join(f.Env.Paths.RegistryCache(), mirror, "docker", "registry", "v2")
+	for file, n := range map[string]int{
+		filepath.Join(v2, "blobs", "sha256", h[:2], h, "data"):                                  size,
+		filepath.Join(v2, "repositories", filepath.FromSlash(repo), links, "sha256", h, "link"): 71,
+	} {
+		if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
+			f.T.Fatal(err)
+		}
+		if err := os.WriteFile(file, make([]byte, n), 0o644); err != nil {
+			f.T.Fatal(err)
+		}
+	}
 }
