@@ -18,6 +18,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
+	"github.com/bcollard/marina/internal/cli/show"
 	"github.com/bcollard/marina/internal/config"
 	"github.com/bcollard/marina/internal/dns"
 	"github.com/bcollard/marina/internal/machine"
@@ -382,7 +383,7 @@ is read alone). Exits 1 when something it shows is ✗.`,
   marina st
   marina status -o json`,
 	}, status.Get, func(w io.Writer, s status.Status) {
-		style{colour: r.colour, verbose: verbose}.status(w, s)
+		show.Style{Colour: r.colour, Verbose: verbose}.Status(w, s)
 	}, statusVerdict)
 	c.Flags().BoolVarP(&verbose, "verbose", "v", false, "show every section, and each rule checked one by one (text output)")
 	return c
@@ -427,7 +428,7 @@ VM's Docker pulls through it), and the blob and manifest hits and misses it
 has counted since its container started.`,
 		Example: `  marina registry list
   marina registry ls -o json`,
-	}, machine.ListMirrors, printMirrors, func() string {
+	}, machine.ListMirrors, show.Mirrors, func() string {
 		return "No mirrors: registries.mirrors in the config is empty (`marina config edit` adds one)."
 	})
 	var o machine.CleanCacheOptions
@@ -482,7 +483,7 @@ ExternalDNS wrote it, as its ownership record says; - when there is none).
 		Args: cobra.NoArgs,
 	}, func(ctx context.Context, e *session.Env) ([]dns.Record, error) {
 		return status.ListDNS(ctx, e, selector)
-	}, printDNS, func() string {
+	}, show.DNS, func() string {
 		if selector != "" {
 			return fmt.Sprintf("No name matches -l %s (`marina dns list` shows them all).", selector)
 		}

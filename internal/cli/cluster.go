@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/bcollard/marina/internal/addons"
+	"github.com/bcollard/marina/internal/cli/show"
 	"github.com/bcollard/marina/internal/fleet"
 	"github.com/bcollard/marina/internal/kindcluster"
 	"github.com/bcollard/marina/internal/session"
@@ -147,7 +148,7 @@ whose control-plane node matches the label selector.`,
   marina cluster list -o json`,
 	}, func(ctx context.Context, e *session.Env) ([]kindcluster.Row, error) {
 		return kindcluster.List(ctx, e, selector)
-	}, printClusters, func() string {
+	}, show.Clusters, func() string {
 		if selector != "" {
 			return fmt.Sprintf("No cluster's nodes match -l %s (`marina cluster list -o yaml` shows every cluster's labels).", selector)
 		}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/bcollard/marina/internal/cli/show"
 	"github.com/bcollard/marina/internal/doctor"
 	"github.com/bcollard/marina/internal/session"
 	"github.com/bcollard/marina/internal/ui"
@@ -34,7 +35,7 @@ func (r *root) doctorCmd() *cobra.Command {
 			text := output == "text"
 			if text {
 				o.Before = func(rep doctor.Report) {
-					style{colour: r.colour}.doctor(r.stdout, rep)
+					show.Style{Colour: r.colour}.Doctor(r.stdout, rep)
 					printRepairs(r.stdout, rep.Repairs, "Repairing (--fix):")
 					fmt.Fprintln(r.stdout)
 				}
@@ -51,7 +52,7 @@ func (r *root) doctorCmd() *cobra.Command {
 				if o.Fix && !o.DryRun && len(rep.Repairs) > 0 {
 					fmt.Fprintln(r.stdout, "\nChecking again:")
 				}
-				style{colour: r.colour}.doctor(r.stdout, rep)
+				show.Style{Colour: r.colour}.Doctor(r.stdout, rep)
 				switch {
 				case o.Fix && o.DryRun && len(rep.Repairs) > 0:
 					printRepairs(r.stdout, rep.Repairs, "Repairs --fix would make (--dry-run, nothing was changed):")
@@ -72,62 +73,7 @@ func (r *root) doctorCmd() *cobra.Command {
 }
 
 // printDoctor writes the report uncoloured.
-func printDoctor(w io.Writer, rep doctor.Report) { style{}.doctor(w, rep) }
-
-// Doctor's text keeps to doctorWidth columns: the findings start in one
-// column after the names and wrap at spaces with a hanging indent; a name
-// longer than doctorName has its finding start on the next line. A Fix
-// line is never wrapped, so its command copies whole.
-const (
-	doctorWidth = 100
-	doctorName  = 14
-)
-
-// doctor writes the report (its strings cleaned: findings quote what the
-// VM and the clusters said): each check's tag, name and finding, a Fix
-// line under each that is not OK, and the summary.
-func (v style) doctor(w io.Writer, rep doctor.Report) {
-	ui.CleanStrings(&rep)
-	width := 0
-	for _, c := range rep.Checks {
-		if len(c.Name) <= doctorName {
-			width = max(width, len(c.Name))
-		}
-	}
-	indent := strings.Repeat(" ", 7+width+2) // "[WARN] " + name + two spaces
-	for _, c := range rep.Checks {
-		tag := fmt.Sprintf("%-6s ", "["+strings.ToUpper(string(c.Status))+"]")
-		fmt.Fprint(w, ui.Paint(tag, strings.ToUpper(string(c.Status)), v.colour))
-		lines := wrap(c.Finding, doctorWidth-len(indent))
-		if len(c.Name) > width {
-			fmt.Fprintf(w, "%s\n%s%s\n", c.Name, indent, lines[0])
-		} else {
-			fmt.Fprintf(w, "%-*s  %s\n", width, c.Name, lines[0])
-		}
-		for _, l := range lines[1:] {
-			fmt.Fprintf(w, "%s%s\n", indent, l)
-		}
-		if c.Fix != "" && c.Status != doctor.OK && c.Status != doctor.Skip {
-			fmt.Fprintf(w, "%sFix: %s\n", indent, c.Fix)
-		}
-	}
-	fmt.Fprintln(w, rep.Summary.Line)
-}
-
-// wrap cuts s into lines of at most n columns at spaces; a word longer
-// than n stays whole on a line of its own.
-func wrap(s string, n int) []string {
-	var out []string
-	line := ""
-	for _, word := range strings.Fields(s) {
-		if line != "" && len(line)+1+len(word) > n {
-			out = append(out, line)
-			line = ""
-		}
-		line = strings.TrimPrefix(line+" "+word, " ")
-	}
-	return append(out, line)
-}
+func printDoctor(w io.Writer, rep doctor.Report) { show.Style{}.Doctor(w, rep) }
 
 func printRepairs(w io.Writer, repairs []string, head string) {
 	ui.CleanStrings(&repairs)

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/bcollard/marina/internal/addons"
+	"github.com/bcollard/marina/internal/cli/show"
 	"github.com/bcollard/marina/internal/fleet"
 	"github.com/bcollard/marina/internal/session"
 	"github.com/bcollard/marina/internal/ui"
@@ -237,7 +238,7 @@ func printFleetMembers(w io.Writer, rows []fleet.MemberRow) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "NAME\tSLOT\tAPI-PORT\tNODES\tVERSION\tREADY\tKUBECONFIG\tLABELS")
 	for _, r := range rows {
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\t%v\t%s\t%s\n", r.Name, r.Num, r.APIPort, r.Nodes, orDash(r.Version), r.Ready, orDash(r.KubeconfigPath), orDash(fleet.ShownLabels(r.Labels)))
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\t%v\t%s\t%s\n", r.Name, r.Num, r.APIPort, r.Nodes, show.OrDash(r.Version), r.Ready, show.OrDash(r.KubeconfigPath), show.OrDash(fleet.ShownLabels(r.Labels)))
 	}
 	tw.Flush()
 }

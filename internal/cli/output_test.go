@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/bcollard/marina/internal/cli/show"
 	"github.com/bcollard/marina/internal/status"
 )
 
@@ -31,7 +32,7 @@ func TestPrintStatusClusters(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			var b bytes.Buffer
-			printStatus(&b, c.st)
+			show.Status(&b, c.st)
 			out := b.String()
 			if c.want == "" {
 				if strings.Contains(out, "Clusters") {
@@ -78,7 +79,7 @@ func TestStatusGlance(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			var b bytes.Buffer
-			style{colour: c.colour}.status(&b, c.st)
+			show.Style{Colour: c.colour}.Status(&b, c.st)
 			for _, w := range c.want {
 				if !strings.Contains(b.String(), w) {
 					t.Errorf("status lacks %q:\n%s", w, b.String())

@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/bcollard/marina/internal/cli/show"
 	"github.com/bcollard/marina/internal/golden"
 	"github.com/bcollard/marina/internal/ui"
 	"github.com/bcollard/marina/internal/version"
@@ -82,18 +83,18 @@ func text[T any](print func(io.Writer, T)) func(*testing.T, []byte) []byte {
 }
 
 // glance is status's default text view of a view's json.
-func glance(string) func(*testing.T, []byte) []byte { return text(style{}.status) }
+func glance(string) func(*testing.T, []byte) []byte { return text(show.Style{}.Status) }
 
 // The text of every view but fleet apply's (its plan is printed by fleet
 // as it goes), from the same fixture as the json, checked in under
 // testdata/views.
 func TestGoldenTextViews(t *testing.T) {
 	for name, print := range map[string]func(*testing.T, []byte) []byte{
-		"status":         text(printStatus),
+		"status":         text(show.Status),
 		"status-glance":  glance("status"),
-		"cluster-list":   text(printClusters),
-		"registry-list":  text(printMirrors),
-		"dns-list":       text(printDNS),
+		"cluster-list":   text(show.Clusters),
+		"registry-list":  text(show.Mirrors),
+		"dns-list":       text(show.DNS),
 		"fleet-list":     text(printFleets),
 		"fleet-describe": text(printFleetMembers),
 		"doctor":         text(printDoctor),
@@ -126,11 +127,11 @@ func TestTextViewsPrintNoControlCharacter(t *testing.T) {
 		}
 	}
 	views := map[string]func(*testing.T) string{
-		"status":         hostileText(t, printStatus, hostile),
-		"status glance":  hostileText(t, style{}.status, hostile),
-		"cluster list":   hostileText(t, printClusters, hostile),
-		"registry list":  hostileText(t, printMirrors, hostile),
-		"dns list":       hostileText(t, printDNS, hostile),
+		"status":         hostileText(t, show.Status, hostile),
+		"status glance":  hostileText(t, show.Style{}.Status, hostile),
+		"cluster list":   hostileText(t, show.Clusters, hostile),
+		"registry list":  hostileText(t, show.Mirrors, hostile),
+		"dns list":       hostileText(t, show.DNS, hostile),
 		"fleet list":     hostileText(t, printFleets, hostile),
 		"fleet describe": hostileText(t, printFleetMembers, hostile),
 		"version":        hostileText(t, printVersion, hostile),
