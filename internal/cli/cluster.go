@@ -19,7 +19,7 @@ func (r *root) clusterCmd() *cobra.Command {
 	c := group(&cobra.Command{
 		Use:     "cluster",
 		Aliases: []string{"clusters", "cl", "c"},
-		Short:   "Create, list, label, verify and delete kind clusters",
+		Short:   "Create, list, label, stop, start, verify and delete kind clusters",
 		Long: `Every cluster is a kind cluster in the VM, on the shared kind Docker network,
 in a slot N from 1 to 99 that gives it its API port (700N), its subnets and
 its slice of LoadBalancer addresses. Its nodes pull through the registry
@@ -34,7 +34,7 @@ merged into yours as the context NAME.`,
 	apply.Short = "Apply a Fleet manifest (the same as marina fleet apply)"
 	apply.Example = `  marina cluster apply -f fleet.yaml --dry-run
   marina cluster apply -f fleet.yaml`
-	c.AddCommand(r.clusterCreateCmd(), apply, r.clusterDeleteCmd(), r.clusterListCmd(), r.clusterLabelCmd(), r.clusterVerifyCmd(), r.e2eTestNginxCmd())
+	c.AddCommand(r.clusterCreateCmd(), apply, r.clusterDeleteCmd(), r.clusterListCmd(), r.clusterLabelCmd(), r.clusterStopCmd(false), r.clusterStopCmd(true), r.clusterVerifyCmd(), r.e2eTestNginxCmd())
 	return c
 }
 
@@ -177,6 +177,48 @@ same. A cluster's labels are its nodes': cluster list -l and cluster delete
 	}
 	c.Flags().StringArrayVarP(&labels, "label", "l", nil, "key=value to set, key- to remove (repeatable)")
 	dryRunFlag(c, &dryRun)
+	return c
+}
+
+// clusterStopCmd is cluster stop, or with start cluster start.
+func (r *root) clusterStopCmd(start bool) *cobra.Command {
+	var o kindcluster.StopOptions
+	c := &cobra.Command{
+		Use:   "stop NAME… | -l SELECTOR | --all",
+		Short: "Stop clusters to free the VM's memory; they keep everything",
+		Long: `Stop the clusters' node containers, and with them everything in the
+clusters, freeing the memory they use (shown, as docker stats reads it). A
+stopped cluster keeps its nodes, volumes, kubeconfig, slot, the local DNS's
+names of its Services and their LoadBalancer addresses; cluster list, status
+and dns list show it as stopped. It stays stopped across marina down and up;
+marina cluster start starts it again.`,
+		Example: `  marina cluster stop dev
+  marina cluster stop -l env=test
+  marina cluster stop --all`,
+		RunE: func(c *cobra.Command, args []string) error {
+			o.Names = args
+			if start {
+				return r.done(kindcluster.Start(c.Context(), r.env.Load(), o))
+			}
+			return r.done(kindcluster.Stop(c.Context(), r.env.Load(), o))
+		},
+	}
+	if start {
+		c.Use = "start NAME… | -l SELECTOR | --all"
+		c.Short = "Start stopped clusters and wait until they are back"
+		c.Long = `Start the clusters' node containers (the control plane first) and wait
+until each is back: its API server ready, every node Ready and the pods of
+MetalLB and ExternalDNS running again, all since the start. It then checks
+MetalLB's pool against the cluster's slot and, if the VM's address moved
+while it was stopped, exports its kubeconfig again. Its Services keep their
+LoadBalancer addresses and DNS names. Clusters start one after the other.`
+		c.Example = `  marina cluster start dev
+  marina cluster start --all --wait 10m`
+		c.Flags().DurationVar(&o.Wait, "wait", kindcluster.StartWait, "how long to wait for each cluster to be back")
+	}
+	c.Flags().StringVarP(&o.Selector, "selector", "l", "", "the clusters whose nodes match this label selector")
+	c.Flags().BoolVar(&o.All, "all", false, "every cluster")
+	dryRunFlag(c, &o.DryRun)
 	return c
 }
 

@@ -34,6 +34,10 @@ func (r *root) argCompletions() map[string]cobra.CompletionFunc {
 	return map[string]cobra.CompletionFunc{
 		"cluster delete":       clusters,
 		"cluster label":        cluster,
+		"cluster stop":         r.names(kindcluster.CompleteRunning, 0),
+		"cluster start":        r.names(kindcluster.CompleteStopped, 0),
+		"fleet stop":           fleet,
+		"fleet start":          fleet,
 		"cluster verify":       cluster,
 		"kubeconfig merge":     clusters,
 		"kubeconfig path":      r.names(kindcluster.CompleteKubeconfigFiles, 1),

@@ -14,6 +14,7 @@ import (
 	"github.com/bcollard/marina/internal/addons"
 	"github.com/bcollard/marina/internal/cli/show"
 	"github.com/bcollard/marina/internal/fleet"
+	"github.com/bcollard/marina/internal/kindcluster"
 	"github.com/bcollard/marina/internal/session"
 	"github.com/bcollard/marina/internal/ui"
 )
@@ -55,7 +56,7 @@ func (r *root) fleetCmd() *cobra.Command {
 	})
 	apply := r.fleetApplyCmd("apply")
 	apply.Aliases = []string{"create"} // klimax's word
-	c.AddCommand(apply, r.fleetListCmd(), r.fleetDescribeCmd(), r.fleetLabelCmd(), r.fleetAdoptCmd(), r.fleetDeleteCmd())
+	c.AddCommand(apply, r.fleetListCmd(), r.fleetDescribeCmd(), r.fleetLabelCmd(), r.fleetAdoptCmd(), r.fleetStopCmd(false), r.fleetStopCmd(true), r.fleetDeleteCmd())
 	return c
 }
 
@@ -221,6 +222,34 @@ kubeconfig files and entries. Asks first unless -y; a manifest read from stdin
 	}
 	c.Flags().StringVarP(&file, "filename", "f", "", "delete the clusters of this Fleet manifest (- for stdin)")
 	c.Flags().BoolVarP(&yes, "yes", "y", false, "do not ask for confirmation")
+	dryRunFlag(c, &dryRun)
+	return c
+}
+
+// fleetStopCmd is fleet stop, or with start fleet start.
+func (r *root) fleetStopCmd(start bool) *cobra.Command {
+	var wait time.Duration
+	var dryRun bool
+	c := &cobra.Command{
+		Use:   "stop NAME",
+		Short: "Stop a fleet's clusters, dependents first",
+		Long: `Stop the clusters carrying the fleet's label as marina cluster stop does,
+one after the other, every cluster before those it depends on (as the
+manifest fleet apply recorded says).`,
+		Example: "  marina fleet stop demo",
+		Args:    one("fleet", "marina fleet stop NAME"),
+		RunE: func(c *cobra.Command, args []string) error {
+			return r.done(fleet.StopStart(c.Context(), r.env.Load(), args[0], start, wait, dryRun))
+		},
+	}
+	if start {
+		c.Use, c.Short, c.Example = "start NAME", "Start a fleet's clusters, dependencies first", "  marina fleet start demo"
+		c.Args = one("fleet", "marina fleet start NAME")
+		c.Long = `Start the clusters carrying the fleet's label as marina cluster start does,
+one after the other, every cluster after those it depends on: each is back
+before the next starts.`
+		c.Flags().DurationVar(&wait, "wait", kindcluster.StartWait, "how long to wait for each cluster to be back")
+	}
 	dryRunFlag(c, &dryRun)
 	return c
 }

@@ -74,6 +74,8 @@ func viewsFixture(t *testing.T) *sessiontest.World {
 		kv("/skydns/internal/demo/dev/shop/web/1a2b3c4d", `{"host":"172.30.1.1","targetstrip":1}`),
 		kv("/skydns/internal/demo/dev/shop/a-web/5e6f7a8b", `{"text":"\"heritage=external-dns,external-dns/owner=dev\"","targetstrip":1}`),
 		kv("/skydns/internal/demo/dev/default/api/0a0b0c0d", `{"host":"172.30.1.2","targetstrip":1}`),
+		// east is stopped: its name stays, shown as stopped.
+		kv("/skydns/internal/demo/east/default/db/0e0f0a0b", `{"host":"172.30.2.1","targetstrip":1}`),
 	}, ",") + `]}`)}
 	return f
 }

@@ -122,6 +122,18 @@ func (p Paths) Kubeconfig(name string) (string, error) {
 	return f, nil
 }
 
+// Stopped holds a record per cluster marina cluster stop stopped.
+func (p Paths) Stopped() string { return filepath.Join(p.Dir, "stopped") }
+
+// StoppedRecord is the record cluster stop keeps of cluster name.
+func (p Paths) StoppedRecord(name string) (string, error) {
+	f, err := fileutil.Child(p.Stopped(), name+".json")
+	if err != nil {
+		return "", fmt.Errorf("cluster %q has no record file name: it is not a cluster name", name)
+	}
+	return f, nil
+}
+
 // MirrorCache is mirror name's cache folder on the Mac.
 func (p Paths) MirrorCache(name string) (string, error) {
 	d, err := fileutil.Child(p.RegistryCache(), name)

@@ -22,6 +22,10 @@ type Record struct {
 	// Owner is the TXT registry's owner of the name (the cluster whose
 	// ExternalDNS wrote it), "" when no ownership record was found.
 	Owner string `json:"owner"`
+	// Stopped is set when the cluster is stopped (marina cluster stop):
+	// the name stays and answers, for an address nothing serves until the
+	// cluster starts.
+	Stopped bool `json:"stopped,omitempty"`
 }
 
 // etcdValue is the part of the coredns provider's record JSON marina reads.

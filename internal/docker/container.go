@@ -2,12 +2,15 @@ package docker
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/netip"
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/containerd/errdefs"
 	"github.com/moby/moby/api/types/container"
@@ -120,6 +123,60 @@ func (c *Client) Start(ctx context.Context, id string) error {
 		return fmt.Errorf("start container %s: %w", id, err)
 	}
 	return nil
+}
+
+// Stop stops container id as docker stop does: its stop signal, then
+// SIGKILL after its own timeout (Docker's 10 s when it sets none). A
+// stopped container stays as it is, and Docker's restart policy leaves a
+// container stopped this way stopped, across a restart of Docker too.
+func (c *Client) Stop(ctx context.Context, id string) error {
+	if _, err := c.api.ContainerStop(ctx, id, client.ContainerStopOptions{}); err != nil {
+		return fmt.Errorf("stop container %s: %w", id, err)
+	}
+	return nil
+}
+
+// Started is when container id last started, by the VM's clock.
+func (c *Client) Started(ctx context.Context, id string) (time.Time, error) {
+	res, err := c.api.ContainerInspect(ctx, id, client.ContainerInspectOptions{})
+	if err != nil {
+		return time.Time{}, fmt.Errorf("inspect container %s: %w", id, err)
+	}
+	if res.Container.State == nil {
+		return time.Time{}, fmt.Errorf("container %s has no state", id)
+	}
+	t, err := time.Parse(time.RFC3339Nano, res.Container.State.StartedAt)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("container %s: its start time %q: %w", id, res.Container.State.StartedAt, err)
+	}
+	return t, nil
+}
+
+// Memory is the memory container id uses now, as docker stats shows it:
+// the cgroup's usage less its inactive file cache, which the kernel
+// takes back first.
+func (c *Client) Memory(ctx context.Context, id string) (uint64, error) {
+	res, err := c.api.ContainerStats(ctx, id, client.ContainerStatsOptions{})
+	if err != nil {
+		return 0, fmt.Errorf("read the stats of container %s: %w", id, err)
+	}
+	defer res.Body.Close()
+	var st container.StatsResponse
+	if err := json.NewDecoder(io.LimitReader(res.Body, 1<<20)).Decode(&st); err != nil {
+		return 0, fmt.Errorf("read the stats of container %s: %w", id, err)
+	}
+	return MemoryUsed(st.MemoryStats), nil
+}
+
+// MemoryUsed is docker stats' memory figure: usage less the inactive
+// file cache (total_inactive_file under cgroup v1, inactive_file under v2).
+func MemoryUsed(m container.MemoryStats) uint64 {
+	for _, k := range []string{"total_inactive_file", "inactive_file"} {
+		if v, ok := m.Stats[k]; ok && v < m.Usage {
+			return m.Usage - v
+		}
+	}
+	return m.Usage
 }
 
 // EnsureImage pulls ref unless the daemon already has it.

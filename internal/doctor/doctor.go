@@ -702,7 +702,10 @@ func (d *doctor) judgeCluster(ctx context.Context, c cluster.Info) (Check, bool)
 				down = append(down, n.Name)
 			}
 		}
-		return fail(name, "its nodes do not all run: "+strings.Join(down, ", ")+" not running", "marina shell -- docker start "+strings.Join(down, " ")), false
+		if len(down) == len(c.Nodes) && kindcluster.StoppedByMarina(s, c.Name) {
+			return skip(name, "stopped with marina cluster stop: `marina cluster start "+c.Name+"` starts it"), false
+		}
+		return fail(name, "its nodes do not all run: "+strings.Join(down, ", ")+" not running", "marina cluster start "+c.Name), false
 	}
 	want := s.ClusterServer(c)
 	merge := "marina kubeconfig merge " + c.Name

@@ -568,7 +568,17 @@ func TestDoctorClusters(t *testing.T) {
 		{"another pool", func(f *sessiontest.World) { f.Doctor.Pools = map[string][]string{"dev": {"172.30.9.1-172.30.9.7"}} }, Warn,
 			"holds 172.30.9.1-172.30.9.7, not slot 1's 172.30.1.1-172.30.1.7, 172.30.1.16-172.30.1.254", "marina cluster create dev", false},
 		{"nodes stopped", func(f *sessiontest.World) { f.NodeContainers[0].State = "exited" }, Fail,
-			"its nodes do not all run: dev-control-plane not running", "marina shell -- docker start dev-control-plane", false},
+			"its nodes do not all run: dev-control-plane not running", "marina cluster start dev", false},
+		{"stopped with marina cluster stop", func(f *sessiontest.World) {
+			f.NodeContainers[0].State = "exited"
+			rec, _ := f.Env.Paths.StoppedRecord("dev")
+			if err := os.MkdirAll(filepath.Dir(rec), 0o700); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(rec, []byte(`{"labels":{}}`), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}, Skip, "stopped with marina cluster stop: `marina cluster start dev` starts it", "", false},
 		{"a cluster made with the API on the VM's loopback", func(f *sessiontest.World) {
 			f.NodeContainers = nil
 			f.Cluster("dev", 1, "https://127.0.0.1:7001")

@@ -598,3 +598,42 @@ func row(rep *Report, name string) string {
 	}
 	return name + " is not in the report"
 }
+
+// fleet stop stops the dependents first; fleet start starts them last,
+// finding the stopped members by the labels cluster stop recorded.
+func TestFleetStopStartOrder(t *testing.T) {
+	f, file := fleetFixture(t, "FailFast")
+	ctx := context.Background()
+	if _, err := apply(ctx, f, ApplyOptions{File: file}); err != nil {
+		t.Fatalf("%v\n%s", err, f.Stderr.String())
+	}
+	f.Mu.Lock()
+	f.Labels = map[string]map[string]string{}
+	for _, n := range []string{"east", "west", "mesh"} {
+		f.Labels[n] = map[string]string{cluster.FleetLabel: "demo"}
+	}
+	for i := range f.NodeContainers {
+		n := &f.NodeContainers[i]
+		n.APIHosts = map[int]string{n.APIPorts[0]: "127.0.0.1"}
+	}
+	f.Mu.Unlock()
+	order := func(prefix string) []string {
+		var out []string
+		for _, c := range f.Called(prefix) {
+			out = append(out, strings.TrimSuffix(strings.TrimPrefix(c, prefix), "-cp"))
+		}
+		return out
+	}
+	if _, err := StopStart(ctx, f.Env, "demo", false, 0, false); err != nil {
+		t.Fatalf("%v\n%s", err, f.Stderr.String())
+	}
+	if got := order("docker.stop "); len(got) != 3 || got[0] != "mesh" {
+		t.Errorf("stop order %v, want mesh first", got)
+	}
+	if _, err := StopStart(ctx, f.Env, "demo", true, 0, false); err != nil {
+		t.Fatalf("%v\n%s", err, f.Stderr.String())
+	}
+	if got := order("docker.start "); len(got) != 3 || got[2] != "mesh" {
+		t.Errorf("start order %v, want mesh last", got)
+	}
+}

@@ -99,7 +99,7 @@ func fleetMembers(ctx context.Context, s *session.Session, name string) ([]kindc
 			names = append(names, f)
 		}
 		sort.Strings(names)
-		return nil, fmt.Errorf("no running cluster carries %s=%s (fleets: %s): `marina fleet list` shows them; a stopped VM's clusters come back with `marina up`", cluster.FleetLabel, name, strings.Join(ui.OrNone(names), ", "))
+		return nil, fmt.Errorf("no cluster carries %s=%s (fleets: %s): `marina fleet list` shows them; a stopped VM's clusters come back with `marina up`", cluster.FleetLabel, name, strings.Join(ui.OrNone(names), ", "))
 	}
 	return out, nil
 }
@@ -311,6 +311,28 @@ func Delete(ctx context.Context, e *session.Env, name, file string, yes, dryRun 
 		_ = os.Remove(fleetFile(e, name)) // apply writes it again
 	}
 	return session.Result{}, nil
+}
+
+// StopStart stops fleet name's clusters, dependents first, or starts
+// them, dependencies first: each is back before the next starts.
+func StopStart(ctx context.Context, e *session.Env, name string, start bool, wait time.Duration, dryRun bool) (session.Result, error) {
+	if err := checkFleetName(name); err != nil {
+		return session.Result{}, err
+	}
+	s, err := session.Open(ctx, e, session.Needs{Config: session.Strict, Running: true, Clusters: true})
+	if err != nil {
+		return session.Result{}, err
+	}
+	defer s.Close()
+	names, _, err := fleetDeletions(ctx, s, Fleet{}, name)
+	if err != nil {
+		return session.Result{}, err
+	}
+	if !start {
+		return kindcluster.StopIn(ctx, s, names, dryRun)
+	}
+	slices.Reverse(names)
+	return kindcluster.StartIn(ctx, s, names, wait, dryRun)
 }
 
 // fleetDeletions are the clusters a fleet delete removes, dependents

@@ -44,7 +44,35 @@ func CompleteClusters(ctx context.Context, e *session.Env) []string {
 	return cluster.Names(s.Clusters)
 }
 
-// CompleteFleets are the fleets the running clusters belong to.
+// CompleteRunning are the clusters with a node running (cluster stop).
+func CompleteRunning(ctx context.Context, e *session.Env) []string {
+	return completeState(ctx, e, true)
+}
+
+// CompleteStopped are the clusters with a node stopped (cluster start).
+func CompleteStopped(ctx context.Context, e *session.Env) []string {
+	return completeState(ctx, e, false)
+}
+
+func completeState(ctx context.Context, e *session.Env, running bool) []string {
+	ctx, cancel := context.WithTimeout(ctx, CompletionWait)
+	defer cancel()
+	s := completionSession(ctx, e)
+	if s == nil {
+		return nil
+	}
+	defer s.Close()
+	var out []string
+	for _, c := range s.Clusters {
+		if (running && anyRunning(c)) || (!running && !c.Running()) {
+			out = append(out, c.Name)
+		}
+	}
+	return out
+}
+
+// CompleteFleets are the fleets the clusters belong to (a stopped one's
+// as cluster stop recorded it).
 func CompleteFleets(ctx context.Context, e *session.Env) []string {
 	return completeLabel(ctx, e, cluster.FleetLabel)
 }
@@ -75,13 +103,18 @@ func completeLabel(ctx context.Context, e *session.Env, key string) []string {
 	var wg sync.WaitGroup
 	for _, c := range s.Clusters {
 		if !c.Running() {
+			if l, err := readStopped(s, c.Name); err == nil && validValue(l[key]) {
+				mu.Lock()
+				seen[l[key]] = true
+				mu.Unlock()
+			}
 			continue
 		}
 		wg.Go(func() {
 			l, err := nodeLabels(ctx, s, c.Name)
 			// The value goes to the shell as a line of candidates: only a
 			// real label value (no line break, no spaces) may.
-			if err != nil || l[key] == "" || len(validation.IsValidLabelValue(l[key])) > 0 {
+			if err != nil || !validValue(l[key]) {
 				return
 			}
 			mu.Lock()
@@ -92,6 +125,8 @@ func completeLabel(ctx context.Context, e *session.Env, key string) []string {
 	wg.Wait()
 	return slices.Sorted(maps.Keys(seen))
 }
+
+func validValue(v string) bool { return v != "" && len(validation.IsValidLabelValue(v)) == 0 }
 
 // completionSession is a Session holding the clusters Docker lists, or
 // nil when it cannot tell. It reads vm.name from the config and lists

@@ -163,6 +163,7 @@ func DeleteNamed(ctx context.Context, s *session.Session, names, files []string,
 					errs = append(errs, err)
 				}
 			}
+			errs = append(errs, removeStopped(s, n))
 			if s.Config.Kind.AutoRemoveKubeconfig {
 				r, err := kubeconfig.Remove(target, n, s.KubeOwner(false))
 				errs = append(errs, err)

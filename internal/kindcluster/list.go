@@ -63,6 +63,9 @@ func Rows(ctx context.Context, s *session.Session, sel labels.Selector, selector
 			continue
 		}
 		if !c.Running() {
+			if !anyRunning(c) {
+				rows[i].Labels = stoppedLabels(s, c.Name)
+			}
 			continue
 		}
 		wg.Go(func() { rows[i].Labels, errs[i] = nodeLabels(ctx, s, c.Name) })

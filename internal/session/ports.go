@@ -49,6 +49,11 @@ type Docker interface {
 	KindNodes(ctx context.Context, clusterLabel, roleLabel string) ([]docker.Node, error)
 	Remove(ctx context.Context, id string) error
 	Start(ctx context.Context, id string) error
+	Stop(ctx context.Context, id string) error
+	// Started is when container id last started, by the VM's clock.
+	Started(ctx context.Context, id string) (time.Time, error)
+	// Memory is what container id uses now, as docker stats shows it.
+	Memory(ctx context.Context, id string) (uint64, error)
 	// Named is the container called name, nil when there is none.
 	Named(ctx context.Context, name string) (*docker.Container, error)
 	// Endpoints and Reattach convert a network in place (migrate).
@@ -101,6 +106,9 @@ type Kube interface {
 	NodeLabels(ctx context.Context, node string) (map[string]string, error)
 	LabelNodes(ctx context.Context, set map[string]string, remove []string) error
 	Nodes(ctx context.Context) ([]kube.NodeInfo, error)
+	// Back reports whether a cluster restarted at since is back: its
+	// nodes and the pods of namespaces Ready since then (kube.Back).
+	Back(ctx context.Context, since time.Time, nodes int, namespaces []string) (bool, string, error)
 	DeployEcho(ctx context.Context, e kube.Echo) error
 	EchoAddress(ctx context.Context, ns string) (netip.Addr, error)
 	DeleteNamespace(ctx context.Context, ns string) error

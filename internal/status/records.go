@@ -7,6 +7,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/labels"
 
+	"github.com/bcollard/marina/internal/cluster"
 	"github.com/bcollard/marina/internal/dns"
 	"github.com/bcollard/marina/internal/guest"
 	"github.com/bcollard/marina/internal/run"
@@ -23,7 +24,7 @@ func ListDNS(ctx context.Context, e *session.Env, selector string) ([]dns.Record
 	if err != nil {
 		return nil, err
 	}
-	s, err := session.Open(ctx, e, session.Needs{Config: session.Strict, Running: true})
+	s, err := session.Open(ctx, e, session.Needs{Config: session.Strict, Running: true, Clusters: true})
 	if err != nil {
 		return nil, err
 	}
@@ -45,6 +46,11 @@ func ListDNS(ctx context.Context, e *session.Env, selector string) ([]dns.Record
 		return nil, fmt.Errorf("%w\nthe local DNS's etcd (%s) did not answer: `marina up` starts it", err, dns.EtcdName)
 	}
 	recs, malformed, err := dns.ParseRange(out.Stdout, cfg.DNS.Domain)
+	for i, r := range recs {
+		if c, ok := cluster.Find(s.Clusters, r.Cluster); ok && !c.APIRunning() {
+			recs[i].Stopped = true
+		}
+	}
 	if n := len(malformed); n > 0 {
 		// Only a cluster's own ExternalDNS user may write under its zone,
 		// and each reads its zone alone: such a value stops that one.

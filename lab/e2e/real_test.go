@@ -428,9 +428,11 @@ func TestRealCluster(t *testing.T) {
 		}
 	})
 
+	var webIP string
 	t.Run("a Service's name: ExternalDNS in the cluster, answered from the Mac and from a pod", func(t *testing.T) {
 		cs := contextClient(t, "dev")
 		ip := webService(t, cs, "shop", agnhost)
+		webIP = ip
 		name := "web.shop.dev.demo.internal"
 		took := waitAnswer(t, name, ip, 90*time.Second)
 		t.Logf("%s answered %s from the Mac %v after MetalLB gave the address", name, ip, took.Round(10*time.Millisecond))
@@ -450,6 +452,10 @@ func TestRealCluster(t *testing.T) {
 			t.Errorf("web at %s saw the Mac as %q, want %s:PORT", ip, body, macAddr)
 		}
 	})
+
+	if webIP != "" {
+		stopStart(t, agnhost, webIP)
+	}
 
 	t.Run("offline: mirrors that start with no upstream stay up, up says so once, doctor warns", func(t *testing.T) {
 		if out, err := labCmd(t, "upstream", "stop"); err != nil {

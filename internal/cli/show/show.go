@@ -300,7 +300,11 @@ func DNS(w io.Writer, rows []dns.Record) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "NAME\tADDRESS\tCLUSTER\tOWNER")
 	for _, r := range rows {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.Name, r.Address, r.Cluster, OrDash(r.Owner))
+		c := r.Cluster
+		if r.Stopped {
+			c += " (stopped)"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.Name, r.Address, c, OrDash(r.Owner))
 	}
 	tw.Flush()
 }

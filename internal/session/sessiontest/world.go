@@ -567,6 +567,14 @@ func (d Docker) ListLabeled(_ context.Context, label string) ([]docker.Container
 			out = append(out, c)
 		}
 	}
+	if label == cluster.KindLabel {
+		// kind's node containers, with the labels kind gives them.
+		for _, n := range d.NodeContainers {
+			c := n.Container
+			c.Labels = map[string]string{cluster.KindLabel: n.Cluster, cluster.RoleLabel: n.Role}
+			out = append(out, c)
+		}
+	}
 	d.Mu.Unlock()
 	return out, d.Call("docker.list " + label)
 }
@@ -597,6 +605,37 @@ func (d Docker) Start(_ context.Context, id string) error {
 		}
 	}
 	return nil
+}
+func (d Docker) Stop(_ context.Context, id string) error {
+	if err := d.Call("docker.stop " + id); err != nil {
+		return err
+	}
+	d.Mu.Lock()
+	defer d.Mu.Unlock()
+	for i := range d.NodeContainers {
+		if d.NodeContainers[i].ID == id {
+			d.NodeContainers[i].State = "exited"
+		}
+	}
+	return nil
+}
+
+// Started is the fake's fixed start time.
+func (d Docker) Started(_ context.Context, id string) (time.Time, error) {
+	return time.Unix(1_800_000_000, 0), d.Call("docker.started " + id)
+}
+
+// Memory is 300 MiB for a running node, none for a stopped one.
+func (d Docker) Memory(_ context.Context, id string) (uint64, error) {
+	err := d.Call("docker.memory " + id)
+	d.Mu.Lock()
+	defer d.Mu.Unlock()
+	for _, n := range d.NodeContainers {
+		if n.ID == id && n.State == "running" {
+			return 300 << 20, err
+		}
+	}
+	return 0, err
 }
 func (d Docker) EnsureImage(_ context.Context, ref string) error {
 	return d.Call("docker.ensure-image")
@@ -891,6 +930,12 @@ func (k Kube) Nodes(context.Context) ([]kube.NodeInfo, error) {
 	}
 	l["node-role.kubernetes.io/control-plane"] = ""
 	return []kube.NodeInfo{{Name: k.Name + "-control-plane", Version: "v1.36.1", Ready: true, Labels: l}}, err
+}
+func (k Kube) Back(_ context.Context, _ time.Time, nodes int, ns []string) (bool, string, error) {
+	if err := k.Call(fmt.Sprintf("kube %s back %d %s", k.Name, nodes, strings.Join(ns, ","))); err != nil {
+		return false, "", err
+	}
+	return true, fmt.Sprintf("%d nodes Ready", nodes), nil
 }
 func (k Kube) DeployEcho(_ context.Context, e kube.Echo) error {
 	return k.Call("kube " + k.Name + " deploy-echo")

@@ -1,0 +1,127 @@
+package e2e
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// nodeTimes are the start and stop times Docker keeps of cluster name's
+// control plane, and the states of all its nodes.
+func nodeTimes(t *testing.T, name string) (started, finished time.Time, states []string) {
+	t.Helper()
+	for _, in := range nodeContainers(t, name) {
+		st := in.Container.State
+		states = append(states, string(st.Status))
+		if strings.HasSuffix(in.Container.Name, "-control-plane") {
+			started, _ = time.Parse(time.RFC3339Nano, st.StartedAt)
+			finished, _ = time.Parse(time.RFC3339Nano, st.FinishedAt)
+		}
+	}
+	return started, finished, states
+}
+
+// webAnswers gets http://ip/clientip from the Mac and checks the echo
+// server saw the Mac's own address.
+func webAnswers(t *testing.T, ip string) {
+	t.Helper()
+	c := &http.Client{Timeout: 5 * time.Second}
+	var body []byte
+	waitFor(t, time.Minute, "web at "+ip+" answering from the Mac", func() bool {
+		resp, err := c.Get("http://" + ip + "/clientip")
+		if err != nil {
+			return false
+		}
+		defer resp.Body.Close()
+		body, _ = io.ReadAll(resp.Body)
+		return resp.StatusCode == http.StatusOK
+	})
+	if host, _, _ := strings.Cut(string(body), ":"); host != macAddr {
+		t.Errorf("web at %s saw the Mac as %q, want %s:PORT", ip, body, macAddr)
+	}
+}
+
+// stopStart is TestRealCluster's part for cluster and fleet stop/start, on
+// its two-node cluster dev, which serves web.shop at ip, and a second
+// cluster, edge, that a fleet apply makes depend on dev.
+func stopStart(t *testing.T, agnhost, ip string) {
+	const name = "web.shop.dev.demo.internal"
+	t.Run("cluster stop: one of two stops and frees its memory, keeping its names; start brings it back with the same address", func(t *testing.T) {
+		file := writeManifest(t, `apiVersion: marina.dev/v1alpha1
+kind: Fleet
+metadata: {name: pair}
+spec:
+  clusters:
+    - dev
+    - name: edge
+      dependsOn: [dev]
+`)
+		mustMarina(t, "fleet", "apply", "-f", file, "--adopt")
+
+		r := mustMarina(t, "cluster", "stop", "dev")
+		if !regexp.MustCompile(`Stopped dev, freeing [0-9.]+[KMG]iB of the VM's memory`).MatchString(r.stdout) {
+			t.Errorf("stop says:\n%s%s", r.stdout, r.stderr)
+		}
+		if _, _, states := nodeTimes(t, "dev"); strings.Join(states, ",") != "exited,exited" {
+			t.Errorf("dev's nodes after stop: %v", states)
+		}
+		if _, _, states := nodeTimes(t, "edge"); strings.Join(states, ",") != "running" {
+			t.Errorf("edge's node after dev's stop: %v", states)
+		}
+		if _, err := contextClient(t, "edge").CoreV1().Nodes().List(context.Background(), metav1.ListOptions{}); err != nil {
+			t.Errorf("edge does not answer while dev is stopped: %v", err)
+		}
+		rows := listClusters(t, "-l", "marina.dev/fleet=pair")
+		if len(rows) != 2 {
+			t.Errorf("cluster list -l marina.dev/fleet=pair while dev is stopped: %+v", rows)
+		}
+		if out := mustMarina(t, "dns", "list").stdout; !regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(name) + ` +` + regexp.QuoteMeta(ip) + ` +dev \(stopped\)`).MatchString(out) {
+			t.Errorf("dns list does not show dev's name as stopped:\n%s", out)
+		}
+		if out := marina(t, "status").stdout; !regexp.MustCompile(`dev\b[^\n]*stopped`).MatchString(out) {
+			t.Errorf("status does not show dev stopped:\n%s", out)
+		}
+
+		r = mustMarina(t, "cluster", "start", "dev")
+		if !strings.Contains(r.stdout, "Started dev: 2 nodes Ready, MetalLB and ExternalDNS running, pool ") {
+			t.Errorf("start says:\n%s%s", r.stdout, r.stderr)
+		}
+		svc, err := contextClient(t, "dev").CoreV1().Services("shop").Get(context.Background(), "web", metav1.GetOptions{})
+		if err != nil || len(svc.Status.LoadBalancer.Ingress) == 0 || svc.Status.LoadBalancer.Ingress[0].IP != ip {
+			t.Errorf("web's address after start: %+v, %v; want %s", svc.Status.LoadBalancer, err, ip)
+		}
+		waitAnswer(t, name, ip, 30*time.Second)
+		webAnswers(t, ip)
+		if r := mustMarina(t, "cluster", "verify", "dev", "--image", agnhost); !strings.Contains(r.stdout+r.stderr, "this machine's own address") {
+			t.Errorf("verify after start:\n%s%s", r.stdout, r.stderr)
+		}
+	})
+
+	t.Run("fleet stop stops the dependent first; fleet start starts it last", func(t *testing.T) {
+		mustMarina(t, "fleet", "stop", "pair")
+		_, devStopped, devStates := nodeTimes(t, "dev")
+		_, edgeStopped, edgeStates := nodeTimes(t, "edge")
+		if strings.Join(append(devStates, edgeStates...), ",") != "exited,exited,exited" {
+			t.Errorf("after fleet stop: dev %v, edge %v", devStates, edgeStates)
+		}
+		if !edgeStopped.Before(devStopped) {
+			t.Errorf("fleet stop: edge stopped at %s, dev at %s; want edge (which depends on dev) first", edgeStopped, devStopped)
+		}
+		r := mustMarina(t, "fleet", "start", "pair")
+		devStarted, _, _ := nodeTimes(t, "dev")
+		edgeStarted, _, _ := nodeTimes(t, "edge")
+		if !devStarted.Before(edgeStarted) {
+			t.Errorf("fleet start: dev started at %s, edge at %s; want dev first", devStarted, edgeStarted)
+		}
+		if !strings.Contains(r.stdout, "Started dev:") || !strings.Contains(r.stdout, "Started edge:") {
+			t.Errorf("fleet start says:\n%s%s", r.stdout, r.stderr)
+		}
+		webAnswers(t, ip)
+	})
+}
