@@ -5,6 +5,7 @@ package cluster
 
 import (
 	"fmt"
+	"maps"
 	"net/netip"
 	"regexp"
 	"sort"
@@ -29,6 +30,9 @@ const (
 	RegionLabel = "topology.kubernetes.io/region"
 	ZoneLabel   = "topology.kubernetes.io/zone"
 	FleetLabel  = "marina.dev/fleet"
+	// IngressReady marks the control-plane node, the one kind's ingress
+	// guides (and klimax) put an ingress controller on.
+	IngressReady = "ingress-ready"
 )
 
 // MaxNameLen keeps "<name>-control-plane", kind's longest container name
@@ -210,7 +214,12 @@ func (s Spec) KindConfig() ([]byte, error) {
 		mounts = []v1alpha4.Mount{{HostPath: s.CertsD, ContainerPath: "/etc/containerd/certs.d", Readonly: true}}
 	}
 	node := func(role v1alpha4.NodeRole) v1alpha4.Node {
-		return v1alpha4.Node{Role: role, Labels: labels, ExtraMounts: mounts}
+		l := labels
+		if _, set := l[IngressReady]; !set && role == v1alpha4.ControlPlaneRole {
+			l = maps.Clone(labels)
+			l[IngressReady] = "true"
+		}
+		return v1alpha4.Node{Role: role, Labels: l, ExtraMounts: mounts}
 	}
 	c := v1alpha4.Cluster{
 		TypeMeta: v1alpha4.TypeMeta{Kind: "Cluster", APIVersion: "kind.x-k8s.io/v1alpha4"},

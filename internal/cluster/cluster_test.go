@@ -100,6 +100,11 @@ func TestKindConfig(t *testing.T) {
 	}
 	for _, node := range c.Nodes {
 		want := map[string]string{"managed-by": "marina", RegionLabel: "europe-west3", ZoneLabel: "europe-west3-b", "team": "net"}
+		// The control plane alone is ingress-ready, as kind's ingress
+		// guides have it.
+		if node.Role == v1alpha4.ControlPlaneRole {
+			want[IngressReady] = "true"
+		}
 		if len(node.Labels) != len(want) {
 			t.Errorf("labels = %v", node.Labels)
 		}
@@ -256,5 +261,24 @@ func TestGroupReadsTheAPIAddressMode(t *testing.T) {
 	}
 	if want := map[string]bool{"lo": true, "all": false, "unset": false}; !maps.Equal(got, want) {
 		t.Errorf("loopback = %v, want %v", got, want)
+	}
+}
+
+// A user's own ingress-ready label is kept as given, on every node.
+func TestKindConfigIngressReadyOfTheUser(t *testing.T) {
+	s := spec()
+	s.Labels = Labels{IngressReady: "false"}
+	b, err := s.KindConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c v1alpha4.Cluster
+	if err := yaml.UnmarshalStrict(b, &c); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range c.Nodes {
+		if n.Labels[IngressReady] != "false" {
+			t.Errorf("%s: ingress-ready=%q", n.Role, n.Labels[IngressReady])
+		}
 	}
 }

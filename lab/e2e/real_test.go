@@ -379,6 +379,19 @@ func TestRealCluster(t *testing.T) {
 		podsReady(t, cs, "kube-system", "app=kindnet", 2, time.Minute)
 		podsReady(t, cs, "metallb-system", "component=controller", 1, time.Minute)
 		podsReady(t, cs, "metallb-system", "component=speaker", 2, time.Minute)
+		// The control plane alone is ingress-ready, and cluster list says so.
+		nodes, err := cs.CoreV1().Nodes().List(context.Background(), metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range nodes.Items {
+			if cp := strings.HasSuffix(n.Name, "-control-plane"); cp != (n.Labels["ingress-ready"] == "true") {
+				t.Errorf("node %s has ingress-ready=%q", n.Name, n.Labels["ingress-ready"])
+			}
+		}
+		if rows := listClusters(t, "-l", "ingress-ready=true"); len(rows) != 1 || rows[0].Name != "dev" {
+			t.Errorf("cluster list -l ingress-ready=true: %+v", rows)
+		}
 	})
 
 	t.Run("the VM's Docker pulled the node image through the Docker Hub mirror, and registry list says how much it is", func(t *testing.T) {
