@@ -215,6 +215,13 @@ func TestManifestContextCancelled(t *testing.T) {
 
 // The version marina's config uses by default must have a pin, or every
 // new cluster would fail.
+// The config accepts exactly the versions a digest is pinned for here.
+func TestConfigKnowsTheMetalLBPins(t *testing.T) {
+	if !slices.Equal(MetalLBVersions(), config.MetalLBVersions) {
+		t.Fatalf("pinned MetalLB manifests %v, config.MetalLBVersions %v: keep them the same", MetalLBVersions(), config.MetalLBVersions)
+	}
+}
+
 func TestDefaultMetalLBVersionIsPinned(t *testing.T) {
 	if !slices.Contains(MetalLBVersions(), config.DefaultMetalLBVersion) {
 		t.Fatalf("config default MetalLB %s has no pinned digest (pinned: %v)", config.DefaultMetalLBVersion, MetalLBVersions())

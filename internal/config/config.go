@@ -180,6 +180,12 @@ const (
 	DefaultRegistryImage = "registry:3.1.2@sha256:ddf754342cfc8acc51a56d5d0ab6af06826461864460636d8bd5c546dab2a7b8"
 )
 
+// MetalLBVersions are the MetalLB versions marina pins a manifest's sha256
+// for (package addons holds the digests, and its tests keep the two lists
+// the same): kind.metalLBVersion must be one of them, so that a version
+// without a pin fails at config load, not in the middle of a create.
+var MetalLBVersions = []string{"v0.16.2"}
+
 // DefaultMirrors are the five upstreams every cluster pulls through.
 func DefaultMirrors() []Mirror {
 	return []Mirror{

@@ -369,6 +369,7 @@ func TestValidation(t *testing.T) {
 		}, []prob{{"kind.nodeImages", `"latest" is not a Kubernetes version`}}},
 		{"node version without an image", func(c *Config) { c.Kind.NodeVersion = "v1.36.1" }, []prob{{"kind.nodeVersion", "has no node image"}}},
 		{"metallb version", func(c *Config) { c.Kind.MetalLBVersion = "latest" }, []prob{{"kind.metalLBVersion", "not a MetalLB version"}}},
+		{"metallb version without a pin (klimax's)", func(c *Config) { c.Kind.MetalLBVersion = "v0.16.1" }, []prob{{"kind.metalLBVersion", "MetalLB v0.16.1 has no manifest digest pinned in this marina, which installs only what it can check: use one of v0.16.2"}}},
 		{"resolver domain", func(c *Config) {
 			c.Kind.CustomDNSResolvers = []DNSResolver{{Domain: "bad_domain", Resolvers: []string{"1.1.1.1"}}}
 		}, []prob{{"kind.customDnsResolvers[0].domain", "not a domain name"}}},

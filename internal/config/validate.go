@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -159,8 +160,11 @@ func (v *validator) kind(k Kind, zone string) {
 			v.add("kind.addonImages."+from, "%v", err)
 		}
 	}
-	if !versionRe.MatchString(k.MetalLBVersion) {
+	switch {
+	case !versionRe.MatchString(k.MetalLBVersion):
 		v.add("kind.metalLBVersion", "%q is not a MetalLB version: write it like %s", k.MetalLBVersion, DefaultMetalLBVersion)
+	case !slices.Contains(MetalLBVersions, k.MetalLBVersion):
+		v.add("kind.metalLBVersion", "MetalLB %s has no manifest digest pinned in this marina, which installs only what it can check: use one of %s (marina version lists them)", k.MetalLBVersion, strings.Join(MetalLBVersions, ", "))
 	}
 	seen := map[string]bool{}
 	for i, r := range k.CustomDNSResolvers {
