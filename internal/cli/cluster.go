@@ -41,6 +41,7 @@ merged into yours as the context NAME.`,
 func (r *root) clusterCreateCmd() *cobra.Command {
 	var o kindcluster.CreateOptions
 	var output string
+	var metrics bool
 	c := &cobra.Command{
 		Use:     "create NAME",
 		Aliases: []string{"cr", "c"},
@@ -69,6 +70,9 @@ give how long each step of kind and of each add-on took.`,
 				return err
 			}
 			o.Name = args[0]
+			if c.Flags().Changed("metrics-server") {
+				o.Metrics = &metrics
+			}
 			created, err := kindcluster.Create(c.Context(), r.env.Load(), o)
 			switch {
 			case created == nil:
@@ -93,6 +97,7 @@ give how long each step of kind and of each add-on took.`,
 	f.BoolVar(&o.Retain, "retain", false, "keep the cluster when a step fails, for a look")
 	f.BoolVar(&o.NoSwitch, "no-switch-context", false, "leave kubectl's current context as it is (kind.switchContext)")
 	f.DurationVar(&o.Wait, "wait", addons.DefaultWait, "how long to wait for MetalLB to be ready")
+	f.BoolVar(&metrics, "metrics-server", false, "install metrics-server, for kubectl top (default kind.metricsServer)")
 	dryRunFlag(c, &o.DryRun)
 	return c
 }

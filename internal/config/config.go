@@ -56,6 +56,9 @@ type Kind struct {
 	// SwitchContext makes a new cluster the current context of the
 	// kubeconfig it is merged into, as kind does.
 	SwitchContext bool `yaml:"switchContext" json:"switchContext"`
+	// MetricsServer makes cluster create install metrics-server, as
+	// --metrics-server does (a Fleet's members follow their manifest).
+	MetricsServer bool `yaml:"metricsServer" json:"metricsServer"`
 }
 
 // DNSResolver sends one domain to chosen upstream resolvers from every

@@ -58,6 +58,9 @@ kind:
   # Make a new cluster the current context there, as kind does
   # (marina cluster create --no-switch-context leaves it as it is).
   switchContext: {{.Kind.SwitchContext}}
+  # Install metrics-server (kubectl top) in every new cluster, as
+  # marina cluster create --metrics-server does.
+  metricsServer: {{.Kind.MetricsServer}}
 
 registries:
   # host: the caches live in ~/.marina/registry-cache and survive destroy.

@@ -330,7 +330,7 @@ func memberOptions(f Fleet, m Member, opts ApplyOptions) kindcluster.CreateOptio
 	return kindcluster.CreateOptions{
 		Name: m.Name, Region: m.Region, Zone: m.Zone, Fleet: f.Name,
 		NodeVersion: m.NodeVersion, Workers: m.Workers, Mirrors: m.Mirrors,
-		Wait: opts.Wait, MetricsServer: m.MetricsServer, Retain: opts.Retain,
+		Wait: opts.Wait, MetricsServer: m.MetricsServer, Metrics: new(false), Retain: opts.Retain,
 		NoSwitch: true, // the apply switches once, at its end
 	}
 }

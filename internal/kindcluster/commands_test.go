@@ -453,3 +453,31 @@ func TestCreateOverlapsTheAddonsWithKind(t *testing.T) {
 		t.Errorf("a step that needs every node ran before kind ended:\n%s", f.Log())
 	}
 }
+
+// metrics-server comes with --metrics-server, or with kind.metricsServer
+// unless --metrics-server=false says otherwise (a Fleet's member says so).
+func TestCreateMetricsServer(t *testing.T) {
+	latest := addons.MetricsServerVersions()[len(addons.MetricsServerVersions())-1]
+	for _, c := range []struct {
+		name   string
+		config bool
+		flag   *bool
+		want   bool
+	}{
+		{"no flag, no default", false, nil, false},
+		{"--metrics-server", false, new(true), true},
+		{"kind.metricsServer", true, nil, true},
+		{"kind.metricsServer, --metrics-server=false", true, new(false), false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := createFixture(t, func(cfg *config.Config) { cfg.Kind.MetricsServer = c.config })
+			if _, err := create(f, CreateOptions{Metrics: c.flag}); err != nil {
+				t.Fatalf("%v\n%s", err, f.Stderr.String())
+			}
+			got := f.Called("net." + addons.MetricsServerSource + "-manifest " + latest)
+			if (len(got) > 0) != c.want {
+				t.Errorf("metrics-server manifest fetched: %v, want %v\n%s", got, c.want, f.Log())
+			}
+		})
+	}
+}

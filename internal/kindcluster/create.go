@@ -42,8 +42,13 @@ type CreateOptions struct {
 	DryRun      bool
 	// Wait bounds the wait for MetalLB to serve the cluster's pool.
 	Wait time.Duration
-	// MetricsServer, when set, installs metrics-server (fleets ask for it).
+	// MetricsServer, when set, installs metrics-server as it says (a
+	// Fleet's member).
 	MetricsServer *addons.MetricsServer
+	// Metrics is --metrics-server: metrics-server's default version when
+	// true; nil leaves it to kind.metricsServer. A Fleet's member sets it
+	// false, as its manifest decides.
+	Metrics *bool
 	// NoSwitch leaves the current context as it is (kind.switchContext
 	// makes the new cluster's current otherwise).
 	NoSwitch bool
@@ -130,6 +135,24 @@ func Create(ctx context.Context, e *session.Env, opts CreateOptions) (*Created, 
 	return Apply(ctx, s, p, opts)
 }
 
+// metricsServerOf is the metrics-server a create installs: what a Fleet
+// asked for, or --metrics-server, or kind.metricsServer (the latest pinned
+// version, told that kind's kubelets serve self-signed certificates).
+func metricsServerOf(cfg config.Config, opts CreateOptions) *addons.MetricsServer {
+	if opts.MetricsServer != nil {
+		return opts.MetricsServer
+	}
+	want := cfg.Kind.MetricsServer
+	if opts.Metrics != nil {
+		want = *opts.Metrics
+	}
+	if !want {
+		return nil
+	}
+	vs := addons.MetricsServerVersions()
+	return &addons.MetricsServer{Version: vs[len(vs)-1], InsecureTLS: true}
+}
+
 // checkCreate checks the flags of a create, before anything is looked at:
 // the user's node labels.
 func checkCreate(opts CreateOptions) (cluster.Labels, error) {
@@ -179,7 +202,7 @@ func Prepare(ctx context.Context, s *session.Session, opts CreateOptions) (*Plan
 	if err := s.CheckMirroring(); err != nil {
 		return nil, err
 	}
-	p := &Plan{image: image, metricsServer: opts.MetricsServer}
+	p := &Plan{image: image, metricsServer: metricsServerOf(cfg, opts)}
 	if p.certsD, err = registry.CertsD(mirrors); err != nil {
 		return nil, err
 	}
@@ -326,7 +349,7 @@ func offlinePlan(ctx context.Context, e *session.Env, opts CreateOptions, userLa
 	defer s.Close()
 	cfg := s.Config
 	version := cmp.Or(opts.NodeVersion, cfg.Kind.NodeVersion)
-	p := &Plan{metricsServer: opts.MetricsServer}
+	p := &Plan{metricsServer: metricsServerOf(cfg, opts)}
 	if p.image, err = cfg.Kind.NodeImage(version); err != nil {
 		return nil, err
 	}
