@@ -515,7 +515,45 @@ func edit(target string, change func(root *yaml.Node) (bool, error)) error {
 	if _, err := clientcmd.Load(b.Bytes()); err != nil {
 		return fmt.Errorf("the merged %s would not load (%w); it was left as it was", target, err)
 	}
+	if err := backup(real, target); err != nil {
+		return err
+	}
 	return fileutil.WriteAtomic(real, b.Bytes(), 0o600)
+}
+
+// BackupSuffix names the copy of a kubeconfig marina keeps from before
+// its first change of the day, as klimax did: one copy, beside the file
+// (beside a symlink, not in the dotfiles it points into), replaced on the
+// next day marina changes the file.
+const BackupSuffix = ".marina-backup"
+
+// now dates the backups (tests move it).
+var now = time.Now
+
+// backup copies real (target's file) to target+BackupSuffix, unless there
+// is nothing in it or the copy there is from today.
+func backup(real, target string) error {
+	dst := target + BackupSuffix
+	if st, err := os.Lstat(dst); err == nil && st.Mode().IsRegular() {
+		y1, m1, d1 := st.ModTime().Date()
+		y2, m2, d2 := now().Date()
+		if y1 == y2 && m1 == m2 && d1 == d2 {
+			return nil
+		}
+	}
+	old, err := fileutil.ReadRegular(real, MaxSize)
+	if errors.Is(err, os.ErrNotExist) || (err == nil && len(bytes.TrimSpace(old)) == 0) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("read %s to back it up: %w", target, err)
+	}
+	// WriteAtomic renames over dst: a link there is replaced, not followed.
+	if err := fileutil.WriteAtomic(dst, old, 0o600); err != nil {
+		return fmt.Errorf("back up %s to %s before changing it: %w", target, dst, err)
+	}
+	t := now()
+	return os.Chtimes(dst, t, t)
 }
 
 // lock takes both locks on target, within lockWait; unlock lets go of

@@ -1,12 +1,14 @@
 package kubeconfig
 
 import (
+	"bytes"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"errors"
 	"fmt"
 	"math/big"
 	"net"
@@ -423,3 +425,59 @@ func TestReleaseLocks(t *testing.T) {
 const testHome = "/Users/me/.marina"
 
 var testOwner = Owner{Home: testHome}
+
+// The first change of a day keeps a copy of the file as it was; later
+// changes that day keep it; the next day's first change replaces it. A
+// new file has nothing to back up, and a link at the backup's place is
+// replaced, not written through.
+func TestBackupBeforeTheFirstChangeOfTheDay(t *testing.T) {
+	day := time.Date(2026, 12, 5, 9, 0, 0, 0, time.Local)
+	now = func() time.Time { return day }
+	t.Cleanup(func() { now = time.Now })
+	dir := t.TempDir()
+	target := filepath.Join(dir, "config")
+	backup := target + BackupSuffix
+	if err := Merge(target, "a", renamed(t, "a", "https://127.0.0.1:7001"), testOwner); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(backup); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("a new file was backed up: %v", err)
+	}
+	orig := read(t, "user-config.yaml")
+	if err := os.WriteFile(target, orig, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// Someone links the backup's name to a file of theirs.
+	theirs := filepath.Join(dir, "theirs")
+	if err := os.WriteFile(theirs, []byte("keep"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(theirs, backup); err != nil {
+		t.Fatal(err)
+	}
+	if err := Merge(target, "east", renamed(t, "east", "https://127.0.0.1:7003"), testOwner); err != nil {
+		t.Fatal(err)
+	}
+	first, _ := os.ReadFile(target)
+	if err := Merge(target, "west", renamed(t, "west", "https://127.0.0.1:7004"), testOwner); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(backup)
+	if err != nil || !bytes.Equal(b, orig) {
+		t.Errorf("the backup is not the file before the day's first change: %v\n%s", err, b)
+	}
+	if st, _ := os.Lstat(backup); st.Mode().Perm() != 0o600 || !st.Mode().IsRegular() {
+		t.Errorf("backup mode %v", st.Mode())
+	}
+	if b, _ := os.ReadFile(theirs); string(b) != "keep" {
+		t.Errorf("the backup wrote through a link: %q", b)
+	}
+	now = func() time.Time { return day.Add(24 * time.Hour) }
+	if _, err := Remove(target, "west", testOwner); err != nil {
+		t.Fatal(err)
+	}
+	// The next day's copy is the file before that day's change: east and west in it.
+	if b, _ := os.ReadFile(backup); bytes.Equal(b, orig) || bytes.Equal(b, first) || !strings.Contains(string(b), "name: west") {
+		t.Errorf("the next day's backup:\n%s", b)
+	}
+}
