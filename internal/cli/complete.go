@@ -67,6 +67,7 @@ func (r *root) flagCompletions() map[string]map[string]cobra.CompletionFunc {
 			"node-version": r.values(kindcluster.CompleteNodeVersions),
 		},
 		"image load": {"cluster": r.values(kindcluster.CompleteClusters)},
+		"logs":       {"cluster": r.values(kindcluster.CompleteRunning)},
 	}
 }
 

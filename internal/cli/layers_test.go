@@ -32,6 +32,7 @@ var (
 		"fleet":       {"kindcluster"},
 		"image":       {"fleet", "kindcluster"},
 		"kindcluster": nil,
+		"logs":        {"doctor", "status", "version"},
 		"machine":     {"kindcluster"},
 		"migrate":     {"dockerctx", "fleet", "machine", "skill"},
 		"skill":       {"version"},

@@ -37,6 +37,7 @@ func TestGolden(t *testing.T) {
 	golden.Check(t, "network.sh.golden", []byte(files[0].Content))
 	golden.Check(t, "provision.sh.golden", []byte(Provision()))
 	golden.Check(t, "observe.sh.golden", []byte(observeScript))
+	golden.Check(t, "logs.sh.golden", must(Logs([]string{"dev", "east"})))
 	// migrate's clean-up of an adopted klimax VM, with a guest cache that
 	// had to be renamed.
 	golden.Check(t, "klimax-cleanup.sh.golden", must(KlimaxCleanup(goldenNet.Kind, map[string]string{"registry-dockerio": "registry-dockerio", "ghcr.io": "registry-ghcr-io"})))

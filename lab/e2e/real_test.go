@@ -469,6 +469,7 @@ func TestRealCluster(t *testing.T) {
 	if webIP != "" {
 		stopStart(t, agnhost, webIP)
 	}
+	logsArchive(t, agnhost)
 
 	t.Run("offline: mirrors that start with no upstream stay up, up says so once, doctor warns", func(t *testing.T) {
 		if out, err := labCmd(t, "upstream", "stop"); err != nil {

@@ -5,7 +5,8 @@
 // (the server marina cluster verify deploys); "netexec --http-port=PORT" is
 // the same with agnhost's own arguments, as the lab's agnhost image (in a
 // pod) is run; "lookup NAME" prints the addresses NAME resolves to (with
-// the resolver a pod has) and exits.
+// the resolver a pod has) and exits; "say TEXT" prints TEXT and exits (a
+// pod's log with what a test planted in it).
 package main
 
 import (
@@ -20,7 +21,7 @@ import (
 
 func main() {
 	if len(os.Args) != 3 {
-		fmt.Fprintln(os.Stderr, "usage: echo serve|dial|http ADDR, netexec --http-port=PORT, lookup NAME")
+		fmt.Fprintln(os.Stderr, "usage: echo serve|dial|http ADDR, netexec --http-port=PORT, lookup NAME, say TEXT")
 		os.Exit(2)
 	}
 	switch os.Args[1] {
@@ -37,6 +38,8 @@ func main() {
 			os.Exit(1)
 		}
 		fmt.Println(strings.Join(addrs, " "))
+	case "say":
+		fmt.Println(os.Args[2])
 	case "netexec":
 		port, ok := strings.CutPrefix(os.Args[2], "--http-port=")
 		if !ok {
@@ -45,7 +48,7 @@ func main() {
 		}
 		clientIP(":" + port)
 	default:
-		fmt.Fprintln(os.Stderr, "usage: echo serve|dial|http ADDR, netexec --http-port=PORT, lookup NAME")
+		fmt.Fprintln(os.Stderr, "usage: echo serve|dial|http ADDR, netexec --http-port=PORT, lookup NAME, say TEXT")
 		os.Exit(2)
 	}
 }
