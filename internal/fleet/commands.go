@@ -360,7 +360,7 @@ func fleetDeletions(ctx context.Context, s *session.Session, f Fleet, name strin
 			f, err = parseFleet(e, s.Config, fleetFile(e, name), data)
 		}
 		if err != nil {
-			e.UI.Warnf("the manifest fleet apply recorded cannot be read (%v): deleting in name order", err)
+			e.UI.Warnf("the manifest fleet apply recorded cannot be read (%v): the clusters go in name order", err)
 			return names, "", nil
 		}
 		return DeletionOrder(f, names), "", nil

@@ -49,6 +49,8 @@ done
 		q := run.ShellQuote(n)
 		fmt.Fprintf(&b, "kind export logs \"$d/clusters/\"%s --name %s >\"$d/clusters/\"%s.txt 2>&1 || echo \"marina: kind export logs exited $?\" >>\"$d/clusters/\"%s.txt\n", q, q, q, q)
 	}
-	b.WriteString("tar -C \"$d\" -czf - vm clusters\n")
+	// Never more than marina takes (logs.maxArchive, 512 MiB) and a byte:
+	// a larger archive arrives cut, and is refused whole.
+	b.WriteString("tar -C \"$d\" -czf - vm clusters | head -c 536870913\n")
 	return b.String(), nil
 }

@@ -62,7 +62,7 @@ func Rows(ctx context.Context, s *session.Session, sel labels.Selector, selector
 			rows[i].KubeconfigPath = ""
 			continue
 		}
-		if !c.Running() {
+		if !c.APIRunning() {
 			if !anyRunning(c) {
 				rows[i].Labels = stoppedLabels(s, c.Name)
 			}

@@ -174,12 +174,18 @@ func stopOne(ctx context.Context, s *session.Session, c cluster.Info) (uint64, e
 	var freed uint64
 	err := s.Env.Step("Stopping "+c.Name, "Stopped "+c.Name, func() error {
 		labels := stoppedLabels(s, c.Name)
+		var why error = errors.New("its control plane does not run")
 		if c.APIRunning() {
-			if k, err := s.Kube(c.Name, LabelTimeout); err == nil {
-				if l, err := k.NodeLabels(ctx, c.Name+"-control-plane"); err == nil {
+			var k session.Kube
+			if k, why = s.Kube(c.Name, LabelTimeout); why == nil {
+				var l map[string]string
+				if l, why = k.NodeLabels(ctx, c.Name+"-control-plane"); why == nil {
 					labels = l
 				}
 			}
+		}
+		if labels == nil {
+			s.UI.Warnf("cluster %s: its labels cannot be read (%v): stopped, it is found by name alone, not by -l or its fleet, until it starts", c.Name, why)
 		}
 		if err := writeStopped(s, c.Name, labels); err != nil {
 			return err
@@ -259,7 +265,7 @@ func StartIn(ctx context.Context, s *session.Session, names []string, wait time.
 	var res session.Result
 	var todo []string
 	for _, n := range names {
-		if c, _ := cluster.Find(s.Clusters, n); c.Running() {
+		if c, _ := cluster.Find(s.Clusters, n); c.Running() && !StoppedByMarina(s, n) {
 			res.Add("%s is running already.", n)
 			continue
 		}
@@ -304,16 +310,29 @@ var backNamespaces = []string{addons.MetalLBNamespace, dns.ExternalDNSNamespace}
 func startOne(ctx context.Context, s *session.Session, c cluster.Info, wait time.Duration) (string, error) {
 	e := s.Env
 	var line string
+	// A copy: s.Clusters says what was observed until the start is done.
+	c.Nodes = slices.Clone(c.Nodes)
+	// A start that timed out left the nodes running and the record in
+	// place: this one waits for them again, from when they started.
+	again := StoppedByMarina(s, c.Name)
 	err := e.Step("Starting "+c.Name, "", func() error {
 		// The control plane first: the workers' kubelets find it at once.
 		sort.SliceStable(c.Nodes, func(i, j int) bool { return c.Nodes[i].Role == "control-plane" && c.Nodes[j].Role != "control-plane" })
+		// restarted are the nodes whose kubelets and pods must have
+		// spoken since the start; nodes that ran all along need only be
+		// Ready (their heartbeats come every few minutes).
 		var since time.Time
+		var restarted []string
 		for _, n := range c.Nodes {
-			if n.State == "running" {
-				continue
-			}
-			if err := s.Docker.Start(ctx, n.ID); err != nil {
-				return err
+			switch {
+			case n.State == "running" || n.State == "restarting" || n.State == "paused":
+				if !again {
+					continue
+				}
+			default:
+				if err := s.Docker.Start(ctx, n.ID); err != nil {
+					return err
+				}
 			}
 			t, err := s.Docker.Started(ctx, n.ID)
 			if err != nil {
@@ -322,6 +341,7 @@ func startOne(ctx context.Context, s *session.Session, c cluster.Info, wait time
 			if since.IsZero() || t.Before(since) {
 				since = t
 			}
+			restarted = append(restarted, n.Name)
 		}
 		for i := range c.Nodes {
 			c.Nodes[i].State = "running"
@@ -341,7 +361,7 @@ func startOne(ctx context.Context, s *session.Session, c cluster.Info, wait time
 		}
 		e.UI.Stage("nodes and add-ons")
 		state, err := kube.Poll(wctx, func(ctx context.Context) (bool, string, error) {
-			return k.Back(ctx, since, len(c.Nodes), backNamespaces)
+			return k.Back(ctx, since, len(c.Nodes), restarted, backNamespaces)
 		})
 		if err != nil {
 			return startFailed(c.Name, wait, fmt.Errorf("%w (%s)", err, state))

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/bcollard/marina/internal/cluster"
+	"github.com/bcollard/marina/internal/docker"
 	"github.com/bcollard/marina/internal/kubeconfig"
 	"github.com/bcollard/marina/internal/session"
 	"github.com/bcollard/marina/internal/session/sessiontest"
@@ -83,7 +84,7 @@ func TestStopThenStart(t *testing.T) {
 		}
 	}
 	calls := f.Log()
-	for _, want := range []string{"docker.start a-cp", "docker.started a-cp", "kube a ready", "kube a back 1 metallb-system,external-dns"} {
+	for _, want := range []string{"docker.start a-cp", "docker.started a-cp", "kube a ready", "kube a back 1 metallb-system,external-dns since the start of a-control-plane"} {
 		if !strings.Contains(calls, want) {
 			t.Errorf("start did not call %q:\n%s", want, calls)
 		}
@@ -214,4 +215,58 @@ func TestStartFollowsLima0(t *testing.T) {
 	if n := len(g.Called("guest.")); n != 0 {
 		t.Errorf("stop and start on the loopback made %d guest round trips", n)
 	}
+}
+
+// A start that timed out leaves the nodes running and the record: the
+// next start waits for all of them again (from their start) and ends
+// with the record gone. A cluster with a worker stopped (not by marina)
+// starts that worker and waits on its kubelet alone for fresh news.
+func TestStartAgainAndPartly(t *testing.T) {
+	f := twoOnLoopback(t)
+	ctx := context.Background()
+	if _, err := Stop(ctx, f.Env, StopOptions{Names: []string{"a"}}); err != nil {
+		t.Fatal(err)
+	}
+	f.Fail["kube a back"] = context.DeadlineExceeded
+	if _, err := Start(ctx, f.Env, StopOptions{Names: []string{"a"}, Wait: 100 * time.Millisecond}); err == nil {
+		t.Fatal("the first start did not fail")
+	}
+	f.Calls = nil
+	res, err := Start(ctx, f.Env, StopOptions{Names: []string{"a"}})
+	if err != nil || !strings.Contains(sessiontest.Said(res), "Started a:") {
+		t.Fatalf("start again: %q, %v", sessiontest.Said(res), err)
+	}
+	if got := f.Called("docker.start "); len(got) != 0 {
+		t.Errorf("start again started %v", got)
+	}
+	if !strings.Contains(f.Log(), "since the start of a-control-plane") {
+		t.Errorf("start again did not wait on a's node:\n%s", f.Log())
+	}
+	if StoppedByMarina(mustSession(t, f), "a") {
+		t.Error("the record stays after the second start")
+	}
+
+	f.Mu.Lock()
+	f.NodeContainers = append(f.NodeContainers, docker.Node{Container: docker.Container{ID: "b-w", Name: "b-worker", State: "exited"}, Cluster: "b", Role: "worker"})
+	f.Mu.Unlock()
+	f.Calls = nil
+	if _, err := Start(ctx, f.Env, StopOptions{Names: []string{"b"}}); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.Called("docker.start "); !slices.Equal(got, []string{"docker.start b-w"}) {
+		t.Errorf("a partly stopped b: started %v", got)
+	}
+	if !strings.Contains(f.Log(), "kube b back 2 metallb-system,external-dns since the start of b-worker") {
+		t.Errorf("b's wait:\n%s", f.Log())
+	}
+}
+
+func mustSession(t *testing.T, f *sessiontest.World) *session.Session {
+	t.Helper()
+	s, err := session.Open(context.Background(), f.Env, session.Needs{Config: session.VMOnly})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
 }

@@ -3,20 +3,23 @@ package kube
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 )
 
-// Back reports whether a cluster whose node containers started at since
-// (the VM's clock, which the kubelets share) is back: nodes nodes, each
-// Ready with a heartbeat from after since, and every pod in namespaces
-// Ready with its containers started after since. The API server keeps
-// what it last heard from before the stop (nodes Ready, pods Ready), so
-// a condition alone would be true at once; the times tell today's from
-// that. state says what is still missing.
-func (k *Cluster) Back(ctx context.Context, since time.Time, nodes int, namespaces []string) (bool, string, error) {
+// Back reports whether a cluster whose nodes restarted (their containers
+// started at since or later, by the VM's clock, which the kubelets share)
+// is back: nodes nodes, all Ready, every pod in namespaces Ready, and on
+// the restarted nodes a heartbeat and the pods' containers from after
+// since. The API server keeps what it last heard from before the stop
+// (nodes Ready, pods Ready), so a condition alone would be true at once
+// there; the times tell today's from that. A node that ran all along is
+// only Ready: its kubelet reports every few minutes. state says what is
+// still missing.
+func (k *Cluster) Back(ctx context.Context, since time.Time, nodes int, restarted, namespaces []string) (bool, string, error) {
 	// Heartbeats are kept to the second: one in since's second counts.
 	since = since.Truncate(time.Second)
 	list, err := List[corev1.Node](ctx, k, Nodes, "")
@@ -25,7 +28,7 @@ func (k *Cluster) Back(ctx context.Context, since time.Time, nodes int, namespac
 	}
 	var waiting []string
 	for _, n := range list {
-		if !nodeBack(n, since) {
+		if !nodeBack(n, when(n.Name, restarted, since)) {
 			waiting = append(waiting, n.Name)
 		}
 	}
@@ -41,7 +44,7 @@ func (k *Cluster) Back(ctx context.Context, since time.Time, nodes int, namespac
 			return false, "", fmt.Errorf("list the pods of %s: %w", ns, err)
 		}
 		for _, p := range pods {
-			if p.DeletionTimestamp == nil && !podBack(p, since) {
+			if p.DeletionTimestamp == nil && !podBack(p, when(p.Spec.NodeName, restarted, since)) {
 				waiting = append(waiting, ns+"/"+p.Name)
 			}
 		}
@@ -50,6 +53,15 @@ func (k *Cluster) Back(ctx context.Context, since time.Time, nodes int, namespac
 		return false, "pods not Ready since the start: " + strings.Join(waiting, ", "), nil
 	}
 	return true, fmt.Sprintf("%d nodes Ready", len(list)), nil
+}
+
+// when is since for a node that restarted, and the zero time (Ready is
+// enough) for one that ran all along.
+func when(node string, restarted []string, since time.Time) time.Time {
+	if slices.Contains(restarted, node) {
+		return since
+	}
+	return time.Time{}
 }
 
 func nodeBack(n corev1.Node, since time.Time) bool {

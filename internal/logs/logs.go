@@ -110,10 +110,17 @@ func Collect(ctx context.Context, e *session.Env, opts Options) (*Written, error
 func collect(ctx context.Context, e *session.Env, opts Options, a *archive) error {
 	secrets := &scrubber{}
 	cfg, cfgErr := config.Load(e.Paths)
-	if cfgErr == nil {
-		for _, m := range cfg.Registries.Mirrors {
-			secrets.add(m.Password)
+	// The passwords even of a config that does not validate: parsed, not
+	// checked.
+	if data, err := fileutil.ReadRegular(e.Paths.Config, config.MaxFileSize); err == nil {
+		if parsed, _, err := config.Parse(e.Paths.Config, data); err == nil {
+			for _, m := range parsed.Registries.Mirrors {
+				secrets.add(m.Password)
+			}
 		}
+	}
+	for _, m := range cfg.Registries.Mirrors {
+		secrets.add(m.Password)
 	}
 	if key, err := session.LoadLabelKey(e.Paths); err == nil && !key.Fresh {
 		secrets.add(hex.EncodeToString(key.Key))
@@ -170,13 +177,20 @@ func collect(ctx context.Context, e *session.Env, opts Options, a *archive) erro
 	if len(names) > 0 {
 		label += " and kind's export of " + strings.Join(names, ", ")
 	}
-	return e.Step(label, "", func() error {
+	// A VM that cannot say is what a report is for: its error goes into
+	// the archive, which keeps what was read before.
+	err = e.Step(label, "", func() error {
 		res, err := s.Guest.Run(ctx, vm.Script{Name: "gather logs", Body: script, Root: true})
-		if err != nil {
-			return err
+		if err == nil {
+			err = a.addTar(res.Stdout)
 		}
-		return a.addTar(res.Stdout)
+		return err
 	})
+	if err != nil {
+		a.add("vm-error.txt", []byte(err.Error()+"\n"))
+		e.UI.Warnf("the VM's logs could not all be read (%v): the archive says so in vm-error.txt", err)
+	}
+	return ctx.Err()
 }
 
 // chooseClusters are the clusters kind exports: those named (each must
@@ -311,8 +325,11 @@ type scrubber struct {
 const redactedMark = "<redacted by marina>"
 
 func (s *scrubber) add(secret string) {
-	if len(secret) < 4 {
-		return // too short to be a secret worth a search; "" never is
+	if len(secret) < 8 {
+		// Shorter, it would be found inside other words ("kind" in
+		// kind-control-plane), hiding them and giving itself away: such a
+		// password is taken out by its form alone.
+		return
 	}
 	for _, v := range []string{secret, base64.StdEncoding.EncodeToString([]byte(secret)), base64.RawStdEncoding.EncodeToString([]byte(secret))} {
 		if !slices.ContainsFunc(s.literals, func(b []byte) bool { return string(b) == v }) {
@@ -321,13 +338,25 @@ func (s *scrubber) add(secret string) {
 	}
 }
 
+// The forms of a secret in text. A key named like one (…password, …token,
+// …secret, …credential(s), …api-key, client-key-data) and its value: in
+// YAML and flags (key: value, key=value, KEY=value, --key value) and in
+// JSON ("key": "value"); an Authorization header as HTTP, JSON or Go's
+// header dumps show it; a URL's password; a Docker config's "auth"; and
+// any PEM private key. A value that ends in ":" is the next key of a Go
+// struct dump (an empty field), not a value.
+const secretKey = `[a-z0-9_.-]*(?:client-key-data|token|password|passwd|secret|credentials?|api[_-]?key)`
+
 var (
 	privateKey = regexp.MustCompile(`-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----[\s\S]*?-----END [A-Z0-9 ]*PRIVATE KEY-----`)
-	// A key named like a credential, and its value up to the end of the
-	// word: YAML (key: value), JSON ("key": "value"), env (KEY=value),
-	// flags (--key=value).
-	credential = regexp.MustCompile(`(?i)("?[a-z0-9_.-]*(?:client-key-data|token|password|passwd|secret|credentials?|api[_-]?key)"?\s*[:=]\s*"?)([^\s",}]+)`)
-	authHeader = regexp.MustCompile(`(?i)(authorization:\s*(?:basic|bearer)\s+)(\S+)`)
+	forms      = []*regexp.Regexp{
+		regexp.MustCompile(`(?i)(\b` + secretKey + `(?::[ \t]+|[ \t]*=[ \t]*))("[^"\n]*"|'[^'\n]*'|[^\s",}\]]+)`),
+		regexp.MustCompile(`(?i)("` + secretKey + `"\s*:\s*)("[^"\n]*")`),
+		regexp.MustCompile(`(?i)(--` + secretKey + `[a-z-]*[ \t]+)([^\s-]\S*)`),
+		regexp.MustCompile(`(?i)("auth"\s*:\s*)("[^"\n]*")`),
+		regexp.MustCompile(`(?i)(authorization"?\s*[:=]?\s*\[?"?\s*(?:basic|bearer)\s+)([^\s"\]]+)`),
+		regexp.MustCompile(`(?i)(\b[a-z][a-z0-9+.-]*://[^/\s:@"]+:)([^@\s/"]+)(?:@)`),
+	}
 )
 
 // clean is data without its secrets, and how many were taken out.
@@ -340,14 +369,17 @@ func (s *scrubber) clean(data []byte) ([]byte, int) {
 		}
 	}
 	data = privateKey.ReplaceAllFunc(data, func([]byte) []byte { n++; return []byte(redactedMark) })
-	for _, re := range []*regexp.Regexp{credential, authHeader} {
+	for _, re := range forms {
 		data = re.ReplaceAllFunc(data, func(m []byte) []byte {
-			sub := re.FindSubmatch(m)
-			if string(sub[2]) == redactedMark || bytes.HasPrefix(sub[2], []byte("<redacted")) {
+			loc := re.FindSubmatchIndex(m)
+			v := m[loc[4]:loc[5]]
+			if bytes.Contains(v, []byte("<redacted")) || bytes.HasSuffix(v, []byte(":")) || len(bytes.Trim(v, `"'`)) == 0 {
 				return m
 			}
 			n++
-			return append(append([]byte{}, sub[1]...), redactedMark...)
+			out := append([]byte{}, m[:loc[4]]...)
+			out = append(out, redactedMark...)
+			return append(out, m[loc[5]:]...)
 		})
 	}
 	return data, n

@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/hex"
+	"errors"
 	"io"
 	"os"
 	"path/filepath"
@@ -197,5 +198,50 @@ func TestCollectClusters(t *testing.T) {
 	body := f.Bodies["gather logs"]
 	if !strings.Contains(body, "--name a ") || strings.Contains(body, "--name b ") {
 		t.Errorf("kind exports the running a only:\n%s", body)
+	}
+}
+
+// Each form of a secret is taken out, and what only looks like one at a
+// glance is kept: a report must still say what happened.
+func TestScrubForms(t *testing.T) {
+	s := &scrubber{}
+	s.add("kind") // too short to search for inside words
+	for _, c := range []struct{ in, out string }{
+		{"password: hunter2x", "password: <redacted by marina>"},
+		{`password: "a b,c" next`, "password: <redacted by marina> next"},
+		{"ETCD_PASSWORD=s3cr3t-value", "ETCD_PASSWORD=<redacted by marina>"},
+		{`{"password":"x y"}`, `{"password":<redacted by marina>}`},
+		{`"Authorization": "Bearer abc.def"`, `"Authorization": "Bearer <redacted by marina>"`},
+		{"Authorization:[Basic dXNlcjpwYXNz]", "Authorization:[Basic <redacted by marina>]"},
+		{"Authorization: Bearer abc", "Authorization: Bearer <redacted by marina>"},
+		{"pulling https://me:pa55word@registry.example/v2/", "pulling https://me:<redacted by marina>@registry.example/v2/"},
+		{`{"auths":{"r":{"auth":"bWU6cGFzcw=="}}}`, `{"auths":{"r":{"auth":<redacted by marina>}}}`},
+		{"--token abcdef --v 2", "--token <redacted by marina> --v 2"},
+		{"    client-key-data: LS0tLS1CRUdJTg==", "    client-key-data: <redacted by marina>"},
+		// Kept: a package name, a Go struct dump's empty field, a word
+		// holding a short password.
+		{"install base-passwd:amd64 3.6.1", "install base-passwd:amd64 3.6.1"},
+		{"PDNSAPIKey: TLSCA: Policy:sync", "PDNSAPIKey: TLSCA: Policy:sync"},
+		{"kind-control-plane", "kind-control-plane"},
+		{"tokenFile: /var/run/x", "tokenFile: /var/run/x"},
+	} {
+		if got, _ := s.clean([]byte(c.in)); string(got) != c.out {
+			t.Errorf("clean(%q) = %q, want %q", c.in, got, c.out)
+		}
+	}
+}
+
+// A VM that cannot say what it has is said in the archive, which keeps
+// what marina read before.
+func TestCollectKeepsTheArchiveWhenTheVMFails(t *testing.T) {
+	f := sessiontest.TwoClusters(t)
+	f.Fail["guest.run gather logs"] = errors.New("ssh: connection refused")
+	out := filepath.Join(t.TempDir(), "bug.tar.gz")
+	if _, err := Collect(context.Background(), f.Env, Options{Output: out}); err != nil {
+		t.Fatal(err)
+	}
+	files := unpack(t, out)
+	if !strings.Contains(files[Root+"/vm-error.txt"], "ssh: connection refused") || files[Root+"/version.txt"] == "" {
+		t.Errorf("archive: %v", files)
 	}
 }

@@ -106,9 +106,10 @@ type Kube interface {
 	NodeLabels(ctx context.Context, node string) (map[string]string, error)
 	LabelNodes(ctx context.Context, set map[string]string, remove []string) error
 	Nodes(ctx context.Context) ([]kube.NodeInfo, error)
-	// Back reports whether a cluster restarted at since is back: its
-	// nodes and the pods of namespaces Ready since then (kube.Back).
-	Back(ctx context.Context, since time.Time, nodes int, namespaces []string) (bool, string, error)
+	// Back reports whether a cluster whose nodes restarted (at since or
+	// later) is back: its nodes and the pods of namespaces Ready, those
+	// of the restarted nodes since then (kube.Back).
+	Back(ctx context.Context, since time.Time, nodes int, restarted, namespaces []string) (bool, string, error)
 	DeployEcho(ctx context.Context, e kube.Echo) error
 	EchoAddress(ctx context.Context, ns string) (netip.Addr, error)
 	DeleteNamespace(ctx context.Context, ns string) error

@@ -111,7 +111,13 @@ func logsArchive(t *testing.T, agnhost string) {
 			t.Errorf("iptables-save holds no rule of marina's:\n%s", files["vm/iptables-save.txt"])
 		}
 		nodeFiles, podLog := 0, false
+		var shown []string // what was taken out, for the log: too much hides a report's facts
 		for name, body := range files {
+			for _, l := range strings.Split(body, "\n") {
+				if strings.Contains(l, "<redacted by marina>") && len(shown) < 40 {
+					shown = append(shown, name+": "+l)
+				}
+			}
 			if strings.HasPrefix(name, "clusters/dev/dev-control-plane/") || strings.HasPrefix(name, "clusters/dev/dev-worker/") {
 				nodeFiles++
 			}
@@ -124,6 +130,7 @@ func logsArchive(t *testing.T, agnhost string) {
 				}
 			}
 		}
+		t.Logf("lines with a secret taken out (up to 40):\n%s", strings.Join(shown, "\n"))
 		if nodeFiles < 4 || !podLog {
 			t.Errorf("kind's export: %d files of dev's nodes, the planted pod's log redacted: %v; files: %v", nodeFiles, podLog, keys(files))
 		}

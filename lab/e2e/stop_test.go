@@ -49,10 +49,11 @@ func webAnswers(t *testing.T, ip string) {
 
 // stopStart is TestRealCluster's part for cluster and fleet stop/start, on
 // its two-node cluster dev, which serves web.shop at ip, and a second
-// cluster, edge, that a fleet apply makes depend on dev.
+// cluster, edge, that a fleet apply makes depend on dev. Each cluster
+// restarts once: edge alone, then both with the fleet.
 func stopStart(t *testing.T, agnhost, ip string) {
 	const name = "web.shop.dev.demo.internal"
-	t.Run("cluster stop: one of two stops and frees its memory, keeping its names; start brings it back with the same address", func(t *testing.T) {
+	t.Run("cluster stop: one of two stops and frees its memory while the other serves; start brings it back", func(t *testing.T) {
 		file := writeManifest(t, `apiVersion: marina.dev/v1alpha1
 kind: Fleet
 metadata: {name: pair}
@@ -64,33 +65,54 @@ spec:
 `)
 		mustMarina(t, "fleet", "apply", "-f", file, "--adopt")
 
-		r := mustMarina(t, "cluster", "stop", "dev")
-		if !regexp.MustCompile(`Stopped dev, freeing [0-9.]+[KMG]iB of the VM's memory`).MatchString(r.stdout) {
+		r := mustMarina(t, "cluster", "stop", "edge")
+		if !regexp.MustCompile(`Stopped edge, freeing [0-9.]+[KMG]iB of the VM's memory`).MatchString(r.stdout) {
 			t.Errorf("stop says:\n%s%s", r.stdout, r.stderr)
 		}
-		if _, _, states := nodeTimes(t, "dev"); strings.Join(states, ",") != "exited,exited" {
-			t.Errorf("dev's nodes after stop: %v", states)
+		if _, _, states := nodeTimes(t, "edge"); strings.Join(states, ",") != "exited" {
+			t.Errorf("edge's node after stop: %v", states)
 		}
-		if _, _, states := nodeTimes(t, "edge"); strings.Join(states, ",") != "running" {
-			t.Errorf("edge's node after dev's stop: %v", states)
+		if _, _, states := nodeTimes(t, "dev"); strings.Join(states, ",") != "running,running" {
+			t.Errorf("dev's nodes after edge's stop: %v", states)
+		}
+		webAnswers(t, ip)
+		// Stopped, edge is still in its fleet: its labels were kept.
+		if rows := listClusters(t, "-l", "marina.dev/fleet=pair"); len(rows) != 2 {
+			t.Errorf("cluster list -l marina.dev/fleet=pair while edge is stopped: %+v", rows)
+		}
+		if out := marina(t, "status").stdout; !regexp.MustCompile(`edge\b[^\n]*stopped`).MatchString(out) {
+			t.Errorf("status does not show edge stopped:\n%s", out)
+		}
+		r = mustMarina(t, "cluster", "start", "edge")
+		if !strings.Contains(r.stdout, "Started edge: 1 nodes Ready, MetalLB and ExternalDNS running, pool ") {
+			t.Errorf("start says:\n%s%s", r.stdout, r.stderr)
 		}
 		if _, err := contextClient(t, "edge").CoreV1().Nodes().List(context.Background(), metav1.ListOptions{}); err != nil {
-			t.Errorf("edge does not answer while dev is stopped: %v", err)
+			t.Errorf("edge does not answer after its start: %v", err)
 		}
-		rows := listClusters(t, "-l", "marina.dev/fleet=pair")
-		if len(rows) != 2 {
-			t.Errorf("cluster list -l marina.dev/fleet=pair while dev is stopped: %+v", rows)
+	})
+
+	t.Run("fleet stop stops the dependent first and keeps dev's names; fleet start starts it last, with web at the same address", func(t *testing.T) {
+		mustMarina(t, "fleet", "stop", "pair")
+		_, devStopped, devStates := nodeTimes(t, "dev")
+		_, edgeStopped, edgeStates := nodeTimes(t, "edge")
+		if strings.Join(append(devStates, edgeStates...), ",") != "exited,exited,exited" {
+			t.Errorf("after fleet stop: dev %v, edge %v", devStates, edgeStates)
+		}
+		if !edgeStopped.Before(devStopped) {
+			t.Errorf("fleet stop: edge stopped at %s, dev at %s; want edge (which depends on dev) first", edgeStopped, devStopped)
 		}
 		if out := mustMarina(t, "dns", "list").stdout; !regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(name) + ` +` + regexp.QuoteMeta(ip) + ` +dev \(stopped\)`).MatchString(out) {
 			t.Errorf("dns list does not show dev's name as stopped:\n%s", out)
 		}
-		if out := marina(t, "status").stdout; !regexp.MustCompile(`dev\b[^\n]*stopped`).MatchString(out) {
-			t.Errorf("status does not show dev stopped:\n%s", out)
+		r := mustMarina(t, "fleet", "start", "pair")
+		devStarted, _, _ := nodeTimes(t, "dev")
+		edgeStarted, _, _ := nodeTimes(t, "edge")
+		if !devStarted.Before(edgeStarted) {
+			t.Errorf("fleet start: dev started at %s, edge at %s; want dev first", devStarted, edgeStarted)
 		}
-
-		r = mustMarina(t, "cluster", "start", "dev")
-		if !strings.Contains(r.stdout, "Started dev: 2 nodes Ready, MetalLB and ExternalDNS running, pool ") {
-			t.Errorf("start says:\n%s%s", r.stdout, r.stderr)
+		if !strings.Contains(r.stdout, "Started dev: 2 nodes Ready, MetalLB and ExternalDNS running, pool ") || !strings.Contains(r.stdout, "Started edge:") {
+			t.Errorf("fleet start says:\n%s%s", r.stdout, r.stderr)
 		}
 		svc, err := contextClient(t, "dev").CoreV1().Services("shop").Get(context.Background(), "web", metav1.GetOptions{})
 		if err != nil || len(svc.Status.LoadBalancer.Ingress) == 0 || svc.Status.LoadBalancer.Ingress[0].IP != ip {
@@ -101,27 +123,5 @@ spec:
 		if r := mustMarina(t, "cluster", "verify", "dev", "--image", agnhost); !strings.Contains(r.stdout+r.stderr, "this machine's own address") {
 			t.Errorf("verify after start:\n%s%s", r.stdout, r.stderr)
 		}
-	})
-
-	t.Run("fleet stop stops the dependent first; fleet start starts it last", func(t *testing.T) {
-		mustMarina(t, "fleet", "stop", "pair")
-		_, devStopped, devStates := nodeTimes(t, "dev")
-		_, edgeStopped, edgeStates := nodeTimes(t, "edge")
-		if strings.Join(append(devStates, edgeStates...), ",") != "exited,exited,exited" {
-			t.Errorf("after fleet stop: dev %v, edge %v", devStates, edgeStates)
-		}
-		if !edgeStopped.Before(devStopped) {
-			t.Errorf("fleet stop: edge stopped at %s, dev at %s; want edge (which depends on dev) first", edgeStopped, devStopped)
-		}
-		r := mustMarina(t, "fleet", "start", "pair")
-		devStarted, _, _ := nodeTimes(t, "dev")
-		edgeStarted, _, _ := nodeTimes(t, "edge")
-		if !devStarted.Before(edgeStarted) {
-			t.Errorf("fleet start: dev started at %s, edge at %s; want dev first", devStarted, edgeStarted)
-		}
-		if !strings.Contains(r.stdout, "Started dev:") || !strings.Contains(r.stdout, "Started edge:") {
-			t.Errorf("fleet start says:\n%s%s", r.stdout, r.stderr)
-		}
-		webAnswers(t, ip)
 	})
 }

@@ -931,8 +931,8 @@ func (k Kube) Nodes(context.Context) ([]kube.NodeInfo, error) {
 	l["node-role.kubernetes.io/control-plane"] = ""
 	return []kube.NodeInfo{{Name: k.Name + "-control-plane", Version: "v1.36.1", Ready: true, Labels: l}}, err
 }
-func (k Kube) Back(_ context.Context, _ time.Time, nodes int, ns []string) (bool, string, error) {
-	if err := k.Call(fmt.Sprintf("kube %s back %d %s", k.Name, nodes, strings.Join(ns, ","))); err != nil {
+func (k Kube) Back(_ context.Context, _ time.Time, nodes int, restarted, ns []string) (bool, string, error) {
+	if err := k.Call(fmt.Sprintf("kube %s back %d %s since the start of %s", k.Name, nodes, strings.Join(ns, ","), strings.Join(restarted, ","))); err != nil {
 		return false, "", err
 	}
 	return true, fmt.Sprintf("%d nodes Ready", nodes), nil
