@@ -210,6 +210,7 @@ func (r *root) setup() error {
 	}
 	env := session.NewEnv(paths, u, term.IsTerminal(int(os.Stdin.Fd())), production)
 	env.Stdout, env.Stderr = r.stdout, r.stderr
+	env.Marina = version.String()
 	r.env.Store(env)
 	return nil
 }
@@ -281,14 +282,19 @@ yourself.
 When network.disablePortMirroring differs from the VM's, up offers to restart
 the VM to apply it (-y accepts; without a terminal it only warns). Every
 cluster keeps the API address it was created with; a switch that would leave
-one unreachable is refused, with how to recreate it.`,
+one unreachable is refused, with how to recreate it.
+
+After marina itself was upgraded, up provisions the VM again in place with
+this marina's script (Docker, kind, daemon.json), keeping every cluster. A
+change that restarts the VM's Docker is listed and asked for the same way
+(-y accepts); the clusters that ran run again after it.`,
 		Example: `  # First run: write ~/.marina/config.yaml and create the VM
   marina up
 
   # What up would change, changing nothing
   marina up --dry-run
 
-  # Apply a network.disablePortMirroring change, restarting the VM without asking
+  # Apply a network.disablePortMirroring change or a Docker upgrade without asking
   marina up -y
 
   # Another config file
@@ -302,7 +308,7 @@ one unreachable is refused, with how to recreate it.`,
 			return err
 		},
 	}
-	c.Flags().BoolVarP(&o.Yes, "yes", "y", false, "restart the VM without asking when a setting needs it (network.disablePortMirroring)")
+	c.Flags().BoolVarP(&o.Yes, "yes", "y", false, "restart the VM or its Docker without asking when a setting (network.disablePortMirroring) or an upgrade needs it")
 	dryRunFlag(c, &o.DryRun)
 	return c
 }

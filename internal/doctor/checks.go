@@ -106,7 +106,7 @@ var table = []check{
 			return []Check{judgeGuest(d.o)}
 		}},
 	{names: []string{checkDocker}, about: []string{"Docker"}, needs: needs(checkVM), after: []string{checkGuest},
-		judge: func(d *doctor, _ context.Context) []Check { return []Check{judgeDocker(d.o, d.s.Socket())} }},
+		judge: func(d *doctor, _ context.Context) []Check { return []Check{judgeDocker(d.o, d.s.Socket(), d.s.Marina)} }},
 	{names: []string{checkKindNetwork}, about: []string{"the kind network"}, needs: needs(checkVM, checkConfig, checkDocker),
 		judge: func(d *doctor, _ context.Context) []Check {
 			c := judgeKindNetwork(docker.KindNetworkSpec(d.cidr, guest.HostIf), d.o.Network)

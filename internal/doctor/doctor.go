@@ -375,9 +375,18 @@ func judgeGuest(o *session.Observed) Check {
 
 // judgeDocker is Docker's check, over the forwarded socket; the guest says
 // whether the daemon itself runs.
-func judgeDocker(o *session.Observed, sock string) Check {
+//
+// A VM provisioned by another marina is a warning here, where Docker's
+// version is known.
+func judgeDocker(o *session.Observed, sock, marina string) Check {
 	if o.DockerErr == nil {
-		return ok(checkDocker, fmt.Sprintf("Docker %s answers on unix://%s", o.DockerVersion, sock))
+		f := fmt.Sprintf("Docker %s answers on unix://%s", o.DockerVersion, sock)
+		if o.GuestErr == nil {
+			if behind := o.Guest.Provisioning.Behind(marina, o.DockerVersion); behind != "" {
+				return warn(checkDocker, f+"; the VM is "+behind, "marina up (provisions the VM again in place; `marina up --dry-run` lists what changes)")
+			}
+		}
+		return ok(checkDocker, f)
 	}
 	if o.GuestErr == nil && o.Guest.Health.Docker != "" && o.Guest.Health.Docker != "active" {
 		return fail(checkDocker, fmt.Sprintf("Docker is not running in the VM (docker.service is %s)", o.Guest.Health.Docker), "marina shell -- sudo systemctl start docker")

@@ -924,3 +924,20 @@ func TestDoctorReportsMalformedDNSValues(t *testing.T) {
 		}
 	}
 }
+
+// A VM provisioned by another marina is a warning on the Docker check,
+// with what differs and the fix, and changes nothing.
+func TestDoctorSaysTheVMIsBehind(t *testing.T) {
+	f := sessiontest.Healthy(t)
+	p := guest.Provisioned("v0.1.0", "marina", "28.5.1")
+	p.Record.Script = strings.Repeat("0", 64)
+	f.Provisioning = &p
+	r := doctorRun(f, Options{})
+	c := findCheck(t, r, "docker")
+	if c.Status != Warn || !strings.Contains(c.Finding, "Docker 29.1.0 answers on unix://") || !strings.Contains(c.Finding, "; the VM is provisioned by marina v0.1.0 (this is v9.9.9)") || !strings.HasPrefix(c.Fix, "marina up") {
+		t.Errorf("docker: %+v", c)
+	}
+	if r.Failed() || len(f.Called("guest.run")) != 0 {
+		t.Errorf("doctor failed or changed the VM:\n%s", reportText(r))
+	}
+}

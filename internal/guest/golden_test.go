@@ -35,7 +35,7 @@ func TestGolden(t *testing.T) {
 		t.Fatal(err)
 	}
 	golden.Check(t, "network.sh.golden", []byte(files[0].Content))
-	golden.Check(t, "provision.sh.golden", []byte(Provision()))
+	golden.Check(t, "provision.sh.golden", []byte(Provision("v9.9.9")))
 	golden.Check(t, "observe.sh.golden", []byte(observeScript))
 	golden.Check(t, "logs.sh.golden", must(Logs([]string{"dev", "east"})))
 	// migrate's clean-up of an adopted klimax VM, with a guest cache that

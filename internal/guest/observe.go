@@ -36,6 +36,9 @@ type State struct {
 	// Health is Docker's unit, the inotify limits, the disk, Rosetta's
 	// binfmt entry, and the doctor's probes when asked for.
 	Health Health
+	// Provisioning is the provisioning record and what decides whether
+	// provisioning again restarts Docker.
+	Provisioning Provisioning
 }
 
 // observeScript prints one section per concern, each headed "@@ name".
@@ -47,13 +50,13 @@ type State struct {
 const observeScript = `set -u
 echo "@@ lima0"
 ip -4 -j addr show dev lima0 2>/dev/null || echo '[]'
-` + sumsObserve + networkObserve + registryObserve + dnsObserve + healthObserve
+` + sumsObserve + networkObserve + registryObserve + dnsObserve + healthObserve + provisionObserve
 
 // sumsObserve reads the sha256 of every file a section reports into sum,
 // by path, with one sha256sum.
 const sumsObserve = `declare -A sum=()
 have=()
-for f in ` + ScriptPath + " " + UnitPath + " " + DropInPath + " " + registry.ConfigDir + "/*.yml " + registry.ConfigDir + "/*.auth " + dns.CorefilePath + `; do
+for f in ` + ScriptPath + " " + UnitPath + " " + DropInPath + " " + daemonPath + " " + socketPath + " " + registry.ConfigDir + "/*.yml " + registry.ConfigDir + "/*.auth " + dns.CorefilePath + `; do
 	if [ -f "$f" ]; then have+=("$f"); fi
 done
 if [ ${#have[@]} -gt 0 ]; then
@@ -103,7 +106,7 @@ func sections(out string) map[string]string {
 
 func parseObserve(out string) (State, error) {
 	sec := sections(out)
-	st := State{Net: parseNetState(sec), RegistrySums: parseSums(sec["registry"]), Addons: parseAddons(sec["addons"]), Health: parseHealth(sec)}
+	st := State{Net: parseNetState(sec), RegistrySums: parseSums(sec["registry"]), Addons: parseAddons(sec["addons"]), Health: parseHealth(sec), Provisioning: parseProvisioning(sec["provision"])}
 	st.DNSSum = parseSums(sec["dns"])[dns.CorefilePath]
 	if id := strings.TrimSpace(sec["etcd-auth"]); containerID.MatchString(id) {
 		st.EtcdAuth = id

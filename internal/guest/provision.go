@@ -2,11 +2,14 @@ package guest
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"sync"
 	"text/template"
 
 	"github.com/bcollard/marina/internal/registry"
+	"github.com/bcollard/marina/internal/run"
 	"github.com/bcollard/marina/internal/vm"
 )
 
@@ -15,11 +18,29 @@ import (
 // so a second boot changes nothing. Lima fills in {{.User}} (the script
 // uses [[ ]] for marina's own values to leave it alone).
 //
+// It ends by writing the VM's provisioning record (RecordPath): marina,
+// the marina version given, that wrote it, the digest of the script above
+// the record (ProvisionDigest), and the Docker and kind it left. A VM
+// whose record holds another digest was provisioned by another marina,
+// and marina up runs this one in it (Reprovision).
+//
 // The script is rendered from constants only; a failure is a marina bug
 // that TestGolden catches, so it panics like template.Must.
-func Provision() string { return provision() }
+func Provision(marina string) string {
+	return provisionBody() + recordBlock(marina, ProvisionDigest())
+}
 
-var provision = sync.OnceValue(func() string {
+// ProvisionDigest is the sha256 of the provisioning script above its
+// record, as Lima holds it (with {{.User}}): what a VM's record names.
+func ProvisionDigest() string {
+	sum := sha256.Sum256([]byte(provisionBody()))
+	return hex.EncodeToString(sum[:])
+}
+
+// RecordPath is the VM's provisioning record.
+const RecordPath = "/var/lib/marina/provisioned"
+
+var provisionBody = sync.OnceValue(func() string {
 	s, err := renderProvision()
 	if err != nil {
 		panic("marina: rendering the provisioning script: " + err.Error())
@@ -27,8 +48,26 @@ var provision = sync.OnceValue(func() string {
 	return s
 })
 
+// recordBlock is the end of the provisioning script: it writes the
+// record, replacing it whole, so a boot that stops half way leaves the
+// last one.
+func recordBlock(marina, digest string) string {
+	return `
+# What provisioned this VM, for marina status, doctor and up.
+{
+	printf '%s\n' ` + run.ShellQuote("marina="+marina) + ` ` + run.ShellQuote("script="+digest) + `
+	echo "docker=$(dockerd --version 2>/dev/null | sed -n 's/^Docker version \([^ ,]*\).*/\1/p')"
+	echo "kind=$(kind version 2>/dev/null | awk '{print $2}')"
+} >` + RecordPath + `.new
+mv -f ` + RecordPath + `.new ` + RecordPath + `
+`
+}
+
 // DaemonJSON is the VM's /etc/docker/daemon.json.
 const DaemonJSON = "{\n  \"firewall-backend\": \"iptables\",\n  \"registry-mirrors\": [\"" + registry.HubURL + "\"]\n}\n"
+
+// socketDropIn is marina's drop-in for docker.socket, as Lima fills it in.
+const socketDropIn = "[Socket]\nSocketUser=" + userMark + "\n"
 
 // The files the provisioning script writes, with the shell variable put
 // sets when one of them changed.
@@ -41,12 +80,12 @@ var provisionFiles = []struct {
 	{File{"/etc/sysctl.d/99-marina.conf", "0644", "fs.inotify.max_user_watches = 524288\nfs.inotify.max_user_instances = 512\nnet.ipv4.ip_forward = 1\n"}, ""},
 	// Docker's socket belongs to the Lima user so Lima can forward it to
 	// the Mac.
-	{File{"/etc/systemd/system/docker.socket.d/marina.conf", "0644", "[Socket]\nSocketUser={{.User}}\n"}, "restart_docker"},
+	{File{socketPath, "0644", socketDropIn}, "restart_docker"},
 	// The daemon stays on the iptables firewall backend, whose DOCKER-USER
 	// chain marina's routing rules live in, and pulls Docker Hub images
 	// (the kind node images) through the Docker Hub mirror
 	// (registry.HubAddr), falling back to Docker Hub itself.
-	{File{"/etc/docker/daemon.json", "0644", DaemonJSON}, "restart_docker"},
+	{File{daemonPath, "0644", DaemonJSON}, "restart_docker"},
 }
 
 func renderProvision() (string, error) {
@@ -127,13 +166,13 @@ if [ "$restart_docker" = 1 ]; then
 	systemctl restart docker.socket docker.service
 fi
 
-# kind [[.KindVersion]], checked against its published sha256.
+# kind [[.KindVersion]], its download checked against its published sha256.
 case "$(uname -m)" in
 x86_64) kind_arch=amd64 kind_sum=[[.KindAMD64]] ;;
 aarch64) kind_arch=arm64 kind_sum=[[.KindARM64]] ;;
 *) echo "marina: no kind build for $(uname -m)" >&2; exit 1 ;;
 esac
-if ! echo "$kind_sum  /usr/local/bin/kind" | sha256sum -c --status 2>/dev/null; then
+if [ "$(kind version 2>/dev/null | awk '{print $2}')" != [[.KindVersion]] ]; then
 	curl -fsSL --retry 5 "https://github.com/kubernetes-sigs/kind/releases/download/[[.KindVersion]]/kind-linux-$kind_arch" -o /usr/local/bin/kind.new
 	echo "$kind_sum  /usr/local/bin/kind.new" | sha256sum -c --status || { rm -f /usr/local/bin/kind.new; echo "marina: the kind download does not match its sha256" >&2; exit 1; }
 	chmod 0755 /usr/local/bin/kind.new

@@ -13,7 +13,7 @@ import (
 
 // The provisioning script is valid bash and pins what it installs.
 func TestProvisionScript(t *testing.T) {
-	s := Provision()
+	s := Provision("v9.9.9")
 	for _, want := range []string{
 		"firewall-backend\": \"iptables\"",
 		"Pin: version 5:29.*",
@@ -52,7 +52,7 @@ func TestProvisionKeyCheck(t *testing.T) {
 	if _, err := exec.LookPath("gpg"); err != nil {
 		t.Skip("gpg is not installed (lab/lab up installs it)")
 	}
-	script := Provision()
+	script := Provision("v9.9.9")
 	fn := regexp.MustCompile(`(?s)only_key\(\) \{.*?\n\}\n`).FindString(script)
 	if fn == "" {
 		t.Fatal("the provisioning script has no only_key function")

@@ -200,7 +200,7 @@ func TestUpCreatesTheVM(t *testing.T) {
 	if err := yaml.Unmarshal(f.Template, &y); err != nil {
 		t.Fatal(err)
 	}
-	if len(y.Provision) != 1 || y.Provision[0].Mode != "system" || y.Provision[0].Script != guest.Provision() {
+	if len(y.Provision) != 1 || y.Provision[0].Mode != "system" || y.Provision[0].Script != guest.Provision("v9.9.9") {
 		t.Errorf("the template does not carry guest.Provision():\n%s", f.Template)
 	}
 	if len(f.Called("guest.run install the VM's")) != 1 || len(f.Called("host.privileged ip route")) != 1 {

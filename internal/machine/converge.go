@@ -26,12 +26,30 @@ import (
 // only what differs, so a warm run changes nothing. With dryRun it
 // returns planned (the steps decided before it) and its own as the plan,
 // and changes nothing.
-func converge(ctx context.Context, s *session.Session, planned []session.Step, dryRun bool) (*Ready, error) {
-	cfg, name := s.Config, s.Name
+//
+// A VM provisioned by another marina is provisioned again first; when
+// that restarted its Docker, converge looks again.
+func converge(ctx context.Context, s *session.Session, planned []session.Step, opts UpOptions) (*Ready, error) {
+	cfg, name, dryRun := s.Config, s.Name, opts.DryRun
 	cidr := cfg.Network.Prefix()
 	o, err := observeStep(ctx, s, cidr, dryRun)
 	if err != nil {
 		return nil, err
+	}
+	prov := planProvision(s, o)
+	if prov != nil && !dryRun && !opts.again {
+		ran, resumed, err := reprovision(ctx, s, prov, opts)
+		if err != nil {
+			return nil, err
+		}
+		if ran && prov.restart {
+			opts.again = true
+			r, err := converge(ctx, s, planned, opts)
+			if err != nil {
+				return nil, err
+			}
+			return r, waitAPIs(ctx, s, resumed)
+		}
 	}
 	said := sayOffline(s, o)
 	p, err := planFor(s, o)
@@ -51,6 +69,9 @@ func converge(ctx context.Context, s *session.Session, planned []session.Step, d
 		return nil, err
 	}
 	if dryRun {
+		if prov != nil {
+			planned = append(planned, prov.steps(name)...)
+		}
 		steps := append(planned, p.steps...)
 		steps = append(steps, p.dns.steps()...)
 		if len(stale) > 0 {

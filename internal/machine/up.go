@@ -137,9 +137,12 @@ func resourceDrift(want config.VM, in *vm.Instance) []drift {
 // UpOptions are the flags of marina up.
 type UpOptions struct {
 	DryRun bool
-	// Yes accepts a VM restart the config needs (a port mirroring change)
-	// without asking.
+	// Yes accepts a VM or Docker restart up needs (a port mirroring
+	// change, a Docker upgrade) without asking.
 	Yes bool
+	// again is set on converge's second look, after provisioning the VM
+	// again restarted its Docker.
+	again bool
 }
 
 // Up makes everything match the config: the VM (created or started), then
@@ -206,7 +209,7 @@ func Up(ctx context.Context, e *session.Env, opts UpOptions) (*Ready, error) {
 		}
 		resumed = started
 	}
-	r, err := converge(ctx, s, planned, opts.DryRun)
+	r, err := converge(ctx, s, planned, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -241,7 +244,7 @@ func creationDrift(e *session.Env, cfg config.Config, in *vm.Instance) []string 
 // Template is the Lima Template for cfg, with the guest's provisioning
 // script.
 func Template(e *session.Env, cfg config.Config) ([]byte, error) {
-	return vm.Template(vm.TemplateInput{Config: cfg, Paths: e.Paths, HostArch: e.HostArch, Provision: guest.Provision()})
+	return vm.Template(vm.TemplateInput{Config: cfg, Paths: e.Paths, HostArch: e.HostArch, Provision: guest.Provision(e.Marina)})
 }
 
 func applyUp(ctx context.Context, s *session.Session, plan UpPlan) error {

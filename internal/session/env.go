@@ -33,6 +33,8 @@ type Env struct {
 	TTY bool
 	// HostArch is the Mac's architecture (runtime.GOARCH).
 	HostArch string
+	// Marina is this marina's version, for the VM's provisioning record.
+	Marina string
 
 	// Deps makes the outside world's parts (the CLI wires production's,
 	// tests a fake world).
@@ -78,7 +80,7 @@ func (e *Env) Member(key string, u *ui.UI) *Env {
 	return &Env{
 		Paths: e.Paths, UI: u, Getenv: e.Getenv,
 		Stdin: strings.NewReader(""), Stdout: io.Discard, Stderr: e.Stderr,
-		HostArch: e.HostArch, Deps: e.Deps, parent: e, key: key,
+		HostArch: e.HostArch, Marina: e.Marina, Deps: e.Deps, parent: e, key: key,
 	}
 }
 

@@ -57,10 +57,19 @@ type VMStatus struct {
 	Lima0 string `json:"lima0,omitempty"`
 	// DockerSocket is the forwarded socket; Docker is the daemon version
 	// answering on it.
-	DockerSocket string   `json:"dockerSocket"`
-	Docker       string   `json:"docker,omitempty"`
-	Errors       []string `json:"errors,omitempty"`
+	DockerSocket string `json:"dockerSocket"`
+	Docker       string `json:"docker,omitempty"`
+	// ProvisionedBy is the marina version the VM's provisioning record
+	// names; Behind how the VM's provisioning differs from this marina's
+	// ("" when it is this marina's).
+	ProvisionedBy string   `json:"provisionedBy,omitempty"`
+	Behind        string   `json:"behind,omitempty"`
+	Errors        []string `json:"errors,omitempty"`
 }
+
+// UpgradeFix is what brings a VM provisioned by another marina to this
+// one's.
+const UpgradeFix = "`marina up` provisions it again in place (`marina up --dry-run` lists what changes)"
 
 // RouteStatus is the host route section.
 type RouteStatus struct {
@@ -244,7 +253,7 @@ func Get(ctx context.Context, e *session.Env) (Status, error) {
 	}()
 	o := session.Observe(ctx, ses, cidr, 0)
 	<-listed
-	s.guestNetwork(o, cidr)
+	s.guestNetwork(o, cidr, ses.Marina)
 	s.clusters(o, clusters, clErr)
 	if cidr.IsValid() && o.DockerErr == nil {
 		s.DNSSection(ctx, ses, o, cidr, made)
@@ -258,12 +267,16 @@ func Get(ctx context.Context, e *session.Env) (Status, error) {
 
 // guestNetwork fills the VM's address, Docker and the guest network
 // section from one observation.
-func (s *Status) guestNetwork(o *session.Observed, cidr netip.Prefix) {
+func (s *Status) guestNetwork(o *session.Observed, cidr netip.Prefix, marina string) {
 	v := &s.VM
 	if o.GuestErr != nil {
 		v.Errors = append(v.Errors, o.GuestErr.Error())
 	} else {
 		v.Lima0 = o.Guest.Lima0.String()
+		if r := o.Guest.Provisioning.Record; r != nil {
+			v.ProvisionedBy = r.Marina
+		}
+		v.Behind = o.Guest.Provisioning.Behind(marina, o.DockerVersion)
 	}
 	v.Docker = o.DockerVersion
 	if o.DockerErr != nil {

@@ -20,7 +20,7 @@ import (
 // go test ./internal/vm -run TestGolden -update, and review the diff.
 func TestGolden(t *testing.T) {
 	paths := config.Paths{Home: "/Users/me", Dir: "/Users/me/.marina", Config: "/Users/me/.marina/config.yaml"}
-	b, err := vm.Template(vm.TemplateInput{Config: config.Default(), Paths: paths, HostArch: "arm64", Provision: guest.Provision()})
+	b, err := vm.Template(vm.TemplateInput{Config: config.Default(), Paths: paths, HostArch: "arm64", Provision: guest.Provision("v9.9.9")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,8 +36,8 @@ func TestGolden(t *testing.T) {
 	if err := limayaml.Validate(y, false); err != nil {
 		t.Fatalf("Lima rejects the template: %v", err)
 	}
-	want := strings.ReplaceAll(guest.Provision(), "{{.User}}", *y.User.Name)
+	want := strings.ReplaceAll(guest.Provision("v9.9.9"), "{{.User}}", *y.User.Name)
 	if len(y.Provision) != 1 || y.Provision[0].Script == nil || *y.Provision[0].Script != want {
-		t.Errorf("Lima's provisioning script is not guest.Provision() with the user filled in")
+		t.Errorf("Lima's provisioning script is not guest.Provision with the user filled in")
 	}
 }

@@ -468,6 +468,7 @@ func TestRealCluster(t *testing.T) {
 
 	if webIP != "" {
 		stopStart(t, agnhost, webIP)
+		upgradeRestart(t, agnhost, webIP)
 	}
 	logsArchive(t, agnhost)
 

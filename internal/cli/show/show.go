@@ -61,6 +61,9 @@ func (v Style) glance(w io.Writer, s status.Status) {
 		line("-", "VM", vm0.Name+": "+vm0.Status+": `marina up` starts it")
 	default:
 		line(v.mark(true), "VM", fmt.Sprintf("%s: Running, %d CPUs, %s memory, lima0 %s, Docker %s", vm0.Name, vm0.CPUs, vm0.Memory, vm0.Lima0, vm0.Docker))
+		if vm0.Behind != "" {
+			line(ui.Paint("!", "WARN", v.Colour), "VM", vm0.Behind+": "+status.UpgradeFix)
+		}
 	}
 	if s.ConfigError != "" {
 		line(v.mark(false), "config", configProblem(s.ConfigError)+" (`marina status -v` shows every problem)")
@@ -188,6 +191,12 @@ func (v Style) fullStatus(w io.Writer, s status.Status) {
 		}
 		if vm0.Docker != "" {
 			fmt.Fprintf(w, "  docker:   %s on unix://%s\n", vm0.Docker, vm0.DockerSocket)
+		}
+		if vm0.ProvisionedBy != "" {
+			fmt.Fprintf(w, "  provisioned by: marina %s\n", vm0.ProvisionedBy)
+		}
+		if vm0.Behind != "" {
+			fmt.Fprintf(w, "  behind:   %s: %s\n", vm0.Behind, status.UpgradeFix)
 		}
 		for _, err := range vm0.Errors {
 			fmt.Fprintf(w, "  problem:  %s\n", err)

@@ -93,10 +93,13 @@ type Fakes struct {
 	CA           *testpki.CA
 	// The local DNS: its Corefile's sum in the VM, the clusters' addons
 	// records, and the host's resolver folder.
-	DNSSum      string
-	EtcdAuth    string // the etcd container whose users were set up
-	Addons      map[string]guest.Addons
-	ResolverDir string
+	DNSSum   string
+	EtcdAuth string // the etcd container whose users were set up
+	// Provisioning is how the VM was provisioned (nil: by this marina's
+	// script, which a run of it makes so again).
+	Provisioning *guest.Provisioning
+	Addons       map[string]guest.Addons
+	ResolverDir  string
 	// Labels are the clusters' node Labels, set by label-nodes (a cluster
 	// missing here shows only a region).
 	Labels map[string]map[string]string
@@ -191,7 +194,7 @@ func New(t *testing.T) *World {
 	}
 	f.Env = &session.Env{
 		Paths: paths, UI: ui.New(&f.Stderr, false, false), Getenv: func(k string) string { return f.Vars[k] },
-		Stdin: strings.NewReader(""), Stdout: &f.Stdout, Stderr: &f.Stderr, HostArch: "arm64",
+		Stdin: strings.NewReader(""), Stdout: &f.Stdout, Stderr: &f.Stderr, HostArch: "arm64", Marina: "v9.9.9",
 	}
 	f.Env.Deps = session.Deps{
 		// Nothing picked, unless a test scripts the picker.
@@ -475,7 +478,11 @@ func (g Guest) State() guest.State {
 	if sums == nil {
 		sums = map[string]string{}
 	}
-	return guest.State{Lima0: g.Lima0, Lima0All: []netip.Prefix{g.Lima0}, Net: st, RegistrySums: sums, DNSSum: g.DNSSum, EtcdAuth: g.EtcdAuth, Addons: maps.Clone(g.Addons)}
+	prov := guest.Provisioned("v9.9.9", "marina", "29.1.0")
+	if g.Provisioning != nil {
+		prov = *g.Provisioning
+	}
+	return guest.State{Lima0: g.Lima0, Lima0All: []netip.Prefix{g.Lima0}, Net: st, RegistrySums: sums, DNSSum: g.DNSSum, EtcdAuth: g.EtcdAuth, Addons: maps.Clone(g.Addons), Provisioning: prov}
 }
 
 func (g Guest) Run(ctx context.Context, s vm.Script) (vm.Result, error) {
@@ -493,6 +500,9 @@ func (g Guest) Run(ctx context.Context, s vm.Script) (vm.Result, error) {
 	}
 	g.Mu.Lock()
 	defer g.Mu.Unlock()
+	if s.Name == "provision the VM again" {
+		g.Provisioning = nil
+	}
 	// The guest's DNS files and addons records, as the scripts write them.
 	if m := corefileWrite.FindStringSubmatch(s.Body); m != nil {
 		g.DNSSum = dns.Spec{File: m[1]}.FileSum()

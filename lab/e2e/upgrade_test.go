@@ -1,0 +1,197 @@
+package e2e
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// previous is the last commit of marina before the VM kept a provisioning
+// record: the release an upgrading user has.
+const previous = "08c03be"
+
+// buildPrevious builds the marina of commit previous, from this
+// repository's history, and returns the binary.
+func buildPrevious(t *testing.T) string {
+	t.Helper()
+	_, file, _, _ := runtime.Caller(0)
+	repo := filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
+	if err := exec.Command("git", "-C", repo, "cat-file", "-e", previous+"^{commit}").Run(); err != nil {
+		t.Skipf("this clone lacks commit %s (a shallow clone): the upgrade from it cannot be built", previous)
+	}
+	dir := t.TempDir()
+	src := filepath.Join(dir, "src")
+	if err := os.MkdirAll(src, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	archive := exec.Command("sh", "-c", `git -C "$1" archive "$2" | tar -x -C "$3"`, "_", repo, previous, src)
+	if out, err := archive.CombinedOutput(); err != nil {
+		t.Fatalf("git archive %s: %v\n%s", previous, err, out)
+	}
+	bin := filepath.Join(dir, "marina-previous")
+	build := exec.Command("go", "build", "-o", bin, "./cmd/marina")
+	build.Dir = src
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build marina %s: %v\n%s", previous, err, out)
+	}
+	return bin
+}
+
+// The previous marina makes the VM; this one brings it up to date in
+// place: a dry run lists it, up runs this marina's provisioning script in
+// the VM (its record written, lima.yaml given the script for the next
+// boots) without restarting Docker, and a second up changes nothing. Then
+// the restart path: a daemon.json of an older marina makes up ask (no
+// terminal: it changes nothing), --yes restarts Docker and marina's
+// containers run again. A VM of another Ubuntu release is said to be too
+// old.
+func TestUpgradeInPlace(t *testing.T) {
+	needLab(t)
+	old := buildPrevious(t)
+	t.Cleanup(func() { destroyAll(t) })
+	writeConfig(t, "registries:\n  mirrors: []\n")
+	succeeded(t, runResult(old, "up"), "the previous marina's up")
+	if out := inGuest(t, "cat /var/lib/marina/provisioned 2>/dev/null || echo none"); strings.TrimSpace(out) != "none" {
+		t.Fatalf("the previous marina's VM has a provisioning record:\n%s", out)
+	}
+	dockerPID := func() string { return strings.TrimSpace(inGuest(t, "cat /run/docker.pid")) }
+	pid := dockerPID()
+
+	t.Run("status and doctor say the VM is behind", func(t *testing.T) {
+		r := shownStatus(t, "status")
+		if !strings.Contains(r.stdout, "provisioned by an earlier marina") || !strings.Contains(r.stdout, "`marina up` provisions it again in place") {
+			t.Errorf("status:\n%s", r.stdout)
+		}
+		d := marina(t, "doctor", "-o", "json")
+		if !strings.Contains(d.stdout, "; the VM is provisioned by an earlier marina") {
+			t.Errorf("doctor:\n%s\n%s", d.stdout, d.stderr)
+		}
+	})
+
+	t.Run("up provisions the VM in place", func(t *testing.T) {
+		r := mustMarina(t, "up", "--dry-run")
+		if !strings.Contains(r.stdout, "provision VM marina again with this marina's script, in place: provisioned by an earlier marina") || strings.Contains(r.stdout, "restart Docker") {
+			t.Errorf("up --dry-run:\n%s", r.stdout)
+		}
+		mustMarina(t, "up")
+		rec := inGuest(t, "cat /var/lib/marina/provisioned")
+		for _, want := range []string{"marina=dev", "docker=29.", "kind=v0.33.0"} {
+			if !strings.Contains(rec, want) {
+				t.Errorf("the record lacks %q:\n%s", want, rec)
+			}
+		}
+		lima, err := os.ReadFile(filepath.Join(instDir(), "lima.yaml"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(lima), "What provisioned this VM") || !strings.Contains(string(lima), "vmType: vz") {
+			t.Errorf("lima.yaml does not carry this marina's script, or lost its settings:\n%s", lima)
+		}
+		if got := dockerPID(); got != pid {
+			t.Errorf("Docker restarted (pid %s, then %s)", pid, got)
+		}
+		r = mustMarina(t, "up", "--dry-run")
+		if strings.Contains(r.stdout, "provision") {
+			t.Errorf("a second up still plans:\n%s", r.stdout)
+		}
+		if s := shownStatus(t, "status"); strings.Contains(s.stdout, "provisioned by a marina") {
+			t.Errorf("status after the upgrade:\n%s", s.stdout)
+		}
+	})
+
+	t.Run("a Docker restart is asked for, then made", func(t *testing.T) {
+		// An older marina's daemon.json, without the Docker Hub mirror.
+		inGuest(t, `printf '%s\n' '{' '  "firewall-backend": "iptables"' '}' >/etc/docker/daemon.json; rm -f /var/lib/marina/provisioned`)
+		r := mustMarina(t, "up")
+		if !strings.Contains(r.stderr, "run `marina up --yes` to do it") || dockerPID() != pid {
+			t.Fatalf("up without a terminal restarted Docker or did not say how:\n%s", r.stderr)
+		}
+		r = mustMarina(t, "up", "--dry-run")
+		if !strings.Contains(r.stdout, "Docker's daemon.json") || !strings.Contains(r.stdout, "restart Docker in VM marina") {
+			t.Errorf("up --dry-run:\n%s", r.stdout)
+		}
+		mustMarina(t, "up", "--yes")
+		if dockerPID() == pid {
+			t.Error("Docker did not restart")
+		}
+		if got := inGuest(t, "cat /etc/docker/daemon.json"); !strings.Contains(got, "registry-mirrors") {
+			t.Errorf("daemon.json: %s", got)
+		}
+		// marina's containers run again, and a second up changes nothing.
+		d := marina(t, "doctor")
+		if d.code != 0 {
+			t.Errorf("doctor after the restart: exit %d\n%s\n%s", d.code, d.stdout, d.stderr)
+		}
+		r = mustMarina(t, "up", "--dry-run")
+		if strings.Contains(r.stdout, "provision") {
+			t.Errorf("a second up still plans:\n%s", r.stdout)
+		}
+	})
+
+	t.Run("another Ubuntu release is too old to upgrade in place", func(t *testing.T) {
+		inGuest(t, `sed -i 's/^VERSION_ID=.*/VERSION_ID="22.04"/' /etc/os-release; mv /var/lib/marina/provisioned /var/lib/marina/provisioned.aside`)
+		t.Cleanup(func() {
+			inGuest(t, `sed -i 's/^VERSION_ID=.*/VERSION_ID="24.04"/' /etc/os-release; mv /var/lib/marina/provisioned.aside /var/lib/marina/provisioned`)
+		})
+		r := mustMarina(t, "up")
+		if !strings.Contains(r.stderr, "VM marina runs ubuntu 22.04, and marina provisions Ubuntu 24.04 only") || !strings.Contains(r.stderr, "`marina destroy && marina up` makes a new VM") {
+			t.Errorf("up:\n%s", r.stderr)
+		}
+		if out := inGuest(t, "cat /var/lib/marina/provisioned 2>/dev/null || echo none"); strings.TrimSpace(out) != "none" {
+			t.Errorf("up provisioned a VM of another release:\n%s", out)
+		}
+	})
+}
+
+// upgradeRestart is the upgrade's restart path on real clusters: the VM
+// made to look provisioned by an older marina (no record, and its
+// daemon.json), up --yes restarts Docker, and afterwards both clusters
+// answer, web keeps its address and name, verify passes, the caches keep
+// their blobs, and a second up changes nothing.
+func upgradeRestart(t *testing.T, agnhost, ip string) {
+	const name = "web.shop.dev.demo.internal"
+	t.Run("upgrade: a Docker restart brings every running cluster back with its addresses, names and caches", func(t *testing.T) {
+		blobs := func() string {
+			return strings.TrimSpace(inGuest(t, `find /var/lib/marina/registry-cache -path '*/blobs/*' -name data -type f | wc -l`))
+		}
+		before := blobs()
+		pid := strings.TrimSpace(inGuest(t, "cat /run/docker.pid"))
+		inGuest(t, `printf '%s\n' '{' '  "firewall-backend": "iptables"' '}' >/etc/docker/daemon.json; rm -f /var/lib/marina/provisioned`)
+		r := mustMarina(t, "up", "--dry-run")
+		if !strings.Contains(r.stdout, "restart Docker in VM marina") {
+			t.Errorf("up --dry-run:\n%s", r.stdout)
+		}
+		r = mustMarina(t, "up", "--yes")
+		if !strings.Contains(r.stderr, "Starting the clusters that ran before: dev, edge") {
+			t.Errorf("up --yes did not start the clusters again:\n%s", r.stderr)
+		}
+		if got := strings.TrimSpace(inGuest(t, "cat /run/docker.pid")); got == pid {
+			t.Error("Docker did not restart")
+		}
+		for c, n := range map[string]int{"dev": 2, "edge": 1} {
+			nodesReady(t, contextClient(t, c), n, 3*time.Minute)
+		}
+		svc, err := contextClient(t, "dev").CoreV1().Services("shop").Get(context.Background(), "web", metav1.GetOptions{})
+		if err != nil || len(svc.Status.LoadBalancer.Ingress) == 0 || svc.Status.LoadBalancer.Ingress[0].IP != ip {
+			t.Errorf("web's address after the restart: %+v, %v; want %s", svc.Status.LoadBalancer, err, ip)
+		}
+		waitAnswer(t, name, ip, 90*time.Second)
+		webAnswers(t, ip)
+		if r := mustMarina(t, "cluster", "verify", "dev", "--image", agnhost); !strings.Contains(r.stdout+r.stderr, "this machine's own address") {
+			t.Errorf("verify after the restart:\n%s%s", r.stdout, r.stderr)
+		}
+		if after := blobs(); after != before {
+			t.Errorf("the caches held %s blobs before the restart, %s after", before, after)
+		}
+		if r := mustMarina(t, "up", "--dry-run"); !strings.Contains(r.stdout, "match the config") {
+			t.Errorf("a second up still plans:\n%s", r.stdout)
+		}
+	})
+}
