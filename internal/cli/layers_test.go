@@ -33,10 +33,11 @@ var (
 		"image":       {"fleet", "kindcluster"},
 		"kindcluster": nil,
 		"logs":        {"doctor", "status", "version"},
-		"machine":     {"kindcluster"},
+		"machine":     {"kindcluster", "sudoers"},
 		"migrate":     {"dockerctx", "fleet", "machine", "skill"},
 		"skill":       {"version"},
 		"status":      nil,
+		"sudoers":     nil,
 		"version":     nil,
 	}
 )

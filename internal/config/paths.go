@@ -93,6 +93,9 @@ func (p Paths) VM(name string) (VMFiles, error) {
 // Routes records the host routes marina made.
 func (p Paths) Routes() string { return filepath.Join(p.Dir, "routes.json") }
 
+// Sudoers records the sudoers drop-in marina installed.
+func (p Paths) Sudoers() string { return filepath.Join(p.Dir, "sudoers.json") }
+
 // LabelKey keys the digests marina puts in container labels (so a label
 // cannot be used to check a guessed registry password).
 func (p Paths) LabelKey() string { return filepath.Join(p.Dir, "label.key") }

@@ -145,19 +145,22 @@ func (h *Host) Privileged(ctx context.Context, argv []string) error {
 	}
 	back := h.aside(argv)
 	defer back()
-	if !h.TTY {
-		_, err := h.Run.Output(ctx, run.Cmd{Args: append([]string{"sudo", "-n"}, argv...), Stream: &said})
-		var re *run.Error
-		switch {
-		case errors.As(err, &re) && strings.Contains(re.Stderr, "sudo: a password is required"):
-			return fmt.Errorf("%w\nsudo needs a password and there is no terminal to ask on: run `sudo %s` yourself, then the same marina command again", err, run.Quote(argv))
-		case errors.As(err, &re) && sudoSaid(re.Stderr):
-			// sudo itself refused (not in sudoers, requiretty, …).
-			return fmt.Errorf("%w\nsudo refused to run it without a terminal: run `sudo %s` yourself, then the same marina command again", err, run.Quote(argv))
-		case err != nil:
-			return err // the command's own failure, with what it said
-		}
-		return h.refused(argv, said.String())
+	// sudo -n first, on a terminal too: with marina's sudoers drop-in
+	// (marina sudoers), or sudo's own cached credentials, nothing asks.
+	var first run.Buffer
+	_, err := h.Run.Output(ctx, run.Cmd{Args: append([]string{"sudo", "-n"}, argv...), Stream: &first})
+	var re *run.Error
+	asked := errors.As(err, &re) && (strings.Contains(re.Stderr, "sudo: a password is required") || sudoSaid(re.Stderr))
+	switch {
+	case err == nil:
+		return h.refused(argv, first.String())
+	case !asked:
+		return err // the command's own failure, with what it said
+	case !h.TTY && strings.Contains(re.Stderr, "sudo: a password is required"):
+		return fmt.Errorf("%w\nsudo needs a password and there is no terminal to ask on: run `sudo %s` yourself, then the same marina command again (`marina sudoers --install` lets marina run it without one)", err, run.Quote(argv))
+	case !h.TTY:
+		// sudo itself refused (not in sudoers, requiretty, …).
+		return fmt.Errorf("%w\nsudo refused to run it without a terminal: run `sudo %s` yourself, then the same marina command again", err, run.Quote(argv))
 	}
 	cmd := exec.CommandContext(ctx, "sudo", argv...)
 	// One writer for both, so that exec writes to it from one goroutine.

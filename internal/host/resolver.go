@@ -125,10 +125,16 @@ func ResolverFix(r Resolver, src string) [][]string {
 	}
 	var out [][]string
 	if _, err := os.Stat(filepath.Dir(r.Path)); errors.Is(err, os.ErrNotExist) {
-		out = append(out, []string{installTool, "-d", "-m", "0755", filepath.Dir(r.Path)})
+		out = append(out, resolverMkdir(filepath.Dir(r.Path)))
 	}
-	return append(out, []string{installTool, "-m", "0644", src, r.Path})
+	return append(out, resolverWrite(src, r.Path))
 }
+
+// The commands, run as root, that make the resolver folder, write a
+// resolver file from marina's copy, and remove one (Sudoers names them).
+func resolverMkdir(dir string) []string       { return []string{installTool, "-d", "-m", "0755", dir} }
+func resolverWrite(src, path string) []string { return []string{installTool, "-m", "0644", src, path} }
+func resolverRemove(path string) []string     { return []string{rmTool, "-f", path} }
 
 // Removal is the removal of one resolver file marina wrote.
 type Removal struct {
@@ -148,7 +154,7 @@ func ResolverRemovals(made *Made, keep string) []Removal {
 		if err != nil || string(b) != m.Content {
 			continue // gone, or changed since: not marina's to remove
 		}
-		out = append(out, Removal{Path: m.Path, Argv: []string{rmTool, "-f", m.Path}})
+		out = append(out, Removal{Path: m.Path, Argv: resolverRemove(m.Path)})
 	}
 	return out
 }

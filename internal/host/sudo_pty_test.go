@@ -60,6 +60,7 @@ func TestSudoPromptStaysOnScreen(t *testing.T) {
 	dir := t.TempDir()
 	// A sudo that asks as sudo does: on /dev/tty, without echo.
 	sudo := `#!/bin/sh
+if [ "$1" = -n ]; then echo "sudo: a password is required" >&2; exit 1; fi
 printf '[sudo] password for me: ' >/dev/tty
 stty -echo </dev/tty
 IFS= read -r pw </dev/tty
@@ -144,5 +145,33 @@ exec "$@"
 				t.Errorf("the screen is:\n%s\nwant (wrapped to %d columns):\n%s", strings.Join(got, "\n"), size[0], strings.Join(want, "\n"))
 			}
 		})
+	}
+}
+
+// With marina's sudoers drop-in, sudo -n runs the command: on a terminal
+// too nothing asks, and sudo runs once.
+func TestSudoNFirstOnATerminal(t *testing.T) {
+	dir := t.TempDir()
+	log := filepath.Join(dir, "sudo.log")
+	sudo := "#!/bin/sh\necho \"$*\" >>" + log + "\nif [ \"$1\" = -n ]; then shift; exec \"$@\"; fi\necho asked >&2\nexit 1\n"
+	if err := os.WriteFile(filepath.Join(dir, "sudo"), []byte(sudo), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	route := "#!/bin/sh\necho 'add net 172.30.0.0: gateway 192.168.64.3'\n"
+	if err := os.WriteFile(filepath.Join(dir, "route"), []byte(route), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", dir+string(os.PathListSeparator)+os.Getenv("PATH"))
+	old := routePath
+	routePath = filepath.Join(dir, "route")
+	t.Cleanup(func() { routePath = old })
+	var stderr bytes.Buffer
+	h := &Host{Style: BSD, TTY: true, Stdin: strings.NewReader(""), Stderr: &stderr}
+	if err := h.Privileged(context.Background(), h.RouteFix(Classify(kindNet, lima0, nil))); err != nil {
+		t.Fatalf("%v\n%s", err, stderr.String())
+	}
+	b, _ := os.ReadFile(log)
+	if got := strings.TrimSpace(string(b)); got != "-n "+routePath+" -n add -net 172.30.0.0/16 192.168.64.3" || strings.Contains(stderr.String(), "asked") {
+		t.Errorf("sudo ran as %q; stderr:\n%s", got, stderr.String())
 	}
 }

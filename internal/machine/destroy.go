@@ -13,9 +13,11 @@ import (
 	"time"
 
 	"github.com/bcollard/marina/internal/cluster"
+	"github.com/bcollard/marina/internal/host"
 	"github.com/bcollard/marina/internal/kubeconfig"
 	"github.com/bcollard/marina/internal/run"
 	"github.com/bcollard/marina/internal/session"
+	"github.com/bcollard/marina/internal/sudoers"
 	"github.com/bcollard/marina/internal/ui"
 	"github.com/bcollard/marina/internal/vm"
 )
@@ -57,6 +59,13 @@ func Destroy(ctx context.Context, e *session.Env, opts DestroyOptions) (session.
 	for _, r := range unroute {
 		steps = append(steps, r.step())
 	}
+	dropIn, err := host.LoadSudoers(s.Paths.Sudoers())
+	if err != nil {
+		return session.Result{}, err
+	}
+	if dropIn != nil {
+		steps = append(steps, session.Step{Do: "remove the sudoers drop-in " + dropIn.Path + " that marina sudoers installed"})
+	}
 	if len(steps) == 0 {
 		return session.Planned(nil, "VM "+name+" does not exist"), nil
 	}
@@ -92,7 +101,13 @@ func Destroy(ctx context.Context, e *session.Env, opts DestroyOptions) (session.
 	// it points at a VM that is gone, while a route left behind would
 	// keep sending the kind network to it.
 	kcErr := kc.apply(s)
-	return session.Result{}, errors.Join(kcErr, removeRoutes(ctx, s, unroute))
+	routeErr := removeRoutes(ctx, s, unroute)
+	// Last: the route's removal may have needed it.
+	var dropErr error
+	if dropIn != nil {
+		dropErr = sudoers.Remove(ctx, s, dropIn)
+	}
+	return session.Result{}, errors.Join(kcErr, routeErr, dropErr)
 }
 
 // destroyWhat says what destroy deletes that needs a confirmation.

@@ -612,3 +612,35 @@ func TestOlderMarksAreLeftAndSaid(t *testing.T) {
 		t.Errorf("an explicit remove of dev: %v", err)
 	}
 }
+
+// The sudoers drop-in marina sudoers installed goes with destroy, after
+// the route whose removal may need it; a record naming anything else is
+// refused before anything changes.
+func TestDestroyRemovesTheSudoersDropIn(t *testing.T) {
+	f := destroyFixture(t, nil)
+	if err := host.SaveSudoers(f.Env.Paths.Sudoers(), &host.SudoersRecord{Path: "/etc/sudoers.d/marina-ada", Content: "x"}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := Destroy(context.Background(), f.Env, DestroyOptions{DryRun: true})
+	if err != nil || !strings.Contains(sessiontest.Said(res), "remove the sudoers drop-in /etc/sudoers.d/marina-ada") {
+		t.Fatalf("%v\n%s", err, sessiontest.Said(res))
+	}
+	if _, err := Destroy(context.Background(), f.Env, DestroyOptions{Yes: true}); err != nil {
+		t.Fatalf("%v\n%s", err, f.Stderr.String())
+	}
+	got := f.Called("host.privileged")
+	if len(got) == 0 || got[len(got)-1] != "host.privileged /bin/rm -f /etc/sudoers.d/marina-ada" {
+		t.Errorf("destroy ran %v", got)
+	}
+	if rec, err := host.LoadSudoers(f.Env.Paths.Sudoers()); rec != nil || err != nil {
+		t.Errorf("the record stays: %+v %v", rec, err)
+	}
+
+	f = destroyFixture(t, nil)
+	if err := os.WriteFile(f.Env.Paths.Sudoers(), []byte(`{"path": "/etc/sudoers", "content": ""}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Destroy(context.Background(), f.Env, DestroyOptions{Yes: true}); err == nil || f.Instance == nil || len(f.Called("host.privileged")) != 0 {
+		t.Errorf("a record naming /etc/sudoers: %v, %v", err, f.Calls)
+	}
+}

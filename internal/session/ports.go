@@ -93,6 +93,9 @@ type Host interface {
 	// FlushDNS is the commands that empty the Mac's DNS cache, run as
 	// root.
 	FlushDNS() ([][]string, error)
+	// Sudoers is the sudoers drop-in that lets user run marina's route
+	// and resolver commands without a password.
+	Sudoers(user string, cidr netip.Prefix, resolver, src string) (string, error)
 	// OS is the host's operating system, as runtime.GOOS names it.
 	OS() string
 	// Rosetta reports whether Rosetta 2 is installed on the host.

@@ -169,8 +169,11 @@ func upgradeRestart(t *testing.T, agnhost, ip string) {
 			t.Errorf("up --dry-run:\n%s", r.stdout)
 		}
 		r = mustMarina(t, "up", "--yes")
-		if !strings.Contains(r.stderr, "Starting the clusters that ran before: dev, edge") {
-			t.Errorf("up --yes did not start the clusters again:\n%s", r.stderr)
+		// Docker's restart policy brings the nodes back, or marina starts
+		// them ("Starting the clusters that ran before"); either way up
+		// waits for both API servers.
+		if !strings.Contains(r.stderr, "API servers of dev, edge answer") {
+			t.Errorf("up --yes did not wait for the clusters:\n%s", r.stderr)
 		}
 		if got := strings.TrimSpace(inGuest(t, "cat /run/docker.pid")); got == pid {
 			t.Error("Docker did not restart")

@@ -820,6 +820,17 @@ func (h Host) FlushDNS() ([][]string, error) {
 	return (&host.Host{Style: style}).FlushDNS()
 }
 func (h Host) RouteRemove(s host.RouteStatus) []string { return h.Real.RouteRemove(s) }
+
+// Sudoers is a Mac's, unless the world's host is Linux.
+func (h Host) Sudoers(user string, cidr netip.Prefix, resolver, src string) (string, error) {
+	h.Mu.Lock()
+	style := h.HostStyle
+	h.Mu.Unlock()
+	if style == "" {
+		style = host.BSD
+	}
+	return (&host.Host{Style: style}).Sudoers(user, cidr, resolver, src)
+}
 func (h Host) DeleteCommand(p netip.Prefix, gw netip.Addr) []string {
 	return h.Real.DeleteCommand(p, gw)
 }
