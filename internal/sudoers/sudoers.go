@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"os/user"
+	"path/filepath"
 
 	"github.com/bcollard/marina/internal/host"
 	"github.com/bcollard/marina/internal/run"
@@ -49,12 +50,9 @@ func Run(ctx context.Context, e *session.Env, opts Options) (Report, session.Res
 	if rep.Path, err = host.SudoersPath(u.Username); err != nil {
 		return rep, session.Result{}, err
 	}
-	resolver, err := session.ReadResolver(s.Config, nil)
-	if err != nil {
-		return rep, session.Result{}, err
-	}
-	src := e.Paths.ResolverCopy(s.Config.DNS.Domain)
-	if rep.Content, err = s.Host.Sudoers(u.Username, s.Config.Network.Prefix(), resolver.Path, src); err != nil {
+	domain := s.Config.DNS.Domain
+	resolver, src := filepath.Join(host.ResolverDir(), domain), e.Paths.ResolverCopy(domain)
+	if rep.Content, err = s.Host.Sudoers(u.Username, s.Config.Network.Prefix(), resolver, src); err != nil {
 		return rep, session.Result{}, err
 	}
 	rec, err := host.LoadSudoers(e.Paths.Sudoers())

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"os/user"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -33,11 +34,18 @@ func TestSudoers(t *testing.T) {
 		t.Skipf("this user's name: %v", err)
 	}
 	ctx := context.Background()
+	// The resolver file is there, as after an up.
+	if err := os.MkdirAll(f.ResolverDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(f.ResolverDir, "demo.internal"), []byte("nameserver 172.30.255.53\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	rep, _, err := Run(ctx, f.Env, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rep.Path != path || rep.Installed || !strings.Contains(rep.Content, "/sbin/route -n add -net 172.30.0.0/16 *") || !strings.Contains(rep.Content, f.Env.Paths.ResolverCopy("demo.internal")) {
+	if rep.Path != path || rep.Installed || !strings.Contains(rep.Content, "/sbin/route -n add -net 172.30.0.0/16 *") || !strings.Contains(rep.Content, f.Env.Paths.ResolverCopy("demo.internal")+" "+filepath.Join(f.ResolverDir, "demo.internal")) {
 		t.Errorf("print: %+v", rep)
 	}
 	if len(f.Called("host.privileged")) != 0 {
