@@ -383,7 +383,11 @@ func judgeDocker(o *session.Observed, sock, marina string) Check {
 		f := fmt.Sprintf("Docker %s answers on unix://%s", o.DockerVersion, sock)
 		if o.GuestErr == nil {
 			if behind := o.Guest.Provisioning.Behind(marina, o.DockerVersion); behind != "" {
-				return warn(checkDocker, f+"; the VM is "+behind, "marina up (provisions the VM again in place; `marina up --dry-run` lists what changes)")
+				fix := "marina up (provisions the VM again in place; `marina up --dry-run` lists what changes)"
+				if !o.Guest.Provisioning.Upgradable() {
+					fix = "marina destroy && marina up (the VM runs another Ubuntu release, which marina cannot provision in place; its clusters are lost, the registry cache on the Mac is kept)"
+				}
+				return warn(checkDocker, f+"; the VM is "+behind, fix)
 			}
 		}
 		return ok(checkDocker, f)

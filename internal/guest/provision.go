@@ -138,6 +138,20 @@ only_key() {
 
 mkdir -p [[.CacheDir]]
 
+# kind [[.KindVersion]], its download checked against its published sha256;
+# first, so that a failed download stops the script before Docker restarts.
+case "$(uname -m)" in
+x86_64) kind_arch=amd64 kind_sum=[[.KindAMD64]] ;;
+aarch64) kind_arch=arm64 kind_sum=[[.KindARM64]] ;;
+*) echo "marina: no kind build for $(uname -m)" >&2; exit 1 ;;
+esac
+if [ "$(kind version 2>/dev/null | awk '{print $2}')" != [[.KindVersion]] ]; then
+	curl -fsSL --retry 5 "https://github.com/kubernetes-sigs/kind/releases/download/[[.KindVersion]]/kind-linux-$kind_arch" -o /usr/local/bin/kind.new
+	echo "$kind_sum  /usr/local/bin/kind.new" | sha256sum -c --status || { rm -f /usr/local/bin/kind.new; echo "marina: the kind download does not match its sha256" >&2; exit 1; }
+	chmod 0755 /usr/local/bin/kind.new
+	mv /usr/local/bin/kind.new /usr/local/bin/kind
+fi
+
 # Docker [[.DockerMajor]]: its socket belongs to the Lima user so Lima can forward it
 # to the Mac, the daemon stays on the iptables firewall backend, whose
 # DOCKER-USER chain marina's routing rules live in, and it pulls Docker Hub
@@ -164,19 +178,6 @@ if [ "$restart_docker" = 1 ]; then
 	systemctl daemon-reload
 	systemctl enable docker.socket docker.service
 	systemctl restart docker.socket docker.service
-fi
-
-# kind [[.KindVersion]], its download checked against its published sha256.
-case "$(uname -m)" in
-x86_64) kind_arch=amd64 kind_sum=[[.KindAMD64]] ;;
-aarch64) kind_arch=arm64 kind_sum=[[.KindARM64]] ;;
-*) echo "marina: no kind build for $(uname -m)" >&2; exit 1 ;;
-esac
-if [ "$(kind version 2>/dev/null | awk '{print $2}')" != [[.KindVersion]] ]; then
-	curl -fsSL --retry 5 "https://github.com/kubernetes-sigs/kind/releases/download/[[.KindVersion]]/kind-linux-$kind_arch" -o /usr/local/bin/kind.new
-	echo "$kind_sum  /usr/local/bin/kind.new" | sha256sum -c --status || { rm -f /usr/local/bin/kind.new; echo "marina: the kind download does not match its sha256" >&2; exit 1; }
-	chmod 0755 /usr/local/bin/kind.new
-	mv /usr/local/bin/kind.new /usr/local/bin/kind
 fi
 `))
 })

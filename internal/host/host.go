@@ -150,15 +150,20 @@ func (h *Host) Privileged(ctx context.Context, argv []string) error {
 	var first run.Buffer
 	_, err := h.Run.Output(ctx, run.Cmd{Args: append([]string{"sudo", "-n"}, argv...), Stream: &first})
 	var re *run.Error
-	asked := errors.As(err, &re) && (strings.Contains(re.Stderr, "sudo: a password is required") || sudoSaid(re.Stderr))
+	bySudo := errors.As(err, &re) && sudoSaid(re.Stderr)
 	switch {
 	case err == nil:
 		return h.refused(argv, first.String())
-	case !asked:
+	case !bySudo:
 		return err // the command's own failure, with what it said
-	case !h.TTY && strings.Contains(re.Stderr, "sudo: a password is required"):
+	case h.TTY && mustAsk(re.Stderr):
+		// sudo did not run it: ask on the terminal.
+	case h.TTY:
+		// sudo said something else and may have run it: not again.
+		return err
+	case strings.Contains(re.Stderr, "sudo: a password is required"):
 		return fmt.Errorf("%w\nsudo needs a password and there is no terminal to ask on: run `sudo %s` yourself, then the same marina command again (`marina sudoers --install` lets marina run it without one)", err, run.Quote(argv))
-	case !h.TTY:
+	default:
 		// sudo itself refused (not in sudoers, requiretty, …).
 		return fmt.Errorf("%w\nsudo refused to run it without a terminal: run `sudo %s` yourself, then the same marina command again", err, run.Quote(argv))
 	}
@@ -186,6 +191,17 @@ func (h *Host) aside(argv []string) (back func()) {
 		return func() {}
 	}
 	return h.UI.Aside(say)
+}
+
+// mustAsk reports whether sudo -n refused for want of a password or a
+// terminal, before running anything.
+func mustAsk(stderr string) bool {
+	for _, m := range []string{"a password is required", "a terminal is required", "you must have a tty"} {
+		if strings.Contains(stderr, m) {
+			return true
+		}
+	}
+	return false
 }
 
 // sudoSaid reports whether sudo itself complained: its messages start

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/bcollard/marina/internal/fileutil"
@@ -32,57 +33,63 @@ func SudoersPath(user string) (string, error) {
 	return filepath.Join(SudoersDir, "marina-"+strings.ReplaceAll(user, ".", "_")), nil
 }
 
-// anyGateway stands for the VM's address in a rendered rule: it changes
-// when the VM starts again, so the rule takes any.
-var anyGateway = netip.IPv4Unspecified()
+// gatewayMark stands for the VM's address in a rendered rule.
+var gatewayMark = netip.IPv4Unspecified()
 
 // Sudoers renders the drop-in that lets user run without a password
-// exactly marina's commands as root: the route to cidr through any
-// gateway (added, changed, deleted), the resolver file at resolver,
-// written from marina's copy at src (its folder made, the file removed),
-// and the drop-in's own removal.
-// Only route(8) (a Mac) is named by a full path, which sudoers needs.
-func (h *Host) Sudoers(user string, cidr netip.Prefix, resolver, src string) (string, error) {
+// exactly marina's route commands for cidr through the VM (added,
+// changed, deleted), the removal of the resolver file at resolver, and the
+// drop-in's own removal.
+//
+// The VM's address moves when it starts again, within lima0's /24: each
+// rule names that /24 and one to three digits for the last octet, as
+// character classes. A "*" would match spaces too, and with them any
+// further argument route(8) takes (-dst default, a netmask). The resolver
+// file is not written through the rule: its content comes from a file
+// the user owns, which a passwordless rule must not let root read.
+func (h *Host) Sudoers(user string, cidr netip.Prefix, lima0 netip.Addr, resolver string) (string, error) {
 	if h.styleErr != nil {
 		return "", h.styleErr
-	}
-	if !sudoersUser.MatchString(user) {
-		return "", fmt.Errorf("the user name %q cannot be named in a sudoers rule as it is", user)
-	}
-	t := h.tool()
-	cmds := [][]string{t.add(cidr, anyGateway), t.change(cidr, anyGateway), t.del(cidr, anyGateway), t.del(cidr, netip.Addr{})}
-	if !filepath.IsAbs(cmds[0][0]) {
-		return "", errors.New("this host changes routes with ip(8), which marina runs by name, not by a full path a sudoers rule can name: marina sudoers is for a Mac (route(8))")
 	}
 	self, err := SudoersPath(user)
 	if err != nil {
 		return "", err
 	}
-	// Its own removal (marina destroy, marina sudoers --remove) takes away
-	// a privilege: it needs no password either.
-	cmds = append(cmds, resolverMkdir(filepath.Dir(resolver)), resolverWrite(src, resolver), resolverRemove(resolver), []string{rmTool, "-f", self})
+	if !lima0.Is4() {
+		return "", fmt.Errorf("the VM's lima0 address %v is not IPv4: `marina up` first, then marina sudoers again", lima0)
+	}
+	t := h.tool()
+	var cmds [][]string
+	for _, c := range [][]string{t.add(cidr, gatewayMark), t.change(cidr, gatewayMark), t.del(cidr, gatewayMark)} {
+		for _, last := range []string{"[0-9]", "[0-9][0-9]", "[0-9][0-9][0-9]"} {
+			a := lima0.As4()
+			gw := fmt.Sprintf("%d.%d.%d.%s", a[0], a[1], a[2], last)
+			cmds = append(cmds, slices.Replace(slices.Clone(c), slices.Index(c, gatewayMark.String()), slices.Index(c, gatewayMark.String())+1, gw))
+		}
+	}
+	if !filepath.IsAbs(cmds[0][0]) {
+		return "", errors.New("this host changes routes with ip(8), which marina runs by name, not by a full path a sudoers rule can name: marina sudoers is for a Mac (route(8))")
+	}
+	cmds = append(cmds, t.del(cidr, netip.Addr{}), resolverRemove(resolver), []string{rmTool, "-f", self})
 	var lines []string
 	for _, c := range cmds {
-		var args []string
-		for i, a := range c {
-			switch {
-			case i > 0 && a == anyGateway.String():
-				args = append(args, "*")
-			case sudoersArg.MatchString(a):
-				args = append(args, a)
-			default:
+		for _, a := range c {
+			if !sudoersArg.MatchString(a) && !gatewayArg.MatchString(a) {
 				return "", fmt.Errorf("%q cannot be named in a sudoers rule as it is (a space or one of , : = \\ * in it): move it, or keep typing the password", a)
 			}
 		}
-		lines = append(lines, strings.Join(args, " "))
+		lines = append(lines, strings.Join(c, " "))
 	}
 	return "# marina's rule for " + user + ", written by `marina sudoers --install`: the\n" +
 		"# commands marina up, down and destroy run as root, without a password.\n" +
-		"# The route to the kind network (" + cidr.String() + ") through the VM, whatever address\n" +
-		"# the VM has, the resolver file " + resolver + ", and this file's\n" +
-		"# removal; nothing else.\n" +
+		"# The route to the kind network (" + cidr.String() + ") through the VM at any\n" +
+		"# address of its /24, the removal of the resolver file " + resolver + ",\n" +
+		"# and this file's removal; nothing else.\n" +
 		user + " ALL=(root) NOPASSWD: " + strings.Join(lines, ", \\\n\t") + "\n", nil
 }
+
+// gatewayArg is a gateway pattern Sudoers renders.
+var gatewayArg = regexp.MustCompile(`^[0-9]{1,3}\.[0-9]{1,3}\.[0-9]{1,3}\.(\[0-9\]){1,3}$`)
 
 // SudoersRecord is what marina remembers of the drop-in it installed: it
 // removes only a drop-in it recorded, and says when the one it installed

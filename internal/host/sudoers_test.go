@@ -9,26 +9,27 @@ import (
 	"testing"
 )
 
-// The drop-in names exactly marina's route and resolver commands, for any
-// gateway, and sudo's own parser accepts it; what a rule cannot name
-// plainly is refused, not quoted into a wider rule.
+// The drop-in names exactly marina's route commands, through any address
+// of lima0's /24 and with no wildcard that could match a further argument,
+// and the resolver file's removal; sudo's own parser accepts it; what a
+// rule cannot name plainly is refused, not quoted into a wider rule.
 func TestSudoers(t *testing.T) {
 	h := &Host{Style: BSD}
 	cidr := netip.MustParsePrefix("172.30.0.0/16")
-	got, err := h.Sudoers("ada", cidr, "/etc/resolver/demo.internal", "/Users/ada/.marina/resolver/demo.internal")
+	lima0 := netip.MustParseAddr("192.168.64.3")
+	got, err := h.Sudoers("ada", cidr, lima0, "/etc/resolver/demo.internal")
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := "ada ALL=(root) NOPASSWD: /sbin/route -n add -net 172.30.0.0/16 *, \\\n" +
-		"\t/sbin/route -n change -net 172.30.0.0/16 *, \\\n" +
-		"\t/sbin/route -n delete -net 172.30.0.0/16 *, \\\n" +
-		"\t/sbin/route -n delete -net 172.30.0.0/16, \\\n" +
-		"\t/usr/bin/install -d -m 0755 /etc/resolver, \\\n" +
-		"\t/usr/bin/install -m 0644 /Users/ada/.marina/resolver/demo.internal /etc/resolver/demo.internal, \\\n" +
-		"\t/bin/rm -f /etc/resolver/demo.internal, \\\n" +
-		"\t/bin/rm -f /etc/sudoers.d/marina-ada\n"
-	if !strings.HasSuffix(got, want) || !strings.HasPrefix(got, "# marina's rule for ada") {
-		t.Errorf("drop-in:\n%s\nwant it to end with:\n%s", got, want)
+	var want []string
+	for _, verb := range []string{"add", "change", "delete"} {
+		for _, last := range []string{"[0-9]", "[0-9][0-9]", "[0-9][0-9][0-9]"} {
+			want = append(want, "/sbin/route -n "+verb+" -net 172.30.0.0/16 192.168.64."+last)
+		}
+	}
+	want = append(want, "/sbin/route -n delete -net 172.30.0.0/16", "/bin/rm -f /etc/resolver/demo.internal", "/bin/rm -f /etc/sudoers.d/marina-ada")
+	if !strings.HasSuffix(got, "ada ALL=(root) NOPASSWD: "+strings.Join(want, ", \\\n\t")+"\n") || !strings.HasPrefix(got, "# marina's rule for ada") || strings.Contains(got, "*") {
+		t.Errorf("drop-in:\n%s\nwant its rule:\n%s", got, strings.Join(want, "\n"))
 	}
 	if visudo, err := exec.LookPath("visudo"); err == nil {
 		f := filepath.Join(t.TempDir(), "marina-ada")
@@ -39,18 +40,22 @@ func TestSudoers(t *testing.T) {
 			t.Errorf("visudo -c: %v\n%s", err, out)
 		}
 	}
-	for _, c := range []struct{ user, resolver, src string }{
-		{"ada", "/etc/resolver/demo.internal", "/Users/a da/.marina/resolver/demo.internal"},
-		{"ada", "/etc/resolver/demo.internal", "/Users/ada,ALL/x"},
-		{"ada", "/etc/resolver/demo.internal", "/Users/ada/*"},
-		{"ada ALL", "/etc/resolver/demo.internal", "/x"},
-		{"root:x", "/etc/resolver/demo.internal", "/x"},
+	for _, c := range []struct {
+		user, resolver string
+		lima0          netip.Addr
+	}{
+		{"ada", "/etc/resolver/a b", lima0},
+		{"ada", "/etc/resolver/x,ALL", lima0},
+		{"ada ALL", "/etc/resolver/demo.internal", lima0},
+		{"root:x", "/etc/resolver/demo.internal", lima0},
+		{"ada", "/etc/resolver/demo.internal", netip.Addr{}},
+		{"ada", "/etc/resolver/demo.internal", netip.MustParseAddr("fd00::1")},
 	} {
-		if _, err := h.Sudoers(c.user, cidr, c.resolver, c.src); err == nil {
+		if _, err := h.Sudoers(c.user, cidr, c.lima0, c.resolver); err == nil {
 			t.Errorf("%+v: rendered", c)
 		}
 	}
-	if _, err := (&Host{Style: Linux}).Sudoers("ada", cidr, "/etc/resolver/demo.internal", "/x"); err == nil || !strings.Contains(err.Error(), "marina sudoers is for a Mac") {
+	if _, err := (&Host{Style: Linux}).Sudoers("ada", cidr, lima0, "/etc/resolver/demo.internal"); err == nil || !strings.Contains(err.Error(), "marina sudoers is for a Mac") {
 		t.Errorf("ip style: %v", err)
 	}
 	if p, err := SudoersPath("first.last"); err != nil || p != "/etc/sudoers.d/marina-first_last" {

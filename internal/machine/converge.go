@@ -42,6 +42,9 @@ func converge(ctx context.Context, s *session.Session, planned []session.Step, o
 		if err != nil {
 			return nil, err
 		}
+		if ran {
+			keepLimaYAML(s)
+		}
 		if ran && prov.restart {
 			opts.again = true
 			r, err := converge(ctx, s, planned, opts)
@@ -50,6 +53,9 @@ func converge(ctx context.Context, s *session.Session, planned []session.Step, o
 			}
 			return r, waitAPIs(ctx, s, resumed)
 		}
+	}
+	if prov == nil && !dryRun && o.Guest.Provisioning.Current() {
+		keepLimaYAML(s)
 	}
 	said := sayOffline(s, o)
 	p, err := planFor(s, o)

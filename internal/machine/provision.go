@@ -2,6 +2,7 @@ package machine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -52,13 +53,17 @@ func (p *provisionPlan) steps(name string) []session.Step {
 
 // reprovision applies p: after a confirmation when it restarts Docker (a
 // terminal's answer or --yes; without either it warns and changes
-// nothing), it runs the script (one round trip), gives the instance's
-// lima.yaml the same script for the next boots, and starts again the
+// nothing), it runs the script (one round trip) and starts again the
 // clusters that ran. It reports whether it ran, and the clusters to wait
 // for.
 func reprovision(ctx context.Context, s *session.Session, p *provisionPlan, opts UpOptions) (bool, []cluster.Info, error) {
 	e, name := s.Env, s.Name
 	why := strings.Join(p.what, "; ")
+	// A user the VM did not say stops it before anything is asked.
+	script, err := guest.Reprovision(s.Marina, p.user)
+	if err != nil {
+		return false, nil, err
+	}
 	var cs []cluster.Info
 	var ran map[string]string
 	if p.restart {
@@ -72,37 +77,33 @@ func reprovision(ctx context.Context, s *session.Session, p *provisionPlan, opts
 				return false, nil, nil
 			}
 		}
-		var err error
 		if cs, err = s.ListClusters(ctx); err != nil {
 			return false, nil, err
 		}
 		ran = runningNodes(cs)
 	}
 	label := fmt.Sprintf("Provisioning VM %s again with this marina's script (%s)", name, why)
-	err := s.Step(label, "VM "+name+" provisioned by marina "+s.Marina, func() error {
-		script, err := guest.Reprovision(s.Marina, p.user)
-		if err != nil {
-			return err
-		}
+	err = s.Step(label, "VM "+name+" provisioned by marina "+s.Marina, func() error {
 		if _, err := s.Guest.Run(ctx, script); err != nil {
-			return fmt.Errorf("%w\nthe VM keeps what it had; `marina logs` gathers the VM's journal for a bug report", err)
+			return fmt.Errorf("%w\nthe script stopped part way (it is safe to run again: `marina up`); `marina logs` gathers the VM's journal for a bug report", err)
 		}
-		return updateLimaYAML(s)
+		return nil
 	})
-	if err != nil {
-		return false, nil, err
-	}
 	if !p.restart {
-		return true, nil, nil
+		return err == nil, nil, err
 	}
-	resumed, err := resume(ctx, s, cs, ran)
-	return true, resumed, err
+	// Docker may have restarted before the script failed: the clusters
+	// that ran are started again either way.
+	resumed, rerr := resume(ctx, s, cs, ran)
+	return err == nil, resumed, errors.Join(err, rerr)
 }
 
 // updateLimaYAML gives the instance's lima.yaml this marina's
 // provisioning script, which Lima runs at every boot: the old one would
 // put the old kind and daemon.json back. Lima reads the file when the VM
-// starts, so a running VM is not disturbed.
+// starts, so a running VM is not disturbed. up runs it whenever the VM is
+// provisioned by this marina, so a failed edit is made again next time;
+// a file that already holds the script is not written.
 func updateLimaYAML(s *session.Session) error {
 	files, err := s.Paths.VM(s.Name)
 	if err != nil {
@@ -110,6 +111,9 @@ func updateLimaYAML(s *session.Session) error {
 	}
 	path := filepath.Join(files.InstanceDir, "lima.yaml")
 	created, err := fileutil.ReadRegular(path, session.MaxLimaYAML)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil // no instance folder of Lima's: nothing runs the script at boot
+	}
 	if err != nil {
 		return fmt.Errorf("read VM %s's Lima settings: %w", s.Name, err)
 	}
@@ -129,4 +133,12 @@ func updateLimaYAML(s *session.Session) error {
 		return fmt.Errorf("give VM %s's Lima settings the new provisioning script: %w", s.Name, err)
 	}
 	return nil
+}
+
+// keepLimaYAML is updateLimaYAML whose failure is a warning: the VM runs
+// this marina's script now, and the next up tries again.
+func keepLimaYAML(s *session.Session) {
+	if err := updateLimaYAML(s); err != nil {
+		s.UI.Warnf("%v\nthe next boot of VM %s would run the script it had before; the next `marina up` tries again", err, s.Name)
+	}
 }

@@ -2,6 +2,7 @@ package machine
 
 import (
 	"context"
+	"errors"
 	"os"
 	"strings"
 	"testing"
@@ -170,5 +171,31 @@ func TestUpSaysAVMTooOldToProvision(t *testing.T) {
 	}
 	if !strings.Contains(f.Stderr.String(), "VM marina runs ubuntu 22.04, and marina provisions Ubuntu 24.04 only") || !strings.Contains(f.Stderr.String(), "`marina destroy && marina up` makes a new VM") || len(f.Called("guest.run provision")) != 0 {
 		t.Errorf("%s\n%s", f.Stderr.String(), f.Log())
+	}
+}
+
+// A script that fails after Docker restarted (kind's download, say) still
+// gets the clusters that ran started again, and the error says it is safe
+// to run again.
+func TestUpResumesWhenProvisioningFails(t *testing.T) {
+	f := sessiontest.New(t)
+	olderVM(f, true)
+	f.Cluster("dev", 1, "https://192.168.64.3:7001")
+	f.Before = func(call string) {
+		if call == "guest.run provision the VM again" {
+			f.Mu.Lock()
+			for i := range f.NodeContainers {
+				f.NodeContainers[i].State = "exited"
+			}
+			f.Mu.Unlock()
+		}
+	}
+	f.Fail = map[string]error{"guest.run provision the VM again": errors.New("marina: the kind download does not match its sha256")}
+	_, err := Up(context.Background(), f.Env, UpOptions{Yes: true})
+	if err == nil || !strings.Contains(err.Error(), "it is safe to run again: `marina up`") {
+		t.Fatalf("error = %v", err)
+	}
+	if len(f.Called("docker.start dev-cp")) != 1 {
+		t.Errorf("dev was not started again:\n%s", f.Log())
 	}
 }

@@ -94,8 +94,8 @@ type Host interface {
 	// root.
 	FlushDNS() ([][]string, error)
 	// Sudoers is the sudoers drop-in that lets user run marina's route
-	// and resolver commands without a password.
-	Sudoers(user string, cidr netip.Prefix, resolver, src string) (string, error)
+	// commands (through lima0's /24) without a password.
+	Sudoers(user string, cidr netip.Prefix, lima0 netip.Addr, resolver string) (string, error)
 	// OS is the host's operating system, as runtime.GOOS names it.
 	OS() string
 	// Rosetta reports whether Rosetta 2 is installed on the host.

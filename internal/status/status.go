@@ -6,6 +6,7 @@ package status
 import (
 	"cmp"
 	"context"
+	"fmt"
 	"net/netip"
 	"strings"
 
@@ -62,14 +63,21 @@ type VMStatus struct {
 	// ProvisionedBy is the marina version the VM's provisioning record
 	// names; Behind how the VM's provisioning differs from this marina's
 	// ("" when it is this marina's).
-	ProvisionedBy string   `json:"provisionedBy,omitempty"`
-	Behind        string   `json:"behind,omitempty"`
-	Errors        []string `json:"errors,omitempty"`
+	ProvisionedBy string `json:"provisionedBy,omitempty"`
+	Behind        string `json:"behind,omitempty"`
+	// Upgrade is what brings it to this marina's, when Behind is set.
+	Upgrade string   `json:"upgrade,omitempty"`
+	Errors  []string `json:"errors,omitempty"`
 }
 
 // UpgradeFix is what brings a VM provisioned by another marina to this
-// one's.
-const UpgradeFix = "`marina up` provisions it again in place (`marina up --dry-run` lists what changes)"
+// one's: up in place, or a new VM for another Ubuntu release.
+func UpgradeFix(p guest.Provisioning) string {
+	if !p.Upgradable() {
+		return fmt.Sprintf("it runs %s %s, which marina cannot provision in place: `marina destroy && marina up` makes a new VM (its clusters are lost; the registry cache on the Mac is kept)", p.OS, p.OSVersion)
+	}
+	return "`marina up` provisions it again in place (`marina up --dry-run` lists what changes)"
+}
 
 // RouteStatus is the host route section.
 type RouteStatus struct {
@@ -276,7 +284,9 @@ func (s *Status) guestNetwork(o *session.Observed, cidr netip.Prefix, marina str
 		if r := o.Guest.Provisioning.Record; r != nil {
 			v.ProvisionedBy = r.Marina
 		}
-		v.Behind = o.Guest.Provisioning.Behind(marina, o.DockerVersion)
+		if v.Behind = o.Guest.Provisioning.Behind(marina, o.DockerVersion); v.Behind != "" {
+			v.Upgrade = UpgradeFix(o.Guest.Provisioning)
+		}
 	}
 	v.Docker = o.DockerVersion
 	if o.DockerErr != nil {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/bcollard/marina/internal/dns"
 	"github.com/bcollard/marina/internal/docker"
+	"github.com/bcollard/marina/internal/guest"
 	"github.com/bcollard/marina/internal/session/sessiontest"
 	"github.com/bcollard/marina/internal/ui"
 	"github.com/bcollard/marina/internal/vm"
@@ -265,5 +266,35 @@ func TestStatusObservesWhileAskingLima(t *testing.T) {
 	st, err = Get(context.Background(), f.Env)
 	if err != nil || st.VM.Status != vm.StatusStopped || st.Guest != nil || st.Clusters != nil {
 		t.Errorf("a stopped VM: %+v, guest %+v, clusters %v, %v", st.VM, st.Guest, st.Clusters, err)
+	}
+}
+
+// A VM provisioned by another marina is said with what differs and the
+// way forward: up in place, or a new VM for another Ubuntu release.
+func TestStatusVMBehind(t *testing.T) {
+	f := sessiontest.New(t)
+	f.Config(nil)
+	st, err := Get(context.Background(), f.Env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.VM.Behind != "" || st.VM.Upgrade != "" || st.VM.ProvisionedBy != "v9.9.9" {
+		t.Errorf("a current VM: %+v", st.VM)
+	}
+	p := guest.Provisioned("v0.1.0", "marina", "29.1.0")
+	p.Record.Script = strings.Repeat("0", 64)
+	f.Provisioning = &p
+	if st, err = Get(context.Background(), f.Env); err != nil {
+		t.Fatal(err)
+	}
+	if st.VM.Behind != "provisioned by marina v0.1.0 (this is v9.9.9)" || !strings.HasPrefix(st.VM.Upgrade, "`marina up` provisions it again in place") {
+		t.Errorf("an older VM: %+v", st.VM)
+	}
+	p.OSVersion = "22.04"
+	if st, err = Get(context.Background(), f.Env); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(st.VM.Upgrade, "it runs ubuntu 22.04, which marina cannot provision in place: `marina destroy && marina up` makes a new VM") {
+		t.Errorf("another Ubuntu release: %+v", st.VM)
 	}
 }

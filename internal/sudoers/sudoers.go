@@ -4,6 +4,7 @@ package sudoers
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -35,13 +36,12 @@ type Report struct {
 // Run renders the sudoers drop-in that lets this user run marina's
 // route and resolver commands without a password; with Install it checks
 // it with visudo and installs it (one sudo, the last password asked), with
-// Remove it removes the one marina installed. It needs no VM.
+// Remove it removes the one marina installed. The rule names lima0's /24,
+// so printing and installing need the VM running; removing does not.
 func Run(ctx context.Context, e *session.Env, opts Options) (Report, session.Result, error) {
-	s, err := session.Open(ctx, e, session.Needs{Config: session.StrictOrDefault})
-	if err != nil {
-		return Report{}, session.Result{}, err
+	if geteuid() == 0 {
+		return Report{}, session.Result{}, errors.New("marina sudoers writes a rule for the user who runs it, and this is root, who needs none: run it as yourself")
 	}
-	defer s.Close()
 	u, err := user.Current()
 	if err != nil {
 		return Report{}, session.Result{}, fmt.Errorf("who runs marina: %w", err)
@@ -50,19 +50,17 @@ func Run(ctx context.Context, e *session.Env, opts Options) (Report, session.Res
 	if rep.Path, err = host.SudoersPath(u.Username); err != nil {
 		return rep, session.Result{}, err
 	}
-	domain := s.Config.DNS.Domain
-	resolver, src := filepath.Join(host.ResolverDir(), domain), e.Paths.ResolverCopy(domain)
-	if rep.Content, err = s.Host.Sudoers(u.Username, s.Config.Network.Prefix(), resolver, src); err != nil {
-		return rep, session.Result{}, err
-	}
 	rec, err := host.LoadSudoers(e.Paths.Sudoers())
 	if err != nil {
 		return rep, session.Result{}, err
 	}
-	rep.Installed = rec != nil && rec.Path == rep.Path
-	rep.Stale = rep.Installed && rec.Content != rep.Content
-	switch {
-	case opts.Remove:
+	if opts.Remove {
+		// Needs no VM.
+		s, err := session.Open(ctx, e, session.Needs{Config: session.VMOnlyQuiet})
+		if err != nil {
+			return rep, session.Result{}, err
+		}
+		defer s.Close()
 		if rec == nil {
 			return rep, session.Planned(nil, "marina installed no sudoers drop-in"), nil
 		}
@@ -71,18 +69,40 @@ func Run(ctx context.Context, e *session.Env, opts Options) (Report, session.Res
 			return rep, session.Planned([]session.Step{step}, ""), nil
 		}
 		return rep, session.Result{}, Remove(ctx, s, rec)
-	case opts.Install:
-		if rep.Installed && !rep.Stale {
-			return rep, session.Planned(nil, rep.Path+" is installed and current"), nil
-		}
-		step := session.Step{Do: "check the drop-in with visudo -c, then install it as " + rep.Path + " (one sudo)"}
-		if opts.DryRun {
-			return rep, session.Planned([]session.Step{step}, ""), nil
-		}
-		return rep, session.Result{}, installDropIn(ctx, s, rep)
 	}
-	return rep, session.Result{}, nil
+	// lima0's /24 is where the VM's address moves: the rule names it.
+	s, err := session.Open(ctx, e, session.Needs{Config: session.StrictOrDefault, Running: true, Lima0: true})
+	if err != nil {
+		return rep, session.Result{}, err
+	}
+	defer s.Close()
+	resolver := filepath.Join(host.ResolverDir(), s.Config.DNS.Domain)
+	if rep.Content, err = s.Host.Sudoers(u.Username, s.Config.Network.Prefix(), s.Lima0, resolver); err != nil {
+		return rep, session.Result{}, err
+	}
+	// Removed by hand, it is not installed, whatever the record says.
+	_, statErr := stat(rep.Path)
+	rep.Installed = rec != nil && rec.Path == rep.Path && statErr == nil
+	rep.Stale = rep.Installed && rec.Content != rep.Content
+	if !opts.Install {
+		return rep, session.Result{}, nil
+	}
+	if rep.Installed && !rep.Stale {
+		return rep, session.Planned(nil, rep.Path+" is installed and current"), nil
+	}
+	step := session.Step{Do: "check the drop-in with visudo -c, then install it as " + rep.Path + " (one sudo)"}
+	if opts.DryRun {
+		return rep, session.Planned([]session.Step{step}, ""), nil
+	}
+	return rep, session.Result{}, installDropIn(ctx, s, rep)
 }
+
+// geteuid and stat are the os's (tests, which run as root in CI and
+// install nothing in /etc/sudoers.d, change them).
+var (
+	geteuid = os.Geteuid
+	stat    = os.Stat
+)
 
 // installDropIn checks the drop-in with sudo's own parser, then installs
 // it root-owned and read-only (sudo ignores a drop-in anyone can write),

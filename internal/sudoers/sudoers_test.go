@@ -25,6 +25,17 @@ func TestSudoers(t *testing.T) {
 		}
 	}
 	f := sessiontest.New(t)
+	// CI runs the tests as root; the fake sudo installs nothing, so the
+	// drop-in is there once the install ran.
+	installed := false
+	geteuid = func() int { return 1000 }
+	stat = func(string) (os.FileInfo, error) {
+		if !installed {
+			return nil, os.ErrNotExist
+		}
+		return os.Stat(".")
+	}
+	t.Cleanup(func() { geteuid, stat = os.Geteuid, os.Stat })
 	u, err := user.Current()
 	if err != nil {
 		t.Fatal(err)
@@ -45,7 +56,7 @@ func TestSudoers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rep.Path != path || rep.Installed || !strings.Contains(rep.Content, "/sbin/route -n add -net 172.30.0.0/16 *") || !strings.Contains(rep.Content, f.Env.Paths.ResolverCopy("demo.internal")+" "+filepath.Join(f.ResolverDir, "demo.internal")) {
+	if rep.Path != path || rep.Installed || !strings.Contains(rep.Content, "/sbin/route -n add -net 172.30.0.0/16 192.168.64.[0-9], ") || !strings.Contains(rep.Content, "/bin/rm -f "+filepath.Join(f.ResolverDir, "demo.internal")) {
 		t.Errorf("print: %+v", rep)
 	}
 	if len(f.Called("host.privileged")) != 0 {
@@ -59,6 +70,7 @@ func TestSudoers(t *testing.T) {
 	if _, _, err := Run(ctx, f.Env, Options{Install: true}); err != nil {
 		t.Fatal(err)
 	}
+	installed = true
 	got := f.Called("host.privileged")
 	if len(got) != 1 || !strings.HasPrefix(got[0], "host.privileged /usr/bin/install -m 0440 -o 0 -g 0 ") || !strings.HasSuffix(got[0], " "+path) {
 		t.Errorf("install ran %v", got)
@@ -70,6 +82,13 @@ func TestSudoers(t *testing.T) {
 	if _, res, err = Run(ctx, f.Env, Options{Install: true}); err != nil || res.Plan == nil || !strings.Contains(res.Plan.None, "installed and current") {
 		t.Errorf("a second install: %+v %v", res.Plan, err)
 	}
+
+	// Removed by hand: not installed, whatever the record says.
+	installed = false
+	if rep, _, err := Run(ctx, f.Env, Options{}); err != nil || rep.Installed {
+		t.Errorf("a drop-in removed by hand: %+v %v", rep, err)
+	}
+	installed = true
 
 	f.Config(func(c *config.Config) { c.Network.CIDR = "172.31.0.0/16" })
 	if rep, _, err = Run(ctx, f.Env, Options{}); err != nil || !rep.Installed || !rep.Stale {
@@ -85,5 +104,15 @@ func TestSudoers(t *testing.T) {
 	}
 	if rec, err := host.LoadSudoers(f.Env.Paths.Sudoers()); rec != nil || err != nil {
 		t.Errorf("the record stays: %+v %v", rec, err)
+	}
+}
+
+// As root there is no one to write a rule for.
+func TestSudoersAsRoot(t *testing.T) {
+	f := sessiontest.New(t)
+	geteuid = func() int { return 0 }
+	t.Cleanup(func() { geteuid = os.Geteuid })
+	if _, _, err := Run(context.Background(), f.Env, Options{Install: true}); err == nil || !strings.Contains(err.Error(), "run it as yourself") {
+		t.Errorf("as root: %v", err)
 	}
 }

@@ -101,7 +101,7 @@ func TestUpgradeInPlace(t *testing.T) {
 		if strings.Contains(r.stdout, "provision") {
 			t.Errorf("a second up still plans:\n%s", r.stdout)
 		}
-		if s := shownStatus(t, "status"); strings.Contains(s.stdout, "provisioned by a marina") {
+		if s := shownStatus(t, "status"); strings.Contains(s.stdout, "provisioned by") {
 			t.Errorf("status after the upgrade:\n%s", s.stdout)
 		}
 	})
@@ -146,6 +146,9 @@ func TestUpgradeInPlace(t *testing.T) {
 		}
 		if out := inGuest(t, "cat /var/lib/marina/provisioned 2>/dev/null || echo none"); strings.TrimSpace(out) != "none" {
 			t.Errorf("up provisioned a VM of another release:\n%s", out)
+		}
+		if s := shownStatus(t, "status"); !strings.Contains(s.stdout, "it runs ubuntu 22.04, which marina cannot provision in place: `marina destroy && marina up` makes a new VM") {
+			t.Errorf("status:\n%s", s.stdout)
 		}
 	})
 }

@@ -62,7 +62,7 @@ func (v Style) glance(w io.Writer, s status.Status) {
 	default:
 		line(v.mark(true), "VM", fmt.Sprintf("%s: Running, %d CPUs, %s memory, lima0 %s, Docker %s", vm0.Name, vm0.CPUs, vm0.Memory, vm0.Lima0, vm0.Docker))
 		if vm0.Behind != "" {
-			line(ui.Paint("!", "WARN", v.Colour), "VM", vm0.Behind+": "+status.UpgradeFix)
+			line(ui.Paint("!", "WARN", v.Colour), "VM", vm0.Behind+": "+vm0.Upgrade)
 		}
 	}
 	if s.ConfigError != "" {
@@ -196,7 +196,7 @@ func (v Style) fullStatus(w io.Writer, s status.Status) {
 			fmt.Fprintf(w, "  provisioned by: marina %s\n", vm0.ProvisionedBy)
 		}
 		if vm0.Behind != "" {
-			fmt.Fprintf(w, "  behind:   %s: %s\n", vm0.Behind, status.UpgradeFix)
+			fmt.Fprintf(w, "  behind:   %s: %s\n", vm0.Behind, vm0.Upgrade)
 		}
 		for _, err := range vm0.Errors {
 			fmt.Fprintf(w, "  problem:  %s\n", err)
