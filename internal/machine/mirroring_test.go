@@ -122,29 +122,12 @@ func TestUpOffersARestartForPortMirroring(t *testing.T) {
 	// them again by itself.
 	f.Cluster("stopped", 3, "")
 	f.NodeContainers[len(f.NodeContainers)-1].State = "exited"
-	f.Before = func(call string) {
-		if call == "vm.stop marina" {
-			f.Mu.Lock()
-			for i := range f.NodeContainers {
-				f.NodeContainers[i].State = "exited"
-			}
-			f.Mu.Unlock()
-		}
-	}
+	exitNodesOn(f, "vm.stop marina")
 	if _, err := Up(context.Background(), f.Env, UpOptions{Yes: true}); err != nil {
 		t.Fatalf("%v\n%s", err, f.Stderr.String())
 	}
 	f.Before = nil
-	order := []string{"vm.stop marina", "vm.set marina .portForwards = ", "vm.start marina", "docker.start direct-cp", "guest.observe", "kube direct nodes"}
-	log := f.Log()
-	at := 0
-	for _, want := range order {
-		i := strings.Index(log[at:], want)
-		if i < 0 {
-			t.Fatalf("%q not after %d in:\n%s", want, at, log)
-		}
-		at += i
-	}
+	inOrder(t, f.Log(), "vm.stop marina", "vm.set marina .portForwards = ", "vm.start marina", "docker.start direct-cp", "guest.observe", "kube direct nodes")
 	if !mirroring(f, lima) {
 		t.Error("the VM's lima.yaml still ignores every port")
 	}

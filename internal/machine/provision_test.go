@@ -133,28 +133,12 @@ func TestUpAsksBeforeADockerRestart(t *testing.T) {
 	f.Env.TTY = false
 	// Docker's restart stops the nodes; they come back only when marina
 	// starts them.
-	f.Before = func(call string) {
-		if call == "guest.run provision the VM again" {
-			f.Mu.Lock()
-			for i := range f.NodeContainers {
-				f.NodeContainers[i].State = "exited"
-			}
-			f.Mu.Unlock()
-		}
-	}
+	exitNodesOn(f, "guest.run provision the VM again")
 	if _, err := Up(context.Background(), f.Env, UpOptions{Yes: true}); err != nil {
 		t.Fatalf("%v\n%s", err, f.Stderr.String())
 	}
 	f.Before = nil
-	log := f.Log()
-	at := 0
-	for _, want := range []string{"guest.observe", "guest.run provision the VM again", "docker.start dev-cp", "guest.observe", "kube dev nodes"} {
-		i := strings.Index(log[at:], want)
-		if i < 0 {
-			t.Fatalf("%q not after %d in:\n%s", want, at, log)
-		}
-		at += i + len(want)
-	}
+	inOrder(t, f.Log(), "guest.observe", "guest.run provision the VM again", "docker.start dev-cp", "guest.observe", "kube dev nodes")
 	if provisionScript(t, lima) != guest.Provision("v9.9.9") {
 		t.Error("lima.yaml keeps the old script")
 	}
@@ -181,15 +165,7 @@ func TestUpResumesWhenProvisioningFails(t *testing.T) {
 	f := sessiontest.New(t)
 	olderVM(f, true)
 	f.Cluster("dev", 1, "https://192.168.64.3:7001")
-	f.Before = func(call string) {
-		if call == "guest.run provision the VM again" {
-			f.Mu.Lock()
-			for i := range f.NodeContainers {
-				f.NodeContainers[i].State = "exited"
-			}
-			f.Mu.Unlock()
-		}
-	}
+	exitNodesOn(f, "guest.run provision the VM again")
 	f.Fail = map[string]error{"guest.run provision the VM again": errors.New("marina: the kind download does not match its sha256")}
 	_, err := Up(context.Background(), f.Env, UpOptions{Yes: true})
 	if err == nil || !strings.Contains(err.Error(), "it is safe to run again: `marina up`") {

@@ -31,9 +31,16 @@ func nodeTimes(t *testing.T, name string) (started, finished time.Time, states [
 // server saw the Mac's own address.
 func webAnswers(t *testing.T, ip string) {
 	t.Helper()
+	webAnswersWithin(t, ip, time.Minute)
+}
+
+// webAnswersWithin is webAnswers waiting up to within: after a Docker
+// restart every pod starts again, and MetalLB's speakers announce again.
+func webAnswersWithin(t *testing.T, ip string, within time.Duration) {
+	t.Helper()
 	c := &http.Client{Timeout: 5 * time.Second}
 	var body []byte
-	waitFor(t, time.Minute, "web at "+ip+" answering from the Mac", func() bool {
+	waitFor(t, within, "web at "+ip+" answering from the Mac", func() bool {
 		resp, err := c.Get("http://" + ip + "/clientip")
 		if err != nil {
 			return false
@@ -114,14 +121,22 @@ spec:
 		if !strings.Contains(r.stdout, "Started dev: 2 nodes Ready, MetalLB and ExternalDNS running, pool ") || !strings.Contains(r.stdout, "Started edge:") {
 			t.Errorf("fleet start says:\n%s%s", r.stdout, r.stderr)
 		}
-		svc, err := contextClient(t, "dev").CoreV1().Services("shop").Get(context.Background(), "web", metav1.GetOptions{})
-		if err != nil || len(svc.Status.LoadBalancer.Ingress) == 0 || svc.Status.LoadBalancer.Ingress[0].IP != ip {
-			t.Errorf("web's address after start: %+v, %v; want %s", svc.Status.LoadBalancer, err, ip)
-		}
-		waitAnswer(t, name, ip, 30*time.Second)
-		webAnswers(t, ip)
-		if r := mustMarina(t, "cluster", "verify", "dev", "--image", agnhost); !strings.Contains(r.stdout+r.stderr, "this machine's own address") {
-			t.Errorf("verify after start:\n%s%s", r.stdout, r.stderr)
-		}
+		webServes(t, agnhost, ip, 30*time.Second, "start")
 	})
+}
+
+// webServes checks, after what, that dev's web Service kept its address
+// ip, that its name answers it from the Mac and web answers there, each
+// within wait, and that cluster verify passes.
+func webServes(t *testing.T, agnhost, ip string, wait time.Duration, after string) {
+	t.Helper()
+	svc, err := contextClient(t, "dev").CoreV1().Services("shop").Get(context.Background(), "web", metav1.GetOptions{})
+	if err != nil || len(svc.Status.LoadBalancer.Ingress) == 0 || svc.Status.LoadBalancer.Ingress[0].IP != ip {
+		t.Errorf("web's address after %s: %+v, %v; want %s", after, svc.Status.LoadBalancer, err, ip)
+	}
+	waitAnswer(t, "web.shop.dev.demo.internal", ip, wait)
+	webAnswersWithin(t, ip, wait)
+	if r := mustMarina(t, "cluster", "verify", "dev", "--image", agnhost); !strings.Contains(r.stdout+r.stderr, "this machine's own address") {
+		t.Errorf("verify after %s:\n%s%s", after, r.stdout, r.stderr)
+	}
 }
