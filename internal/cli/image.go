@@ -61,7 +61,7 @@ cache (docs/mirrors.md).`,
 		},
 	}
 	c.Flags().StringVarP(&o.Fleet, "filename", "f", "", "the images a Fleet manifest's clusters need (- reads stdin)")
-	c.Flags().BoolVar(&o.Addons, "addons", false, "the images of the add-ons every new cluster runs")
+	c.Flags().BoolVar(&o.Addons, "addons", false, "the images of the add-ons every new cluster runs (metrics-server's too when kind.metricsServer is on)")
 	dryRunFlag(c, &o.DryRun)
 	return c
 }

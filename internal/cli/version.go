@@ -7,10 +7,12 @@ import (
 	"os"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/bcollard/marina/internal/config"
+	"github.com/bcollard/marina/internal/guest"
 	"github.com/bcollard/marina/internal/session"
 	"github.com/bcollard/marina/internal/version"
 	"github.com/bcollard/marina/internal/vm"
@@ -19,25 +21,32 @@ import (
 func versionCmd(r *root) *cobra.Command {
 	return withOutput(r, &cobra.Command{
 		Use:   "version",
-		Short: "Print marina's version, the versions it pins, and the limactl it finds",
+		Short: "Print marina's version, the versions it pins, the limactl it finds, and whether the VM is behind",
 		Long: `Print marina's version and commit, the Go release and platform it was built
 for, the versions of what it runs (kind, the Kubernetes node images, MetalLB,
 ExternalDNS, metrics-server, the Docker Engine major in the VM, the oldest
-Lima it works with) and the version of the limactl it would run ($LIMACTL,
-else the PATH). It reads no config and does not reach the VM.`,
+Lima it works with), the version of the limactl it would run ($LIMACTL,
+else the PATH), and what the last marina up noted of the VM's provisioning:
+whether this marina would provision it again (it does, in place, at the next
+up). It reads no config and does not reach the VM.`,
 		Example: `  marina version
   marina version -o json`,
 		Args: cobra.NoArgs,
 		// Needs no config, no VM.
 		PersistentPreRunE: func(*cobra.Command, []string) error { return nil },
 	}, func(ctx context.Context, _ *session.Env) (version.Report, error) {
-		return version.GetReport(ctx, func() (*vm.Limactl, error) {
+		p, perr := config.ResolvePaths(os.Getenv, "")
+		rep := version.GetReport(ctx, func() (*vm.Limactl, error) {
 			limaHome := ""
-			if p, err := config.ResolvePaths(os.Getenv, ""); err == nil {
+			if perr == nil {
 				limaHome = p.LimaHome()
 			}
 			return limactl(os.Getenv, limaHome, nil)
-		}, version.LimactlWait), nil
+		}, version.LimactlWait)
+		if perr == nil {
+			rep.VM = version.VMOf(guest.LoadSeen(p.Provisioned()))
+		}
+		return rep, nil
 	}, printVersion)
 }
 
@@ -59,6 +68,7 @@ func printVersion(w io.Writer, v version.Report) {
 	row("go", "%s %s", v.GoVersion, v.Platform)
 	p := v.Pins
 	row("kind", "%s (in the VM)", p.Kind)
+	row("kubectl", "%s (in the VM)", p.Kubectl)
 	row("kubernetes", "%s", withDefault(p.NodeVersion, p.NodeVersions))
 	row("metallb", "%s", withDefault(p.MetalLB, p.MetalLBVersions))
 	row("externaldns", "%s", p.ExternalDNS)
@@ -74,6 +84,15 @@ func printVersion(w io.Writer, v version.Report) {
 		row("limactl", "%s at %s", l.Version, l.Path)
 	default:
 		row("limactl", "%s", l.Note)
+	}
+	switch m := v.VM; {
+	case m == nil:
+	case m.Note != "":
+		row("vm", "%s", strings.Join(strings.Fields(m.Note), " "))
+	case m.Behind:
+		row("vm", "%s, provisioned by marina %s (at marina up, %s): this marina provisions it differently; `marina up` brings it up to date in place", m.Name, m.ProvisionedBy, m.NotedAt.Format(time.DateOnly))
+	default:
+		row("vm", "%s, provisioned by this marina's script (marina %s, at marina up, %s)", m.Name, m.ProvisionedBy, m.NotedAt.Format(time.DateOnly))
 	}
 	tw.Flush()
 }

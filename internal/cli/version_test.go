@@ -9,12 +9,14 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"gopkg.in/yaml.v3"
 
 	"github.com/bcollard/marina/internal/addons"
 	"github.com/bcollard/marina/internal/config"
 	"github.com/bcollard/marina/internal/dns"
+	"github.com/bcollard/marina/internal/guest"
 	"github.com/bcollard/marina/internal/version"
 	"github.com/bcollard/marina/internal/vm"
 )
@@ -51,6 +53,7 @@ func TestVersionJSON(t *testing.T) {
 		"platform":  runtime.GOOS + "/" + runtime.GOARCH,
 		"pins": map[string]any{
 			"kind":                  vm.KindVersion,
+			"kubectl":               vm.KubectlVersion,
 			"nodeVersion":           config.DefaultNodeVersion,
 			"nodeVersions":          list(config.Kind{}.NodeVersions()),
 			"metalLB":               config.DefaultMetalLBVersion,
@@ -84,6 +87,44 @@ func TestVersionJSON(t *testing.T) {
 	}
 }
 
+// version says whether the VM is behind from up's note, without reaching
+// the VM; a note that is not up's is said, and version still answers.
+func TestVersionSaysTheVMIsBehind(t *testing.T) {
+	home := isolate(t)
+	note := filepath.Join(home, ".marina", "provisioned.json")
+	if err := os.MkdirAll(filepath.Dir(note), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	at := time.Date(2026, 11, 2, 10, 0, 0, 0, time.UTC)
+	for _, c := range []struct {
+		script, want string
+		behind       bool
+	}{
+		{strings.Repeat("0", 64), "vm              marina, provisioned by marina v0.9.0 (at marina up, 2026-11-02): this marina provisions it differently; `marina up` brings it up to date in place\n", true},
+		{guest.ProvisionDigest(), "vm              marina, provisioned by this marina's script (marina v0.9.0, at marina up, 2026-11-02)\n", false},
+	} {
+		if err := guest.SaveSeen(note, guest.Seen{VM: "marina", Marina: "v0.9.0", Script: c.script, At: at}); err != nil {
+			t.Fatal(err)
+		}
+		out, errs, code := runCLI(t, "version")
+		if code != 0 || !strings.Contains(out, c.want) {
+			t.Errorf("version: %d %q\n%s", code, errs, out)
+		}
+		out, _, _ = runCLI(t, "version", "-o", "json")
+		var v version.Report
+		if err := json.Unmarshal([]byte(out), &v); err != nil || v.VM == nil || v.VM.Behind != c.behind || v.VM.ProvisionedBy != "v0.9.0" {
+			t.Errorf("version -o json: %v\n%s", err, out)
+		}
+	}
+	if err := os.WriteFile(note, []byte(`{"vm":"marina","marina":"$(reboot)","script":"x"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, errs, code := runCLI(t, "version")
+	if code != 0 || !strings.Contains(out, "is not a note marina up wrote") || strings.Contains(out, "reboot") {
+		t.Errorf("a bad note: %d %q\n%s", code, errs, out)
+	}
+}
+
 func list(s []string) []any {
 	out := make([]any, len(s))
 	for i, v := range s {
@@ -105,6 +146,7 @@ func TestVersionText(t *testing.T) {
 		"marina          " + version.Get().Version + "\n",
 		"go              " + runtime.Version() + " " + runtime.GOOS + "/" + runtime.GOARCH + "\n",
 		"kind            " + vm.KindVersion + " (in the VM)\n",
+		"kubectl         " + vm.KubectlVersion + " (in the VM)\n",
 		"kubernetes      " + config.DefaultNodeVersion + " (default), v1.37.0, v1.35.8, v1.34.11\n",
 		"metallb         " + config.DefaultMetalLBVersion + " (default)\n",
 		"externaldns     " + dns.ExternalDNSVersion + "\n",

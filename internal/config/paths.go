@@ -96,6 +96,10 @@ func (p Paths) Routes() string { return filepath.Join(p.Dir, "routes.json") }
 // Sudoers records the sudoers drop-in marina installed.
 func (p Paths) Sudoers() string { return filepath.Join(p.Dir, "sudoers.json") }
 
+// Provisioned is marina up's note of how the VM was provisioned, which
+// marina version reads (guest.Seen).
+func (p Paths) Provisioned() string { return filepath.Join(p.Dir, "provisioned.json") }
+
 // LabelKey keys the digests marina puts in container labels (so a label
 // cannot be used to check a guessed registry password).
 func (p Paths) LabelKey() string { return filepath.Join(p.Dir, "label.key") }

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"strings"
 	"sync"
 	"text/template"
 
@@ -20,7 +21,7 @@ import (
 //
 // It ends by writing the VM's provisioning record (RecordPath): marina,
 // the marina version given, that wrote it, the digest of the script above
-// the record (ProvisionDigest), and the Docker and kind it left. A VM
+// the record (ProvisionDigest), and the Docker, kind and kubectl it left. A VM
 // whose record holds another digest was provisioned by another marina,
 // and marina up runs this one in it (Reprovision).
 //
@@ -35,6 +36,14 @@ func Provision(marina string) string {
 func ProvisionDigest() string {
 	sum := sha256.Sum256([]byte(provisionBody()))
 	return hex.EncodeToString(sum[:])
+}
+
+// KubectlMinor is version's major and minor ("v1.36" of "v1.36.4"): a
+// kubectl of that minor is kept in the VM.
+func KubectlMinor(version string) string {
+	major, rest, _ := strings.Cut(version, ".")
+	minor, _, _ := strings.Cut(rest, ".")
+	return major + "." + minor
 }
 
 // RecordPath is the VM's provisioning record.
@@ -58,6 +67,7 @@ func recordBlock(marina, digest string) string {
 	printf '%s\n' ` + run.ShellQuote("marina="+marina) + ` ` + run.ShellQuote("script="+digest) + `
 	echo "docker=$(dockerd --version 2>/dev/null | sed -n 's/^Docker version \([^ ,]*\).*/\1/p')"
 	echo "kind=$(kind version 2>/dev/null | awk '{print $2}')"
+	echo "kubectl=$(kubectl version --client 2>/dev/null | sed -n 's/^Client Version: //p')"
 } >` + RecordPath + `.new
 mv -f ` + RecordPath + `.new ` + RecordPath + `
 `
@@ -106,6 +116,10 @@ func renderProvision() (string, error) {
 		"KindVersion":    vm.KindVersion,
 		"KindAMD64":      vm.KindSHA256AMD64,
 		"KindARM64":      vm.KindSHA256ARM64,
+		"Kubectl":        vm.KubectlVersion,
+		"KubectlMinor":   KubectlMinor(vm.KubectlVersion),
+		"KubectlAMD64":   vm.KubectlSHA256AMD64,
+		"KubectlARM64":   vm.KubectlSHA256ARM64,
 		"CacheDir":       vm.GuestCacheDir,
 	})
 	if err != nil {
@@ -139,18 +153,32 @@ only_key() {
 mkdir -p [[.CacheDir]]
 
 # kind [[.KindVersion]], its download checked against its published sha256;
-# first, so that a failed download stops the script before Docker restarts.
+# first (with kubectl), so that a failed download stops the script before
+# Docker restarts.
 case "$(uname -m)" in
-x86_64) kind_arch=amd64 kind_sum=[[.KindAMD64]] ;;
-aarch64) kind_arch=arm64 kind_sum=[[.KindARM64]] ;;
+x86_64) arch=amd64 kind_sum=[[.KindAMD64]] kubectl_sum=[[.KubectlAMD64]] ;;
+aarch64) arch=arm64 kind_sum=[[.KindARM64]] kubectl_sum=[[.KubectlARM64]] ;;
 *) echo "marina: no kind build for $(uname -m)" >&2; exit 1 ;;
 esac
 if [ "$(kind version 2>/dev/null | awk '{print $2}')" != [[.KindVersion]] ]; then
-	curl -fsSL --retry 5 "https://github.com/kubernetes-sigs/kind/releases/download/[[.KindVersion]]/kind-linux-$kind_arch" -o /usr/local/bin/kind.new
+	curl -fsSL --retry 5 "https://github.com/kubernetes-sigs/kind/releases/download/[[.KindVersion]]/kind-linux-$arch" -o /usr/local/bin/kind.new
 	echo "$kind_sum  /usr/local/bin/kind.new" | sha256sum -c --status || { rm -f /usr/local/bin/kind.new; echo "marina: the kind download does not match its sha256" >&2; exit 1; }
 	chmod 0755 /usr/local/bin/kind.new
 	mv /usr/local/bin/kind.new /usr/local/bin/kind
 fi
+
+# kubectl [[.Kubectl]], for kubectl in the VM (the seed's "Docker, kind,
+# and kubectl live in the VM"), checked against its published sha256; one
+# of the same minor already there is kept.
+case "$(kubectl version --client 2>/dev/null | sed -n 's/^Client Version: //p')" in
+[[.KubectlMinor]].*) ;;
+*)
+	curl -fsSL --retry 5 "https://dl.k8s.io/release/[[.Kubectl]]/bin/linux/$arch/kubectl" -o /usr/local/bin/kubectl.new
+	echo "$kubectl_sum  /usr/local/bin/kubectl.new" | sha256sum -c --status || { rm -f /usr/local/bin/kubectl.new; echo "marina: the kubectl download does not match its sha256" >&2; exit 1; }
+	chmod 0755 /usr/local/bin/kubectl.new
+	mv /usr/local/bin/kubectl.new /usr/local/bin/kubectl
+	;;
+esac
 
 # Docker [[.DockerMajor]]: its socket belongs to the Lima user so Lima can forward it
 # to the Mac, the daemon stays on the iptables firewall backend, whose

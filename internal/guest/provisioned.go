@@ -28,9 +28,9 @@ type Provisioning struct {
 }
 
 // Record is the provisioning record: which marina wrote it, the digest of
-// its script, and the Docker and kind versions the script left.
+// its script, and the Docker, kind and kubectl versions the script left.
 type Record struct {
-	Marina, Script, Docker, Kind string
+	Marina, Script, Docker, Kind, Kubectl string
 }
 
 // The files of provisionFiles whose change restarts Docker.
@@ -100,6 +100,8 @@ func parseProvisioning(sec string) Provisioning {
 			seen, rec.Docker = true, check(versionRe, v)
 		case "record.kind":
 			seen, rec.Kind = true, check(versionRe, v)
+		case "record.kubectl":
+			seen, rec.Kubectl = true, check(versionRe, v)
 		}
 	}
 	if seen {
@@ -160,6 +162,13 @@ func (p Provisioning) Differences(marina, docker string) []string {
 	case r.Kind != vm.KindVersion:
 		out = append(out, fmt.Sprintf("kind %s → %s", r.Kind, vm.KindVersion))
 	}
+	if r == nil || KubectlMinor(r.Kubectl) != KubectlMinor(vm.KubectlVersion) {
+		have := "none"
+		if r != nil && r.Kubectl != "" {
+			have = r.Kubectl
+		}
+		out = append(out, fmt.Sprintf("kubectl %s → %s", have, vm.KubectlVersion))
+	}
 	if p.DaemonChanged() {
 		out = append(out, "Docker's daemon.json (the Docker Hub mirror, the iptables backend)")
 	}
@@ -177,7 +186,7 @@ func orUnknown(s string) string {
 // for Lima user user, with Docker version docker.
 func Provisioned(marina, user, docker string) Provisioning {
 	return Provisioning{
-		Record: &Record{Marina: marina, Script: ProvisionDigest(), Docker: docker, Kind: vm.KindVersion},
+		Record: &Record{Marina: marina, Script: ProvisionDigest(), Docker: docker, Kind: vm.KindVersion, Kubectl: vm.KubectlVersion},
 		User:   user, OS: UbuntuID, OSVersion: UbuntuVersion,
 		DaemonSum: sha(DaemonJSON), SocketSum: sha(socketConf(user)),
 	}

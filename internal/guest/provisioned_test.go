@@ -47,18 +47,35 @@ func TestObserveProvisioning(t *testing.T) {
 		t.Error("a missing socket drop-in does not restart Docker")
 	}
 
-	good := "marina=v1.2.3\nscript=" + ProvisionDigest() + "\ndocker=29.1.0\nkind=" + vm.KindVersion + "\n"
+	good := "marina=v1.2.3\nscript=" + ProvisionDigest() + "\ndocker=29.1.0\nkind=" + vm.KindVersion + "\nkubectl=v1.36.1\n"
 	p = observe(good, "ID=ubuntu\nVERSION_ID=22.04\n")
-	if p.Record == nil || *p.Record != (Record{Marina: "v1.2.3", Script: ProvisionDigest(), Docker: "29.1.0", Kind: vm.KindVersion}) || !p.Current() || p.Upgradable() {
+	if p.Record == nil || *p.Record != (Record{Marina: "v1.2.3", Script: ProvisionDigest(), Docker: "29.1.0", Kind: vm.KindVersion, Kubectl: "v1.36.1"}) || !p.Current() || p.Upgradable() {
 		t.Errorf("a record of this script: %+v %+v", p, p.Record)
 	}
 
-	p = observe("marina=$(reboot)\nscript=../../etc\ndocker=29 \x1b[31m\nkind=v0.33.0; rm -rf /\n", "ID=\"ubuntu; x\"\n")
+	p = observe("marina=$(reboot)\nscript=../../etc\ndocker=29 \x1b[31m\nkind=v0.33.0; rm -rf /\nkubectl=`id`\n", "ID=\"ubuntu; x\"\n")
 	if p.Record == nil || *p.Record != (Record{}) || p.OS != "" || p.Current() {
 		t.Errorf("a hostile record was read as %+v %+v", p, p.Record)
 	}
 	if got := p.Behind("v2.0.0", "29.1.0"); !strings.Contains(got, "provisioned by marina (unknown) (this is v2.0.0)") {
 		t.Errorf("Behind = %q", got)
+	}
+}
+
+// A kubectl of the pinned minor is kept, so it is no difference; another
+// minor, or none, is.
+func TestDifferencesKubectl(t *testing.T) {
+	p := Provisioned("v1", "ada", "29.1.0")
+	p.Record.Script = "old"
+	for have, differs := range map[string]bool{vm.KubectlVersion: false, KubectlMinor(vm.KubectlVersion) + ".0": false, "v1.30.2": true, "": true} {
+		p.Record.Kubectl = have
+		got := strings.Join(p.Differences("v1", "29.1.0"), "; ")
+		if strings.Contains(got, "kubectl") != differs {
+			t.Errorf("kubectl %q: differences %q", have, got)
+		}
+	}
+	if got := KubectlMinor("v1.36.4"); got != "v1.36" {
+		t.Errorf("KubectlMinor = %q", got)
 	}
 }
 

@@ -64,7 +64,13 @@ func Prefetch(ctx context.Context, e *session.Env, o PrefetchOptions) (session.R
 		wants = append(wants, more...)
 	}
 	if o.Addons {
-		imgs, err := kindcluster.AddonImages(ctx, s, nil)
+		// Every create installs metrics-server when kind.metricsServer
+		// says so: its image too.
+		var metrics *addons.MetricsServer
+		if s.Config.Kind.MetricsServer {
+			metrics = kindcluster.DefaultMetricsServer()
+		}
+		imgs, err := kindcluster.AddonImages(ctx, s, metrics)
 		if err != nil {
 			return session.Result{}, err
 		}

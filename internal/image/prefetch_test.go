@@ -258,3 +258,20 @@ func TestPrefetchFleetPlan(t *testing.T) {
 		t.Errorf("a dry run sent %d requests", n)
 	}
 }
+
+// --addons plans metrics-server's image only when kind.metricsServer
+// makes every new cluster run it.
+func TestPrefetchAddonsFollowsMetricsServer(t *testing.T) {
+	for _, on := range []bool{false, true} {
+		f, _, _ := prefetchWorld(t)
+		f.Config(func(c *config.Config) { c.Kind.MetricsServer = on })
+		if _, err := Prefetch(context.Background(), f.Env, PrefetchOptions{Addons: true, DryRun: true}); err != nil {
+			t.Fatalf("metricsServer %v: %v\n%s", on, err, f.Stderr.String())
+		}
+		// No default mirror serves registry.k8s.io: the image is named in
+		// a warning when it is planned.
+		if got := strings.Contains(f.Stderr.String(), "registry.k8s.io/metrics-server/metrics-server:"); got != on {
+			t.Errorf("kind.metricsServer %v: metrics-server's image planned %v:\n%s", on, got, f.Stderr.String())
+		}
+	}
+}

@@ -136,8 +136,8 @@ func Create(ctx context.Context, e *session.Env, opts CreateOptions) (*Created, 
 }
 
 // metricsServerOf is the metrics-server a create installs: what a Fleet
-// asked for, or --metrics-server, or kind.metricsServer (the latest pinned
-// version, told that kind's kubelets serve self-signed certificates).
+// asked for, or --metrics-server, or kind.metricsServer
+// (DefaultMetricsServer).
 func metricsServerOf(cfg config.Config, opts CreateOptions) *addons.MetricsServer {
 	if opts.MetricsServer != nil {
 		return opts.MetricsServer
@@ -149,6 +149,13 @@ func metricsServerOf(cfg config.Config, opts CreateOptions) *addons.MetricsServe
 	if !want {
 		return nil
 	}
+	return DefaultMetricsServer()
+}
+
+// DefaultMetricsServer is the metrics-server --metrics-server and
+// kind.metricsServer install: the latest pinned version, told that kind's
+// kubelets serve self-signed certificates.
+func DefaultMetricsServer() *addons.MetricsServer {
 	vs := addons.MetricsServerVersions()
 	return &addons.MetricsServer{Version: vs[len(vs)-1], InsecureTLS: true}
 }

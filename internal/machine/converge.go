@@ -43,7 +43,7 @@ func converge(ctx context.Context, s *session.Session, planned []session.Step, o
 			return nil, err
 		}
 		if ran {
-			keepLimaYAML(s)
+			keepProvisioned(s, s.Marina)
 		}
 		if ran && prov.restart {
 			opts.again = true
@@ -55,7 +55,7 @@ func converge(ctx context.Context, s *session.Session, planned []session.Step, o
 		}
 	}
 	if prov == nil && !dryRun && o.Guest.Provisioning.Current() {
-		keepLimaYAML(s)
+		keepProvisioned(s, o.Guest.Provisioning.Record.Marina)
 	}
 	said := sayOffline(s, o)
 	p, err := planFor(s, o)

@@ -97,6 +97,12 @@ func Destroy(ctx context.Context, e *session.Env, opts DestroyOptions) (session.
 			return session.Result{}, fmt.Errorf("remove %s: %w", sock, err)
 		}
 	}
+	// up's note of the VM's provisioning is about a VM that is gone.
+	if in != nil {
+		if err := os.Remove(s.Paths.Provisioned()); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			s.UI.Warnf("remove %s: %v (marina version would still describe the VM that was deleted)", s.Paths.Provisioned(), err)
+		}
+	}
 	// A kubeconfig that cannot go is said with its fix and stops nothing:
 	// it points at a VM that is gone, while a route left behind would
 	// keep sending the kind network to it.

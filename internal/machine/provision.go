@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/bcollard/marina/internal/cluster"
 	"github.com/bcollard/marina/internal/fileutil"
@@ -99,11 +100,12 @@ func reprovision(ctx context.Context, s *session.Session, p *provisionPlan, opts
 }
 
 // updateLimaYAML gives the instance's lima.yaml this marina's
-// provisioning script, which Lima runs at every boot: the old one would
-// put the old kind and daemon.json back. Lima reads the file when the VM
-// starts, so a running VM is not disturbed. up runs it whenever the VM is
-// provisioned by this marina, so a failed edit is made again next time;
-// a file that already holds the script is not written.
+// provisioning script, which Lima runs at every boot (the old one would
+// put the old kind and daemon.json back), and its host resolver's names.
+// Lima reads the file when the VM starts, so a running VM is not
+// disturbed. up runs it whenever the VM is provisioned by this marina, so
+// a failed edit is made again next time; a file that already holds both
+// is not written.
 func updateLimaYAML(s *session.Session) error {
 	files, err := s.Paths.VM(s.Name)
 	if err != nil {
@@ -121,7 +123,7 @@ func updateLimaYAML(s *session.Session) error {
 	if err != nil {
 		return err
 	}
-	out, changed, err := vm.ProvisionEdit(created, now)
+	out, changed, err := vm.BootEdit(created, now)
 	if err != nil || !changed {
 		return err
 	}
@@ -130,15 +132,24 @@ func updateLimaYAML(s *session.Session) error {
 		mode = fi.Mode().Perm()
 	}
 	if err := fileutil.WriteAtomic(path, out, mode); err != nil {
-		return fmt.Errorf("give VM %s's Lima settings the new provisioning script: %w", s.Name, err)
+		return fmt.Errorf("give VM %s's Lima settings the new provisioning script and host names: %w", s.Name, err)
 	}
 	return nil
 }
 
-// keepLimaYAML is updateLimaYAML whose failure is a warning: the VM runs
-// this marina's script now, and the next up tries again.
-func keepLimaYAML(s *session.Session) {
+// keepProvisioned follows a VM that runs this marina's script now, as
+// provisioned by marina version marina: its lima.yaml gets the script
+// (updateLimaYAML), and the Mac the note marina version reads
+// (guest.Seen). Either failing is a warning: the next up tries again.
+func keepProvisioned(s *session.Session, marina string) {
 	if err := updateLimaYAML(s); err != nil {
 		s.UI.Warnf("%v\nthe next boot of VM %s would run the script it had before; the next `marina up` tries again", err, s.Name)
+	}
+	seen := guest.Seen{VM: s.Name, Marina: marina, Script: guest.ProvisionDigest(), At: time.Now().UTC().Truncate(time.Second)}
+	if old, err := guest.LoadSeen(s.Paths.Provisioned()); err == nil && old != nil && old.VM == seen.VM && old.Marina == seen.Marina && old.Script == seen.Script {
+		return // a warm up writes nothing
+	}
+	if err := guest.SaveSeen(s.Paths.Provisioned(), seen); err != nil {
+		s.UI.Warnf("note VM %s's provisioning for marina version: %v", s.Name, err)
 	}
 }

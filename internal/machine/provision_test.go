@@ -75,8 +75,17 @@ func TestUpProvisionsAnOlderVMInPlace(t *testing.T) {
 	if len(f.Called("guest.run provision")) != 0 {
 		t.Fatal("the dry run provisioned the VM")
 	}
+	note := f.Env.Paths.Provisioned()
+	if _, err := os.Stat(note); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the dry run noted the VM's provisioning: %v", err)
+	}
 	if _, err := Up(context.Background(), f.Env, UpOptions{}); err != nil {
 		t.Fatalf("%v\n%s", err, f.Stderr.String())
+	}
+	// marina version reads, on the Mac, that this marina provisioned it.
+	seen, err := guest.LoadSeen(note)
+	if err != nil || seen == nil || seen.VM != "marina" || seen.Marina != "v9.9.9" || seen.Behind() {
+		t.Errorf("up's note: %+v %v", seen, err)
 	}
 	if len(f.Called("guest.run provision the VM again")) != 1 {
 		t.Fatalf("up did not provision the VM again:\n%s", f.Log())
@@ -95,6 +104,21 @@ func TestUpProvisionsAnOlderVMInPlace(t *testing.T) {
 	}
 	if p := planned(r); strings.Contains(p, "provision") {
 		t.Errorf("a second up still plans:\n%s", p)
+	}
+	// A warm up leaves the note as it was; destroy removes it with the VM.
+	before, _ := os.ReadFile(note)
+	f.Provisioning = nil // the VM now reports this marina's record
+	if _, err := Up(context.Background(), f.Env, UpOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if after, _ := os.ReadFile(note); string(after) != string(before) {
+		t.Errorf("a warm up rewrote the note:\n%s\n%s", before, after)
+	}
+	if _, err := Destroy(context.Background(), f.Env, DestroyOptions{Yes: true}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(note); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("destroy left up's note: %v", err)
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"github.com/bcollard/marina/internal/addons"
 	"github.com/bcollard/marina/internal/config"
 	"github.com/bcollard/marina/internal/dns"
+	"github.com/bcollard/marina/internal/guest"
 	"github.com/bcollard/marina/internal/vm"
 )
 
@@ -24,12 +25,39 @@ type Report struct {
 	Platform  string  `json:"platform"`
 	Pins      Pins    `json:"pins"`
 	Limactl   Limactl `json:"limactl"`
+	// VM is what the last marina up noted of the VM; nil when none did.
+	VM *VM `json:"vm,omitempty"`
+}
+
+// VM is the VM's provisioning as the last marina up left it (guest.Seen),
+// read on the Mac: version does not reach the VM.
+type VM struct {
+	Name          string    `json:"name,omitempty"`
+	ProvisionedBy string    `json:"provisionedBy,omitempty"`
+	NotedAt       time.Time `json:"notedAt,omitzero"`
+	// Behind is set when this marina provisions its VMs with another
+	// script: marina up provisions the VM again, in place.
+	Behind bool `json:"behind"`
+	// Note says why the note could not be read.
+	Note string `json:"note,omitempty"`
+}
+
+// VMOf is the report's VM from up's note (guest.LoadSeen's results).
+func VMOf(s *guest.Seen, err error) *VM {
+	switch {
+	case err != nil:
+		return &VM{Note: err.Error()}
+	case s == nil:
+		return nil
+	}
+	return &VM{Name: s.VM, ProvisionedBy: s.Marina, NotedAt: s.At, Behind: s.Behind()}
 }
 
 // Pins are the versions marina runs, each read from where marina
 // uses it.
 type Pins struct {
-	Kind string `json:"kind"` // the kind CLI in the VM
+	Kind    string `json:"kind"`    // the kind CLI in the VM
+	Kubectl string `json:"kubectl"` // kubectl in the VM (one of its minor is kept)
 	// NodeVersion is the default Kubernetes version; NodeVersions every
 	// one with a digest-pinned node image, newest first.
 	NodeVersion  string   `json:"nodeVersion"`
@@ -69,6 +97,7 @@ func GetReport(ctx context.Context, find func() (*vm.Limactl, error), wait time.
 		Version: b.Version, Commit: b.Commit, Modified: b.Modified, Date: b.Date, GoVersion: b.Go, Platform: b.Platform,
 		Pins: Pins{
 			Kind:                  vm.KindVersion,
+			Kubectl:               vm.KubectlVersion,
 			NodeVersion:           config.DefaultNodeVersion,
 			NodeVersions:          config.Kind{}.NodeVersions(),
 			MetalLB:               config.DefaultMetalLBVersion,

@@ -38,9 +38,20 @@ const (
 	KindSHA256AMD64 = "aee6151561422756b764a4ae28e7f44cda5af5a9eead3cc9985112b1de8d8e0d" // kind-linux-amd64
 	KindSHA256ARM64 = "20022bee6cfcd5086cb7234d218e3454e6090022f2a8f55d1fa7fcf42c3867a2" // kind-linux-arm64
 
+	// KubectlVersion is the kubectl the provisioning script installs in
+	// the VM, of the default node version's minor (config.DefaultNodeVersion;
+	// a test keeps them together), checked against dl.k8s.io's published
+	// sha256 sums. A kubectl of the same minor already there is kept.
+	KubectlVersion     = "v1.36.4"
+	KubectlSHA256AMD64 = "8b8f088da2dab964f853b38464033b1be15ede2839eca751482357c45abdd05a" // bin/linux/amd64/kubectl
+	KubectlSHA256ARM64 = "0ecf44450ee6063bf19dd166a103ee6df4a9034455c2abce626e6eea657d73fb" // bin/linux/arm64/kubectl
+
 	// GuestCacheDir is where the registry caches live in the guest: a
 	// virtiofs mount of the Mac's folder, or the VM's own disk.
 	GuestCacheDir = "/var/lib/marina/registry-cache"
+	// HostDockerInternal is the name the VM, its containers and pods
+	// reach the Mac by.
+	HostDockerInternal = "host.docker.internal"
 	// GuestDockerSocket is the socket Lima forwards to the Mac.
 	GuestDockerSocket = "/var/run/docker.sock"
 )
@@ -73,6 +84,7 @@ type limaYAML struct {
 	PortForwards       []limaPortFwd `yaml:"portForwards"`
 	VMOpts             *limaVMOpts   `yaml:"vmOpts,omitempty"`
 	SSH                limaSSH       `yaml:"ssh"`
+	HostResolver       limaResolver  `yaml:"hostResolver"`
 	Provision          []limaScript  `yaml:"provision"`
 	Probes             []limaProbe   `yaml:"probes"`
 }
@@ -123,6 +135,10 @@ type limaSSH struct {
 	LoadDotSSHPubKeys bool `yaml:"loadDotSSHPubKeys"`
 }
 
+type limaResolver struct {
+	Hosts map[string]string `yaml:"hosts"`
+}
+
 type limaScript struct {
 	Mode   string `yaml:"mode"`
 	Script string `yaml:"script"`
@@ -162,6 +178,11 @@ func Template(in TemplateInput) ([]byte, error) {
 		MountType: "virtiofs",
 		Mounts:    []limaMount{},
 		SSH:       limaSSH{LoadDotSSHPubKeys: false},
+		// Lima's host resolver (on by default) answers host.lima.internal
+		// with the Mac as the VM reaches it; host.docker.internal is the
+		// name containers use for it, as with Docker Desktop. Docker's DNS
+		// forwards the nodes' (and so the pods') queries to it.
+		HostResolver: limaResolver{Hosts: map[string]string{HostDockerInternal: "host.lima.internal"}},
 	}
 	if c.Registries.CacheStorage == config.CacheHost {
 		y.Mounts = append(y.Mounts, limaMount{Location: in.Paths.RegistryCache(), MountPoint: GuestCacheDir, Writable: true})

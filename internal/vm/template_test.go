@@ -119,6 +119,19 @@ func TestTemplatePassesLimaAndMirrorsNothing(t *testing.T) {
 	if r := rosetta(t, y); r.Enabled != nil && *r.Enabled {
 		t.Error("rosetta is on though the config leaves it off")
 	}
+	// Lima's host resolver is on (its default) and gives containers the
+	// Mac as host.docker.internal.
+	if y.HostResolver.Enabled == nil || !*y.HostResolver.Enabled || y.HostResolver.Hosts["host.docker.internal"] != "host.lima.internal" {
+		t.Errorf("hostResolver = %+v", y.HostResolver)
+	}
+}
+
+// The VM's kubectl is of the default node version's minor.
+func TestKubectlFollowsTheDefaultNode(t *testing.T) {
+	minor := func(v string) string { return strings.Join(strings.SplitN(v, ".", 3)[:2], ".") }
+	if minor(KubectlVersion) != minor(config.DefaultNodeVersion) {
+		t.Errorf("kubectl %s in the VM, but clusters default to Kubernetes %s: pin kubectl of its minor", KubectlVersion, config.DefaultNodeVersion)
+	}
 }
 
 func TestTemplateLoopbackModeMirrorsPorts(t *testing.T) {

@@ -13,8 +13,10 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -26,6 +28,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/bcollard/marina/internal/addons"
+	"github.com/bcollard/marina/internal/guest"
 )
 
 // macAddr is the Mac's own address on the vzNAT bridge.
@@ -247,12 +252,21 @@ func corpDNS(t *testing.T, coredns string) string {
 // default namespace and returns what it printed.
 func podLookup(t *testing.T, cs *kubernetes.Clientset, image, name string) string {
 	t.Helper()
+	return podRun(t, cs, image, "lookup", name)
+}
+
+// podRun runs the agnhost stand-in with args in a pod of the default
+// namespace and returns what it printed; it fails the test when the pod
+// fails.
+func podRun(t *testing.T, cs *kubernetes.Clientset, image string, args ...string) string {
+	t.Helper()
 	ctx := context.Background()
+	name := strings.Join(args, " ")
 	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{GenerateName: "lookup-"},
+		ObjectMeta: metav1.ObjectMeta{GenerateName: args[0] + "-"},
 		Spec: corev1.PodSpec{
 			RestartPolicy: corev1.RestartPolicyNever,
-			Containers:    []corev1.Container{{Name: "lookup", Image: image, Args: []string{"lookup", name}}},
+			Containers:    []corev1.Container{{Name: args[0], Image: image, Args: args}},
 		},
 	}
 	p, err := cs.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{})
@@ -261,7 +275,7 @@ func podLookup(t *testing.T, cs *kubernetes.Clientset, image, name string) strin
 	}
 	defer func() { _ = cs.CoreV1().Pods("default").Delete(ctx, p.Name, metav1.DeleteOptions{}) }()
 	var phase corev1.PodPhase
-	waitFor(t, 2*time.Minute, "the lookup pod of "+name+" to end", func() bool {
+	waitFor(t, 2*time.Minute, "the pod of "+name+" to end", func() bool {
 		got, err := cs.CoreV1().Pods("default").Get(ctx, p.Name, metav1.GetOptions{})
 		if err == nil {
 			phase = got.Status.Phase
@@ -273,7 +287,7 @@ func podLookup(t *testing.T, cs *kubernetes.Clientset, image, name string) strin
 		t.Fatalf("logs of %s: %v", p.Name, err)
 	}
 	if phase != corev1.PodSucceeded {
-		t.Fatalf("a pod's lookup of %s failed: %s", name, logs)
+		t.Fatalf("a pod's %s failed: %s", name, logs)
 	}
 	return strings.TrimSpace(string(logs))
 }
@@ -340,9 +354,19 @@ func TestRealCluster(t *testing.T) {
 	if image == "" {
 		t.Fatal("lab/lab upstream printed no kindest/node image")
 	}
-	writeConfig(t, realConfig(image, corp))
+	// Every cluster gets metrics-server (kind.metricsServer), and prefetch
+	// --addons its image. Its release manifest pins the official image by
+	// digest, which no build here can have: kind.addonImages runs the
+	// lab's metrics-server instead, as a user's own copy would be.
+	msVersion := addons.MetricsServerVersions()[len(addons.MetricsServerVersions())-1]
+	ms := refs["registry.k8s.io/metrics-server/metrics-server"]
+	if ms == "" {
+		t.Fatal("lab/lab upstream printed no metrics-server image")
+	}
+	writeConfig(t, strings.Replace(realConfig(image, corp), "kind:\n", fmt.Sprintf("kind:\n  metricsServer: true\n  addonImages:\n    registry.k8s.io/metrics-server/metrics-server:%s: %s\n", msVersion, ms), 1))
 	mustMarina(t, "up")
 	seedMetalLB(t)
+	seedMetricsServer(t, msVersion)
 
 	// The add-ons' images and agnhost go into empty caches before any
 	// cluster exists; the create then pulls them from the caches.
@@ -438,6 +462,59 @@ func TestRealCluster(t *testing.T) {
 	t.Run("a pod resolves a customDnsResolvers name through the cluster's CoreDNS", func(t *testing.T) {
 		if got := podLookup(t, contextClient(t, "dev"), agnhost, "db.corp.example."); got != "10.9.8.7" {
 			t.Errorf("db.corp.example from a pod: %q, want 10.9.8.7", got)
+		}
+	})
+
+	t.Run("kubectl top nodes answers on a cluster made with kind.metricsServer", func(t *testing.T) {
+		podsReady(t, contextClient(t, "dev"), "kube-system", "k8s-app=metrics-server", 1, 2*time.Minute)
+		var out []byte
+		waitFor(t, 3*time.Minute, "kubectl top nodes to answer", func() bool {
+			var err error
+			out, err = exec.Command(labCacheBin("kubectl"), "--kubeconfig", kubeconfigPath(), "--context", "dev", "top", "nodes").CombinedOutput()
+			return err == nil && strings.Contains(string(out), "dev-control-plane") && strings.Contains(string(out), "dev-worker")
+		})
+		t.Logf("kubectl top nodes:\n%s", out)
+	})
+
+	t.Run("in the VM: kubectl of the nodes' minor; the VM and a pod reach the Mac as host.docker.internal", func(t *testing.T) {
+		if out := mustMarina(t, "shell", "--", "kubectl", "version", "--client").stdout; !strings.Contains(out, "Client Version: v1.36.") {
+			t.Errorf("kubectl version --client in the VM:\n%s", out)
+		}
+		// With kind's kubeconfig, as docs/vm.md says.
+		if out := mustMarina(t, "shell", "--", "sh", "-c", "kind get kubeconfig --name dev >/tmp/dev.kubeconfig && kubectl --kubeconfig /tmp/dev.kubeconfig get nodes -o name").stdout; !strings.Contains(out, "node/dev-control-plane") {
+			t.Errorf("kubectl get nodes in the VM:\n%s", out)
+		}
+		if rec := inGuest(t, "cat "+guest.RecordPath); !strings.Contains(rec, "\nkubectl=v1.36.") {
+			t.Errorf("the VM's provisioning record has no kubectl:\n%s", rec)
+		}
+		// Lima's host resolver answers host.docker.internal with the Mac
+		// on the user-mode network: the lab's Mac has that address.
+		const slirpMac = "192.168.5.2"
+		if out := mustMarina(t, "shell", "--", "getent", "ahostsv4", "host.docker.internal").stdout; !strings.HasPrefix(out, slirpMac+" ") {
+			t.Errorf("host.docker.internal in the VM:\n%s", out)
+		}
+		l, err := net.Listen("tcp", net.JoinHostPort(slirpMac, "0"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		go func() {
+			for {
+				c, err := l.Accept()
+				if err != nil {
+					return
+				}
+				fmt.Fprintf(c, "the Mac answers %s\n", c.RemoteAddr())
+				c.Close()
+			}
+		}()
+		cs := contextClient(t, "dev")
+		if got := podLookup(t, cs, agnhost, "host.docker.internal"); got != slirpMac {
+			t.Errorf("host.docker.internal from a pod: %q, want %s", got, slirpMac)
+		}
+		port := l.Addr().(*net.TCPAddr).Port
+		if got := podRun(t, cs, agnhost, "dial", fmt.Sprintf("host.docker.internal:%d", port)); !strings.HasPrefix(got, "the Mac answers ") {
+			t.Errorf("a pod's connection to host.docker.internal:%d: %q", port, got)
 		}
 	})
 

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -41,8 +42,8 @@ func buildPrevious(t *testing.T) string {
 	return bin
 }
 
-// The previous marina makes the VM; this one brings it up to date in
-// place: a dry run lists it, up runs this marina's provisioning script in
+// The previous marina makes the VM and a cluster; this one brings the VM
+// up to date in place, keeping the cluster: a dry run lists it, up runs this marina's provisioning script in
 // the VM (its record written, lima.yaml given the script for the next
 // boots) without restarting Docker, and a second up changes nothing. Then
 // the restart path: a daemon.json of an older marina makes up ask (no
@@ -57,6 +58,29 @@ func TestUpgradeInPlace(t *testing.T) {
 	succeeded(t, runResult(old, "up"), "the previous marina's up")
 	if out := inGuest(t, "cat /var/lib/marina/provisioned 2>/dev/null || echo none"); strings.TrimSpace(out) != "none" {
 		t.Fatalf("the previous marina's VM has a provisioning record:\n%s", out)
+	}
+	// The previous marina makes a cluster too (on the stand-in node
+	// image): every step of the upgrade keeps it, with its API port, and
+	// it answers.
+	writeConfig(t, fmt.Sprintf("kind:\n  nodeVersion: v1.36.4\n  nodeImages:\n    v1.36.4: %s\nregistries:\n  mirrors: []\n", nodeImage(t)))
+	seedMetalLB(t)
+	ctl := startControllers(t)
+	ctl.add("old", 0)
+	succeeded(t, runResult(old, "cluster", "create", "old"), "the previous marina's cluster create")
+	rows := listClusters(t)
+	if len(rows) != 1 || rows[0].Name != "old" || rows[0].APIPort == 0 {
+		t.Fatalf("cluster list after the previous marina's create: %+v", rows)
+	}
+	apiPort := rows[0].APIPort
+	oldAnswers := func(t *testing.T, after string) {
+		t.Helper()
+		waitFor(t, 2*time.Minute, "cluster old's API server after "+after, func() bool {
+			_, err := contextClient(t, "old").Discovery().ServerVersion()
+			return err == nil
+		})
+		if rows := listClusters(t); len(rows) != 1 || rows[0].APIPort != apiPort || rows[0].State != "running" {
+			t.Errorf("cluster list after %s: %+v, want old running on port %d", after, rows, apiPort)
+		}
 	}
 	dockerPID := func() string { return strings.TrimSpace(inGuest(t, "cat /run/docker.pid")) }
 	pid := dockerPID()
@@ -79,7 +103,7 @@ func TestUpgradeInPlace(t *testing.T) {
 		}
 		mustMarina(t, "up")
 		rec := inGuest(t, "cat /var/lib/marina/provisioned")
-		for _, want := range []string{"marina=dev", "docker=29.", "kind=v0.33.0"} {
+		for _, want := range []string{"marina=dev", "docker=29.", "kind=v0.33.0", "kubectl=v1.36."} {
 			if !strings.Contains(rec, want) {
 				t.Errorf("the record lacks %q:\n%s", want, rec)
 			}
@@ -101,6 +125,11 @@ func TestUpgradeInPlace(t *testing.T) {
 		if s := shownStatus(t, "status"); strings.Contains(s.stdout, "provisioned by") {
 			t.Errorf("status after the upgrade:\n%s", s.stdout)
 		}
+		oldAnswers(t, "the upgrade in place")
+		// marina version reads up's note, without reaching the VM.
+		if v := mustMarina(t, "version").stdout; !strings.Contains(v, "marina, provisioned by this marina's script (marina dev, at marina up, ") {
+			t.Errorf("version after the upgrade:\n%s", v)
+		}
 	})
 
 	t.Run("a Docker restart is asked for, then made", func(t *testing.T) {
@@ -121,7 +150,9 @@ func TestUpgradeInPlace(t *testing.T) {
 		if got := inGuest(t, "cat /etc/docker/daemon.json"); !strings.Contains(got, "registry-mirrors") {
 			t.Errorf("daemon.json: %s", got)
 		}
-		// marina's containers run again, and a second up changes nothing.
+		// marina's containers run again, so does the previous marina's
+		// cluster, and a second up changes nothing.
+		oldAnswers(t, "the Docker restart")
 		d := marina(t, "doctor")
 		if d.code != 0 {
 			t.Errorf("doctor after the restart: exit %d\n%s\n%s", d.code, d.stdout, d.stderr)

@@ -447,6 +447,11 @@ func (f *fake) boot(name string) error {
 		hostagent("The %s requirement %d of %d is satisfied", kind, i, n)
 		return nil
 	}
+	// Lima's hostagent starts its DNS server before the VM; the guest's
+	// only nameserver (lab/lab vm_resolver).
+	if err := f.labCmd(append([]string{"_resolver"}, resolverHosts(name, y)...)...); err != nil {
+		return fmt.Errorf("start the host resolver: %w", err)
+	}
 	if err := requirement("essential", 1, 2, "ssh", func() error { return f.labCmd("_boot") }); err != nil {
 		return fmt.Errorf("boot the lab guest: %w", err)
 	}
@@ -533,6 +538,42 @@ func (f *fake) boot(name string) error {
 	_ = requirement("final", 1, 1, "boot scripts must have finished", func() error { return nil })
 	fmt.Fprintf(os.Stderr, "level=info msg=\"READY. Run `limactl shell %s` to open the shell.\"\n", name)
 	return nil
+}
+
+// The user-mode network's addresses Lima's host resolver answers with
+// (pkg/networks: SlirpGateway is the Mac, SlirpIPAddress the guest).
+const (
+	slirpGateway   = "192.168.5.2"
+	slirpIPAddress = "192.168.5.15"
+)
+
+// resolverHosts is what Lima's hostagent answers, NAME=ADDRESS, sorted:
+// hostResolver.hosts with host.lima.internal (the Mac) and the instance's
+// host name added, each name a value names resolved to its address (as
+// Lima's lookupCnameToHost does within the table); none when the resolver
+// is off. A name Lima would resolve on the Mac is left out: nothing here
+// answers for the Mac's DNS.
+func resolverHosts(name string, y *limatype.LimaYAML) []string {
+	if y.HostResolver.Enabled == nil || !*y.HostResolver.Enabled {
+		return nil
+	}
+	hosts := map[string]string{}
+	for k, v := range y.HostResolver.Hosts {
+		hosts[strings.ToLower(k)] = strings.ToLower(v)
+	}
+	hosts["host.lima.internal"] = slirpGateway
+	hosts["lima-"+name] = slirpIPAddress
+	var out []string
+	for k, v := range hosts {
+		for i := 0; i < 8 && net.ParseIP(v) == nil && hosts[v] != ""; i++ {
+			v = hosts[v]
+		}
+		if net.ParseIP(v) != nil {
+			out = append(out, k+"="+v)
+		}
+	}
+	sort.Strings(out)
+	return out
 }
 
 func (f *fake) labCmd(args ...string) error {
