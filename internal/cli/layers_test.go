@@ -22,7 +22,7 @@ var (
 	// floors are the packages that each own one concern of the outside
 	// world or of marina's own data; they know nothing of a command.
 	floors = []string{"addons", "cluster", "config", "dns", "docker", "fileutil", "golden", "guest", "host",
-		"kube", "kubeconfig", "registry", "run", "slot", "testmanifests", "testpki", "ui", "vm"}
+		"kube", "kubeconfig", "podnet", "registry", "run", "slot", "testmanifests", "testpki", "ui", "vm"}
 	// kernel is what every command works with.
 	kernel = []string{"session"}
 	// features may import each other only along these arrows.
