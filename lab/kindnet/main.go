@@ -14,16 +14,24 @@
 // root with iproute2 and iptables (nft), this binary at /bin/kindnetd as
 // the entrypoint, run with no arguments.
 //
-// Every 5 seconds it
-//   - writes /etc/cni/net.d/10-kindnet.conflist once its own node (the one
-//     whose InternalIP is HOST_IP) has a pod range: ptp links and
-//     host-local addresses from that range, then portmap;
-//   - routes every other node's IPv4 pod range via that node's InternalIP
-//     (`ip route replace`), and removes the routes it added for nodes that
-//     are gone;
-//   - keeps a nat chain LAB-KINDNET-MASQ that masquerades pod traffic to
-//     anything that is neither a pod nor local to the node, so that replies
-//     from the kind network find their way back.
+// It does what kindnetd does, as kind's own source has it (kind commit
+// 69b56db7, the kindest/kindnetd:v20260820-69b56db7 image kind v0.33.0
+// installs, images/kindnetd/cmd/kindnetd):
+//   - every 5 seconds (kindnetd: 10, main.go:271) it writes
+//     /etc/cni/net.d/10-kindnet.conflist once its own node (the one whose
+//     InternalIP is HOST_IP) has a pod range: ptp links (ipMasq false) and
+//     host-local addresses from that range, then portmap (cni.go:81-121);
+//   - and routes every other node's IPv4 pod range via that node's
+//     InternalIP (`ip route replace`: a route of that range through
+//     another gateway goes), leaving routes of nodes that are gone, as
+//     kindnetd's syncRoute does (routes.go:27-69);
+//   - at its start and every 60 seconds (masq.go, main.go:193,208) it
+//     makes sure of the nat chain KIND-MASQ-AGENT: `-d <POD_SUBNET entry>
+//     -j RETURN` for each entry, then `-j MASQUERADE`, and the POSTROUTING
+//     rule `-m addrtype ! --dst-type LOCAL -j KIND-MASQ-AGENT`, each
+//     appended only when missing; it never flushes or removes a rule, so a
+//     rule someone else inserted in the chain stays (marina's exemptions
+//     for other clusters' ranges rely on it).
 //
 // It does nothing of kindnetd's beyond that: no network policies, no NRI
 // plugin (the manifest's /var/run/nri mount is unused), no IPv6 (IPv6 pod
@@ -61,6 +69,7 @@ import (
 const (
 	confFile   = "/etc/cni/net.d/10-kindnet.conflist"
 	interval   = 5 * time.Second
+	masqEvery  = 60 * time.Second // kindnetd's masquerade resync
 	apiTimeout = 10 * time.Second
 	cmdTimeout = 30 * time.Second
 )
@@ -156,17 +165,27 @@ type agent struct {
 	podSubnets   []netip.Prefix
 	ip, iptables string
 	confPath     string // the conflist to write
-	// added is the routes this process put in, by destination: the only
-	// ones it ever removes.
+	// added is the routes this process put in, by destination, so that
+	// each is logged once.
 	added map[netip.Prefix]netip.Addr
+	// masqAt is when the masquerade rules were last made sure of (zero:
+	// not yet, or the last try failed).
+	masqAt time.Time
 	// notes is the last waiting message per subject, so that a wait is
 	// said once rather than every round.
 	notes map[string]string
 }
 
 func (a *agent) round(ctx context.Context) {
-	if err := a.syncMasq(ctx); err != nil && ctx.Err() == nil {
-		log.Printf("masquerade: %v (next round retries)", err)
+	if time.Since(a.masqAt) >= masqEvery {
+		if err := a.syncMasq(ctx); err != nil {
+			a.masqAt = time.Time{}
+			if ctx.Err() == nil {
+				log.Printf("masquerade: %v (next round retries)", err)
+			}
+		} else {
+			a.masqAt = time.Now()
+		}
 	}
 	lctx, cancel := context.WithTimeout(ctx, apiTimeout)
 	// ResourceVersion "0": the API server's cache is recent enough.
@@ -295,18 +314,6 @@ func (a *agent) syncRoutes(ctx context.Context, nodes []corev1.Node) {
 			a.added[dst] = gw
 		}
 	}
-	for _, dst := range staleRoutes(a.added, want) {
-		gw := a.added[dst]
-		_, err := a.run(ctx, a.ip, "route", "del", dst.String(), "via", gw.String())
-		if err != nil && !strings.Contains(err.Error(), "No such process") {
-			if ctx.Err() == nil {
-				log.Printf("removing route %s via %s: %v (next round retries)", dst, gw, err)
-			}
-			continue
-		}
-		delete(a.added, dst)
-		log.Printf("removed route %s via %s: no node has that pod range now", dst, gw)
-	}
 }
 
 func nodeNameOf(nodes []corev1.Node, ip netip.Addr) string {
@@ -316,39 +323,24 @@ func nodeNameOf(nodes []corev1.Node, ip netip.Addr) string {
 	return "?"
 }
 
-// syncMasq makes the nat table hold the chain with exactly masqRules, in
-// order, and the POSTROUTING jump to it. A chain that differs in any way is
-// flushed and filled again, since appending a missing RETURN after the
-// MASQUERADE would be too late.
+// syncMasq makes sure of the chain, its rules and the POSTROUTING jump as
+// kindnetd does: each appended when missing (go-iptables' AppendUnique),
+// nothing flushed or removed. Like kindnetd's, a POD_SUBNET entry added
+// after the chain was made lands after the MASQUERADE, too late.
 func (a *agent) syncMasq(ctx context.Context) error {
-	rules := masqRules(a.podSubnets)
-	out, err := a.iptablesNat(ctx, "-S", masqChain)
-	if err != nil {
+	if _, err := a.iptablesNat(ctx, "-S", masqChain); err != nil {
 		if _, err := a.iptablesNat(ctx, "-N", masqChain); err != nil {
 			return err
 		}
 		log.Printf("created nat chain %s", masqChain)
-		out = ""
 	}
-	same := chainRuleCount(out) == len(rules)
-	for _, r := range rules {
-		if !same {
-			break
-		}
+	for _, r := range masqRules(a.podSubnets) {
 		if _, err := a.iptablesNat(ctx, append([]string{"-C", masqChain}, r...)...); err != nil {
-			same = false
-		}
-	}
-	if !same {
-		if _, err := a.iptablesNat(ctx, "-F", masqChain); err != nil {
-			return err
-		}
-		for _, r := range rules {
 			if _, err := a.iptablesNat(ctx, append([]string{"-A", masqChain}, r...)...); err != nil {
 				return err
 			}
+			log.Printf("appended to nat chain %s: %s", masqChain, strings.Join(r, " "))
 		}
-		log.Printf("set nat chain %s: RETURN to %s, MASQUERADE the rest", masqChain, joinPrefixes(a.podSubnets))
 	}
 	if _, err := a.iptablesNat(ctx, append([]string{"-C", "POSTROUTING"}, masqJump...)...); err != nil {
 		if _, err := a.iptablesNat(ctx, append([]string{"-A", "POSTROUTING"}, masqJump...)...); err != nil {

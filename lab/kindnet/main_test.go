@@ -153,26 +153,6 @@ func TestDesiredRoutes(t *testing.T) {
 	}
 }
 
-func TestStaleRoutes(t *testing.T) {
-	a, b, c := netip.MustParsePrefix("10.244.1.0/24"), netip.MustParsePrefix("10.244.2.0/24"), netip.MustParsePrefix("10.244.10.0/24")
-	g1, g2 := netip.MustParseAddr("172.18.0.3"), netip.MustParseAddr("172.18.0.4")
-	for _, tc := range []struct {
-		name           string
-		added, desired map[netip.Prefix]netip.Addr
-		want           []netip.Prefix
-	}{
-		{"nothing added", nil, map[netip.Prefix]netip.Addr{a: g1}, nil},
-		{"all still wanted", map[netip.Prefix]netip.Addr{a: g1}, map[netip.Prefix]netip.Addr{a: g1, b: g2}, nil},
-		{"node gone", map[netip.Prefix]netip.Addr{a: g1, b: g2}, map[netip.Prefix]netip.Addr{a: g1}, []netip.Prefix{b}},
-		{"gateway moved is replaced, not removed", map[netip.Prefix]netip.Addr{a: g1}, map[netip.Prefix]netip.Addr{a: g2}, nil},
-		{"every node gone, sorted by address", map[netip.Prefix]netip.Addr{c: g1, a: g1, b: g2}, nil, []netip.Prefix{a, b, c}},
-	} {
-		if got := staleRoutes(tc.added, tc.desired); !reflect.DeepEqual(got, tc.want) {
-			t.Errorf("%s: staleRoutes = %v, want %v", tc.name, got, tc.want)
-		}
-	}
-}
-
 func TestConflistBytes(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
@@ -264,21 +244,6 @@ func TestMasqRules(t *testing.T) {
 	} {
 		if got := masqRules(tc.subnets); !reflect.DeepEqual(got, tc.want) {
 			t.Errorf("masqRules(%v) = %v, want %v", tc.subnets, got, tc.want)
-		}
-	}
-}
-
-func TestChainRuleCount(t *testing.T) {
-	for _, tc := range []struct {
-		out  string
-		want int
-	}{
-		{"", 0},
-		{"-N LAB-KINDNET-MASQ\n", 0},
-		{"-N LAB-KINDNET-MASQ\n-A LAB-KINDNET-MASQ -d 10.244.0.0/16 -j RETURN\n-A LAB-KINDNET-MASQ -j MASQUERADE\n", 2},
-	} {
-		if got := chainRuleCount(tc.out); got != tc.want {
-			t.Errorf("chainRuleCount(%q) = %d, want %d", tc.out, got, tc.want)
 		}
 	}
 }

@@ -22,7 +22,7 @@ const (
 	cniVersion = "0.4.0" // the CNI plugins the node image carries (v1.9.1) read 0.4.0 and 1.0.0
 	ipamDir    = "/run/cni-ipam-state"
 	defaultMTU = 1500
-	masqChain  = "LAB-KINDNET-MASQ"
+	masqChain  = "KIND-MASQ-AGENT"
 )
 
 // parsePodSubnets reads POD_SUBNET, the cluster's pod subnets separated by
@@ -138,20 +138,6 @@ func desiredRoutes(nodes []corev1.Node, hostIP netip.Addr) map[netip.Prefix]neti
 		}
 	}
 	return routes
-}
-
-// staleRoutes is the routes this process added that are no longer wanted
-// at all, sorted. A range whose gateway changed is not stale: `ip route
-// replace` moves it.
-func staleRoutes(added, desired map[netip.Prefix]netip.Addr) []netip.Prefix {
-	var gone []netip.Prefix
-	for dst := range added {
-		if _, ok := desired[dst]; !ok {
-			gone = append(gone, dst)
-		}
-	}
-	sortPrefixes(gone)
-	return gone
 }
 
 func sortPrefixes(ps []netip.Prefix) {
@@ -277,16 +263,4 @@ func defaultRouteDev(procNetRoute string) string {
 		}
 	}
 	return best
-}
-
-// chainRuleCount is the number of rules in the output of `iptables -S
-// CHAIN` (its "-N CHAIN" line is not one).
-func chainRuleCount(out string) int {
-	n := 0
-	for _, l := range strings.Split(out, "\n") {
-		if strings.HasPrefix(strings.TrimSpace(l), "-A ") {
-			n++
-		}
-	}
-	return n
 }
