@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -23,12 +24,12 @@ func versionCmd(r *root) *cobra.Command {
 		Use:   "version",
 		Short: "Print marina's version, the versions it pins, the limactl it finds, and whether the VM is behind",
 		Long: `Print marina's version and commit, the Go release and platform it was built
-for, the versions of what it runs (kind, the Kubernetes node images, MetalLB,
-ExternalDNS, metrics-server, the Docker Engine major in the VM, the oldest
-Lima it works with), the version of the limactl it would run ($LIMACTL,
-else the PATH), and what the last marina up noted of the VM's provisioning:
-whether this marina would provision it again (it does, in place, at the next
-up). It reads no config and does not reach the VM.`,
+for, the versions of what it runs (kind and kubectl in the VM, the Kubernetes
+node images, MetalLB, ExternalDNS, metrics-server, the Docker Engine major in
+the VM, the oldest Lima it works with), the version of the limactl it would
+run ($LIMACTL, else the PATH), and what the last marina up noted of the VM's
+provisioning: whether this marina would provision it again (it does, in
+place, at the next up). It reads no config and does not reach the VM.`,
 		Example: `  marina version
   marina version -o json`,
 		Args: cobra.NoArgs,
@@ -44,10 +45,29 @@ up). It reads no config and does not reach the VM.`,
 			return limactl(os.Getenv, limaHome, nil)
 		}, version.LimactlWait)
 		if perr == nil {
-			rep.VM = version.VMOf(guest.LoadSeen(p.Provisioned()))
+			seen, err := guest.LoadSeen(p.Provisioned())
+			rep.VM = version.VMOf(seen, err, limaInstances(p.LimaHome()))
 		}
 		return rep, nil
 	}, printVersion)
+}
+
+// limaInstances are the names of the VMs in marina's Lima home: folders
+// holding a lima.yaml, as Lima keeps them.
+func limaInstances(home string) []string {
+	es, err := os.ReadDir(home)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, e := range es {
+		if e.IsDir() && !strings.HasPrefix(e.Name(), "_") {
+			if _, err := os.Stat(filepath.Join(home, e.Name(), "lima.yaml")); err == nil {
+				out = append(out, e.Name())
+			}
+		}
+	}
+	return out
 }
 
 // printVersion writes the text form of marina version.
@@ -87,9 +107,11 @@ func printVersion(w io.Writer, v version.Report) {
 	}
 	switch m := v.VM; {
 	case m == nil:
+	case m.Note != "" && m.Name != "":
+		row("vm", "%s: %s", m.Name, strings.Join(strings.Fields(m.Note), " "))
 	case m.Note != "":
 		row("vm", "%s", strings.Join(strings.Fields(m.Note), " "))
-	case m.Behind:
+	case m.Behind != nil && *m.Behind:
 		row("vm", "%s, provisioned by marina %s (at marina up, %s): this marina provisions it differently; `marina up` brings it up to date in place", m.Name, m.ProvisionedBy, m.NotedAt.Format(time.DateOnly))
 	default:
 		row("vm", "%s, provisioned by this marina's script (marina %s, at marina up, %s)", m.Name, m.ProvisionedBy, m.NotedAt.Format(time.DateOnly))

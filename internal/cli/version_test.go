@@ -112,9 +112,26 @@ func TestVersionSaysTheVMIsBehind(t *testing.T) {
 		}
 		out, _, _ = runCLI(t, "version", "-o", "json")
 		var v version.Report
-		if err := json.Unmarshal([]byte(out), &v); err != nil || v.VM == nil || v.VM.Behind != c.behind || v.VM.ProvisionedBy != "v0.9.0" {
+		if err := json.Unmarshal([]byte(out), &v); err != nil || v.VM == nil || v.VM.Behind == nil || *v.VM.Behind != c.behind || v.VM.ProvisionedBy != "v0.9.0" {
 			t.Errorf("version -o json: %v\n%s", err, out)
 		}
+	}
+	// No note, and a VM in Lima's home: one an older marina brought up.
+	if err := os.Remove(note); err != nil {
+		t.Fatal(err)
+	}
+	if out, _, _ := runCLI(t, "version"); strings.Contains(out, "vm  ") {
+		t.Errorf("version names a VM where there is none:\n%s", out)
+	}
+	inst := filepath.Join(home, ".marina", "lima", "marina")
+	if err := os.MkdirAll(inst, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(inst, "lima.yaml"), []byte("vmType: vz\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, _, _ := runCLI(t, "version"); !strings.Contains(out, "vm              marina: no note of its provisioning yet (an older marina brought it up last): `marina status` says whether it is behind") {
+		t.Errorf("version with a VM and no note:\n%s", out)
 	}
 	if err := os.WriteFile(note, []byte(`{"vm":"marina","marina":"$(reboot)","script":"x"}`), 0o644); err != nil {
 		t.Fatal(err)

@@ -158,7 +158,7 @@ mkdir -p [[.CacheDir]]
 case "$(uname -m)" in
 x86_64) arch=amd64 kind_sum=[[.KindAMD64]] kubectl_sum=[[.KubectlAMD64]] ;;
 aarch64) arch=arm64 kind_sum=[[.KindARM64]] kubectl_sum=[[.KubectlARM64]] ;;
-*) echo "marina: no kind build for $(uname -m)" >&2; exit 1 ;;
+*) echo "marina: no kind or kubectl build for $(uname -m)" >&2; exit 1 ;;
 esac
 if [ "$(kind version 2>/dev/null | awk '{print $2}')" != [[.KindVersion]] ]; then
 	curl -fsSL --retry 5 "https://github.com/kubernetes-sigs/kind/releases/download/[[.KindVersion]]/kind-linux-$arch" -o /usr/local/bin/kind.new
@@ -167,9 +167,9 @@ if [ "$(kind version 2>/dev/null | awk '{print $2}')" != [[.KindVersion]] ]; the
 	mv /usr/local/bin/kind.new /usr/local/bin/kind
 fi
 
-# kubectl [[.Kubectl]], for kubectl in the VM (the seed's "Docker, kind,
-# and kubectl live in the VM"), checked against its published sha256; one
-# of the same minor already there is kept.
+# kubectl [[.Kubectl]], so that the VM can drive its clusters on its own,
+# checked against its published sha256; one of the same minor already
+# there is kept.
 case "$(kubectl version --client 2>/dev/null | sed -n 's/^Client Version: //p')" in
 [[.KubectlMinor]].*) ;;
 *)

@@ -162,12 +162,12 @@ func (p Provisioning) Differences(marina, docker string) []string {
 	case r.Kind != vm.KindVersion:
 		out = append(out, fmt.Sprintf("kind %s → %s", r.Kind, vm.KindVersion))
 	}
-	if r == nil || KubectlMinor(r.Kubectl) != KubectlMinor(vm.KubectlVersion) {
-		have := "none"
-		if r != nil && r.Kubectl != "" {
-			have = r.Kubectl
-		}
-		out = append(out, fmt.Sprintf("kubectl %s → %s", have, vm.KubectlVersion))
+	switch {
+	case r == nil || r.Kubectl == "":
+		// Unknown: a record before kubectl, or none there.
+		out = append(out, fmt.Sprintf("kubectl → %s where no %s is there", vm.KubectlVersion, KubectlMinor(vm.KubectlVersion)))
+	case KubectlMinor(r.Kubectl) != KubectlMinor(vm.KubectlVersion):
+		out = append(out, fmt.Sprintf("kubectl %s → %s", r.Kubectl, vm.KubectlVersion))
 	}
 	if p.DaemonChanged() {
 		out = append(out, "Docker's daemon.json (the Docker Hub mirror, the iptables backend)")

@@ -49,14 +49,11 @@ func LoadSeen(path string) (*Seen, error) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("read %s: %w: fix its permissions, or remove it and run marina up", path, err)
 	}
 	var s Seen
-	if err := json.Unmarshal(b, &s); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	if !vmNameRe.MatchString(s.VM) || !versionRe.MatchString(s.Marina) || !digestRe.MatchString(s.Script) {
-		return nil, fmt.Errorf("%s is not a note marina up wrote (a VM name, a version and a sha256): remove it, and the next marina up writes it again", path)
+	if err := json.Unmarshal(b, &s); err != nil || !vmNameRe.MatchString(s.VM) || !versionRe.MatchString(s.Marina) || !digestRe.MatchString(s.Script) {
+		return nil, fmt.Errorf("%s is not a note marina up wrote (a VM name, a version and a sha256): the next marina up writes it again", path)
 	}
 	return &s, nil
 }

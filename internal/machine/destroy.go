@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/bcollard/marina/internal/cluster"
+	"github.com/bcollard/marina/internal/guest"
 	"github.com/bcollard/marina/internal/host"
 	"github.com/bcollard/marina/internal/kubeconfig"
 	"github.com/bcollard/marina/internal/run"
@@ -97,8 +98,9 @@ func Destroy(ctx context.Context, e *session.Env, opts DestroyOptions) (session.
 			return session.Result{}, fmt.Errorf("remove %s: %w", sock, err)
 		}
 	}
-	// up's note of the VM's provisioning is about a VM that is gone.
-	if in != nil {
+	// up's note of the VM's provisioning is about a VM that is gone,
+	// unless it names another (vm.name changed since).
+	if seen, err := guest.LoadSeen(s.Paths.Provisioned()); in != nil && (err != nil || (seen != nil && seen.VM == name)) {
 		if err := os.Remove(s.Paths.Provisioned()); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			s.UI.Warnf("remove %s: %v (marina version would still describe the VM that was deleted)", s.Paths.Provisioned(), err)
 		}

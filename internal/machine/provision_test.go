@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/bcollard/marina/internal/guest"
 	"github.com/bcollard/marina/internal/session/sessiontest"
@@ -105,7 +107,12 @@ func TestUpProvisionsAnOlderVMInPlace(t *testing.T) {
 	if p := planned(r); strings.Contains(p, "provision") {
 		t.Errorf("a second up still plans:\n%s", p)
 	}
-	// A warm up leaves the note as it was; destroy removes it with the VM.
+	// A warm up leaves the note as it was (an old date tells a rewrite);
+	// destroy removes it with the VM.
+	seen.At = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
+	if err := guest.SaveSeen(note, *seen); err != nil {
+		t.Fatal(err)
+	}
 	before, _ := os.ReadFile(note)
 	f.Provisioning = nil // the VM now reports this marina's record
 	if _, err := Up(context.Background(), f.Env, UpOptions{}); err != nil {
@@ -197,5 +204,28 @@ func TestUpResumesWhenProvisioningFails(t *testing.T) {
 	}
 	if len(f.Called("docker.start dev-cp")) != 1 {
 		t.Errorf("dev was not started again:\n%s", f.Log())
+	}
+}
+
+// destroy leaves up's note when it names another VM (vm.name changed
+// since): that VM is still there.
+func TestDestroyKeepsAnotherVMsNote(t *testing.T) {
+	f := sessiontest.New(t)
+	note := f.Env.Paths.Provisioned()
+	if err := os.MkdirAll(filepath.Dir(note), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	other := guest.Seen{VM: "other", Marina: "v1.0.0", Script: guest.ProvisionDigest(), At: time.Date(2026, 1, 2, 0, 0, 0, 0, time.UTC)}
+	if err := guest.SaveSeen(note, other); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Destroy(context.Background(), f.Env, DestroyOptions{Yes: true}); err != nil {
+		t.Fatalf("%v\n%s", err, f.Stderr.String())
+	}
+	if len(f.Called("vm.delete marina")) != 1 {
+		t.Fatalf("destroy did not delete VM marina:\n%s", f.Log())
+	}
+	if got, err := guest.LoadSeen(note); err != nil || got == nil || *got != other {
+		t.Errorf("destroy of VM marina took the note of VM other: %+v %v", got, err)
 	}
 }

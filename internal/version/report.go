@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/bcollard/marina/internal/addons"
@@ -36,21 +37,28 @@ type VM struct {
 	ProvisionedBy string    `json:"provisionedBy,omitempty"`
 	NotedAt       time.Time `json:"notedAt,omitzero"`
 	// Behind is set when this marina provisions its VMs with another
-	// script: marina up provisions the VM again, in place.
-	Behind bool `json:"behind"`
-	// Note says why the note could not be read.
+	// script: marina up provisions the VM again, in place. Nil when there
+	// is no note to tell.
+	Behind *bool `json:"behind,omitempty"`
+	// Note says why there is no note to read: none yet, or one that is
+	// not up's.
 	Note string `json:"note,omitempty"`
 }
 
-// VMOf is the report's VM from up's note (guest.LoadSeen's results).
-func VMOf(s *guest.Seen, err error) *VM {
+// VMOf is the report's VM from up's note (guest.LoadSeen's results), or,
+// without one, from the VMs Lima has (instances): a VM an older marina
+// brought up last has no note.
+func VMOf(s *guest.Seen, err error, instances []string) *VM {
 	switch {
 	case err != nil:
 		return &VM{Note: err.Error()}
-	case s == nil:
-		return nil
+	case s != nil:
+		behind := s.Behind()
+		return &VM{Name: s.VM, ProvisionedBy: s.Marina, NotedAt: s.At, Behind: &behind}
+	case len(instances) > 0:
+		return &VM{Name: strings.Join(instances, ", "), Note: "no note of its provisioning yet (an older marina brought it up last): `marina status` says whether it is behind, and `marina up` brings it up to date in place"}
 	}
-	return &VM{Name: s.VM, ProvisionedBy: s.Marina, NotedAt: s.At, Behind: s.Behind()}
+	return nil
 }
 
 // Pins are the versions marina runs, each read from where marina

@@ -7,14 +7,13 @@ import (
 	"gopkg.in/yaml.v3"
 )
 
-// bootSections are the settings of lima.yaml that Lima reads at every
-// boot and marina keeps current on an existing VM: the provisioning
-// script and the host resolver's names (host.docker.internal).
-var bootSections = []string{"provision", "hostResolver"}
-
-// BootEdit gives an instance's lima.yaml (instance) the bootSections of
-// the template marina renders now (template), leaving every other setting
-// as it is. changed is false when they are the same.
+// BootEdit gives an instance's lima.yaml (instance) what Lima reads at
+// every boot from the template marina renders now (template): its
+// provisioning script, replaced whole (it is marina's), and its host
+// resolver's names (host.docker.internal), each added only where the
+// instance has no entry of that name, so that the user's own names,
+// hostResolver.enabled and ipv6 stay as they are. Every other setting is
+// left alone; changed is false when nothing was missing.
 func BootEdit(instance, template []byte) (out []byte, changed bool, err error) {
 	var doc, want yaml.Node
 	if err := yaml.Unmarshal(instance, &doc); err != nil {
@@ -27,27 +26,36 @@ func BootEdit(instance, template []byte) (out []byte, changed bool, err error) {
 		return nil, false, fmt.Errorf("the instance's lima.yaml is not a mapping")
 	}
 	root := doc.Content[0]
-	for _, key := range bootSections {
-		wanted := value(&want, key)
-		if wanted == nil {
-			return nil, false, fmt.Errorf("marina's Lima template has no %s section (a marina bug)", key)
-		}
-		if have := value(&doc, key); have != nil {
-			var a, b any
-			if have.Decode(&a) == nil && wanted.Decode(&b) == nil && equalYAML(a, b) {
-				continue
-			}
-		}
+	script := value(&want, "provision")
+	hosts := value(value(&want, "hostResolver"), "hosts")
+	if script == nil || hosts == nil || hosts.Kind != yaml.MappingNode {
+		return nil, false, fmt.Errorf("marina's Lima template has no provision section or no hostResolver.hosts (a marina bug)")
+	}
+	if have := value(&doc, "provision"); have == nil || !sameYAML(have, script) {
+		set(root, "provision", script)
 		changed = true
-		replaced := false
-		for i := 0; i+1 < len(root.Content); i += 2 {
-			if root.Content[i].Value == key {
-				root.Content[i+1] = wanted
-				replaced = true
-			}
+	}
+	resolver := value(&doc, "hostResolver")
+	switch {
+	case resolver == nil:
+		set(root, "hostResolver", value(&want, "hostResolver"))
+		changed = true
+	case resolver.Kind != yaml.MappingNode:
+		return nil, false, fmt.Errorf("the instance's lima.yaml has a hostResolver that is not a mapping: fix it or remove the key")
+	default:
+		have := value(resolver, "hosts")
+		if have == nil {
+			set(resolver, "hosts", &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"})
+			have = value(resolver, "hosts")
 		}
-		if !replaced {
-			root.Content = append(root.Content, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: key}, wanted)
+		if have.Kind != yaml.MappingNode {
+			return nil, false, fmt.Errorf("the instance's lima.yaml has a hostResolver.hosts that is not a mapping: fix it or remove the key")
+		}
+		for i := 0; i+1 < len(hosts.Content); i += 2 {
+			if value(have, hosts.Content[i].Value) == nil {
+				have.Content = append(have.Content, hosts.Content[i], hosts.Content[i+1])
+				changed = true
+			}
 		}
 	}
 	if !changed {
@@ -62,15 +70,35 @@ func BootEdit(instance, template []byte) (out []byte, changed bool, err error) {
 	return b.Bytes(), true, nil
 }
 
-// value is the value of key in the document's top mapping, or nil.
-func value(doc *yaml.Node, key string) *yaml.Node {
-	if len(doc.Content) != 1 || doc.Content[0].Kind != yaml.MappingNode {
-		return nil
-	}
-	m := doc.Content[0]
+// set gives key of mapping m the value v, appending the key when m has
+// none.
+func set(m *yaml.Node, key string, v *yaml.Node) {
 	for i := 0; i+1 < len(m.Content); i += 2 {
 		if m.Content[i].Value == key {
-			return m.Content[i+1]
+			m.Content[i+1] = v
+			return
+		}
+	}
+	m.Content = append(m.Content, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: key}, v)
+}
+
+func sameYAML(a, b *yaml.Node) bool {
+	var x, y any
+	return a.Decode(&x) == nil && b.Decode(&y) == nil && equalYAML(x, y)
+}
+
+// value is the value of key in mapping n (or in a document's top
+// mapping), or nil.
+func value(n *yaml.Node, key string) *yaml.Node {
+	if n != nil && n.Kind == yaml.DocumentNode && len(n.Content) == 1 {
+		n = n.Content[0]
+	}
+	if n == nil || n.Kind != yaml.MappingNode {
+		return nil
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if n.Content[i].Value == key {
+			return n.Content[i+1]
 		}
 	}
 	return nil

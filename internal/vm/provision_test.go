@@ -37,4 +37,41 @@ func TestBootEdit(t *testing.T) {
 	if _, _, err := BootEdit([]byte("- a\n"), template); err == nil {
 		t.Error("a lima.yaml that is not a mapping was edited")
 	}
+	if _, _, err := BootEdit([]byte("hostResolver: [x]\n"), template); err == nil {
+		t.Error("a hostResolver that is not a mapping was edited")
+	}
+}
+
+// The user's own host resolver settings stay: marina adds its name where
+// it is missing and changes no other entry, nor enabled or ipv6.
+func TestBootEditKeepsTheUsersResolver(t *testing.T) {
+	template := []byte("hostResolver:\n  hosts:\n    host.docker.internal: host.lima.internal\nprovision:\n  - mode: system\n    script: new\n")
+	mine := "provision:\n  - mode: system\n    script: new\nhostResolver:\n  enabled: false\n  ipv6: true\n  hosts:\n    my.db: 10.0.0.5\n"
+	out, changed, err := BootEdit([]byte(mine), template)
+	if err != nil || !changed {
+		t.Fatalf("changed=%v err=%v", changed, err)
+	}
+	var got struct {
+		HostResolver struct {
+			Enabled *bool
+			IPv6    *bool `yaml:"ipv6"`
+			Hosts   map[string]string
+		} `yaml:"hostResolver"`
+	}
+	if err := yaml.Unmarshal(out, &got); err != nil {
+		t.Fatal(err)
+	}
+	r := got.HostResolver
+	if r.Enabled == nil || *r.Enabled || r.IPv6 == nil || !*r.IPv6 || len(r.Hosts) != 2 || r.Hosts["my.db"] != "10.0.0.5" || r.Hosts["host.docker.internal"] != "host.lima.internal" {
+		t.Errorf("the user's resolver became:\n%s", out)
+	}
+	// A name the user points elsewhere is theirs.
+	theirs := "provision:\n  - mode: system\n    script: new\nhostResolver:\n  hosts:\n    host.docker.internal: 10.9.9.9\n"
+	if out, changed, err := BootEdit([]byte(theirs), template); err != nil || changed || string(out) != theirs {
+		t.Errorf("the user's host.docker.internal was changed: %v %v\n%s", changed, err, out)
+	}
+	// No hosts yet: the mapping is made.
+	if out, _, err := BootEdit([]byte("hostResolver:\n  enabled: true\n"), template); err != nil || !strings.Contains(string(out), "host.docker.internal: host.lima.internal") {
+		t.Errorf("no hosts: %v\n%s", err, out)
+	}
 }

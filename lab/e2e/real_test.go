@@ -375,7 +375,7 @@ func TestRealCluster(t *testing.T) {
 		mustMarina(t, "registry", "clean-cache", "-y")
 		r := mustMarina(t, "registry", "prefetch", "--addons", agnhost)
 		out := r.stdout + r.stderr
-		for _, want := range []string{"agnhost:", "fetched", "into registry-k8sio", "into registry-quayio", "0 already cached"} {
+		for _, want := range []string{"agnhost:", "metrics-server:", "fetched", "into registry-k8sio", "into registry-quayio", "0 already cached"} {
 			if !strings.Contains(out, want) {
 				t.Errorf("first prefetch does not say %q:\n%s", want, out)
 			}

@@ -85,7 +85,10 @@ func TestUpgradeInPlace(t *testing.T) {
 	dockerPID := func() string { return strings.TrimSpace(inGuest(t, "cat /run/docker.pid")) }
 	pid := dockerPID()
 
-	t.Run("status and doctor say the VM is behind", func(t *testing.T) {
+	t.Run("status, doctor and version say the VM is behind", func(t *testing.T) {
+		if v := mustMarina(t, "version").stdout; !strings.Contains(v, "marina: no note of its provisioning yet (an older marina brought it up last)") {
+			t.Errorf("version before the upgrade:\n%s", v)
+		}
 		r := shownStatus(t, "status")
 		if !strings.Contains(r.stdout, "provisioned by an earlier marina") || !strings.Contains(r.stdout, "`marina up` provisions it again in place") {
 			t.Errorf("status:\n%s", r.stdout)
@@ -112,8 +115,9 @@ func TestUpgradeInPlace(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !strings.Contains(string(lima), "What provisioned this VM") || !strings.Contains(string(lima), "vmType: vz") {
-			t.Errorf("lima.yaml does not carry this marina's script, or lost its settings:\n%s", lima)
+		if !strings.Contains(string(lima), "What provisioned this VM") || !strings.Contains(string(lima), "vmType: vz") ||
+			!strings.Contains(string(lima), "host.docker.internal: host.lima.internal") {
+			t.Errorf("lima.yaml does not carry this marina's script and host name, or lost its settings:\n%s", lima)
 		}
 		if got := dockerPID(); got != pid {
 			t.Errorf("Docker restarted (pid %s, then %s)", pid, got)
@@ -130,6 +134,19 @@ func TestUpgradeInPlace(t *testing.T) {
 		if v := mustMarina(t, "version").stdout; !strings.Contains(v, "marina, provisioned by this marina's script (marina dev, at marina up, ") {
 			t.Errorf("version after the upgrade:\n%s", v)
 		}
+	})
+
+	t.Run("the next boot reads lima.yaml's host resolver: host.docker.internal in the VM", func(t *testing.T) {
+		if out := marina(t, "shell", "--", "getent", "ahostsv4", "host.docker.internal"); out.code == 0 {
+			t.Fatalf("the previous marina's VM already resolves host.docker.internal:\n%s", out.stdout)
+		}
+		mustMarina(t, "down")
+		mustMarina(t, "up")
+		if out := mustMarina(t, "shell", "--", "getent", "ahostsv4", "host.docker.internal").stdout; !strings.HasPrefix(out, "192.168.5.2 ") {
+			t.Errorf("host.docker.internal after the reboot:\n%s", out)
+		}
+		oldAnswers(t, "the reboot")
+		pid = dockerPID()
 	})
 
 	t.Run("a Docker restart is asked for, then made", func(t *testing.T) {

@@ -19,6 +19,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -540,6 +541,9 @@ func (f *fake) boot(name string) error {
 	return nil
 }
 
+// labHostName is what lab/lab vm_resolver accepts as a name.
+var labHostName = regexp.MustCompile(`^[a-z0-9]([a-z0-9.-]{0,251}[a-z0-9])?$`)
+
 // The user-mode network's addresses Lima's host resolver answers with
 // (pkg/networks: SlirpGateway is the Mac, SlirpIPAddress the guest).
 const (
@@ -568,9 +572,12 @@ func resolverHosts(name string, y *limatype.LimaYAML) []string {
 		for i := 0; i < 8 && net.ParseIP(v) == nil && hosts[v] != ""; i++ {
 			v = hosts[v]
 		}
-		if net.ParseIP(v) != nil {
-			out = append(out, k+"="+v)
+		// The lab's resolver answers IPv4 for plain host names only.
+		if ip := net.ParseIP(v); ip == nil || ip.To4() == nil || !labHostName.MatchString(k) {
+			fmt.Fprintf(os.Stderr, "limactl (lab): the lab's host resolver does not answer %s (%s)\n", k, v)
+			continue
 		}
+		out = append(out, k+"="+v)
 	}
 	sort.Strings(out)
 	return out
