@@ -6,7 +6,8 @@
 // The Mac's routes cover the ranges of every slot, not only the slots in
 // use, so that they are added once by up and never follow clusters: the
 // slot layout (internal/slot) makes that eleven prefixes of 10.0.0.0/8,
-// and no address of 10.0.0.0/16, 10.10.0.0/16 or 10.20-10.109.
+// and no address of 10.0.0.0/16, 10.10.0.0/16, 10.20-10.109 or
+// 10.200-10.255.
 package podnet
 
 import (
@@ -76,17 +77,19 @@ func (c Conflict) String() string {
 }
 
 // Conflicts lists the host's routes that overlap plan and do not lead to
-// the VM (through via, lima0's address): a VPN's, or another network's.
-// A narrower one would take part of a range from the VM; a wider one
-// (10.0.0.0/8 through a VPN) would lose part of its network to marina's
-// routes. Routes wider than /8 claim nothing (the default route).
-func Conflicts(plan []netip.Prefix, routes []host.Route, via netip.Addr) []Conflict {
+// the VM (through via, lima0's address, or, when a new lease moved it,
+// through a gateway marina routed through before: mine): a VPN's, or
+// another network's. A narrower one would take part of a range from the
+// VM; a wider one (10.0.0.0/8 through a VPN) would lose part of its
+// network to marina's routes. Routes wider than /8 claim nothing (the
+// default route).
+func Conflicts(plan []netip.Prefix, routes []host.Route, via netip.Addr, mine ...netip.Addr) []Conflict {
 	var out []Conflict
 	for _, r := range routes {
 		if !r.Dest.IsValid() || r.Dest.Bits() < catchAll || r.Cloned {
 			continue
 		}
-		if via.IsValid() && r.Gateway == via {
+		if r.Gateway.IsValid() && (r.Gateway == via || slices.Contains(mine, r.Gateway)) {
 			continue // marina's own, or another route to the VM
 		}
 		var over []netip.Prefix

@@ -161,8 +161,13 @@ func TestConflicts(t *testing.T) {
 	if s := got[0].String(); !strings.HasPrefix(s, "10.0.0.0/8 on utun4 (over 10.1.0.0/16, ") {
 		t.Errorf("String = %q", s)
 	}
-	// Without lima0's address, a route to the VM is not told apart.
-	if n := len(Conflicts(plan, routes[3:4], netip.Addr{})); n != 1 {
+	// Without lima0's address, a route to the VM is not told apart; an
+	// interface route is a conflict all the same.
+	if n := len(Conflicts(plan, []host.Route{routes[3], corp}, netip.Addr{})); n != 2 {
 		t.Errorf("with no VM address: %d conflicts", n)
+	}
+	// A route marina made through lima0's old address is its own.
+	if got := Conflicts(plan, routes, netip.MustParseAddr("192.168.105.3"), lima); len(got) != 2 {
+		t.Errorf("with lima0's old address as marina's: %v", got)
 	}
 }

@@ -37,14 +37,14 @@ func BootEdit(instance, template []byte) (out []byte, changed bool, err error) {
 	}
 	resolver := value(&doc, "hostResolver")
 	switch {
-	case resolver == nil:
+	case isNull(resolver):
 		set(root, "hostResolver", value(&want, "hostResolver"))
 		changed = true
 	case resolver.Kind != yaml.MappingNode:
 		return nil, false, fmt.Errorf("the instance's lima.yaml has a hostResolver that is not a mapping: fix it or remove the key")
 	default:
 		have := value(resolver, "hosts")
-		if have == nil {
+		if isNull(have) {
 			set(resolver, "hosts", &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"})
 			have = value(resolver, "hosts")
 		}
@@ -80,6 +80,12 @@ func set(m *yaml.Node, key string, v *yaml.Node) {
 		}
 	}
 	m.Content = append(m.Content, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: key}, v)
+}
+
+// isNull reports whether a key's value is missing or null (`key:` with
+// nothing, or only comments, after it), which Lima reads as not set.
+func isNull(n *yaml.Node) bool {
+	return n == nil || (n.Kind == yaml.ScalarNode && n.Tag == "!!null")
 }
 
 func sameYAML(a, b *yaml.Node) bool {

@@ -70,6 +70,13 @@ func TestBootEditKeepsTheUsersResolver(t *testing.T) {
 	if out, changed, err := BootEdit([]byte(theirs), template); err != nil || changed || string(out) != theirs {
 		t.Errorf("the user's host.docker.internal was changed: %v %v\n%s", changed, err, out)
 	}
+	// Null, as Lima's own default.yaml leaves them: not set.
+	for _, null := range []string{"hostResolver:\n", "hostResolver: null\n", "hostResolver:\n  hosts:\n  # a: b\n", "hostResolver:\n  hosts: null\n"} {
+		out, changed, err := BootEdit([]byte("provision:\n  - mode: system\n    script: old\n"+null), template)
+		if err != nil || !changed || !strings.Contains(string(out), "host.docker.internal: host.lima.internal") || !strings.Contains(string(out), "script: new") {
+			t.Errorf("%q: changed=%v err=%v\n%s", null, changed, err, out)
+		}
+	}
 	// No hosts yet: the mapping is made.
 	if out, _, err := BootEdit([]byte("hostResolver:\n  enabled: true\n"), template); err != nil || !strings.Contains(string(out), "host.docker.internal: host.lima.internal") {
 		t.Errorf("no hosts: %v\n%s", err, out)

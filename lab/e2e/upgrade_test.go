@@ -142,11 +142,11 @@ func TestUpgradeInPlace(t *testing.T) {
 		}
 		mustMarina(t, "down")
 		mustMarina(t, "up")
+		pid = dockerPID() // the reboot started Docker again
 		if out := mustMarina(t, "shell", "--", "getent", "ahostsv4", "host.docker.internal").stdout; !strings.HasPrefix(out, "192.168.5.2 ") {
 			t.Errorf("host.docker.internal after the reboot:\n%s", out)
 		}
 		oldAnswers(t, "the reboot")
-		pid = dockerPID()
 	})
 
 	t.Run("a Docker restart is asked for, then made", func(t *testing.T) {

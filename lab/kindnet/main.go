@@ -28,10 +28,12 @@
 //   - at its start and every 60 seconds (masq.go, main.go:193,208) it
 //     makes sure of the nat chain KIND-MASQ-AGENT: `-d <POD_SUBNET entry>
 //     -j RETURN` for each entry, then `-j MASQUERADE`, and the POSTROUTING
-//     rule `-m addrtype ! --dst-type LOCAL -j KIND-MASQ-AGENT`, each
-//     appended only when missing; it never flushes or removes a rule, so a
-//     rule someone else inserted in the chain stays (marina's exemptions
-//     for other clusters' ranges rely on it).
+//     rule `-m addrtype ! --dst-type LOCAL -j KIND-MASQ-AGENT`, each with
+//     kindnetd's comment and appended only when missing; it never flushes
+//     or removes a rule, so a rule someone else inserted in the chain
+//     stays (marina's exemptions for other clusters' ranges rely on it).
+//     A failed sync is tried again on the next round, and never ends it
+//     (kindnetd retries after 60 s and panics after three failures).
 //
 // It does nothing of kindnetd's beyond that: no network policies, no NRI
 // plugin (the manifest's /var/run/nri mount is unused), no IPv6 (IPv6 pod
@@ -177,14 +179,13 @@ type agent struct {
 }
 
 func (a *agent) round(ctx context.Context) {
-	if time.Since(a.masqAt) >= masqEvery {
+	if now := time.Now(); now.Sub(a.masqAt) >= masqEvery {
+		a.masqAt = now
 		if err := a.syncMasq(ctx); err != nil {
-			a.masqAt = time.Time{}
+			a.masqAt = time.Time{} // the next round tries again
 			if ctx.Err() == nil {
 				log.Printf("masquerade: %v (next round retries)", err)
 			}
-		} else {
-			a.masqAt = time.Now()
 		}
 	}
 	lctx, cancel := context.WithTimeout(ctx, apiTimeout)

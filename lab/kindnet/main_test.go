@@ -228,23 +228,25 @@ func TestConflistBytes(t *testing.T) {
 }
 
 func TestMasqRules(t *testing.T) {
+	ret := func(cidr string) []string {
+		return []string{"-d", cidr, "-j", "RETURN", "-m", "comment", "--comment", "kind-masq-agent: local traffic is not subject to MASQUERADE"}
+	}
+	masq := []string{"-j", "MASQUERADE", "-m", "comment", "--comment", "kind-masq-agent: outbound traffic is subject to MASQUERADE (must be last in chain)"}
 	for _, tc := range []struct {
 		subnets []netip.Prefix
 		want    [][]string
 	}{
-		{prefixes("10.244.0.0/16"), [][]string{
-			{"-d", "10.244.0.0/16", "-j", "RETURN"},
-			{"-j", "MASQUERADE"},
-		}},
-		{prefixes("10.244.0.0/16", "10.245.0.0/16"), [][]string{
-			{"-d", "10.244.0.0/16", "-j", "RETURN"},
-			{"-d", "10.245.0.0/16", "-j", "RETURN"},
-			{"-j", "MASQUERADE"},
-		}},
+		{prefixes("10.244.0.0/16"), [][]string{ret("10.244.0.0/16"), masq}},
+		{prefixes("10.244.0.0/16", "10.245.0.0/16"), [][]string{ret("10.244.0.0/16"), ret("10.245.0.0/16"), masq}},
 	} {
 		if got := masqRules(tc.subnets); !reflect.DeepEqual(got, tc.want) {
 			t.Errorf("masqRules(%v) = %v, want %v", tc.subnets, got, tc.want)
 		}
+	}
+	// The POSTROUTING jump, as kindnetd appends it.
+	jump := "-m addrtype ! --dst-type LOCAL -j KIND-MASQ-AGENT -m comment --comment kind-masq-agent: ensure nat POSTROUTING directs all non-LOCAL destination traffic to our custom KIND-MASQ-AGENT chain"
+	if got := strings.Join(masqJump, " "); got != jump {
+		t.Errorf("masqJump = %q", got)
 	}
 }
 

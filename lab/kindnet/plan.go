@@ -181,7 +181,7 @@ type (
 // IPv4 pod ranges are cidrs: ptp links to each pod with host-local
 // addresses from the node's ranges (one range set each, so a pod gets one
 // address per range) and a default route, then portmap for hostPort. The
-// ptp plugin does no masquerading: the LAB-KINDNET-MASQ chain does it,
+// ptp plugin does no masquerading: the KIND-MASQ-AGENT chain does it,
 // sparing pod-to-pod traffic.
 func conflistBytes(cidrs []netip.Prefix, mtu int) ([]byte, error) {
 	if len(cidrs) == 0 {
@@ -223,21 +223,30 @@ func conflistBytes(cidrs []netip.Prefix, mtu int) ([]byte, error) {
 	return append(b, '\n'), nil
 }
 
-// masqRules is the rules of the LAB-KINDNET-MASQ chain, in order: traffic
-// to a pod subnet returns untouched (pod to pod keeps its source, also
-// across nodes), anything else is masqueraded. The POSTROUTING jump that
-// leads here already left out local destinations.
+// The comments kindnetd puts on its rules (masq.go), so that the chain
+// reads as on real kind.
+const (
+	commentReturn = "kind-masq-agent: local traffic is not subject to MASQUERADE"
+	commentMasq   = "kind-masq-agent: outbound traffic is subject to MASQUERADE (must be last in chain)"
+	commentJump   = "kind-masq-agent: ensure nat POSTROUTING directs all non-LOCAL destination traffic to our custom KIND-MASQ-AGENT chain"
+)
+
+// masqRules is the rules of the KIND-MASQ-AGENT chain, in order, as
+// kindnetd writes them: traffic to a pod subnet returns untouched (pod to
+// pod keeps its source, also across nodes), anything else is masqueraded.
+// The POSTROUTING jump that leads here already left out local
+// destinations.
 func masqRules(podSubnets []netip.Prefix) [][]string {
 	var rules [][]string
 	for _, p := range podSubnets {
-		rules = append(rules, []string{"-d", p.String(), "-j", "RETURN"})
+		rules = append(rules, []string{"-d", p.String(), "-j", "RETURN", "-m", "comment", "--comment", commentReturn})
 	}
-	return append(rules, []string{"-j", "MASQUERADE"})
+	return append(rules, []string{"-j", "MASQUERADE", "-m", "comment", "--comment", commentMasq})
 }
 
 // masqJump is the POSTROUTING rule that sends non-local traffic to the
 // chain.
-var masqJump = []string{"-m", "addrtype", "!", "--dst-type", "LOCAL", "-j", masqChain}
+var masqJump = []string{"-m", "addrtype", "!", "--dst-type", "LOCAL", "-j", masqChain, "-m", "comment", "--comment", commentJump}
 
 // defaultRouteDev is the interface of the main table's IPv4 default route
 // in the text of /proc/net/route, or "" when there is none.

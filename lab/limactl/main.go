@@ -573,11 +573,12 @@ func resolverHosts(name string, y *limatype.LimaYAML) []string {
 			v = hosts[v]
 		}
 		// The lab's resolver answers IPv4 for plain host names only.
-		if ip := net.ParseIP(v); ip == nil || ip.To4() == nil || !labHostName.MatchString(k) {
+		ip := net.ParseIP(v)
+		if ip == nil || ip.To4() == nil || !labHostName.MatchString(k) {
 			fmt.Fprintf(os.Stderr, "limactl (lab): the lab's host resolver does not answer %s (%s)\n", k, v)
 			continue
 		}
-		out = append(out, k+"="+v)
+		out = append(out, k+"="+ip.To4().String())
 	}
 	sort.Strings(out)
 	return out
