@@ -136,19 +136,6 @@ func TestUpgradeInPlace(t *testing.T) {
 		}
 	})
 
-	t.Run("the next boot reads lima.yaml's host resolver: host.docker.internal in the VM", func(t *testing.T) {
-		if out := marina(t, "shell", "--", "getent", "ahostsv4", "host.docker.internal"); out.code == 0 {
-			t.Fatalf("the previous marina's VM already resolves host.docker.internal:\n%s", out.stdout)
-		}
-		mustMarina(t, "down")
-		mustMarina(t, "up")
-		pid = dockerPID() // the reboot started Docker again
-		if out := mustMarina(t, "shell", "--", "getent", "ahostsv4", "host.docker.internal").stdout; !strings.HasPrefix(out, "192.168.5.2 ") {
-			t.Errorf("host.docker.internal after the reboot:\n%s", out)
-		}
-		oldAnswers(t, "the reboot")
-	})
-
 	t.Run("a Docker restart is asked for, then made", func(t *testing.T) {
 		// An older marina's daemon.json, without the Docker Hub mirror.
 		inGuest(t, `printf '%s\n' '{' '  "firewall-backend": "iptables"' '}' >/etc/docker/daemon.json; rm -f /var/lib/marina/provisioned`)
@@ -194,6 +181,19 @@ func TestUpgradeInPlace(t *testing.T) {
 		}
 		if s := shownStatus(t, "status"); !strings.Contains(s.stdout, "it runs ubuntu 22.04, which marina cannot provision in place: `marina destroy && marina up` makes a new VM") {
 			t.Errorf("status:\n%s", s.stdout)
+		}
+	})
+
+	// Last: a reboot of the VM (marina down, then up) reads the host
+	// resolver's names from lima.yaml, which the upgrade gave it.
+	t.Run("the next boot reads lima.yaml's host resolver: host.docker.internal in the VM", func(t *testing.T) {
+		if out := marina(t, "shell", "--", "getent", "ahostsv4", "host.docker.internal"); out.code == 0 {
+			t.Fatalf("the previous marina's VM already resolves host.docker.internal:\n%s", out.stdout)
+		}
+		mustMarina(t, "down")
+		mustMarina(t, "up")
+		if out := mustMarina(t, "shell", "--", "getent", "ahostsv4", "host.docker.internal").stdout; !strings.HasPrefix(out, "192.168.5.2 ") {
+			t.Errorf("host.docker.internal after the reboot:\n%s", out)
 		}
 	})
 }
