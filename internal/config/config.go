@@ -29,6 +29,10 @@ type Network struct {
 	// DisablePortMirroring turns off Lima's automatic port mirroring;
 	// kubeconfigs then use the VM's lima0 address (direct mode).
 	DisablePortMirroring bool `yaml:"disablePortMirroring" json:"disablePortMirroring"`
+	// PodRouting routes every cluster's pod and service ranges too: from
+	// the Mac (a few more routes of 10.0.0.0/8 to the VM) and between
+	// clusters, with no address translation (internal/podnet).
+	PodRouting bool `yaml:"podRouting" json:"podRouting"`
 }
 
 // Prefix is CIDR as a prefix: the one place it is parsed. In a config

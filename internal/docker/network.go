@@ -161,3 +161,30 @@ func (spec NetworkSpec) CreateArgs() string {
 	}
 	return strings.Join(append(args, spec.Name), " ")
 }
+
+// Mismatch explains a network marina did not make, or made otherwise,
+// and will not change (diff: Differences).
+func (spec NetworkSpec) Mismatch(vmName string, have *NetworkState, diff []string) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "the Docker network %q in VM %s is not the one marina needs:\n", spec.Name, vmName)
+	for _, d := range diff {
+		fmt.Fprintf(&b, "  - %s\n", d)
+	}
+	who := "it was created by marina with other settings"
+	if !have.Managed {
+		who = "it was not created by marina (kind makes one like it when it finds none)"
+	}
+	lost := "nothing is attached to it"
+	switch have.Containers {
+	case 0:
+	case 1:
+		lost = "the 1 container on it is lost"
+	default:
+		lost = fmt.Sprintf("the %d containers on it, kind clusters among them, are lost", have.Containers)
+	}
+	fmt.Fprintf(&b, "%s; marina changed nothing. To let marina recreate it (%s):\n", who, lost)
+	fmt.Fprintf(&b, "  marina shell -- kind delete clusters --all\n")
+	fmt.Fprintf(&b, "  marina shell -- sh -c 'docker rm -f $(docker ps -aq --filter network=%[1]s) 2>/dev/null; docker network rm %[1]s'\n", spec.Name)
+	fmt.Fprintf(&b, "  marina up   (it recreates the network and the registry mirrors)")
+	return fmt.Errorf("%s", b.String())
+}

@@ -298,7 +298,7 @@ func (d *doctor) observe(ctx context.Context) {
 // keeps them.
 func (d *doctor) judgeRouting(_ context.Context) []Check {
 	o := d.o
-	net := guest.KindNet(d.cidr, o.Mac)
+	net := guest.KindNet(d.cidr, o.Mac, d.s.Config.Network.PodRouting)
 	cs, err := net.Checks(o.Guest.Net)
 	// The script needs Docker's DOCKER-USER chain and the kind network's
 	// bridge: without them, --fix cannot run it yet.

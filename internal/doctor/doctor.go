@@ -984,7 +984,7 @@ func (d *doctor) repair(ctx context.Context, todo []repairStep) []string {
 		var err error
 		switch rp.kind {
 		case repairNet:
-			err = machine.InstallGuest(ctx, s, machine.GuestWrites{Net: guest.KindNet(d.cidr, o.Mac), Rules: true})
+			err = machine.InstallGuest(ctx, s, machine.GuestWrites{Net: guest.KindNet(d.cidr, o.Mac, s.Config.Network.PodRouting), Rules: true})
 		case repairRoute:
 			var made *host.Made
 			if made, err = host.LoadMade(s.Paths.Routes(), session.HostOwn(s.Config, true)); err == nil {

@@ -40,12 +40,20 @@ type Net struct {
 	// Mac is the Mac's own address on the vzNAT network, as the VM sees
 	// its packets: the only host on lima0 the kind network is open to.
 	Mac netip.Addr
+	// Pods opens the clusters' pod and service ranges (PodSpace) to the
+	// Mac too (network.podRouting).
+	Pods bool
 }
 
+// PodSpace holds every slot's pod and service ranges (internal/podnet's
+// routes). The Mac routes only those to lima0 and the VM sends to the
+// bridge only what its routes name, so the rules can name the whole /8.
+var PodSpace = netip.MustParsePrefix("10.0.0.0/8")
+
 // KindNet is the kind network cidr on marina's bridge (docker.KindBridge),
-// open to the Mac at mac.
-func KindNet(cidr netip.Prefix, mac netip.Addr) Net {
-	return Net{Kind: cidr, Bridge: docker.KindBridge, Mac: mac}
+// open to the Mac at mac, and the pod ranges too when pods.
+func KindNet(cidr netip.Prefix, mac netip.Addr, pods bool) Net {
+	return Net{Kind: cidr, Bridge: docker.KindBridge, Mac: mac, Pods: pods}
 }
 
 var ifName = regexp.MustCompile(`^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,14}$`)
@@ -77,7 +85,7 @@ type Rule struct {
 func (n Net) Rules() []Rule {
 	mac := netip.PrefixFrom(n.Mac, 32)
 	etcd, _ := dns.Addrs(n.Kind)
-	return []Rule{
+	rules := []Rule{
 		{"nat", fmt.Sprintf("-A %s -s %s -d %s -o %s -j ACCEPT", natChain, n.Kind, mac, HostIf),
 			"kind → Mac keeps its source address (exempt from Docker's MASQUERADE)"},
 		{"filter", fmt.Sprintf("-A %s -d %s -i %s -o %s -j DROP", filterChain, netip.PrefixFrom(etcd, 32), HostIf, n.Bridge),
@@ -86,11 +94,20 @@ func (n Net) Rules() []Rule {
 			"Mac → kind network: containers, unpublished ports, MetalLB addresses"},
 		{"filter", fmt.Sprintf("-A %s -s %s -d %s -i %s -o %s -m conntrack --ctstate RELATED,ESTABLISHED -j ACCEPT", filterChain, n.Kind, mac, n.Bridge, HostIf),
 			"replies from the kind network to the Mac"},
+	}
+	if n.Pods {
+		rules = append(rules,
+			Rule{"filter", fmt.Sprintf("-A %s -s %s -d %s -i %s -o %s -j ACCEPT", filterChain, mac, PodSpace, HostIf, n.Bridge),
+				"Mac → the clusters' pods and ClusterIPs (network.podRouting)"},
+			Rule{"filter", fmt.Sprintf("-A %s -s %s -d %s -i %s -o %s -m conntrack --ctstate RELATED,ESTABLISHED -j ACCEPT", filterChain, PodSpace, mac, n.Bridge, HostIf),
+				"replies from the clusters' pods to the Mac"})
+	}
+	return append(rules, []Rule{
 		{"filter", fmt.Sprintf("-A %s -i %s -o %s -m conntrack --ctstate RELATED,ESTABLISHED -j RETURN", filterChain, HostIf, n.Bridge),
 			"replies to connections the kind network opened go on to Docker's rules"},
 		{"filter", fmt.Sprintf("-A %s -i %s -o %s -j DROP", filterChain, HostIf, n.Bridge),
 			"nothing else on the VM's network (another VM) reaches the kind network"},
-	}
+	}...)
 }
 
 // Jumps are the rules that send traffic into marina's chains; each must be

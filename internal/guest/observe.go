@@ -39,6 +39,9 @@ type State struct {
 	// Provisioning is the provisioning record and what decides whether
 	// provisioning again restarts Docker.
 	Provisioning Provisioning
+	// Podnet is network.podRouting's section as the guest printed it
+	// (internal/podnet reads it).
+	Podnet string
 }
 
 // observeScript prints one section per concern, each headed "@@ name".
@@ -50,13 +53,24 @@ type State struct {
 const observeScript = `set -u
 echo "@@ lima0"
 ip -4 -j addr show dev lima0 2>/dev/null || echo '[]'
-` + sumsObserve + networkObserve + registryObserve + dnsObserve + healthObserve + provisionObserve
+` + sumsObserve + networkObserve + registryObserve + dnsObserve + healthObserve + provisionObserve + podnetObserve
+
+// podnetObserve reports what network.podRouting installed (the paths are
+// internal/podnet's, which tests that they agree): its files' digests,
+// its service, and the VM's routes it made (proto 200).
+const podnetObserve = `echo "@@ podnet"
+for f in /usr/local/sbin/marina-podnet /etc/systemd/system/marina-podnet.service /etc/marina/podnet/*.conf; do
+	if [ -n "${sum[$f]:-}" ]; then echo "file ${sum[$f]} $f"; fi
+done
+echo "active $(systemctl is-active marina-podnet.service 2>/dev/null)"
+ip -4 route show proto 200 root 10.0.0.0/8 2>/dev/null | while read -r r; do echo "route $r"; done
+`
 
 // sumsObserve reads the sha256 of every file a section reports into sum,
 // by path, with one sha256sum.
 const sumsObserve = `declare -A sum=()
 have=()
-for f in ` + ScriptPath + " " + UnitPath + " " + DropInPath + " " + daemonPath + " " + socketPath + " " + registry.ConfigDir + "/*.yml " + registry.ConfigDir + "/*.auth " + dns.CorefilePath + `; do
+for f in ` + ScriptPath + " " + UnitPath + " " + DropInPath + " " + daemonPath + " " + socketPath + " " + registry.ConfigDir + "/*.yml " + registry.ConfigDir + "/*.auth " + dns.CorefilePath + ` /usr/local/sbin/marina-podnet /etc/systemd/system/marina-podnet.service /etc/marina/podnet/*.conf; do
 	if [ -f "$f" ]; then have+=("$f"); fi
 done
 if [ ${#have[@]} -gt 0 ]; then
@@ -106,7 +120,7 @@ func sections(out string) map[string]string {
 
 func parseObserve(out string) (State, error) {
 	sec := sections(out)
-	st := State{Net: parseNetState(sec), RegistrySums: parseSums(sec["registry"]), Addons: parseAddons(sec["addons"]), Health: parseHealth(sec), Provisioning: parseProvisioning(sec["provision"])}
+	st := State{Net: parseNetState(sec), RegistrySums: parseSums(sec["registry"]), Addons: parseAddons(sec["addons"]), Health: parseHealth(sec), Provisioning: parseProvisioning(sec["provision"]), Podnet: sec["podnet"]}
 	st.DNSSum = parseSums(sec["dns"])[dns.CorefilePath]
 	if id := strings.TrimSpace(sec["etcd-auth"]); containerID.MatchString(id) {
 		st.EtcdAuth = id
@@ -159,3 +173,7 @@ func ParseAddrs(js string) ([]netip.Prefix, error) {
 	}
 	return out, nil
 }
+
+// ObserveScript is the observation's script, for the packages whose files
+// it reads to check it names them (internal/podnet).
+func ObserveScript() string { return observeScript }

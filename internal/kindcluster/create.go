@@ -21,6 +21,7 @@ import (
 	"github.com/bcollard/marina/internal/guest"
 	"github.com/bcollard/marina/internal/kube"
 	"github.com/bcollard/marina/internal/kubeconfig"
+	"github.com/bcollard/marina/internal/podnet"
 	"github.com/bcollard/marina/internal/registry"
 	"github.com/bcollard/marina/internal/session"
 	"github.com/bcollard/marina/internal/slot"
@@ -471,6 +472,9 @@ func Apply(ctx context.Context, s *session.Session, p *Plan, opts CreateOptions)
 		return nil, rb.fail("writing its kubeconfig", err)
 	}
 	phases = append(phases, phase("kubeconfig: Writing its kubeconfig", start, t))
+	if s.Config.Network.PodRouting {
+		routePods(ctx, s, podnet.Cluster{Name: name, Slot: p.spec.Slot})
+	}
 	e.SetLeftover("")
 	for _, ph := range phases {
 		e.UI.Debugf("phase %6.1fs +%5.1fs %s", ph.Start, ph.Seconds, ph.Step)
@@ -727,4 +731,25 @@ func localHost(l config.Local) string {
 		return ""
 	}
 	return registry.LocalHost(l.Port)
+}
+
+// routePods makes the VM route c's pods and services (network.podRouting),
+// in one round trip. A failure is a warning: the cluster works, and the
+// VM's service or the next `marina up` routes it.
+func routePods(ctx context.Context, s *session.Session, c podnet.Cluster) {
+	err := s.Step("Routing its pod and service ranges", "", func() error {
+		mac, err := s.Host.SourceFor(s.Lima0)
+		if err != nil {
+			return err
+		}
+		b := guest.NewBatch()
+		if err := podnet.Add(b, c, s.Config.Network.Prefix(), mac); err != nil {
+			return err
+		}
+		_, err = s.Guest.Run(ctx, vm.Script{Name: "route the pods of " + c.Name, Body: b.Script(), Root: true})
+		return err
+	})
+	if err != nil {
+		s.UI.Warnf("cluster %s works, but its pods are not routed yet (%v); `marina up` routes them", c.Name, err)
+	}
 }

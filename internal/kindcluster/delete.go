@@ -13,6 +13,7 @@ import (
 	"github.com/bcollard/marina/internal/dns"
 	"github.com/bcollard/marina/internal/guest"
 	"github.com/bcollard/marina/internal/kubeconfig"
+	"github.com/bcollard/marina/internal/podnet"
 	"github.com/bcollard/marina/internal/run"
 	"github.com/bcollard/marina/internal/session"
 	"github.com/bcollard/marina/internal/ui"
@@ -195,6 +196,11 @@ func deleteScript(cfg config.Config, paths config.Paths, names []string) (string
 	if err != nil {
 		return "", err
 	}
+	unroute, err := podnet.Forget(names)
+	if err != nil {
+		return "", err
+	}
+	script += unroute
 	etcd, _, ok, err := session.DNSEtcd(cfg, paths)
 	if err != nil || !ok {
 		return script, err

@@ -13,6 +13,7 @@ import (
 	"github.com/bcollard/marina/internal/guest"
 	"github.com/bcollard/marina/internal/host"
 	"github.com/bcollard/marina/internal/kindcluster"
+	"github.com/bcollard/marina/internal/podnet"
 	"github.com/bcollard/marina/internal/registry"
 	"github.com/bcollard/marina/internal/run"
 	"github.com/bcollard/marina/internal/session"
@@ -155,7 +156,7 @@ func observeStep(ctx context.Context, s *session.Session, cidr netip.Prefix, dry
 		e.UI.Start("Looking at the VM, its Docker and this host's route")
 	}
 	// The upstreams' probes run alongside the rest of the round trip.
-	o := session.ObserveWith(ctx, s, cidr, session.ObserveOptions{Wait: wait, Probes: session.UpstreamProbes(s.Config)})
+	o := session.ObserveWith(ctx, s, cidr, session.ObserveOptions{Wait: wait, Probes: session.UpstreamProbes(s.Config), Clusters: s.Config.Network.PodRouting, PodRoutes: true})
 	var err error
 	switch {
 	case o.GuestErr != nil:
@@ -164,6 +165,10 @@ func observeStep(ctx context.Context, s *session.Session, cidr netip.Prefix, dry
 		err = fmt.Errorf("%w\nLima forwards the socket: `marina down && marina up` re-creates it", o.DockerErr)
 	case o.RouteErr != nil:
 		err = o.RouteErr
+	case o.PodRoutesErr != nil:
+		err = o.PodRoutesErr
+	case o.ClustersErr != nil:
+		err = o.ClustersErr
 	}
 	if err != nil {
 		e.UI.End(false)
@@ -220,6 +225,7 @@ type convergePlan struct {
 	dns        dnsPlan
 	route      host.RouteStatus
 	routeFix   []string
+	pods       podnet.Plan
 	made       *host.Made       // the routes marina made
 	key        session.LabelKey // of the mirrors' label digests
 }
@@ -232,10 +238,10 @@ type convergePlan struct {
 func planConverge(cfg config.Config, o *session.Observed, key session.LabelKey, made *host.Made, h session.Host) (convergePlan, error) {
 	cidr := cfg.Network.Prefix()
 	lima0 := o.Guest.Lima0
-	p := convergePlan{network: docker.KindNetworkSpec(cidr, guest.HostIf), net: guest.KindNet(cidr, o.Mac)}
+	p := convergePlan{network: docker.KindNetworkSpec(cidr, guest.HostIf), net: guest.KindNet(cidr, o.Mac, cfg.Network.PodRouting)}
 	if have := o.Network; have != nil {
 		if diff := p.network.Differences(have); len(diff) > 0 {
-			return p, networkMismatch(cfg.VM.Name, p.network, have, diff)
+			return p, p.network.Mismatch(cfg.VM.Name, have, diff)
 		}
 	} else {
 		p.createNet = true
@@ -273,6 +279,12 @@ func planConverge(cfg config.Config, o *session.Observed, key session.LabelKey, 
 	}
 	p.dns = planDNS(dnsSpecs, o.DNS, o.Guest.DNSSum, o.Guest.EtcdAuth)
 	p.made = made
+	if p.pods, err = podnet.PlanUp(cfg.Network.PodRouting, podnet.Of(o.Clusters), podnet.Parse(o.Guest.Podnet), o.PodRoutes, lima0.Addr(), cidr, o.Mac, made); err != nil {
+		return p, err
+	}
+	for _, d := range p.pods.Steps() {
+		p.steps = append(p.steps, session.Step{Do: d})
+	}
 	p.route = host.Classify(cidr, lima0.Addr(), o.Route, made.Gateways(cidr)...)
 	if p.routeFix = h.RouteFix(p.route); p.routeFix != nil {
 		p.steps = append(p.steps, session.Step{Do: "route " + cidr.String() + " to the VM: " + run.Quote(p.routeFix), Reason: "now " + string(p.route.State)})
@@ -341,6 +353,9 @@ func applyConverge(ctx context.Context, s *session.Session, p convergePlan) erro
 			return err
 		}
 	}
+	if err := podRoutes(ctx, s, p.made, p.pods); err != nil {
+		return err
+	}
 	// After the route: the resolver file sends lookups over it.
 	return applyResolver(ctx, s, p.dns, p.made)
 }
@@ -349,6 +364,9 @@ func applyConverge(ctx context.Context, s *session.Session, p convergePlan) erro
 // into the guest and applies them, in one round trip.
 func installGuest(ctx context.Context, s *session.Session, p convergePlan) error {
 	w := GuestWrites{Net: p.net, Rules: p.applyRules}
+	if p.pods.Guest {
+		w.Pods = &p.pods.Clusters
+	}
 	if p.mirrors.writes {
 		w.Mirrors = &p.mirrors.specs
 	}
@@ -368,12 +386,14 @@ type GuestWrites struct {
 	Mirrors *[]registry.Spec
 	// DNS, when set, is the DNS servers' config to write.
 	DNS *[]dns.Spec
+	// Pods, when set, are the clusters the VM routes (none: podRouting off).
+	Pods *[]podnet.Cluster
 }
 
 // InstallGuest writes w into the guest and applies it, in one round trip:
 // what up converges, and what doctor --fix repairs.
 func InstallGuest(ctx context.Context, s *session.Session, w GuestWrites) error {
-	if !w.Rules && w.Mirrors == nil && w.DNS == nil {
+	if !w.Rules && w.Mirrors == nil && w.DNS == nil && w.Pods == nil {
 		return nil
 	}
 	b := guest.NewBatch()
@@ -396,10 +416,43 @@ func InstallGuest(ctx context.Context, s *session.Session, w GuestWrites) error 
 		}
 		what = append(what, "DNS server's Corefile")
 	}
+	if w.Pods != nil {
+		if err := podnet.Apply(b, *w.Pods, w.Net.Kind, w.Net.Mac); err != nil {
+			return err
+		}
+		what = append(what, "pod routes")
+	}
 	parts := strings.Join(what, " and ")
 	return s.Step("Installing the VM's "+parts, "", func() error {
 		_, err := s.Guest.Run(ctx, vm.Script{Name: "install the VM's " + parts, Body: b.Script(), Root: true})
 		return err
+	})
+}
+
+// podRoutes adds (and records) or removes the host's pod routes p names.
+func podRoutes(ctx context.Context, s *session.Session, made *host.Made, p podnet.Plan) error {
+	add, del := p.Adds(), p.Removes()
+	if len(add)+len(del) == 0 {
+		return nil
+	}
+	return s.Step(p.HostStep(), "", func() error {
+		for _, rs := range add {
+			if err := s.Host.Privileged(ctx, s.Host.RouteFix(rs)); err != nil {
+				return err
+			}
+			if err := made.Add(rs.Want, rs.Via); err != nil {
+				return err
+			}
+		}
+		for _, rs := range del {
+			if err := s.Host.Privileged(ctx, s.Host.RouteRemove(rs)); err != nil {
+				return err
+			}
+			if err := made.Forget(rs.Want); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
 }
 
@@ -415,33 +468,6 @@ func AddRoute(ctx context.Context, s *session.Session, made *host.Made, rs host.
 		return err
 	}
 	return made.Add(rs.Want, rs.Via)
-}
-
-// networkMismatch explains a kind network marina did not make and will not
-// change.
-func networkMismatch(vmName string, spec docker.NetworkSpec, have *docker.NetworkState, diff []string) error {
-	var b strings.Builder
-	fmt.Fprintf(&b, "the Docker network %q in VM %s is not the one marina needs:\n", spec.Name, vmName)
-	for _, d := range diff {
-		fmt.Fprintf(&b, "  - %s\n", d)
-	}
-	who := "it was created by marina with other settings"
-	if !have.Managed {
-		who = "it was not created by marina (kind makes one like it when it finds none)"
-	}
-	lost := "nothing is attached to it"
-	switch have.Containers {
-	case 0:
-	case 1:
-		lost = "the 1 container on it is lost"
-	default:
-		lost = fmt.Sprintf("the %d containers on it, kind clusters among them, are lost", have.Containers)
-	}
-	fmt.Fprintf(&b, "%s; marina changed nothing. To let marina recreate it (%s):\n", who, lost)
-	fmt.Fprintf(&b, "  marina shell -- kind delete clusters --all\n")
-	fmt.Fprintf(&b, "  marina shell -- sh -c 'docker rm -f $(docker ps -aq --filter network=%[1]s) 2>/dev/null; docker network rm %[1]s'\n", spec.Name)
-	fmt.Fprintf(&b, "  marina up   (it recreates the network and the registry mirrors)")
-	return fmt.Errorf("%s", b.String())
 }
 
 // etcdUsers sets up the local DNS's etcd users, for every cluster the VM

@@ -22,7 +22,7 @@ func inPlace(t *testing.T, cfg config.Config, lima0 string) *session.Observed {
 	cidr := netip.MustParsePrefix(cfg.Network.CIDR)
 	l0 := netip.MustParsePrefix(lima0)
 	mac := l0.Masked().Addr().Next()
-	n := guest.KindNet(cidr, mac)
+	n := guest.KindNet(cidr, mac, false)
 	files, err := n.Files()
 	if err != nil {
 		t.Fatal(err)

@@ -19,6 +19,7 @@ import (
 	"github.com/bcollard/marina/internal/fileutil"
 	"github.com/bcollard/marina/internal/guest"
 	"github.com/bcollard/marina/internal/host"
+	"github.com/bcollard/marina/internal/podnet"
 	"github.com/bcollard/marina/internal/registry"
 	"github.com/bcollard/marina/internal/vm"
 )
@@ -92,7 +93,9 @@ func HostOwn(cfg config.Config, valid bool) host.Own {
 	}
 	_, server := dns.Addrs(cidr)
 	return host.Own{
-		Networks:        []netip.Prefix{cidr.Masked()},
+		// The pod routes are marina's whether podRouting is on or not:
+		// up removes them when it goes off.
+		Networks:        append([]netip.Prefix{cidr.Masked()}, podnet.HostRoutes()...),
 		Resolver:        filepath.Join(host.ResolverDir(), cfg.DNS.Domain),
 		ResolverContent: dns.ResolverFile(server),
 	}

@@ -43,6 +43,10 @@ type Observed struct {
 	OverlapErr  error
 	Clusters    []cluster.Info
 	ClustersErr error
+	// PodRoutes are the host's routes overlapping the pod ranges'
+	// space (guest.PodSpace), for network.podRouting.
+	PodRoutes    []host.Route
+	PodRoutesErr error
 }
 
 // ObserveOptions are what an observation reads beyond status's and up's.
@@ -56,6 +60,8 @@ type ObserveOptions struct {
 	Routes bool
 	// Clusters lists the clusters from Docker too.
 	Clusters bool
+	// PodRoutes lists the host's routes overlapping guest.PodSpace too.
+	PodRoutes bool
 }
 
 // UpstreamProbes are the probes of every mirror's upstream in cfg (a
@@ -145,6 +151,9 @@ func ObserveWith(ctx context.Context, s *Session, cidr netip.Prefix, opts Observ
 			o.RouteKnown = o.RouteErr == nil
 			if opts.Routes {
 				o.Overlapping, o.OverlapErr = s.Host.Overlapping(ctx, cidr)
+			}
+			if opts.PodRoutes {
+				o.PodRoutes, o.PodRoutesErr = s.Host.Overlapping(ctx, guest.PodSpace)
 			}
 		}
 	}()

@@ -261,7 +261,7 @@ func Get(ctx context.Context, e *session.Env) (Status, error) {
 	}()
 	o := session.Observe(ctx, ses, cidr, 0)
 	<-listed
-	s.guestNetwork(o, cidr, ses.Marina)
+	s.guestNetwork(o, cidr, ses.Marina, ses.Config.Network.PodRouting)
 	s.clusters(o, clusters, clErr)
 	if cidr.IsValid() && o.DockerErr == nil {
 		s.DNSSection(ctx, ses, o, cidr, made)
@@ -275,7 +275,7 @@ func Get(ctx context.Context, e *session.Env) (Status, error) {
 
 // guestNetwork fills the VM's address, Docker and the guest network
 // section from one observation.
-func (s *Status) guestNetwork(o *session.Observed, cidr netip.Prefix, marina string) {
+func (s *Status) guestNetwork(o *session.Observed, cidr netip.Prefix, marina string, pods bool) {
 	v := &s.VM
 	if o.GuestErr != nil {
 		v.Errors = append(v.Errors, o.GuestErr.Error())
@@ -312,7 +312,7 @@ func (s *Status) guestNetwork(o *session.Observed, cidr netip.Prefix, marina str
 		kn.Problems = spec.Differences(have)
 	}
 	gs.OK = kn.Present && len(kn.Problems) == 0
-	checks, err := guest.KindNet(cidr, o.Mac).Checks(o.Guest.Net)
+	checks, err := guest.KindNet(cidr, o.Mac, pods).Checks(o.Guest.Net)
 	if err != nil {
 		v.Errors = append(v.Errors, err.Error())
 	}

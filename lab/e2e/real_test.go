@@ -363,7 +363,8 @@ func TestRealCluster(t *testing.T) {
 	if ms == "" {
 		t.Fatal("lab/lab upstream printed no metrics-server image")
 	}
-	writeConfig(t, strings.Replace(realConfig(image, corp), "kind:\n", fmt.Sprintf("kind:\n  metricsServer: true\n  addonImages:\n    registry.k8s.io/metrics-server/metrics-server:%s: %s\n", msVersion, ms), 1))
+	cfg := strings.Replace(realConfig(image, corp), "kind:\n", fmt.Sprintf("kind:\n  metricsServer: true\n  addonImages:\n    registry.k8s.io/metrics-server/metrics-server:%s: %s\n", msVersion, ms), 1)
+	writeConfig(t, cfg)
 	mustMarina(t, "up")
 	seedMetalLB(t)
 	seedMetricsServer(t, msVersion)
@@ -544,6 +545,7 @@ func TestRealCluster(t *testing.T) {
 	})
 
 	if webIP != "" {
+		podRouting(t, cfg, agnhost)
 		stopStart(t, agnhost, webIP)
 		upgradeRestart(t, agnhost, webIP)
 	}

@@ -6,12 +6,14 @@
 // the same with agnhost's own arguments, as the lab's agnhost image (in a
 // pod) is run; "lookup NAME" prints the addresses NAME resolves to (with
 // the resolver a pod has) and exits; "say TEXT" prints TEXT and exits (a
-// pod's log with what a test planted in it).
+// pod's log with what a test planted in it); "get URL" prints the body of
+// a GET of URL (a pod asking another's /clientip).
 package main
 
 import (
 	"bufio"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -21,7 +23,7 @@ import (
 
 func main() {
 	if len(os.Args) != 3 {
-		fmt.Fprintln(os.Stderr, "usage: echo serve|dial|http ADDR, netexec --http-port=PORT, lookup NAME, say TEXT")
+		fmt.Fprintln(os.Stderr, "usage: echo serve|dial|http ADDR, netexec --http-port=PORT, lookup NAME, say TEXT, get URL")
 		os.Exit(2)
 	}
 	switch os.Args[1] {
@@ -40,6 +42,8 @@ func main() {
 		fmt.Println(strings.Join(addrs, " "))
 	case "say":
 		fmt.Println(os.Args[2])
+	case "get":
+		get(os.Args[2])
 	case "netexec":
 		port, ok := strings.CutPrefix(os.Args[2], "--http-port=")
 		if !ok {
@@ -48,9 +52,22 @@ func main() {
 		}
 		clientIP(":" + port)
 	default:
-		fmt.Fprintln(os.Stderr, "usage: echo serve|dial|http ADDR, netexec --http-port=PORT, lookup NAME, say TEXT")
+		fmt.Fprintln(os.Stderr, "usage: echo serve|dial|http ADDR, netexec --http-port=PORT, lookup NAME, say TEXT, get URL")
 		os.Exit(2)
 	}
+}
+
+// get prints the body of a GET of url (a pod asking another's /clientip).
+func get(url string) {
+	c := &http.Client{Timeout: 5 * time.Second}
+	resp, err := c.Get(url)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(os.Stdout, resp.Body)
+	fmt.Println()
 }
 
 // clientIP answers GET /clientip with the caller's ip:port.

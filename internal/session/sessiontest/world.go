@@ -458,7 +458,7 @@ func (g Guest) Observe(ctx context.Context) (guest.State, error) {
 func (g Guest) State() guest.State {
 	cfg := config.Default()
 	g.Mu.Lock()
-	n := guest.KindNet(cfg.Network.Prefix(), g.Mac)
+	n := guest.KindNet(cfg.Network.Prefix(), g.Mac, cfg.Network.PodRouting)
 	g.Mu.Unlock()
 	files, err := n.Files()
 	if err != nil {

@@ -1,0 +1,142 @@
+package podnet
+
+import (
+	"fmt"
+	"net/netip"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/bcollard/marina/internal/guest"
+	"github.com/bcollard/marina/internal/slot"
+)
+
+// State is what the VM has of network.podRouting, from the guest's
+// observation (guest.State.Podnet).
+type State struct {
+	// Files maps each installed file to its sha256.
+	Files map[string]string
+	// Active is whether the service runs.
+	Active bool
+	// Routes are the VM's routes the script made (proto 200): destination
+	// to gateway.
+	Routes map[netip.Prefix]netip.Addr
+}
+
+var sha = regexp.MustCompile(`^[0-9a-f]{64}$`)
+
+// Parse reads the guest's podnet section. What does not read as what it
+// must be is left out: it comes from the VM.
+func Parse(sec string) State {
+	st := State{Files: map[string]string{}, Routes: map[netip.Prefix]netip.Addr{}}
+	for _, line := range strings.Split(sec, "\n") {
+		f := strings.Fields(line)
+		switch {
+		case len(f) == 3 && f[0] == "file" && sha.MatchString(f[1]) && (f[2] == ScriptPath || f[2] == UnitPath || strings.HasPrefix(f[2], ConfDir+"/")):
+			st.Files[f[2]] = f[1]
+		case len(f) == 2 && f[0] == "active":
+			st.Active = f[1] == "active"
+		case len(f) >= 4 && f[0] == "route" && f[2] == "via":
+			p, perr := netip.ParsePrefix(f[1])
+			gw, gerr := netip.ParseAddr(f[3])
+			if perr == nil && gerr == nil && p.Addr().Is4() && p == p.Masked() && guest.PodSpace.Contains(p.Addr()) && gw.Is4() {
+				st.Routes[p] = gw
+			}
+		}
+	}
+	return st
+}
+
+// Installed is whether anything of podRouting is in the VM.
+func (st State) Installed() bool { return len(st.Files) > 0 || st.Active || len(st.Routes) > 0 }
+
+// Want are the files routing clusters installs, by path.
+func Want(clusters []Cluster, kind netip.Prefix, mac netip.Addr) (map[string]string, error) {
+	want := map[string]string{
+		ScriptPath: guest.File{Content: script}.Sum(),
+		UnitPath:   guest.File{Content: unit}.Sum(),
+	}
+	for _, c := range clusters {
+		f, err := Conf(c, kind, mac)
+		if err != nil {
+			return nil, err
+		}
+		want[f.Path] = f.Sum()
+	}
+	return want, nil
+}
+
+// Differences says what keeps the VM from routing exactly clusters (none:
+// routing off), empty when nothing does.
+func (st State) Differences(clusters []Cluster, kind netip.Prefix, mac netip.Addr) ([]string, error) {
+	if len(clusters) == 0 {
+		if st.Installed() {
+			return []string{"network.podRouting is off, and the VM still has what it installed"}, nil
+		}
+		return nil, nil
+	}
+	want, err := Want(clusters, kind, mac)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, p := range sortedKeys(want) {
+		switch have, ok := st.Files[p]; {
+		case !ok:
+			out = append(out, p+" is missing")
+		case have != want[p]:
+			out = append(out, p+" differs")
+		}
+	}
+	for _, p := range sortedKeys(st.Files) {
+		if _, ok := want[p]; !ok {
+			out = append(out, p+" is of a cluster no longer routed")
+		}
+	}
+	if !st.Active {
+		out = append(out, UnitName+" is not running")
+	}
+	return out, nil
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Routed is a cluster's routes in the VM.
+type Routed struct {
+	Cluster Cluster
+	// Pods are the node podCIDRs routed, to their nodes' addresses.
+	Pods map[netip.Prefix]netip.Addr
+	// Services is the node the service range goes to; invalid: none.
+	Services netip.Addr
+}
+
+// RoutesOf sorts the VM's routes by cluster.
+func (st State) RoutesOf(c Cluster) Routed {
+	r := Routed{Cluster: c, Pods: map[netip.Prefix]netip.Addr{}}
+	pods, svc := slot.PodSubnet(c.Slot), slot.ServiceSubnet(c.Slot)
+	for p, gw := range st.Routes {
+		switch {
+		case p == svc:
+			r.Services = gw
+		case pods.Overlaps(p) && p.Bits() >= pods.Bits():
+			r.Pods[p] = gw
+		}
+	}
+	return r
+}
+
+func (r Routed) String() string {
+	pods, svc := slot.PodSubnet(r.Cluster.Slot), slot.ServiceSubnet(r.Cluster.Slot)
+	s := fmt.Sprintf("pods %s (%d node ranges routed), services %s", pods, len(r.Pods), svc)
+	if r.Services.IsValid() {
+		return s + " via " + r.Services.String()
+	}
+	return s + " (not routed)"
+}
