@@ -51,28 +51,36 @@ inside() {
 	((($(num "$a") & m) == $(num "$a")))
 }
 
-# node_rules ID NAME RULES: make the node's @CHAIN@ hold exactly RULES,
-# jumped to first from POSTROUTING, in the iptables the node itself uses
-# (its kubelet's and kindnetd's).
+# node_rules ID RULES: make the node's @CHAIN@ hold exactly RULES, jumped
+# to first from POSTROUTING, in each iptables backend that holds the
+# masquerades it must come before (kindnetd's KIND-MASQ-AGENT, kube-proxy's
+# KUBE-POSTROUTING): an ACCEPT in one backend does not stop the other's.
+# It fails, to be tried again, while the node has neither yet.
 node_rules() {
 	docker exec -i "$1" bash -s <<EOF
 set -eu
-want='$3'
-iptables -w -t nat -N @CHAIN@ 2>/dev/null || true
-have=\$(iptables -w -t nat -S @CHAIN@ | grep -v '^-N ' || true)
-if [ "\$have" != "\$want" ]; then
-	iptables -w -t nat -F @CHAIN@
-	while read -r r; do
-		# shellcheck disable=SC2086 # a rule is words
-		iptables -w -t nat \$r
-	done <<<"\$want"
-fi
-rules=\$(iptables -w -t nat -S POSTROUTING | grep -v '^-[PN] ' || true)
-if [ "\$(printf '%s\n' "\$rules" | head -n 1)" != "-A POSTROUTING -j @CHAIN@" ] ||
-	[ "\$(printf '%s\n' "\$rules" | grep -c -- '-j @CHAIN@\$')" != 1 ]; then
-	while iptables -w -t nat -D POSTROUTING -j @CHAIN@ 2>/dev/null; do :; done
-	iptables -w -t nat -I POSTROUTING 1 -j @CHAIN@
-fi
+want='$2'
+done=0
+for ipt in iptables-nft iptables-legacy; do
+	command -v \$ipt >/dev/null || continue
+	\$ipt -w -t nat -S 2>/dev/null | grep -q -e '^-N KIND-MASQ-AGENT\$' -e '^-N KUBE-POSTROUTING\$' || continue
+	\$ipt -w -t nat -N @CHAIN@ 2>/dev/null || true
+	have=\$(\$ipt -w -t nat -S @CHAIN@ | grep -v '^-N ' || true)
+	if [ "\$have" != "\$want" ]; then
+		\$ipt -w -t nat -F @CHAIN@
+		while read -r r; do
+			\$ipt -w -t nat \$r
+		done <<<"\$want"
+	fi
+	rules=\$(\$ipt -w -t nat -S POSTROUTING | grep -v '^-[PN] ' || true)
+	if [ "\$(printf '%s\n' "\$rules" | head -n 1)" != "-A POSTROUTING -j @CHAIN@" ] ||
+		[ "\$(printf '%s\n' "\$rules" | grep -c -- '-j @CHAIN@\$')" != 1 ]; then
+		while \$ipt -w -t nat -D POSTROUTING -j @CHAIN@ 2>/dev/null; do :; done
+		\$ipt -w -t nat -I POSTROUTING 1 -j @CHAIN@
+	fi
+	done=1
+done
+[ "\$done" = 1 ]
 EOF
 }
 
@@ -135,10 +143,10 @@ pass() {
 			fi
 			key="${node_started[$id]} $(printf '%s' "$rules" | sha256sum)"
 			if [ -n "$rules" ] && [ "$(cat "$state/rules-$id" 2>/dev/null)" != "$key" ]; then
-				if node_rules "$id" "${node_name[$id]}" "$rules"; then
+				if node_rules "$id" "$rules"; then
 					echo "$key" >"$state/rules-$id"
 				else
-					echo "marina-podnet: could not set ${node_name[$id]}'s @CHAIN@ rules" >&2
+					echo "marina-podnet: ${node_name[$id]} has no masquerade rules yet, or its @CHAIN@ could not be set; next pass" >&2
 				fi
 			fi
 		done
@@ -165,6 +173,7 @@ pass() {
 		id=${f##*-}
 		[ -n "${node_cluster[$id]:-}" ] || rm -f -- "$f"
 	done
+	return 0
 }
 
 exec 9>/run/marina-podnet.lock

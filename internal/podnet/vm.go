@@ -179,7 +179,7 @@ func install(b *guest.Batch) error {
 	}
 	b.Sh(fmt.Sprintf(`if [ "$reload" = 1 ]; then systemctl daemon-reload; fi
 if [ "$(systemctl is-enabled %[1]s 2>/dev/null)" != enabled ]; then systemctl enable %[1]s; fi
-if [ "$reload" = 1 ] || ! systemctl is-active -q %[1]s; then systemctl restart %[1]s; fi
+if [ "$reload" = 1 ] || [ "$(systemctl is-active %[1]s 2>/dev/null)" != active ]; then systemctl restart %[1]s; fi
 if [ "$confs" = 1 ] || [ "$reload" = 1 ]; then %[2]s once; fi`, UnitName, ScriptPath))
 	return nil
 }
