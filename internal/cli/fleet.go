@@ -328,6 +328,7 @@ func printFleetPlan(w io.Writer, rep *fleet.Report) {
 			fmt.Fprintf(w, "  %s: %s\n", c.Name, n)
 		}
 	}
+	printRouted(w, rep)
 	if rep.Offline != "" {
 		fmt.Fprintf(w, "%s.\n", rep.Offline)
 	}
@@ -358,5 +359,14 @@ func printFleetApplied(w io.Writer, rep *fleet.Report) {
 		time.Duration(rep.MakespanSeconds*float64(time.Second)).Round(100*time.Millisecond))
 	if rep.Current != "" {
 		fmt.Fprintf(w, "The current context is %s now (--no-switch-context leaves it).\n", rep.Current)
+	}
+}
+
+// printRouted names the ranges network.podRouting routes, per cluster.
+func printRouted(w io.Writer, rep *fleet.Report) {
+	for _, c := range rep.Clusters {
+		if c.Pods != "" {
+			fmt.Fprintf(w, "  %s: pods %s and ClusterIPs %s routed from the Mac and the other clusters\n", c.Name, c.Pods, c.Services)
+		}
 	}
 }

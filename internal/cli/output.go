@@ -160,11 +160,14 @@ type createdView struct {
 	Plan       []string      `json:"plan,omitempty"`
 	Offline    string        `json:"offline,omitempty"`
 	KindConfig string        `json:"kindConfig,omitempty"`
+	// Pods and Services are its ranges, when network.podRouting routes them.
+	Pods     string `json:"pods,omitempty"`
+	Services string `json:"services,omitempty"`
 }
 
 func newCreatedView(c *kindcluster.Created) createdView {
 	v := createdView{Name: c.Name, Server: c.Server, Pool: c.Pool, Kubeconfig: c.Kubeconfig, Merged: c.Merged, Current: c.Current,
-		Zone: c.Zone, Seconds: c.Seconds, Phases: c.Phases, Offline: c.Offline}
+		Zone: c.Zone, Seconds: c.Seconds, Phases: c.Phases, Offline: c.Offline, Pods: c.Pods, Services: c.Services}
 	if c.Plan != nil {
 		for _, st := range c.Plan.Steps {
 			v.Plan = append(v.Plan, st.String())
@@ -194,6 +197,9 @@ func printCreated(w io.Writer, c *kindcluster.Created) {
 		fmt.Fprintf(w, "  kubectl --context %s get nodes\n", c.Name)
 	default:
 		fmt.Fprintf(w, "  export KUBECONFIG=%s\n", c.Kubeconfig)
+	}
+	if c.Pods != "" {
+		fmt.Fprintf(w, "Its pods (%s) and ClusterIPs (%s) are routed from the Mac and from the other clusters (network.podRouting).\n", c.Pods, c.Services)
 	}
 	// What mDNSResponder does with a name asked for too early.
 	fmt.Fprintf(w, "Its LoadBalancer Services answer as SERVICE.NAMESPACE.%s within seconds; a name the Mac looked up before it existed may stay missing on the Mac for about a minute (`marina dns flush` empties its cache).\n", c.Zone)

@@ -69,6 +69,14 @@ func TestStatusGlance(t *testing.T) {
 			"! mirrors  1 of 2 running; registry-dockerio holds 1GiB of node images; registry-gcrio restarting: `marina doctor` says why\n",
 			"\nNo clusters: `marina cluster create NAME` makes one\n",
 		}},
+		{"pods routed", status.Status{VM: running, Route: route, Pods: &status.PodsStatus{HostRoutes: 11, Total: 11, Service: true, OK: true,
+			Clusters: []status.PodClusterStatus{{Name: "dev", OK: true}, {Name: "ops", OK: true}}}}, false, []string{
+			"✓ pods     pods and ClusterIPs of 2 clusters routed from the Mac and between clusters (11 host routes)\n",
+		}},
+		{"a pod route stale", status.Status{VM: running, Route: route, Pods: &status.PodsStatus{HostRoutes: 11, Total: 11, Service: true,
+			Clusters: []status.PodClusterStatus{{Name: "dev", OK: true}, {Name: "ops", Line: "pods 10.12.0.0/16: 0 of 1 running nodes routed"}}}}, false, []string{
+			"✗ pods     ops: pods 10.12.0.0/16: 0 of 1 running nodes routed: `marina up` puts it back\n",
+		}},
 		{"a stopped VM", status.Status{VM: status.VMStatus{Name: "marina", Status: "Stopped"}, Route: status.RouteStatus{CIDR: "172.30.0.0/16", State: "missing", Line: "172.30.0.0/16 → missing"}}, false, []string{
 			"- VM       marina: Stopped: `marina up` starts it\n",
 			"- route    172.30.0.0/16 → missing\n",

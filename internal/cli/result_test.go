@@ -44,6 +44,11 @@ func TestResultViews(t *testing.T) {
 		{"create, not merged", func(w *bytes.Buffer) {
 			printCreated(w, &kindcluster.Created{Name: "dev", Server: "s", Pool: []string{"p"}, Kubeconfig: "/k/dev.kubeconfig", Zone: "z"})
 		}, "Cluster dev is ready: API server s, LoadBalancer pool p\n  export KUBECONFIG=/k/dev.kubeconfig\nIts LoadBalancer Services answer as SERVICE.NAMESPACE.z within seconds; a name the Mac looked up before it existed may stay missing on the Mac for about a minute (`marina dns flush` empties its cache).\n"},
+		{"create, pods routed", func(w *bytes.Buffer) {
+			printCreated(w, &kindcluster.Created{Name: "dev", Server: "s", Pool: []string{"p"}, Kubeconfig: "/k/dev.kubeconfig", Zone: "z", Pods: "10.11.0.0/16", Services: "10.1.0.0/16"})
+		}, "Cluster dev is ready: API server s, LoadBalancer pool p\n  export KUBECONFIG=/k/dev.kubeconfig\n" +
+			"Its pods (10.11.0.0/16) and ClusterIPs (10.1.0.0/16) are routed from the Mac and from the other clusters (network.podRouting).\n" +
+			"Its LoadBalancer Services answer as SERVICE.NAMESPACE.z within seconds; a name the Mac looked up before it existed may stay missing on the Mac for about a minute (`marina dns flush` empties its cache).\n"},
 		{"up", func(w *bytes.Buffer) {
 			printReady(w, &machine.Ready{VM: "marina", Lima0: netip.MustParseAddr("192.168.64.3"), Socket: "/h/.marina.docker.sock", Routed: netip.MustParsePrefix("172.30.0.0/16"), Next: []machine.Hint{
 				{Command: `eval "$(marina docker-env)"`, What: "use the VM's Docker from this shell"},
@@ -86,7 +91,7 @@ func TestResultViews(t *testing.T) {
 // a failed cluster is an ERROR line on stderr and exit status 1.
 func TestFleetApplyText(t *testing.T) {
 	rep := &fleet.Report{Fleet: "demo", MaxParallel: 2, Strategy: "FailFast", Clusters: []fleet.ClusterReport{
-		{Name: "east", Slot: 3, Action: "skip", Options: "mirrors=all", Notes: []string{"exists without a fleet label: it is left as it is (--adopt makes it this fleet's)"}},
+		{Name: "east", Slot: 3, Action: "skip", Options: "mirrors=all", Notes: []string{"exists without a fleet label: it is left as it is (--adopt makes it this fleet's)"}, Pods: "10.13.0.0/16", Services: "10.3.0.0/16"},
 		{Name: "mesh", Action: "create", DependsOn: []string{"east", "west"}, Options: "mirrors=all, labels env=demo"},
 	}}
 	var plan bytes.Buffer
@@ -95,7 +100,8 @@ func TestFleetApplyText(t *testing.T) {
 		"NAME  NUM  ACTION  DEPENDS-ON  OPTIONS\n" +
 		"east  3    skip    -           mirrors=all\n" +
 		"mesh  -    create  east,west   mirrors=all, labels env=demo\n" +
-		"  east: exists without a fleet label: it is left as it is (--adopt makes it this fleet's)\n"
+		"  east: exists without a fleet label: it is left as it is (--adopt makes it this fleet's)\n" +
+		"  east: pods 10.13.0.0/16 and ClusterIPs 10.3.0.0/16 routed from the Mac and the other clusters\n"
 	if plan.String() != want {
 		t.Errorf("plan:\n%s\nwant:\n%s", plan.String(), want)
 	}

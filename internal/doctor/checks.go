@@ -2,6 +2,7 @@ package doctor
 
 import (
 	"context"
+	"fmt"
 	"net/netip"
 	"slices"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"github.com/bcollard/marina/internal/guest"
 	"github.com/bcollard/marina/internal/session"
 	"github.com/bcollard/marina/internal/status"
+	"github.com/bcollard/marina/internal/ui"
 )
 
 // The check names, in order (a mirror's and a cluster's carry its name).
@@ -33,6 +35,7 @@ const (
 	checkRosettaHost  = "rosetta-host"
 	checkRosettaVM    = "rosetta-vm"
 	checkLocalNetwork = "local-network"
+	checkPods         = "pod-routing"
 )
 
 // check is one row of doctor's table: what it reports, what it needs, and
@@ -128,6 +131,8 @@ var table = []check{
 		}},
 	{names: []string{checkDNS}, about: []string{"the local DNS"}, needs: needs(checkVM, checkConfig, checkDocker),
 		after: []string{checkKindNetwork, checkForwarding, checkRoute, checkLocalNetwork}, async: true, judge: (*doctor).judgeLookup},
+	{names: []string{checkPods}, about: []string{"routed pod and service ranges"},
+		needs: needs(checkVM, checkConfig, checkGuest, checkDocker), after: []string{checkRoute}, judge: (*doctor).judgePods},
 	{names: []string{checkMirrors}, about: []string{"each registry mirror and its upstream"}, needs: needs(checkVM, checkConfig, checkDocker),
 		judge: func(d *doctor, _ context.Context) []Check {
 			return d.judgeMirrors(d.o, d.probeErrs, d.o.GuestErr == nil)
@@ -288,7 +293,7 @@ func (d *doctor) observe(ctx context.Context) {
 			probes.Records, _ = guest.DNSRecordsProbe(etcd, s.Config.DNS.Domain)
 		}
 	}
-	d.o = session.ObserveWith(ctx, s, d.cidr, session.ObserveOptions{Probes: probes, Routes: true, Clusters: true})
+	d.o = session.ObserveWith(ctx, s, d.cidr, session.ObserveOptions{Probes: probes, Routes: true, Clusters: true, PodRoutes: d.cfgOK && s.Config.Network.PodRouting})
 	if d.o.GuestErr == nil {
 		s.Lima0 = d.o.Guest.Lima0.Addr()
 	}
@@ -318,6 +323,32 @@ func (d *doctor) judgeRouting(_ context.Context) []Check {
 		out = append(out, c)
 	}
 	return out
+}
+
+// judgePods judges network.podRouting: the host's routes of the pod
+// space, the VM's service, and each cluster's ranges routed to its running
+// nodes (the values status shows).
+func (d *doctor) judgePods(_ context.Context) []Check {
+	o := d.o
+	switch {
+	case !d.s.Config.Network.PodRouting:
+		return []Check{ok(checkPods, "off (network.podRouting: false): only the kind network is routed")}
+	case o.PodRoutesErr != nil:
+		return []Check{fail(checkPods, "cannot list this host's routes: "+oneLine(o.PodRoutesErr.Error()), "")}
+	case o.ClustersErr != nil:
+		return []Check{skip(checkPods, "the clusters could not be listed (see clusters)")}
+	}
+	p := status.PodsOf(o, o.Clusters, o.Guest.Lima0.Addr(), d.made.Made)
+	switch {
+	case p == nil:
+		return []Check{skip(checkPods, "the guest did not answer (see guest)")}
+	case len(p.Conflicts) > 0:
+		return []Check{fail(checkPods, "a route of someone else's owns part of the pod space: "+strings.Join(p.Conflicts, "; "),
+			"disconnect the VPN that owns it, or set network.podRouting: false (marina config edit); then marina up")}
+	case !p.OK:
+		return []Check{fail(checkPods, strings.Join(p.Failing(), "; "), "marina up")}
+	}
+	return []Check{ok(checkPods, fmt.Sprintf("%d host routes to the VM; the pods and services of %s routed to their running nodes", p.Total, ui.Plural(len(p.Clusters), "cluster")))}
 }
 
 // judgeReach is the reach test (at most 3 s), made before the DNS lookup

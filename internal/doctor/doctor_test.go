@@ -105,13 +105,13 @@ func notOK(t *testing.T, r Report, want ...string) []Check {
 func TestDoctorHealthyLab(t *testing.T) {
 	f := sessiontest.Healthy(t)
 	r := doctorRun(f, Options{})
-	want := "config=ok limactl=ok vm=ok guest=ok docker=ok kind-network=ok forwarding=ok firewall=ok boot=ok route=ok dns=ok " +
+	want := "config=ok limactl=ok vm=ok guest=ok docker=ok kind-network=ok forwarding=ok firewall=ok boot=ok route=ok dns=ok pod-routing=ok " +
 		"mirror registry-dockerio=ok mirror registry-quayio=ok mirror registry-gcrio=ok mirror registry-us-docker-pkgdev=ok mirror registry-us-central1-docker-pkgdev=ok push registry=ok " +
 		"cluster dev=ok inotify=ok disk=ok rosetta-host=ok rosetta-vm=ok local-network=ok"
 	if got := statuses(r); got != want {
 		t.Errorf("checks:\n%s\nwant:\n%s\n%s", got, want, reportText(r))
 	}
-	if r.Failed() || r.Summary.Line != "23 OK" || r.Summary.OK != 23 {
+	if r.Failed() || r.Summary.Line != "24 OK" || r.Summary.OK != 24 {
 		t.Errorf("summary %+v", r.Summary)
 	}
 	if got := f.Called("guest."); len(got) != 1 {
@@ -939,5 +939,27 @@ func TestDoctorSaysTheVMIsBehind(t *testing.T) {
 	}
 	if r.Failed() || len(f.Called("guest.run")) != 0 {
 		t.Errorf("doctor failed or changed the VM:\n%s", reportText(r))
+	}
+}
+
+// pod-routing: off says so; on, a VPN's route inside the pod space fails
+// with the way out, and the routes marina would add are named missing.
+func TestDoctorPodRouting(t *testing.T) {
+	f := sessiontest.Healthy(t)
+	f.Config(func(cfg *config.Config) { cfg.Network.PodRouting = true })
+	gw := f.Route.Gateway
+	f.Doctor.Table = []host.Route{
+		{Dest: mustPrefix("0.0.0.0/0"), Gateway: mustAddr("192.168.1.1"), Interface: "en0"},
+		{Dest: f.Network.Subnet, Gateway: gw, Interface: "bridge100"},
+		{Dest: mustPrefix("10.5.0.0/16"), Gateway: mustAddr("10.99.0.1"), Interface: "utun4"},
+	}
+	c := findCheck(t, doctorRun(f, Options{}), "pod-routing")
+	if c.Status != Fail || !strings.Contains(c.Finding, "10.5.0.0/16 via 10.99.0.1 on utun4") || !strings.Contains(c.Fix, "disconnect the VPN") {
+		t.Errorf("a VPN's route: %+v", c)
+	}
+	f.Doctor.Table = f.Doctor.Table[:2]
+	c = findCheck(t, doctorRun(f, Options{}), "pod-routing")
+	if c.Status != Fail || !strings.Contains(c.Finding, "host routes: 0 of 11 present") || !strings.Contains(c.Finding, "marina-podnet.service not running") || c.Fix != "marina up" {
+		t.Errorf("nothing routed yet: %+v", c)
 	}
 }

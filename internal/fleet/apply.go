@@ -19,6 +19,7 @@ import (
 	"github.com/bcollard/marina/internal/kindcluster"
 	"github.com/bcollard/marina/internal/kubeconfig"
 	"github.com/bcollard/marina/internal/session"
+	"github.com/bcollard/marina/internal/slot"
 	"github.com/bcollard/marina/internal/ui"
 )
 
@@ -125,6 +126,10 @@ type ClusterReport struct {
 	DependsOn []string `json:"dependsOn,omitempty"`
 	Options   string   `json:"options,omitempty"`
 	Notes     []string `json:"notes,omitempty"`
+	// Pods and Services are its ranges, routed from the Mac and between
+	// clusters (network.podRouting only).
+	Pods     string `json:"pods,omitempty"`
+	Services string `json:"services,omitempty"`
 	// Result is created, failed, skipped (the plan or the scheduler
 	// skipped it), adopted or labelled; "" in a dry run.
 	Result  string        `json:"result,omitempty"`
@@ -182,7 +187,11 @@ func Apply(ctx context.Context, e *session.Env, opts ApplyOptions) (*Report, err
 	}
 	rep := &Report{Fleet: f.Name, MaxParallel: f.MaxParallel, Strategy: string(f.Strategy), DryRun: opts.DryRun}
 	for _, r := range rows {
-		rep.Clusters = append(rep.Clusters, ClusterReport{Name: r.Name, Slot: r.Slot, Action: string(r.Action), DependsOn: r.DependsOn, Options: r.Options(), Notes: r.Notes})
+		c := ClusterReport{Name: r.Name, Slot: r.Slot, Action: string(r.Action), DependsOn: r.DependsOn, Options: r.Options(), Notes: r.Notes}
+		if s.Config.Network.PodRouting && slot.Check(r.Slot) == nil {
+			c.Pods, c.Services = slot.PodSubnet(r.Slot).String(), slot.ServiceSubnet(r.Slot).String()
+		}
+		rep.Clusters = append(rep.Clusters, c)
 	}
 	if opts.Plan != nil {
 		opts.Plan(rep)

@@ -94,6 +94,9 @@ type Created struct {
 	// Offline says why a --dry-run plan leaves things open: the VM does
 	// not run, so the slot and lima0's address are not known yet.
 	Offline string
+	// Pods and Services are its ranges when network.podRouting routes
+	// them from the Mac and the other clusters.
+	Pods, Services string
 }
 
 // Slot is the slot the plan's cluster is made in.
@@ -472,15 +475,16 @@ func Apply(ctx context.Context, s *session.Session, p *Plan, opts CreateOptions)
 		return nil, rb.fail("writing its kubeconfig", err)
 	}
 	phases = append(phases, phase("kubeconfig: Writing its kubeconfig", start, t))
-	if s.Config.Network.PodRouting {
-		routePods(ctx, s, podnet.Cluster{Name: name, Slot: p.spec.Slot})
+	var pods, services string
+	if s.Config.Network.PodRouting && routePods(ctx, s, podnet.Cluster{Name: name, Slot: p.spec.Slot}) {
+		pods, services = slot.PodSubnet(p.spec.Slot).String(), slot.ServiceSubnet(p.spec.Slot).String()
 	}
 	e.SetLeftover("")
 	for _, ph := range phases {
 		e.UI.Debugf("phase %6.1fs +%5.1fs %s", ph.Start, ph.Seconds, ph.Step)
 	}
 	return &Created{Name: name, Server: p.server, Pool: p.pool, Kubeconfig: p.kubeconfig, Merged: p.target != "", Current: p.switchTo,
-		Zone: dns.ClusterZone(name, s.Config.DNS.Domain), Seconds: time.Since(start).Seconds(), Phases: phases}, nil
+		Zone: dns.ClusterZone(name, s.Config.DNS.Domain), Seconds: time.Since(start).Seconds(), Phases: phases, Pods: pods, Services: services}, nil
 }
 
 // phase is a step that began at t and ended now, in a job begun at start.
@@ -734,9 +738,9 @@ func localHost(l config.Local) string {
 }
 
 // routePods makes the VM route c's pods and services (network.podRouting),
-// in one round trip. A failure is a warning: the cluster works, and the
-// VM's service or the next `marina up` routes it.
-func routePods(ctx context.Context, s *session.Session, c podnet.Cluster) {
+// in one round trip, and says whether it did. A failure is a warning: the
+// cluster works, and the VM's service or the next `marina up` routes it.
+func routePods(ctx context.Context, s *session.Session, c podnet.Cluster) bool {
 	err := s.Step("Routing its pod and service ranges", "", func() error {
 		mac, err := s.Host.SourceFor(s.Lima0)
 		if err != nil {
@@ -752,4 +756,5 @@ func routePods(ctx context.Context, s *session.Session, c podnet.Cluster) {
 	if err != nil {
 		s.UI.Warnf("cluster %s works, but its pods are not routed yet (%v); `marina up` routes them", c.Name, err)
 	}
+	return err == nil
 }

@@ -2,11 +2,13 @@ package podnet
 
 import (
 	"fmt"
+	"maps"
 	"net/netip"
 	"regexp"
 	"slices"
 	"strings"
 
+	"github.com/bcollard/marina/internal/cluster"
 	"github.com/bcollard/marina/internal/guest"
 	"github.com/bcollard/marina/internal/slot"
 )
@@ -132,11 +134,63 @@ func (st State) RoutesOf(c Cluster) Routed {
 	return r
 }
 
-func (r Routed) String() string {
-	pods, svc := slot.PodSubnet(r.Cluster.Slot), slot.ServiceSubnet(r.Cluster.Slot)
-	s := fmt.Sprintf("pods %s (%d node ranges routed), services %s", pods, len(r.Pods), svc)
-	if r.Services.IsValid() {
-		return s + " via " + r.Services.String()
+// Judged is one cluster's routes in the VM against its running nodes.
+type Judged struct {
+	Cluster Cluster
+	Routed
+	// Running is how many of its nodes run; Stale are routes that lead to
+	// no running node of it (left out of Routed).
+	Running int
+	Stale   []string
+}
+
+// OK is whether every running node's pods and the service range are
+// routed to running nodes (a stopped cluster has nothing to route).
+func (j Judged) OK() bool {
+	if j.Running == 0 {
+		return len(j.Pods) == 0 && !j.Services.IsValid()
 	}
-	return s + " (not routed)"
+	return len(j.Stale) == 0 && len(j.Pods) == j.Running && j.Services.IsValid()
+}
+
+func (j Judged) String() string {
+	pods, svc := slot.PodSubnet(j.Cluster.Slot), slot.ServiceSubnet(j.Cluster.Slot)
+	s := fmt.Sprintf("pods %s: %d of %d running nodes routed; services %s", pods, len(j.Pods), j.Running, svc)
+	if j.Services.IsValid() {
+		s += " via " + j.Services.String()
+	} else {
+		s += " not routed"
+	}
+	if len(j.Stale) > 0 {
+		s += "; stale: " + strings.Join(j.Stale, ", ")
+	}
+	return s
+}
+
+// Judge compares the VM's routes for c with its running nodes (from
+// Docker): each route must lead to one of them.
+func (st State) Judge(c cluster.Info) Judged {
+	j := Judged{Cluster: Cluster{Name: c.Name, Slot: c.Slot}}
+	if slot.Check(c.Slot) != nil {
+		return j
+	}
+	j.Routed = st.RoutesOf(j.Cluster)
+	live := map[netip.Addr]bool{}
+	for _, n := range c.Nodes {
+		if ip, err := netip.ParseAddr(n.IP); err == nil && n.State == "running" && (n.Role == "control-plane" || n.Role == "worker") {
+			live[ip] = true
+			j.Running++
+		}
+	}
+	for _, p := range slices.SortedFunc(maps.Keys(j.Pods), netip.Prefix.Compare) {
+		if gw := j.Pods[p]; !live[gw] {
+			j.Stale = append(j.Stale, p.String()+" via "+gw.String())
+			delete(j.Pods, p) // routed, but to no running node
+		}
+	}
+	if j.Services.IsValid() && !live[j.Services] {
+		j.Stale = append(j.Stale, slot.ServiceSubnet(c.Slot).String()+" via "+j.Services.String())
+		j.Services = netip.Addr{}
+	}
+	return j
 }

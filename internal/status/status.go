@@ -39,6 +39,8 @@ type Status struct {
 	Mirrors *[]MirrorState `json:"mirrors,omitempty"`
 	// Push is the push registry (registries.local), when it is on.
 	Push *PushState `json:"push,omitempty"`
+	// Pods is network.podRouting's section, when it is on.
+	Pods *PodsStatus `json:"podRouting,omitempty"`
 	// ConfigError is why the config could not be read whole: the VM is
 	// still shown (vm.name is read alone), its networking is not.
 	ConfigError string `json:"configError,omitempty"`
@@ -179,6 +181,9 @@ func (s Status) Problems() []string {
 	if d := s.DNS; d != nil && !d.OK {
 		p = append(p, "local DNS: "+strings.Join(d.Failing(), ", "))
 	}
+	if r := s.Pods; r != nil && !r.OK {
+		p = append(p, "pod routing: "+strings.Join(r.Failing(), ", "))
+	}
 	return p
 }
 
@@ -259,10 +264,14 @@ func Get(ctx context.Context, e *session.Env) (Status, error) {
 		defer close(listed)
 		clusters, clErr = ses.ListClusters(ctx)
 	}()
-	o := session.Observe(ctx, ses, cidr, 0)
+	pods := file.Err == nil && file.Config.Network.PodRouting
+	o := session.ObserveWith(ctx, ses, cidr, session.ObserveOptions{PodRoutes: pods})
 	<-listed
-	s.guestNetwork(o, cidr, ses.Marina, ses.Config.Network.PodRouting)
+	s.guestNetwork(o, cidr, ses.Marina, pods)
 	s.clusters(o, clusters, clErr)
+	if pods && clErr == nil {
+		s.Pods = PodsOf(o, clusters, o.Guest.Lima0.Addr(), made.Made)
+	}
 	if cidr.IsValid() && o.DockerErr == nil {
 		s.DNSSection(ctx, ses, o, cidr, made)
 		s.mirrors(file.Config.Registries.Mirrors, o.Mirrors)

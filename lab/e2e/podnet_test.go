@@ -6,11 +6,13 @@ import (
 	"net/http"
 	"net/netip"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
@@ -22,8 +24,8 @@ type podTarget struct {
 	pods           netip.Prefix // the cluster's pod range (its /16 or /17 slot half)
 }
 
-// echoTarget finds web's pod in ns (webService) and puts a ClusterIP
-// Service web-cip in front of it.
+// echoTarget puts a ClusterIP Service web-cip in front of web's pod in ns
+// (webService), once, and finds both.
 func echoTarget(t *testing.T, cs *kubernetes.Clientset, ns string) podTarget {
 	t.Helper()
 	ctx := context.Background()
@@ -34,20 +36,63 @@ func echoTarget(t *testing.T, cs *kubernetes.Clientset, ns string) podTarget {
 			Ports:    []corev1.ServicePort{{Port: 80, TargetPort: intstr.FromInt32(8080)}},
 		},
 	}
-	got, err := cs.CoreV1().Services(ns).Create(ctx, svc, metav1.CreateOptions{})
-	if err != nil {
+	if _, err := cs.CoreV1().Services(ns).Create(ctx, svc, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
-	var pod string
-	waitFor(t, 2*time.Minute, "web's pod in "+ns+" to run", func() bool {
-		ps, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app=web"})
-		if err == nil && len(ps.Items) > 0 && ps.Items[0].Status.PodIP != "" && ps.Items[0].Status.Phase == corev1.PodRunning {
-			pod = ps.Items[0].Status.PodIP
+	var p podTarget
+	waitFor(t, 4*time.Minute, "web's pod in "+ns+" to be Ready", func() bool {
+		got, err := cs.CoreV1().Services(ns).Get(ctx, "web-cip", metav1.GetOptions{})
+		if err != nil {
+			return false
 		}
-		return pod != ""
+		ps, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app=web"})
+		if err != nil {
+			return false
+		}
+		for _, pod := range ps.Items {
+			for _, c := range pod.Status.Conditions {
+				if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue && pod.Status.PodIP != "" {
+					a := netip.MustParseAddr(pod.Status.PodIP)
+					p = podTarget{pod: pod.Status.PodIP, clusterIP: got.Spec.ClusterIP, pods: netip.PrefixFrom(a, 16).Masked()}
+					return true
+				}
+			}
+		}
+		return false
 	})
-	addr := netip.MustParseAddr(pod)
-	return podTarget{pod: pod, clusterIP: got.Spec.ClusterIP, pods: netip.PrefixFrom(addr, 16).Masked()}
+	return p
+}
+
+// reachedFromMac waits for the echo server at url to answer the Mac, and
+// checks it saw the Mac's own address.
+func reachedFromMac(t *testing.T, url string, within time.Duration) {
+	t.Helper()
+	var got string
+	var err error
+	waitFor(t, within, url+" to answer from the Mac", func() bool {
+		got, err = clientIP(url)
+		return err == nil
+	})
+	if got != macAddr {
+		t.Errorf("%s saw the Mac as %q (%v), want %s", url, got, err, macAddr)
+	}
+}
+
+// crossed asks, from a pod of from, the echo server at url who called: it
+// must see the pod's own address, one of src.
+func crossed(t *testing.T, from, agnhost, url string, src netip.Prefix) {
+	t.Helper()
+	got := podRun(t, contextClient(t, from), agnhost, "get", url)
+	host, _, _ := strings.Cut(got, ":")
+	if a, err := netip.ParseAddr(host); err != nil || !src.Contains(a) {
+		t.Errorf("from a pod of %s, %s saw %q, want an address of %s", from, url, got, src)
+	}
+}
+
+// vmPodRoutes are the VM's routes marina-podnet made.
+func vmPodRoutes(t *testing.T) string {
+	t.Helper()
+	return mustMarina(t, "shell", "--", "ip", "-4", "route", "show", "proto", "200").stdout
 }
 
 // clientIP asks the echo server at url who called, from this (the Mac's)
@@ -108,17 +153,8 @@ func podRouting(t *testing.T, cfg, agnhost string) {
 	})
 	t.Run("podRouting: the Mac reaches pod IPs and ClusterIPs of both clusters with its own address", func(t *testing.T) {
 		for _, p := range []podTarget{dev, other} {
-			for _, url := range []string{"http://" + p.pod + ":8080/clientip", "http://" + p.clusterIP + "/clientip"} {
-				var got string
-				var err error
-				waitFor(t, time.Minute, url+" to answer from the Mac", func() bool {
-					got, err = clientIP(url)
-					return err == nil
-				})
-				if got != macAddr {
-					t.Errorf("%s saw the Mac as %q (%v), want %s", url, got, err, macAddr)
-				}
-			}
+			reachedFromMac(t, "http://"+p.pod+":8080/clientip", time.Minute)
+			reachedFromMac(t, "http://"+p.clusterIP+"/clientip", time.Minute)
 		}
 	})
 	t.Run("podRouting: a pod in each cluster reaches the other's pod IP and ClusterIP with its own pod address", func(t *testing.T) {
@@ -126,25 +162,79 @@ func podRouting(t *testing.T, cfg, agnhost string) {
 			from     string
 			src, dst podTarget
 		}{{"dev", dev, other}, {"pods", other, dev}} {
-			for _, url := range []string{"http://" + c.dst.pod + ":8080/clientip", "http://" + c.dst.clusterIP + "/clientip"} {
-				got := podRun(t, contextClient(t, c.from), agnhost, "get", url)
-				host, _, _ := strings.Cut(got, ":")
-				a, err := netip.ParseAddr(host)
-				if err != nil || !c.src.pods.Contains(a) {
-					t.Errorf("from a pod of %s, %s saw %q, want an address of %s", c.from, url, got, c.src.pods)
-				}
+			crossed(t, c.from, agnhost, "http://"+c.dst.pod+":8080/clientip", c.src.pods)
+			crossed(t, c.from, agnhost, "http://"+c.dst.clusterIP+"/clientip", c.src.pods)
+		}
+		// Control: without marina's chain in pods' node, kindnetd's
+		// masquerade hides the pod behind its node, so the chain is what
+		// keeps the address. marina-podnet puts it back on its next pass
+		// once it forgets it applied it.
+		inGuest(t, "docker exec pods-control-plane sh -c 'for i in iptables-nft iptables-legacy; do $i -w -t nat -F MARINA-PODNET 2>/dev/null || true; done'")
+		got := podRun(t, contextClient(t, "pods"), agnhost, "get", "http://"+dev.pod+":8080/clientip")
+		if host, _, _ := strings.Cut(got, ":"); !strings.HasPrefix(host, "172.30.") {
+			t.Errorf("without MARINA-PODNET dev's pod saw %q, want the pods node's address (the test proves nothing)", got)
+		}
+		inGuest(t, "rm -f /run/marina-podnet/rules-* && /usr/local/sbin/marina-podnet once")
+		crossed(t, "pods", agnhost, "http://"+dev.pod+":8080/clientip", other.pods)
+	})
+	t.Run("podRouting: nothing else on the vzNAT network reaches a pod or a ClusterIP", func(t *testing.T) {
+		dial := intruder(t)
+		if out, err := exec.Command("ip", "-n", "marina-intruder", "route", "add", "10.0.0.0/8", "via", vmIP).CombinedOutput(); err != nil {
+			t.Fatalf("the intruder's route: %v %s", err, out)
+		}
+		for _, addr := range []string{dev.pod + ":8080", dev.clusterIP + ":80", other.pod + ":8080"} {
+			if err := dial(addr); err == nil {
+				t.Errorf("another VM on the vzNAT network reached %s", addr)
 			}
 		}
+		// Control: an accept for it lets it in, so marina's rules keep it out.
+		inGuest(t, "iptables -I MARINA-FORWARD 1 -s "+intruderIP+" -j ACCEPT")
+		err := dial(dev.pod + ":8080")
+		inGuest(t, "iptables -D MARINA-FORWARD -s "+intruderIP+" -j ACCEPT")
+		if err != nil {
+			t.Errorf("with an accept rule the other VM still cannot reach %s: %v (the test proves nothing)", dev.pod, err)
+		}
 	})
-	t.Run("podRouting: cluster delete takes its routes with it", func(t *testing.T) {
+	t.Run("podRouting: a Docker restart and a reboot keep it, without marina", func(t *testing.T) {
+		inGuest(t, "systemctl restart docker")
+		dev, other = echoTarget(t, contextClient(t, "dev"), "shop"), echoTarget(t, contextClient(t, "pods"), "shop")
+		reachedFromMac(t, "http://"+dev.pod+":8080/clientip", 3*time.Minute)
+		reachedFromMac(t, "http://"+other.clusterIP+"/clientip", 3*time.Minute)
+		crossed(t, "dev", agnhost, "http://"+other.pod+":8080/clientip", dev.pods)
+
+		mustMarina(t, "down")
+		if out, err := runEnv(t, []string{"LIMA_HOME=" + filepath.Join(marinaHome(), "lima")}, "limactl", "start", "--tty=false", "marina"); err != nil {
+			t.Fatalf("limactl start: %v\n%s", err, out)
+		}
+		dev, other = echoTarget(t, contextClient(t, "dev"), "shop"), echoTarget(t, contextClient(t, "pods"), "shop")
+		reachedFromMac(t, "http://"+dev.clusterIP+"/clientip", 3*time.Minute)
+		reachedFromMac(t, "http://"+other.pod+":8080/clientip", 3*time.Minute)
+		crossed(t, "pods", agnhost, "http://"+dev.clusterIP+"/clientip", other.pods)
+	})
+	t.Run("podRouting: cluster delete takes its routes; a new cluster in its slot gets its own", func(t *testing.T) {
+		gone := other
 		mustMarina(t, "cluster", "delete", "pods", "-y")
-		out := mustMarina(t, "shell", "--", "ip", "-4", "route", "show", "proto", "200").stdout
-		if strings.Contains(out, other.pods.String()[:strings.LastIndex(other.pods.String(), ".0.0/")]+".") {
+		out := vmPodRoutes(t)
+		if strings.Contains(out, gone.pods.String()[:strings.LastIndex(gone.pods.String(), ".0.0/")]+".") {
 			t.Errorf("the VM still routes the deleted cluster's pods:\n%s", out)
 		}
 		if _, err := clientIP("http://" + dev.pod + ":8080/clientip"); err != nil {
 			t.Errorf("dev's pod after the other cluster went: %v", err)
 		}
+		timedCreate(t, "pods")
+		webService(t, contextClient(t, "pods"), "shop", agnhost)
+		other = echoTarget(t, contextClient(t, "pods"), "shop")
+		node := containerIP(t, "pods-control-plane", "kind")
+		out = vmPodRoutes(t)
+		t.Logf("the VM's pod routes:\n%s", out)
+		for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+			f := strings.Fields(line)
+			if p, err := netip.ParsePrefix(f[0]); err == nil && other.pods.Overlaps(p) && f[2] != node {
+				t.Errorf("a route of the new cluster's pods leads elsewhere than its node %s: %s", node, line)
+			}
+		}
+		reachedFromMac(t, "http://"+other.pod+":8080/clientip", time.Minute)
+		mustMarina(t, "cluster", "delete", "pods", "-y")
 	})
 	t.Run("podRouting off: up takes the Mac's routes and the VM's service away; pods are out of reach", func(t *testing.T) {
 		writeConfig(t, cfg)

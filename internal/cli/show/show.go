@@ -90,6 +90,13 @@ func (v Style) glance(w io.Writer, s status.Status) {
 			line(v.mark(false), "DNS", ui.AndMore(d.Failing()))
 		}
 	}
+	if p := s.Pods; p != nil {
+		if p.OK {
+			line(v.mark(true), "pods", fmt.Sprintf("pods and ClusterIPs of %s routed from the Mac and between clusters (%d host routes)", ui.Plural(len(p.Clusters), "cluster"), p.Total))
+		} else {
+			line(v.mark(false), "pods", ui.AndMore(p.Failing())+": `marina up` puts it back")
+		}
+	}
 	if m := s.Mirrors; m != nil {
 		v.mirrorsLine(line, *m)
 	}
@@ -233,8 +240,27 @@ func (v Style) fullStatus(w io.Writer, s status.Status) {
 	if s.DNS != nil {
 		v.dnsStatus(w, *s.DNS)
 	}
+	if p := s.Pods; p != nil {
+		v.podsStatus(w, *p)
+	}
 	if vm0.Status == vm.StatusRunning {
 		clusterStatus(w, s.Clusters)
+	}
+}
+
+// podsStatus writes network.podRouting's section of status -v.
+func (v Style) podsStatus(w io.Writer, p status.PodsStatus) {
+	fmt.Fprintln(w, "=== Pod routing ===")
+	fmt.Fprintf(w, "  %s host routes of the pod space to the VM: %d of %d\n", v.mark(p.HostRoutes == p.Total), p.HostRoutes, p.Total)
+	for _, c := range p.Conflicts {
+		fmt.Fprintf(w, "  %s a route of someone else's: %s\n", v.mark(false), c)
+	}
+	fmt.Fprintf(w, "  %s marina-podnet runs in the VM\n", v.mark(p.Service))
+	for _, c := range p.Clusters {
+		fmt.Fprintf(w, "  %s %s: %s\n", v.mark(c.OK), c.Name, c.Line)
+	}
+	if !p.OK {
+		fmt.Fprintln(w, "  `marina up` puts back what is missing")
 	}
 }
 
