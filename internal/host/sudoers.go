@@ -37,7 +37,8 @@ func SudoersPath(user string) (string, error) {
 var gatewayMark = netip.IPv4Unspecified()
 
 // Sudoers renders the drop-in that lets user run without a password
-// exactly marina's route commands for cidr through the VM (added,
+// exactly marina's route commands for cidr, and for each of pods (the pod
+// and service ranges of network.podRouting), through the VM (added,
 // changed, deleted), the removal of the resolver file at resolver, and the
 // drop-in's own removal.
 //
@@ -47,7 +48,7 @@ var gatewayMark = netip.IPv4Unspecified()
 // further argument route(8) takes (-dst default, a netmask). The resolver
 // file is not written through the rule: its content comes from a file
 // the user owns, which a passwordless rule must not let root read.
-func (h *Host) Sudoers(user string, cidr netip.Prefix, lima0 netip.Addr, resolver string) (string, error) {
+func (h *Host) Sudoers(user string, cidr netip.Prefix, lima0 netip.Addr, resolver string, pods ...netip.Prefix) (string, error) {
 	if h.styleErr != nil {
 		return "", h.styleErr
 	}
@@ -60,17 +61,23 @@ func (h *Host) Sudoers(user string, cidr netip.Prefix, lima0 netip.Addr, resolve
 	}
 	t := h.tool()
 	var cmds [][]string
-	for _, c := range [][]string{t.add(cidr, gatewayMark), t.change(cidr, gatewayMark), t.del(cidr, gatewayMark)} {
-		for _, last := range []string{"[0-9]", "[0-9][0-9]", "[0-9][0-9][0-9]"} {
-			a := lima0.As4()
-			gw := fmt.Sprintf("%d.%d.%d.%s", a[0], a[1], a[2], last)
-			cmds = append(cmds, slices.Replace(slices.Clone(c), slices.Index(c, gatewayMark.String()), slices.Index(c, gatewayMark.String())+1, gw))
+	nets := append([]netip.Prefix{cidr}, pods...)
+	for _, n := range nets {
+		for _, c := range [][]string{t.add(n, gatewayMark), t.change(n, gatewayMark), t.del(n, gatewayMark)} {
+			for _, last := range []string{"[0-9]", "[0-9][0-9]", "[0-9][0-9][0-9]"} {
+				a := lima0.As4()
+				gw := fmt.Sprintf("%d.%d.%d.%s", a[0], a[1], a[2], last)
+				cmds = append(cmds, slices.Replace(slices.Clone(c), slices.Index(c, gatewayMark.String()), slices.Index(c, gatewayMark.String())+1, gw))
+			}
 		}
 	}
 	if !filepath.IsAbs(cmds[0][0]) {
 		return "", errors.New("this host changes routes with ip(8), which marina runs by name, not by a full path a sudoers rule can name: marina sudoers is for a Mac (route(8))")
 	}
-	cmds = append(cmds, t.del(cidr, netip.Addr{}), resolverRemove(resolver), []string{rmTool, "-f", self})
+	for _, n := range nets {
+		cmds = append(cmds, t.del(n, netip.Addr{}))
+	}
+	cmds = append(cmds, resolverRemove(resolver), []string{rmTool, "-f", self})
 	var lines []string
 	for _, c := range cmds {
 		for _, a := range c {
@@ -82,10 +89,18 @@ func (h *Host) Sudoers(user string, cidr netip.Prefix, lima0 netip.Addr, resolve
 	}
 	return "# marina's rule for " + user + ", written by `marina sudoers --install`: the\n" +
 		"# commands marina up, down and destroy run as root, without a password.\n" +
-		"# The route to the kind network (" + cidr.String() + ") through the VM at any\n" +
-		"# address of its /24, the removal of the resolver file " + resolver + ",\n" +
+		"# The route to the kind network (" + cidr.String() + ")" + podsNote(pods) + " through the VM at\n" +
+		"# any address of its /24, the removal of the resolver file " + resolver + ",\n" +
 		"# and this file's removal; nothing else.\n" +
 		user + " ALL=(root) NOPASSWD: " + strings.Join(lines, ", \\\n\t") + "\n", nil
+}
+
+// podsNote names network.podRouting's routes in the drop-in's comment.
+func podsNote(pods []netip.Prefix) string {
+	if len(pods) == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" and the %d routes of\n# the clusters' pod and service ranges (network.podRouting),", len(pods))
 }
 
 // gatewayArg is a gateway pattern Sudoers renders.

@@ -40,6 +40,31 @@ func TestSudoers(t *testing.T) {
 			t.Errorf("visudo -c: %v\n%s", err, out)
 		}
 	}
+	// With network.podRouting: the same commands for each pod route, and
+	// visudo still accepts the rule.
+	pods := []netip.Prefix{netip.MustParsePrefix("10.1.0.0/16"), netip.MustParsePrefix("10.112.0.0/12")}
+	got, err = h.Sudoers("ada", cidr, lima0, "/etc/resolver/demo.internal", pods...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range []string{"/sbin/route -n add -net 10.1.0.0/16 192.168.64.[0-9][0-9]", "/sbin/route -n change -net 10.112.0.0/12 192.168.64.[0-9]",
+		"/sbin/route -n delete -net 10.112.0.0/12 192.168.64.[0-9][0-9][0-9]", "/sbin/route -n delete -net 10.1.0.0/16,", "/sbin/route -n add -net 172.30.0.0/16 192.168.64.[0-9],"} {
+		if !strings.Contains(got, line) {
+			t.Errorf("drop-in with pod routes lacks %q:\n%s", line, got)
+		}
+	}
+	if n := strings.Count(got, "/sbin/route"); n != 3*(9+1) {
+		t.Errorf("%d route commands, want 30:\n%s", n, got)
+	}
+	if visudo, err := exec.LookPath("visudo"); err == nil {
+		f := filepath.Join(t.TempDir(), "marina-ada")
+		if err := os.WriteFile(f, []byte(got), 0o440); err != nil {
+			t.Fatal(err)
+		}
+		if out, err := exec.Command(visudo, "-c", "-f", f).CombinedOutput(); err != nil {
+			t.Errorf("visudo -c with pod routes: %v\n%s", err, out)
+		}
+	}
 	for _, c := range []struct {
 		user, resolver string
 		lima0          netip.Addr

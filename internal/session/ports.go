@@ -95,7 +95,7 @@ type Host interface {
 	FlushDNS() ([][]string, error)
 	// Sudoers is the sudoers drop-in that lets user run marina's route
 	// commands (through lima0's /24) without a password.
-	Sudoers(user string, cidr netip.Prefix, lima0 netip.Addr, resolver string) (string, error)
+	Sudoers(user string, cidr netip.Prefix, lima0 netip.Addr, resolver string, pods ...netip.Prefix) (string, error)
 	// OS is the host's operating system, as runtime.GOOS names it.
 	OS() string
 	// Rosetta reports whether Rosetta 2 is installed on the host.

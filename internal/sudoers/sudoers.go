@@ -6,12 +6,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/netip"
 	"os"
 	"os/exec"
 	"os/user"
 	"path/filepath"
 
 	"github.com/bcollard/marina/internal/host"
+	"github.com/bcollard/marina/internal/podnet"
 	"github.com/bcollard/marina/internal/run"
 	"github.com/bcollard/marina/internal/session"
 )
@@ -77,7 +79,11 @@ func Run(ctx context.Context, e *session.Env, opts Options) (Report, session.Res
 	}
 	defer s.Close()
 	resolver := filepath.Join(host.ResolverDir(), s.Config.DNS.Domain)
-	if rep.Content, err = s.Host.Sudoers(u.Username, s.Config.Network.Prefix(), s.Lima0, resolver); err != nil {
+	var pods []netip.Prefix
+	if s.Config.Network.PodRouting {
+		pods = podnet.HostRoutes()
+	}
+	if rep.Content, err = s.Host.Sudoers(u.Username, s.Config.Network.Prefix(), s.Lima0, resolver, pods...); err != nil {
 		return rep, session.Result{}, err
 	}
 	// Removed by hand, it is not installed, whatever the record says.

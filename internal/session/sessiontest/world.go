@@ -822,14 +822,14 @@ func (h Host) FlushDNS() ([][]string, error) {
 func (h Host) RouteRemove(s host.RouteStatus) []string { return h.Real.RouteRemove(s) }
 
 // Sudoers is a Mac's, unless the world's host is Linux.
-func (h Host) Sudoers(user string, cidr netip.Prefix, lima0 netip.Addr, resolver string) (string, error) {
+func (h Host) Sudoers(user string, cidr netip.Prefix, lima0 netip.Addr, resolver string, pods ...netip.Prefix) (string, error) {
 	h.Mu.Lock()
 	style := h.HostStyle
 	h.Mu.Unlock()
 	if style == "" {
 		style = host.BSD
 	}
-	return (&host.Host{Style: style}).Sudoers(user, cidr, lima0, resolver)
+	return (&host.Host{Style: style}).Sudoers(user, cidr, lima0, resolver, pods...)
 }
 func (h Host) DeleteCommand(p netip.Prefix, gw netip.Addr) []string {
 	return h.Real.DeleteCommand(p, gw)
