@@ -366,7 +366,7 @@ func printFleetApplied(w io.Writer, rep *fleet.Report) {
 func printRouted(w io.Writer, rep *fleet.Report) {
 	for _, c := range rep.Clusters {
 		if c.Pods != "" {
-			fmt.Fprintf(w, "  %s: pods %s and ClusterIPs %s routed from the Mac and the other clusters\n", c.Name, c.Pods, c.Services)
+			fmt.Fprintf(w, "  %s: pods %s and ClusterIPs %s (network.podRouting routes them)\n", c.Name, c.Pods, c.Services)
 		}
 	}
 }

@@ -160,14 +160,16 @@ type createdView struct {
 	Plan       []string      `json:"plan,omitempty"`
 	Offline    string        `json:"offline,omitempty"`
 	KindConfig string        `json:"kindConfig,omitempty"`
-	// Pods and Services are its ranges, when network.podRouting routes them.
+	// Pods and Services are its ranges, when network.podRouting routes
+	// them; FromMac says the Mac's routes are there too.
 	Pods     string `json:"pods,omitempty"`
 	Services string `json:"services,omitempty"`
+	FromMac  bool   `json:"fromMac,omitempty"`
 }
 
 func newCreatedView(c *kindcluster.Created) createdView {
 	v := createdView{Name: c.Name, Server: c.Server, Pool: c.Pool, Kubeconfig: c.Kubeconfig, Merged: c.Merged, Current: c.Current,
-		Zone: c.Zone, Seconds: c.Seconds, Phases: c.Phases, Offline: c.Offline, Pods: c.Pods, Services: c.Services}
+		Zone: c.Zone, Seconds: c.Seconds, Phases: c.Phases, Offline: c.Offline, Pods: c.Pods, Services: c.Services, FromMac: c.FromMac}
 	if c.Plan != nil {
 		for _, st := range c.Plan.Steps {
 			v.Plan = append(v.Plan, st.String())
@@ -198,8 +200,11 @@ func printCreated(w io.Writer, c *kindcluster.Created) {
 	default:
 		fmt.Fprintf(w, "  export KUBECONFIG=%s\n", c.Kubeconfig)
 	}
-	if c.Pods != "" {
+	switch {
+	case c.Pods != "" && c.FromMac:
 		fmt.Fprintf(w, "Its pods (%s) and ClusterIPs (%s) are routed from the Mac and from the other clusters (network.podRouting).\n", c.Pods, c.Services)
+	case c.Pods != "":
+		fmt.Fprintf(w, "Its pods (%s) and ClusterIPs (%s) are routed from the other clusters; `marina up` routes them from the Mac too (network.podRouting).\n", c.Pods, c.Services)
 	}
 	// What mDNSResponder does with a name asked for too early.
 	fmt.Fprintf(w, "Its LoadBalancer Services answer as SERVICE.NAMESPACE.%s within seconds; a name the Mac looked up before it existed may stay missing on the Mac for about a minute (`marina dns flush` empties its cache).\n", c.Zone)

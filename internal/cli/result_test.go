@@ -45,7 +45,7 @@ func TestResultViews(t *testing.T) {
 			printCreated(w, &kindcluster.Created{Name: "dev", Server: "s", Pool: []string{"p"}, Kubeconfig: "/k/dev.kubeconfig", Zone: "z"})
 		}, "Cluster dev is ready: API server s, LoadBalancer pool p\n  export KUBECONFIG=/k/dev.kubeconfig\nIts LoadBalancer Services answer as SERVICE.NAMESPACE.z within seconds; a name the Mac looked up before it existed may stay missing on the Mac for about a minute (`marina dns flush` empties its cache).\n"},
 		{"create, pods routed", func(w *bytes.Buffer) {
-			printCreated(w, &kindcluster.Created{Name: "dev", Server: "s", Pool: []string{"p"}, Kubeconfig: "/k/dev.kubeconfig", Zone: "z", Pods: "10.11.0.0/16", Services: "10.1.0.0/16"})
+			printCreated(w, &kindcluster.Created{Name: "dev", Server: "s", Pool: []string{"p"}, Kubeconfig: "/k/dev.kubeconfig", Zone: "z", Pods: "10.11.0.0/16", Services: "10.1.0.0/16", FromMac: true})
 		}, "Cluster dev is ready: API server s, LoadBalancer pool p\n  export KUBECONFIG=/k/dev.kubeconfig\n" +
 			"Its pods (10.11.0.0/16) and ClusterIPs (10.1.0.0/16) are routed from the Mac and from the other clusters (network.podRouting).\n" +
 			"Its LoadBalancer Services answer as SERVICE.NAMESPACE.z within seconds; a name the Mac looked up before it existed may stay missing on the Mac for about a minute (`marina dns flush` empties its cache).\n"},
@@ -101,7 +101,7 @@ func TestFleetApplyText(t *testing.T) {
 		"east  3    skip    -           mirrors=all\n" +
 		"mesh  -    create  east,west   mirrors=all, labels env=demo\n" +
 		"  east: exists without a fleet label: it is left as it is (--adopt makes it this fleet's)\n" +
-		"  east: pods 10.13.0.0/16 and ClusterIPs 10.3.0.0/16 routed from the Mac and the other clusters\n"
+		"  east: pods 10.13.0.0/16 and ClusterIPs 10.3.0.0/16 (network.podRouting routes them)\n"
 	if plan.String() != want {
 		t.Errorf("plan:\n%s\nwant:\n%s", plan.String(), want)
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/bcollard/marina/internal/dns"
 	"github.com/bcollard/marina/internal/docker"
 	"github.com/bcollard/marina/internal/guest"
+	"github.com/bcollard/marina/internal/host"
 	"github.com/bcollard/marina/internal/kube"
 	"github.com/bcollard/marina/internal/kubeconfig"
 	"github.com/bcollard/marina/internal/podnet"
@@ -95,8 +96,9 @@ type Created struct {
 	// not run, so the slot and lima0's address are not known yet.
 	Offline string
 	// Pods and Services are its ranges when network.podRouting routes
-	// them from the Mac and the other clusters.
+	// them between clusters; FromMac says the Mac's routes are there too.
 	Pods, Services string
+	FromMac        bool
 }
 
 // Slot is the slot the plan's cluster is made in.
@@ -476,15 +478,18 @@ func Apply(ctx context.Context, s *session.Session, p *Plan, opts CreateOptions)
 	}
 	phases = append(phases, phase("kubeconfig: Writing its kubeconfig", start, t))
 	var pods, services string
+	var fromMac bool
 	if s.Config.Network.PodRouting && routePods(ctx, s, podnet.Cluster{Name: name, Slot: p.spec.Slot}) {
 		pods, services = slot.PodSubnet(p.spec.Slot).String(), slot.ServiceSubnet(p.spec.Slot).String()
+		routes, err := s.Host.Overlapping(ctx, guest.PodSpace)
+		fromMac = err == nil && len(podnet.PlanHost(routes, s.Lima0, &host.Made{}).Missing()) == 0
 	}
 	e.SetLeftover("")
 	for _, ph := range phases {
 		e.UI.Debugf("phase %6.1fs +%5.1fs %s", ph.Start, ph.Seconds, ph.Step)
 	}
 	return &Created{Name: name, Server: p.server, Pool: p.pool, Kubeconfig: p.kubeconfig, Merged: p.target != "", Current: p.switchTo,
-		Zone: dns.ClusterZone(name, s.Config.DNS.Domain), Seconds: time.Since(start).Seconds(), Phases: phases, Pods: pods, Services: services}, nil
+		Zone: dns.ClusterZone(name, s.Config.DNS.Domain), Seconds: time.Since(start).Seconds(), Phases: phases, Pods: pods, Services: services, FromMac: fromMac}, nil
 }
 
 // phase is a step that began at t and ended now, in a job begun at start.

@@ -136,6 +136,9 @@ func planFor(s *session.Session, o *session.Observed) (convergePlan, error) {
 	if res.State == host.ResolverForeign {
 		e.UI.Warnf("%s", res)
 	}
+	if p.pods.Refused != nil {
+		e.UI.Warnf("%v", p.pods.Refused)
+	}
 	switch p.route.State {
 	case host.Shadowed:
 		e.UI.Warnf("%s\n  marina cannot fix this; the addresses it covers stay unreachable from this host until that route is gone (check your VPN client)", p.route)
@@ -149,6 +152,12 @@ func planFor(s *session.Session, o *session.Observed) (convergePlan, error) {
 // round trip), as a step of output unless dryRun.
 func observeStep(ctx context.Context, s *session.Session, cidr netip.Prefix, dryRun bool) (*session.Observed, error) {
 	e := s.Env
+	// The host's routes of the pod space are read to add them, or to
+	// remove those marina recorded (planFor warns about the record).
+	made, err := host.LoadMade(s.Paths.Routes(), session.HostOwn(s.Config, true))
+	if err != nil {
+		return nil, err
+	}
 	wait := 2 * time.Minute
 	if dryRun {
 		wait = 5 * time.Second
@@ -156,8 +165,8 @@ func observeStep(ctx context.Context, s *session.Session, cidr netip.Prefix, dry
 		e.UI.Start("Looking at the VM, its Docker and this host's route")
 	}
 	// The upstreams' probes run alongside the rest of the round trip.
-	o := session.ObserveWith(ctx, s, cidr, session.ObserveOptions{Wait: wait, Probes: session.UpstreamProbes(s.Config), Clusters: s.Config.Network.PodRouting, PodRoutes: true})
-	var err error
+	pods := s.Config.Network.PodRouting
+	o := session.ObserveWith(ctx, s, cidr, session.ObserveOptions{Wait: wait, Probes: session.UpstreamProbes(s.Config), Clusters: pods, PodRoutes: pods || podnet.Recorded(made)})
 	switch {
 	case o.GuestErr != nil:
 		err = o.GuestErr
@@ -353,8 +362,10 @@ func applyConverge(ctx context.Context, s *session.Session, p convergePlan) erro
 			return err
 		}
 	}
-	if err := podRoutes(ctx, s, p.made, p.pods); err != nil {
-		return err
+	if add, del := p.pods.Adds(), p.pods.Removes(); len(add)+len(del) > 0 {
+		if err := s.Step(p.pods.HostStep(), "", func() error { return p.pods.ApplyHost(ctx, s.Host, p.made) }); err != nil {
+			return err
+		}
 	}
 	// After the route: the resolver file sends lookups over it.
 	return applyResolver(ctx, s, p.dns, p.made)
@@ -365,7 +376,7 @@ func applyConverge(ctx context.Context, s *session.Session, p convergePlan) erro
 func installGuest(ctx context.Context, s *session.Session, p convergePlan) error {
 	w := GuestWrites{Net: p.net, Rules: p.applyRules}
 	if p.pods.Guest {
-		w.Pods = &p.pods.Clusters
+		w.Pods = &p.pods
 	}
 	if p.mirrors.writes {
 		w.Mirrors = &p.mirrors.specs
@@ -386,8 +397,8 @@ type GuestWrites struct {
 	Mirrors *[]registry.Spec
 	// DNS, when set, is the DNS servers' config to write.
 	DNS *[]dns.Spec
-	// Pods, when set, are the clusters the VM routes (none: podRouting off).
-	Pods *[]podnet.Cluster
+	// Pods, when set, is what podRouting changes in the VM.
+	Pods *podnet.Plan
 }
 
 // InstallGuest writes w into the guest and applies it, in one round trip:
@@ -426,33 +437,6 @@ func InstallGuest(ctx context.Context, s *session.Session, w GuestWrites) error 
 	return s.Step("Installing the VM's "+parts, "", func() error {
 		_, err := s.Guest.Run(ctx, vm.Script{Name: "install the VM's " + parts, Body: b.Script(), Root: true})
 		return err
-	})
-}
-
-// podRoutes adds (and records) or removes the host's pod routes p names.
-func podRoutes(ctx context.Context, s *session.Session, made *host.Made, p podnet.Plan) error {
-	add, del := p.Adds(), p.Removes()
-	if len(add)+len(del) == 0 {
-		return nil
-	}
-	return s.Step(p.HostStep(), "", func() error {
-		for _, rs := range add {
-			if err := s.Host.Privileged(ctx, s.Host.RouteFix(rs)); err != nil {
-				return err
-			}
-			if err := made.Add(rs.Want, rs.Via); err != nil {
-				return err
-			}
-		}
-		for _, rs := range del {
-			if err := s.Host.Privileged(ctx, s.Host.RouteRemove(rs)); err != nil {
-				return err
-			}
-			if err := made.Forget(rs.Want); err != nil {
-				return err
-			}
-		}
-		return nil
 	})
 }
 

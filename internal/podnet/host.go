@@ -1,8 +1,10 @@
 package podnet
 
 import (
+	"context"
 	"fmt"
 	"net/netip"
+	"slices"
 	"strings"
 
 	"github.com/bcollard/marina/internal/host"
@@ -78,27 +80,32 @@ func Refusal(cs []Conflict) error {
 type Plan struct {
 	// On is network.podRouting.
 	On bool
-	// Clusters are the clusters to route (on only).
+	// Clusters are the clusters to route (on only), Stale the conf files
+	// of clusters gone, as observed (a create that runs meanwhile writes
+	// its own, which up then leaves alone).
 	Clusters []Cluster
+	Stale    []string
 	// Guest says the VM's files or service must change: Why says how.
 	Guest bool
 	Why   []string
 	Host  HostPlan
+	// Refused says why the Mac's routes are not added: a route of someone
+	// else's owns part of the space. The VM still routes between clusters.
+	Refused error
 }
 
 // PlanUp decides, from one observation, what makes the VM and the host
 // route exactly the marina clusters (slot set) when on, and nothing of it
-// when off. It refuses, changing nothing, when on and another route owns
-// part of the space.
+// when off. When on and another route owns part of the space, the Mac's
+// routes are refused (Refused) and the rest goes ahead.
 func PlanUp(on bool, clusters []Cluster, st State, routes []host.Route, via netip.Addr, kind netip.Prefix, mac netip.Addr, made *host.Made) (Plan, error) {
 	p := Plan{On: on, Host: PlanHost(routes, via, made)}
 	if on {
-		if err := Refusal(p.Host.Conflicts); err != nil {
-			return p, err
-		}
+		p.Refused = Refusal(p.Host.Conflicts)
 		p.Clusters = clusters
+		p.Stale = st.Stale(clusters)
 	}
-	why, err := st.Differences(p.Clusters, kind, mac)
+	why, err := st.Differences(on, p.Clusters, kind, mac)
 	if err != nil {
 		return p, err
 	}
@@ -109,7 +116,7 @@ func PlanUp(on bool, clusters []Cluster, st State, routes []host.Route, via neti
 // Adds are the host routes to add (on), Removes marina's own to delete
 // (off).
 func (p Plan) Adds() []host.RouteStatus {
-	if !p.On {
+	if !p.On || p.Refused != nil {
 		return nil
 	}
 	return p.Host.Missing()
@@ -121,6 +128,40 @@ func (p Plan) Removes() []host.RouteStatus {
 		return nil
 	}
 	return p.Host.Mine()
+}
+
+// Recorded is whether made holds one of the pod routes.
+func Recorded(made *host.Made) bool {
+	return slices.ContainsFunc(HostRoutes(), func(p netip.Prefix) bool { return len(made.Gateways(p)) > 0 })
+}
+
+// Privileged runs the host's route commands (session.Host, host.Host).
+type Privileged interface {
+	Privileged(ctx context.Context, argv []string) error
+	RouteFix(s host.RouteStatus) []string
+	RouteRemove(s host.RouteStatus) []string
+}
+
+// ApplyHost adds the host's routes p needs, recording each in made, or
+// removes those marina recorded when podRouting went off.
+func (p Plan) ApplyHost(ctx context.Context, h Privileged, made *host.Made) error {
+	for _, rs := range p.Adds() {
+		if err := h.Privileged(ctx, h.RouteFix(rs)); err != nil {
+			return err
+		}
+		if err := made.Add(rs.Want, rs.Via); err != nil {
+			return err
+		}
+	}
+	for _, rs := range p.Removes() {
+		if err := h.Privileged(ctx, h.RouteRemove(rs)); err != nil {
+			return err
+		}
+		if err := made.Forget(rs.Want); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // HostStep says what the host's part of the plan does, as a step.

@@ -11,12 +11,16 @@ const scriptText = `#!/bin/bash
 #  - each node's podCIDR (from its cluster's API) via the node's address on
 #    the kind network, and the cluster's service range via one node (the
 #    first worker by name, else the control plane). Routes carry proto
-#    @PROTO@; only those are replaced or deleted.
+#    @PROTO@; only those are replaced or deleted, and none is made where a
+#    route of someone else's has the same destination.
 #  - in each node, the nat chain @CHAIN@, jumped to first from POSTROUTING,
 #    keeps pods' addresses towards the other clusters (ahead of kindnetd's
 #    KIND-MASQ-AGENT, which only appends its rules) and the Mac's and the
-#    other clusters' towards the node's own pods.
+#    other clusters' towards the node's own pods. Checked again every
+#    minute, as kindnetd resyncs its own.
 # "marina-podnet once" runs one pass; with no argument, one every 10 s.
+# Every Docker call has a time limit: a wedged node delays a pass, never
+# the marina command that waits for one.
 set -u -o pipefail
 conf=@CONF@
 state=/run/marina-podnet
@@ -55,9 +59,10 @@ inside() {
 # to first from POSTROUTING, in each iptables backend that holds the
 # masquerades it must come before (kindnetd's KIND-MASQ-AGENT, kube-proxy's
 # KUBE-POSTROUTING): an ACCEPT in one backend does not stop the other's.
-# It fails, to be tried again, while the node has neither yet.
+# It exits 3 when the node has neither (yet, or at all: a CNI with no
+# iptables masquerade), and the next check tries again.
 node_rules() {
-	docker exec -i "$1" bash -s <<EOF
+	timeout 60 docker exec -i "$1" bash -s <<EOF
 set -eu
 want='$2'
 done=0
@@ -80,16 +85,17 @@ for ipt in iptables-nft iptables-legacy; do
 	fi
 	done=1
 done
-[ "\$done" = 1 ]
+[ "\$done" = 1 ] || exit 3
 EOF
 }
 
 pass() {
-	local f id cl role name started ip cp kind pods services key k v rules
+	local f id cl role name started ip cp kind pods services key k v rules rc minute
+	minute=$(($(date +%s) / 60))
 	local -A want=() node_ip=() node_cluster=() node_role=() node_name=() node_started=()
 	mkdir -p "$state"
 	local ids
-	ids=$(docker ps -q --no-trunc --filter label=io.x-k8s.kind.cluster) || return 1
+	ids=$(timeout 30 docker ps -q --no-trunc --filter label=io.x-k8s.kind.cluster) || return 1
 	if [ -n "$ids" ]; then
 		# shellcheck disable=SC2086 # ids are words
 		while read -r id cl role name started ip; do
@@ -97,7 +103,7 @@ pass() {
 			case $role in control-plane | worker) ;; *) continue ;; esac
 			node_cluster[$id]=$cl node_role[$id]=$role node_name[$id]=${name#/}
 			node_started[$id]=$started node_ip[$id]=${ip:-}
-		done < <(docker inspect -f '{{.Id}} {{index .Config.Labels "io.x-k8s.kind.cluster"}} {{index .Config.Labels "io.x-k8s.kind.role"}} {{.Name}} {{.State.StartedAt}} {{with index .NetworkSettings.Networks "@NET@"}}{{.IPAddress}}{{end}}' $ids)
+		done < <(timeout 30 docker inspect -f '{{.Id}} {{index .Config.Labels "io.x-k8s.kind.cluster"}} {{index .Config.Labels "io.x-k8s.kind.role"}} {{.Name}} {{.State.StartedAt}} {{with index .NetworkSettings.Networks "@NET@"}}{{.IPAddress}}{{end}}' $ids)
 	fi
 	for f in "$conf"/*.conf; do
 		[ -f "$f" ] || continue
@@ -141,13 +147,22 @@ pass() {
 				read -r v <"$state/cidr-$id"
 				if inside "$v" "$pods"; then want[$v]=${node_ip[$id]}; fi
 			fi
-			key="${node_started[$id]} $(printf '%s' "$rules" | sha256sum)"
+			key="${node_started[$id]} $minute $(printf '%s' "$rules" | sha256sum)"
 			if [ -n "$rules" ] && [ "$(cat "$state/rules-$id" 2>/dev/null)" != "$key" ]; then
-				if node_rules "$id" "$rules"; then
+				rc=0
+				node_rules "$id" "$rules" || rc=$?
+				case $rc in
+				0) echo "$key" >"$state/rules-$id" ;;
+				3)
+					# Nothing to go ahead of: said once per node start.
+					if [ "$(cat "$state/none-$id" 2>/dev/null)" != "${node_started[$id]}" ]; then
+						echo "marina-podnet: ${node_name[$id]} has no KIND-MASQ-AGENT or KUBE-POSTROUTING chain (yet): nothing to exempt; checked again every minute" >&2
+						echo "${node_started[$id]}" >"$state/none-$id"
+					fi
 					echo "$key" >"$state/rules-$id"
-				else
-					echo "marina-podnet: ${node_name[$id]} has no masquerade rules yet, or its @CHAIN@ could not be set; next pass" >&2
-				fi
+					;;
+				*) echo "marina-podnet: could not set ${node_name[$id]}'s @CHAIN@ rules; next pass" >&2 ;;
+				esac
 			fi
 		done
 		# The service range goes to the first worker, where pods run.
@@ -159,16 +174,21 @@ pass() {
 	local -A have=()
 	while read -r k _ v _; do have[$k]=$v; done < <(ip -4 route show proto @PROTO@ root 10.0.0.0/8 | grep ' via ')
 	for k in "${!want[@]}"; do
-		if [ "${have[$k]:-}" != "${want[$k]}" ]; then
-			ip -4 route replace "$k" via "${want[$k]}" dev @BRIDGE@ proto @PROTO@ ||
-				echo "marina-podnet: could not route $k via ${want[$k]}" >&2
+		[ "${have[$k]:-}" != "${want[$k]}" ] || continue
+		# replace matches a route by destination, whoever made it: a route
+		# of someone else's there (a Docker network's) is left alone.
+		if ip -4 route show exact "$k" | grep -qvE ' proto @PROTO@( |$)'; then
+			echo "marina-podnet: $k is routed by someone else in the VM ($(ip -4 route show exact "$k" | head -n 1)); not routing it" >&2
+			continue
 		fi
+		ip -4 route replace "$k" via "${want[$k]}" dev @BRIDGE@ proto @PROTO@ ||
+			echo "marina-podnet: could not route $k via ${want[$k]}" >&2
 	done
 	for k in "${!have[@]}"; do
 		if [ -z "${want[$k]:-}" ] && inside "$k" 10.0.0.0/8; then ip -4 route del "$k" proto @PROTO@ 2>/dev/null || true; fi
 	done
 	# Forget nodes that are gone.
-	for f in "$state"/cidr-* "$state"/rules-*; do
+	for f in "$state"/cidr-* "$state"/rules-* "$state"/none-*; do
 		[ -e "$f" ] || continue
 		id=${f##*-}
 		[ -n "${node_cluster[$id]:-}" ] || rm -f -- "$f"
@@ -178,7 +198,10 @@ pass() {
 
 exec 9>/run/marina-podnet.lock
 if [ "${1:-}" = once ]; then
-	flock 9
+	if ! flock -w 120 9; then
+		echo "marina-podnet: a pass has held /run/marina-podnet.lock for 2 minutes; not waiting longer" >&2
+		exit 1
+	fi
 	pass
 	exit
 fi

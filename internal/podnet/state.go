@@ -68,10 +68,11 @@ func Want(clusters []Cluster, kind netip.Prefix, mac netip.Addr) (map[string]str
 	return want, nil
 }
 
-// Differences says what keeps the VM from routing exactly clusters (none:
-// routing off), empty when nothing does.
-func (st State) Differences(clusters []Cluster, kind netip.Prefix, mac netip.Addr) ([]string, error) {
-	if len(clusters) == 0 {
+// Differences says what keeps the VM from routing exactly clusters when
+// on, or from having nothing of podRouting when off; empty when nothing
+// does.
+func (st State) Differences(on bool, clusters []Cluster, kind netip.Prefix, mac netip.Addr) ([]string, error) {
+	if !on {
 		if st.Installed() {
 			return []string{"network.podRouting is off, and the VM still has what it installed"}, nil
 		}
@@ -90,15 +91,25 @@ func (st State) Differences(clusters []Cluster, kind netip.Prefix, mac netip.Add
 			out = append(out, p+" differs")
 		}
 	}
-	for _, p := range sortedKeys(st.Files) {
-		if _, ok := want[p]; !ok {
-			out = append(out, p+" is of a cluster no longer routed")
-		}
+	for _, p := range st.Stale(clusters) {
+		out = append(out, p+" is of a cluster no longer routed")
 	}
 	if !st.Active {
 		out = append(out, UnitName+" is not running")
 	}
 	return out, nil
+}
+
+// Stale are the conf files the VM has of clusters not among clusters.
+func (st State) Stale(clusters []Cluster) []string {
+	var out []string
+	for _, p := range sortedKeys(st.Files) {
+		name, ok := strings.CutSuffix(strings.TrimPrefix(p, ConfDir+"/"), ".conf")
+		if ok && strings.HasPrefix(p, ConfDir+"/") && !slices.ContainsFunc(clusters, func(c Cluster) bool { return c.Name == name }) {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 func sortedKeys[V any](m map[string]V) []string {

@@ -112,13 +112,15 @@ func Conf(c Cluster, kind netip.Prefix, mac netip.Addr) (guest.File, error) {
 	return guest.File{Path: ConfDir + "/" + c.Name + ".conf", Mode: "0644", Content: b.String()}, nil
 }
 
-// Apply adds to b what makes the VM route exactly clusters (none: routing
-// off, which removes the service, its files and its routes): what up does.
-func Apply(b *guest.Batch, clusters []Cluster, kind netip.Prefix, mac netip.Addr) error {
-	if len(clusters) == 0 {
+// Apply adds to b what up does for p: when on, install the service and
+// the files of p's clusters and remove the stale ones it observed; when
+// off, remove the service, its files and its routes.
+func Apply(b *guest.Batch, p Plan, kind netip.Prefix, mac netip.Addr) error {
+	if !p.On {
 		b.Sh(Off)
 		return nil
 	}
+	clusters := p.Clusters
 	keep := []string{}
 	b.Sh("confs=0")
 	for _, c := range clusters {
@@ -131,11 +133,13 @@ func Apply(b *guest.Batch, clusters []Cluster, kind netip.Prefix, mac netip.Addr
 		}
 		keep = append(keep, f.Path)
 	}
-	slices.Sort(keep)
-	// Files of clusters no longer routed go.
-	b.Sh(fmt.Sprintf(`for f in %s/*.conf; do
-	case " %s " in *" $f "*) ;; *) if [ -f "$f" ]; then rm -f -- "$f"; confs=1; fi ;; esac
-done`, ConfDir, strings.Join(keep, " ")))
+	for _, f := range p.Stale {
+		name, _ := strings.CutSuffix(strings.TrimPrefix(f, ConfDir+"/"), ".conf")
+		if !clusterName.MatchString(name) || slices.Contains(keep, f) {
+			continue // read from the VM: only a conf file of a cluster name
+		}
+		b.Sh(fmt.Sprintf("if [ -f %[1]s/%[2]s.conf ]; then rm -f -- %[1]s/%[2]s.conf; confs=1; fi", ConfDir, name))
+	}
 	return install(b)
 }
 

@@ -1,6 +1,7 @@
 package podnet
 
 import (
+	"context"
 	"net/netip"
 	"os/exec"
 	"path/filepath"
@@ -129,10 +130,27 @@ func TestPlanUp(t *testing.T) {
 	if err != nil || len(p.Adds()) != len(hr) || !p.Guest || len(p.Removes()) != 0 {
 		t.Fatalf("on, from nothing: %+v, %v", p, err)
 	}
-	// A VPN's route inside the space: refused.
+	// A VPN's route inside the space: the Mac's routes are refused, the
+	// VM still routes between the clusters.
 	vpn := host.Route{Dest: netip.MustParsePrefix("10.5.0.0/16"), Gateway: netip.MustParseAddr("10.99.0.1"), Interface: "utun4"}
-	if _, err := PlanUp(true, clusters, Parse(""), []host.Route{vpn}, lima0, kindNet, mac, made(t)); err == nil || !strings.Contains(err.Error(), "10.5.0.0/16 via 10.99.0.1 on utun4") || !strings.Contains(err.Error(), "network.podRouting: false") {
-		t.Errorf("a VPN's route: %v", err)
+	p, err = PlanUp(true, clusters, Parse(""), []host.Route{vpn}, lima0, kindNet, mac, made(t))
+	if err != nil || p.Refused == nil || !strings.Contains(p.Refused.Error(), "10.5.0.0/16 via 10.99.0.1 on utun4") || !strings.Contains(p.Refused.Error(), "network.podRouting: false") ||
+		len(p.Adds()) != 0 || !p.Guest {
+		t.Errorf("a VPN's route: %+v, %v", p, err)
+	}
+	// On with no cluster yet: the service is installed all the same, and
+	// once it runs nothing is left to do.
+	p, _ = PlanUp(true, nil, Parse(""), nil, lima0, kindNet, mac, made(t))
+	if !p.Guest || !p.On || len(p.Clusters) != 0 {
+		t.Errorf("on, no cluster: %+v", p)
+	}
+	none, _ := Want(nil, kindNet, mac)
+	var installed []string
+	for path, sum := range none {
+		installed = append(installed, "file "+sum+" "+path)
+	}
+	if p, _ = PlanUp(true, nil, Parse(strings.Join(append(installed, "active active"), "\n")), nil, lima0, kindNet, mac, made(t)); p.Guest {
+		t.Errorf("on, no cluster, service installed: %+v", p.Why)
 	}
 	// Off: only the routes marina recorded go; an equal route of someone
 	// else's stays.
@@ -161,10 +179,55 @@ func TestPlanUp(t *testing.T) {
 	if err != nil || p.Guest || len(p.Adds()) != 0 || len(p.Steps()) != 0 {
 		t.Errorf("all there: %+v, %v", p, err)
 	}
-	// A cluster gone: its file is named.
+	// A cluster gone: its file is named, and only it is removed.
 	p, _ = PlanUp(true, clusters[:1], Parse(strings.Join(append(lines, "active active"), "\n")), present, lima0, kindNet, mac, made(t))
-	if !p.Guest || !slices.Contains(p.Why, ConfDir+"/pods.conf is of a cluster no longer routed") {
-		t.Errorf("a cluster gone: %+v", p.Why)
+	if !p.Guest || !slices.Contains(p.Why, ConfDir+"/pods.conf is of a cluster no longer routed") || !slices.Equal(p.Stale, []string{ConfDir + "/pods.conf"}) {
+		t.Errorf("a cluster gone: %+v %v", p.Why, p.Stale)
+	}
+	b := guest.NewBatch()
+	if err := Apply(b, p, kindNet, mac); err != nil {
+		t.Fatal(err)
+	}
+	if sc := b.Script(); !strings.Contains(sc, "rm -f -- "+ConfDir+"/pods.conf") || strings.Contains(sc, "rm -f -- "+ConfDir+"/dev.conf") {
+		t.Errorf("apply removes other than the stale file:\n%s", sc)
+	}
+}
+
+// fakeHost records the privileged commands ApplyHost runs.
+type fakeHost struct{ ran []string }
+
+func (f *fakeHost) Privileged(_ context.Context, argv []string) error {
+	f.ran = append(f.ran, strings.Join(argv, " "))
+	return nil
+}
+func (f *fakeHost) RouteFix(s host.RouteStatus) []string {
+	return []string{"add", s.Want.String(), s.Via.String()}
+}
+func (f *fakeHost) RouteRemove(s host.RouteStatus) []string { return []string{"del", s.Want.String()} }
+
+// ApplyHost records what it adds, and forgets what it removes: only a
+// recorded route is ever removed again.
+func TestApplyHost(t *testing.T) {
+	m := made(t)
+	p, _ := PlanUp(true, nil, Parse(""), nil, lima0, kindNet, mac, m)
+	h := &fakeHost{}
+	if err := p.ApplyHost(context.Background(), h, m); err != nil {
+		t.Fatal(err)
+	}
+	if len(h.ran) != 11 || !Recorded(m) || len(m.Gateways(HostRoutes()[3])) != 1 {
+		t.Fatalf("ran %v, recorded %v", h.ran, m.Routes)
+	}
+	var present []host.Route
+	for _, pr := range HostRoutes() {
+		present = append(present, host.Route{Dest: pr, Gateway: lima0, Interface: "bridge100"})
+	}
+	p, _ = PlanUp(false, nil, Parse(""), present, lima0, kindNet, mac, m)
+	h = &fakeHost{}
+	if err := p.ApplyHost(context.Background(), h, m); err != nil {
+		t.Fatal(err)
+	}
+	if len(h.ran) != 11 || !strings.HasPrefix(h.ran[0], "del ") || Recorded(m) {
+		t.Errorf("off: ran %v, recorded %v", h.ran, m.Routes)
 	}
 }
 

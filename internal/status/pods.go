@@ -21,6 +21,8 @@ type PodsStatus struct {
 	Total      int `json:"total"`
 	// Conflicts are the host's routes of someone else's inside the space.
 	Conflicts []string `json:"conflicts,omitempty"`
+	// Error is why the host's routes could not be read.
+	Error string `json:"error,omitempty"`
 	// Service is whether marina-podnet runs in the VM.
 	Service  bool               `json:"service"`
 	Clusters []PodClusterStatus `json:"clusters"`
@@ -60,7 +62,10 @@ func PodsOf(o *session.Observed, infos []cluster.Info, via netip.Addr, made *hos
 	for _, c := range plan.Conflicts {
 		p.Conflicts = append(p.Conflicts, c.String())
 	}
-	p.OK = o.PodRoutesErr == nil && p.HostRoutes == p.Total && len(p.Conflicts) == 0 && p.Service
+	if o.PodRoutesErr != nil {
+		p.Error = o.PodRoutesErr.Error()
+	}
+	p.OK = p.Error == "" && p.HostRoutes == p.Total && len(p.Conflicts) == 0 && p.Service
 	for _, c := range infos {
 		if slot.Check(c.Slot) != nil {
 			continue // not marina's: not routed
@@ -80,7 +85,9 @@ func PodsOf(o *session.Observed, infos []cluster.Info, via netip.Addr, made *hos
 // Failing names what is ✗ in the podRouting section.
 func (p *PodsStatus) Failing() []string {
 	var out []string
-	if p.HostRoutes != p.Total {
+	if p.Error != "" {
+		out = append(out, "this host's routes could not be read: "+p.Error)
+	} else if p.HostRoutes != p.Total {
 		out = append(out, fmt.Sprintf("host routes: %d of %d present", p.HostRoutes, p.Total))
 	}
 	for _, c := range p.Conflicts {

@@ -1,6 +1,7 @@
 package status
 
 import (
+	"errors"
 	"net/netip"
 	"path/filepath"
 	"strings"
@@ -66,6 +67,17 @@ func TestPodsOf(t *testing.T) {
 	}
 	if p.OK || !strings.Contains(strings.Join(p.Failing(), "; "), "ops: pods 10.12.0.0/16: 0 of 1 running nodes routed; services 10.2.0.0/16 not routed; stale: 10.12.0.0/24 via 172.30.128.8") {
 		t.Errorf("failing: %v", p.Failing())
+	}
+	// Every route where it must be: OK.
+	ops.Nodes[0].IP = "172.30.128.8"
+	o = &session.Observed{Guest: guest.State{Podnet: vm + "\nroute 10.2.0.0/16 via 172.30.128.8 dev br-kind"}, PodRoutes: routes}
+	if p = PodsOf(o, []cluster.Info{dev, ops, stopped, foreign}, lima0, made); !p.OK || len(p.Failing()) != 0 {
+		t.Errorf("all routed: %+v, failing %v", p, p.Failing())
+	}
+	// The host's routes unknown: said as such, not as missing.
+	o.PodRoutesErr = errors.New("netstat: exit status 1")
+	if p = PodsOf(o, []cluster.Info{dev}, lima0, made); p.OK || !strings.Contains(strings.Join(p.Failing(), ";"), "this host's routes could not be read: netstat") || strings.Contains(strings.Join(p.Failing(), ";"), "0 of 11") {
+		t.Errorf("routes unknown: %v", p.Failing())
 	}
 	// A VPN's route inside the space, a missing host route, no service.
 	vpn := host.Route{Dest: netip.MustParsePrefix("10.5.0.0/16"), Gateway: netip.MustParseAddr("10.99.0.1"), Interface: "utun4"}

@@ -21,7 +21,7 @@ import (
 // podTarget is a cluster's echo pod and a ClusterIP Service in front of it.
 type podTarget struct {
 	pod, clusterIP string
-	pods           netip.Prefix // the cluster's pod range (its /16 or /17 slot half)
+	pods           netip.Prefix // the cluster's pod range: the lab's clusters take slots 1–9, whose pod ranges are /16s
 }
 
 // echoTarget puts a ClusterIP Service web-cip in front of web's pod in ns
@@ -36,9 +36,11 @@ func echoTarget(t *testing.T, cs *kubernetes.Clientset, ns string) podTarget {
 			Ports:    []corev1.ServicePort{{Port: 80, TargetPort: intstr.FromInt32(8080)}},
 		},
 	}
-	if _, err := cs.CoreV1().Services(ns).Create(ctx, svc, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatal(err)
-	}
+	// The API server may be coming back (a Docker restart, a reboot).
+	waitFor(t, 4*time.Minute, "the Service web-cip in "+ns, func() bool {
+		_, err := cs.CoreV1().Services(ns).Create(ctx, svc, metav1.CreateOptions{})
+		return err == nil || apierrors.IsAlreadyExists(err)
+	})
 	var p podTarget
 	waitFor(t, 4*time.Minute, "web's pod in "+ns+" to be Ready", func() bool {
 		got, err := cs.CoreV1().Services(ns).Get(ctx, "web-cip", metav1.GetOptions{})
@@ -89,10 +91,23 @@ func crossed(t *testing.T, from, agnhost, url string, src netip.Prefix) {
 	}
 }
 
-// vmPodRoutes are the VM's routes marina-podnet made.
+// vmPodRoutes are the VM's routes marina-podnet made, as printed.
 func vmPodRoutes(t *testing.T) string {
 	t.Helper()
 	return mustMarina(t, "shell", "--", "ip", "-4", "route", "show", "proto", "200").stdout
+}
+
+// routesInto are the routes of out (vmPodRoutes) into p, destination to
+// gateway.
+func routesInto(out string, p netip.Prefix) map[netip.Prefix]string {
+	m := map[netip.Prefix]string{}
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		f := strings.Fields(line)
+		if d, err := netip.ParsePrefix(f[0]); err == nil && len(f) >= 3 && f[1] == "via" && p.Overlaps(d) {
+			m[d] = f[2]
+		}
+	}
+	return m
 }
 
 // clientIP asks the echo server at url who called, from this (the Mac's)
@@ -140,10 +155,10 @@ func podRouting(t *testing.T, cfg, agnhost string) {
 		timedCreate(t, "pods")
 		webService(t, contextClient(t, "pods"), "shop", agnhost)
 		dev, other = echoTarget(t, contextClient(t, "dev"), "shop"), echoTarget(t, contextClient(t, "pods"), "shop")
-		out := mustMarina(t, "shell", "--", "ip", "-4", "route", "show", "proto", "200").stdout
+		out := vmPodRoutes(t)
 		t.Logf("the VM's pod routes:\n%s", out)
 		for _, p := range []podTarget{dev, other} {
-			if !strings.Contains(out, p.pods.String()[:strings.LastIndex(p.pods.String(), ".0.0/")]) {
+			if len(routesInto(out, p.pods)) == 0 {
 				t.Errorf("the VM routes nothing of %s:\n%s", p.pods, out)
 			}
 		}
@@ -215,7 +230,7 @@ func podRouting(t *testing.T, cfg, agnhost string) {
 		gone := other
 		mustMarina(t, "cluster", "delete", "pods", "-y")
 		out := vmPodRoutes(t)
-		if strings.Contains(out, gone.pods.String()[:strings.LastIndex(gone.pods.String(), ".0.0/")]+".") {
+		if len(routesInto(out, gone.pods)) > 0 {
 			t.Errorf("the VM still routes the deleted cluster's pods:\n%s", out)
 		}
 		if _, err := clientIP("http://" + dev.pod + ":8080/clientip"); err != nil {
@@ -227,10 +242,13 @@ func podRouting(t *testing.T, cfg, agnhost string) {
 		node := containerIP(t, "pods-control-plane", "kind")
 		out = vmPodRoutes(t)
 		t.Logf("the VM's pod routes:\n%s", out)
-		for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
-			f := strings.Fields(line)
-			if p, err := netip.ParsePrefix(f[0]); err == nil && other.pods.Overlaps(p) && f[2] != node {
-				t.Errorf("a route of the new cluster's pods leads elsewhere than its node %s: %s", node, line)
+		routed := routesInto(out, other.pods)
+		if len(routed) == 0 {
+			t.Errorf("the VM routes nothing of the new cluster's pods %s:\n%s", other.pods, out)
+		}
+		for d, gw := range routed {
+			if gw != node {
+				t.Errorf("the new cluster's pods %s go via %s, not its node %s", d, gw, node)
 			}
 		}
 		reachedFromMac(t, "http://"+other.pod+":8080/clientip", time.Minute)
