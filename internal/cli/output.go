@@ -204,7 +204,7 @@ func printCreated(w io.Writer, c *kindcluster.Created) {
 	case c.Pods != "" && c.FromMac:
 		fmt.Fprintf(w, "Its pods (%s) and ClusterIPs (%s) are routed from the Mac and from the other clusters (network.podRouting).\n", c.Pods, c.Services)
 	case c.Pods != "":
-		fmt.Fprintf(w, "Its pods (%s) and ClusterIPs (%s) are routed from the other clusters; `marina up` routes them from the Mac too (network.podRouting).\n", c.Pods, c.Services)
+		fmt.Fprintf(w, "Its pods (%s) and ClusterIPs (%s) are routed from the other clusters, not from the Mac yet: `marina status` says why (network.podRouting).\n", c.Pods, c.Services)
 	}
 	// What mDNSResponder does with a name asked for too early.
 	fmt.Fprintf(w, "Its LoadBalancer Services answer as SERVICE.NAMESPACE.%s within seconds; a name the Mac looked up before it existed may stay missing on the Mac for about a minute (`marina dns flush` empties its cache).\n", c.Zone)

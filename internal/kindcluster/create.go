@@ -482,7 +482,8 @@ func Apply(ctx context.Context, s *session.Session, p *Plan, opts CreateOptions)
 	if s.Config.Network.PodRouting && routePods(ctx, s, podnet.Cluster{Name: name, Slot: p.spec.Slot}) {
 		pods, services = slot.PodSubnet(p.spec.Slot).String(), slot.ServiceSubnet(p.spec.Slot).String()
 		routes, err := s.Host.Overlapping(ctx, guest.PodSpace)
-		fromMac = err == nil && len(podnet.PlanHost(routes, s.Lima0, &host.Made{}).Missing()) == 0
+		made, merr := host.LoadMade(s.Paths.Routes(), session.HostOwn(s.Config, true))
+		fromMac = err == nil && merr == nil && podnet.PlanHost(routes, s.Lima0, made).Complete()
 	}
 	e.SetLeftover("")
 	for _, ph := range phases {

@@ -39,6 +39,17 @@ func PlanHost(routes []host.Route, via netip.Addr, made *host.Made) HostPlan {
 	return p
 }
 
+// Complete is whether every route leads to the VM and no route of
+// someone else's stands in the way: the Mac reaches every pod range.
+func (p HostPlan) Complete() bool {
+	for _, r := range p.Routes {
+		if r.State != host.Present {
+			return false
+		}
+	}
+	return len(p.Conflicts) == 0
+}
+
 // Missing are the routes to add or move to via.
 func (p HostPlan) Missing() []host.RouteStatus {
 	var out []host.RouteStatus
@@ -85,6 +96,7 @@ type Plan struct {
 	// its own, which up then leaves alone).
 	Clusters []Cluster
 	Stale    []string
+	sums     map[string]string // of the files observed
 	// Guest says the VM's files or service must change: Why says how.
 	Guest bool
 	Why   []string
@@ -103,7 +115,7 @@ func PlanUp(on bool, clusters []Cluster, st State, routes []host.Route, via neti
 	if on {
 		p.Refused = Refusal(p.Host.Conflicts)
 		p.Clusters = clusters
-		p.Stale = st.Stale(clusters)
+		p.Stale, p.sums = st.Stale(clusters), st.Files
 	}
 	why, err := st.Differences(on, p.Clusters, kind, mac)
 	if err != nil {

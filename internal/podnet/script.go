@@ -31,10 +31,22 @@ cidr_re="^($octet\.){3}$octet/([0-9]|[12][0-9]|3[0-2])\$"
 rule_re='^-A @CHAIN@( (!|-[sdo]|[0-9./]+|eth0|-j|ACCEPT))+$'
 name_re='^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$'
 
+# say KEY TEXT: print TEXT once for KEY, until KEY says something else
+# (a long-running service passes every 10 s); hush KEY forgets it.
+declare -A said=()
+say() {
+	if [ "${said[$1]:-}" != "$2" ]; then
+		echo "marina-podnet: $2" >&2
+		said[$1]=$2
+	fi
+}
+hush() { unset "said[$1]"; }
+
+# num ADDR: ADDR as a number, in REPLY (no subshell: a pass runs often).
 num() {
 	local IFS=. a b c d
 	read -r a b c d <<<"$1"
-	echo $(((a << 24) | (b << 16) | (c << 8) | d))
+	REPLY=$(((a << 24) | (b << 16) | (c << 8) | d))
 }
 
 # inside X NET: X, an address or a prefix at its network address, lies
@@ -49,10 +61,15 @@ inside() {
 		a=$x
 	fi
 	((l >= nl)) || return 1
+	local ai ni
+	num "$a"
+	ai=$REPLY
+	num "$n"
+	ni=$REPLY
 	m=$(((0xffffffff << (32 - nl)) & 0xffffffff))
-	((($(num "$a") & m) == $(num "$n"))) || return 1
+	(((ai & m) == ni)) || return 1
 	m=$(((0xffffffff << (32 - l)) & 0xffffffff))
-	((($(num "$a") & m) == $(num "$a")))
+	(((ai & m) == ai))
 }
 
 # node_rules ID RULES: make the node's @CHAIN@ hold exactly RULES, jumped
@@ -94,16 +111,19 @@ pass() {
 	minute=$(($(date +%s) / 60))
 	local -A want=() node_ip=() node_cluster=() node_role=() node_name=() node_started=()
 	mkdir -p "$state"
-	local ids
+	local ids nodes_out=''
 	ids=$(timeout 30 docker ps -q --no-trunc --filter label=io.x-k8s.kind.cluster) || return 1
 	if [ -n "$ids" ]; then
+		# Read whole or not at all: a pass that knew no node would delete
+		# every route.
 		# shellcheck disable=SC2086 # ids are words
+		nodes_out=$(timeout 30 docker inspect -f '{{.Id}} {{index .Config.Labels "io.x-k8s.kind.cluster"}} {{index .Config.Labels "io.x-k8s.kind.role"}} {{.Name}} {{.State.StartedAt}} {{with index .NetworkSettings.Networks "@NET@"}}{{.IPAddress}}{{end}}' $ids) || return 1
 		while read -r id cl role name started ip; do
 			[[ $id =~ ^[0-9a-f]{64}$ && $cl =~ $name_re ]] || continue
 			case $role in control-plane | worker) ;; *) continue ;; esac
 			node_cluster[$id]=$cl node_role[$id]=$role node_name[$id]=${name#/}
 			node_started[$id]=$started node_ip[$id]=${ip:-}
-		done < <(timeout 30 docker inspect -f '{{.Id}} {{index .Config.Labels "io.x-k8s.kind.cluster"}} {{index .Config.Labels "io.x-k8s.kind.role"}} {{.Name}} {{.State.StartedAt}} {{with index .NetworkSettings.Networks "@NET@"}}{{.IPAddress}}{{end}}' $ids)
+		done <<<"$nodes_out"
 	fi
 	for f in "$conf"/*.conf; do
 		[ -f "$f" ] || continue
@@ -152,16 +172,20 @@ pass() {
 				rc=0
 				node_rules "$id" "$rules" || rc=$?
 				case $rc in
-				0) echo "$key" >"$state/rules-$id" ;;
-				3)
-					# Nothing to go ahead of: said once per node start.
-					if [ "$(cat "$state/none-$id" 2>/dev/null)" != "${node_started[$id]}" ]; then
-						echo "marina-podnet: ${node_name[$id]} has no KIND-MASQ-AGENT or KUBE-POSTROUTING chain (yet): nothing to exempt; checked again every minute" >&2
-						echo "${node_started[$id]}" >"$state/none-$id"
-					fi
+				0)
 					echo "$key" >"$state/rules-$id"
+					hush "rules $id"
 					;;
-				*) echo "marina-podnet: could not set ${node_name[$id]}'s @CHAIN@ rules; next pass" >&2 ;;
+				3)
+					# Nothing to go ahead of yet: tried every pass while
+					# the node is young (kindnetd and kube-proxy start after
+					# it), then every minute (a CNI with no iptables
+					# masquerade).
+					say "rules $id" "${node_name[$id]} has no KIND-MASQ-AGENT or KUBE-POSTROUTING chain: nothing to exempt yet"
+					started=$(date -d "${node_started[$id]}" +%s 2>/dev/null || echo 0)
+					if (($(date +%s) - started > 300)); then echo "$key" >"$state/rules-$id"; fi
+					;;
+				*) say "rules $id" "could not set ${node_name[$id]}'s @CHAIN@ rules (exit $rc); trying again" ;;
 				esac
 			fi
 		done
@@ -176,19 +200,27 @@ pass() {
 	for k in "${!want[@]}"; do
 		[ "${have[$k]:-}" != "${want[$k]}" ] || continue
 		# replace matches a route by destination, whoever made it: a route
-		# of someone else's there (a Docker network's) is left alone.
-		if ip -4 route show exact "$k" | grep -qvE ' proto @PROTO@( |$)'; then
-			echo "marina-podnet: $k is routed by someone else in the VM ($(ip -4 route show exact "$k" | head -n 1)); not routing it" >&2
+		# of someone else's there (a Docker network's) is left alone. All of
+		# ip's output is read (no grep -q), protocols as numbers (-N).
+		if ! v=$(ip -N -4 route show exact "$k"); then
+			say "route $k" "could not read the VM's routes of $k; not routing it"
 			continue
 		fi
-		ip -4 route replace "$k" via "${want[$k]}" dev @BRIDGE@ proto @PROTO@ ||
-			echo "marina-podnet: could not route $k via ${want[$k]}" >&2
+		v=$(printf '%s\n' "$v" | grep -vE '^$| proto @PROTO@( |$)' || true)
+		if [ -n "$v" ]; then
+			say "route $k" "$k is routed by someone else in the VM (${v%%$'\n'*}); not routing it"
+			continue
+		fi
+		hush "route $k"
+		if ! ip -4 route replace "$k" via "${want[$k]}" dev @BRIDGE@ proto @PROTO@; then
+			say "route $k" "could not route $k via ${want[$k]}"
+		fi
 	done
 	for k in "${!have[@]}"; do
 		if [ -z "${want[$k]:-}" ] && inside "$k" 10.0.0.0/8; then ip -4 route del "$k" proto @PROTO@ 2>/dev/null || true; fi
 	done
 	# Forget nodes that are gone.
-	for f in "$state"/cidr-* "$state"/rules-* "$state"/none-*; do
+	for f in "$state"/cidr-* "$state"/rules-*; do
 		[ -e "$f" ] || continue
 		id=${f##*-}
 		[ -n "${node_cluster[$id]:-}" ] || rm -f -- "$f"

@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -15,13 +16,15 @@ timeout() { shift; "$@"; }
 docker() {
 	case "$1" in
 	ps) cat "$T/ps" ;;
-	inspect) cat "$T/inspect" ;;
+	inspect) cat "$T/inspect" 2>/dev/null ;;
 	exec)
-		if [ "$2" = -i ]; then echo "rules $3" >>"$T/log"; cat >/dev/null; return 0; fi
+		if [ "$2" = -i ]; then echo "rules $3" >>"$T/log"; cat >/dev/null; [ "$3" != "${NONE:-}" ] || return 3; return 0; fi
 		echo "kubectl $2" >>"$T/log"; cat "$T/kubectl-$2" ;;
 	esac
 }
+date() { if [ "${1:-}" = +%s ]; then echo "$NOW"; else command date "$@"; fi; }
 ip() {
+	if [ "$1" = -N ]; then shift; fi
 	local args="$*"
 	case "$args" in
 	"-4 route show proto 200 root 10.0.0.0/8") grep ' proto 200$' "$T/routes" | sed 's/ proto 200$//' ;;
@@ -73,10 +76,13 @@ func TestScriptPass(t *testing.T) {
 	}, "\n")+"\n")
 	w("log", "")
 	helpers := script[strings.Index(script, "set -u -o pipefail"):strings.Index(script, "exec 9>")]
+	// The nodes started at 06:00:00 UTC (1796536800); a pass runs at now.
+	const started = 1796536800
+	now, none := started+3600, ""
 	run := func() string {
 		t.Helper()
 		cmd := exec.Command("bash", "-c", helpers+fakes+`conf=$T/conf state=$T/state; pass`)
-		cmd.Env = append(os.Environ(), "T="+dir)
+		cmd.Env = append(os.Environ(), "T="+dir, "NOW="+strconv.Itoa(now), "NONE="+none)
 		out, err := cmd.CombinedOutput()
 		if err != nil {
 			t.Fatalf("pass: %v\n%s", err, out)
@@ -116,6 +122,43 @@ func TestScriptPass(t *testing.T) {
 	if log, _ := os.ReadFile(filepath.Join(dir, "log")); len(log) != 0 {
 		t.Errorf("a second pass did %s", log)
 	}
+	// The next minute the rules are checked again, the ranges still known.
+	now += 60
+	run()
+	if log, _ := os.ReadFile(filepath.Join(dir, "log")); strings.Count(string(log), "rules ") != 3 || strings.Contains(string(log), "kubectl") {
+		t.Errorf("a pass a minute later did:\n%s", log)
+	}
+	// A node with no masquerade chain: tried again every pass while it is
+	// young, every minute once it is not.
+	for _, c := range []struct {
+		age   int
+		tries int
+	}{{60, 2}, {600, 1}} {
+		now, none = started+c.age, id('c')
+		_ = os.RemoveAll(filepath.Join(dir, "state"))
+		w("log", "")
+		said := run()
+		run()
+		log, _ := os.ReadFile(filepath.Join(dir, "log"))
+		if got := strings.Count(string(log), "rules "+id('c')); got != c.tries || !strings.Contains(said, "ops-control-plane has no KIND-MASQ-AGENT or KUBE-POSTROUTING chain") {
+			t.Errorf("a node %d s old with no masquerade: its rules tried %d times in two passes, want %d; said %q", c.age, got, c.tries, said)
+		}
+	}
+	now, none = started+3600, ""
+	// Docker answers ps but not inspect (a time limit): the pass fails
+	// and changes no route, rather than taking every node for gone.
+	before, _ := os.ReadFile(filepath.Join(dir, "routes"))
+	inspect, _ := os.ReadFile(filepath.Join(dir, "inspect"))
+	_ = os.Remove(filepath.Join(dir, "inspect"))
+	cmd := exec.Command("bash", "-c", helpers+fakes+`conf=$T/conf state=$T/state; pass`)
+	cmd.Env = append(os.Environ(), "T="+dir, "NOW="+strconv.Itoa(now))
+	if err := cmd.Run(); err == nil {
+		t.Error("a pass whose docker inspect failed succeeded")
+	}
+	if after, _ := os.ReadFile(filepath.Join(dir, "routes")); string(after) != string(before) {
+		t.Errorf("a pass whose docker inspect failed changed the routes:\n%s\nwas:\n%s", after, before)
+	}
+	w("inspect", string(inspect))
 	// dev-worker goes: its route goes on the next pass, and the service
 	// range moves to the control plane.
 	w("inspect", strings.Join([]string{

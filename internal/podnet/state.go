@@ -105,7 +105,7 @@ func (st State) Stale(clusters []Cluster) []string {
 	var out []string
 	for _, p := range sortedKeys(st.Files) {
 		name, ok := strings.CutSuffix(strings.TrimPrefix(p, ConfDir+"/"), ".conf")
-		if ok && strings.HasPrefix(p, ConfDir+"/") && !slices.ContainsFunc(clusters, func(c Cluster) bool { return c.Name == name }) {
+		if ok && strings.HasPrefix(p, ConfDir+"/") && clusterName.MatchString(name) && !slices.ContainsFunc(clusters, func(c Cluster) bool { return c.Name == name }) {
 			out = append(out, p)
 		}
 	}

@@ -133,12 +133,15 @@ func Apply(b *guest.Batch, p Plan, kind netip.Prefix, mac netip.Addr) error {
 		}
 		keep = append(keep, f.Path)
 	}
+	// A stale file goes only as observed: a create that wrote it again
+	// meanwhile keeps it.
 	for _, f := range p.Stale {
 		name, _ := strings.CutSuffix(strings.TrimPrefix(f, ConfDir+"/"), ".conf")
-		if !clusterName.MatchString(name) || slices.Contains(keep, f) {
+		sum := p.sums[f]
+		if !clusterName.MatchString(name) || slices.Contains(keep, f) || !sha.MatchString(sum) {
 			continue // read from the VM: only a conf file of a cluster name
 		}
-		b.Sh(fmt.Sprintf("if [ -f %[1]s/%[2]s.conf ]; then rm -f -- %[1]s/%[2]s.conf; confs=1; fi", ConfDir, name))
+		b.Sh(fmt.Sprintf(`if [ "$(sha256sum <%[1]s/%[2]s.conf 2>/dev/null | cut -c1-64)" = %[3]s ]; then rm -f -- %[1]s/%[2]s.conf; confs=1; fi`, ConfDir, name, sum))
 	}
 	return install(b)
 }
@@ -184,7 +187,8 @@ func install(b *guest.Batch) error {
 	b.Sh(fmt.Sprintf(`if [ "$reload" = 1 ]; then systemctl daemon-reload; fi
 if [ "$(systemctl is-enabled %[1]s 2>/dev/null)" != enabled ]; then systemctl enable %[1]s; fi
 if [ "$reload" = 1 ] || [ "$(systemctl is-active %[1]s 2>/dev/null)" != active ]; then systemctl restart %[1]s; fi
-if [ "$confs" = 1 ] || [ "$reload" = 1 ]; then %[2]s once; fi`, UnitName, ScriptPath))
+# A pass that does not finish fails nothing: the service passes again.
+if [ "$confs" = 1 ] || [ "$reload" = 1 ]; then %[2]s once || echo "marina-podnet: the pass did not finish; the service routes on its next one" >&2; fi`, UnitName, ScriptPath))
 	return nil
 }
 

@@ -182,14 +182,14 @@ func podRouting(t *testing.T, cfg, agnhost string) {
 		}
 		// Control: without marina's chain in pods' node, kindnetd's
 		// masquerade hides the pod behind its node, so the chain is what
-		// keeps the address. marina-podnet puts it back on its next pass
-		// once it forgets it applied it.
-		inGuest(t, "docker exec pods-control-plane sh -c 'for i in iptables-nft iptables-legacy; do $i -w -t nat -F MARINA-PODNET 2>/dev/null || true; done'")
+		// keeps the address. The service, stopped meanwhile (it checks the
+		// chains every minute), puts it back once it forgets it applied it.
+		inGuest(t, "systemctl stop marina-podnet.service && docker exec pods-control-plane sh -c 'for i in iptables-nft iptables-legacy; do $i -w -t nat -F MARINA-PODNET 2>/dev/null || true; done'")
 		got := podRun(t, contextClient(t, "pods"), agnhost, "get", "http://"+dev.pod+":8080/clientip")
 		if host, _, _ := strings.Cut(got, ":"); !strings.HasPrefix(host, "172.30.") {
 			t.Errorf("without MARINA-PODNET dev's pod saw %q, want the pods node's address (the test proves nothing)", got)
 		}
-		inGuest(t, "rm -f /run/marina-podnet/rules-* && /usr/local/sbin/marina-podnet once")
+		inGuest(t, "rm -f /run/marina-podnet/rules-* && /usr/local/sbin/marina-podnet once && systemctl start marina-podnet.service")
 		crossed(t, "pods", agnhost, "http://"+dev.pod+":8080/clientip", other.pods)
 	})
 	t.Run("podRouting: nothing else on the vzNAT network reaches a pod or a ClusterIP", func(t *testing.T) {

@@ -251,7 +251,11 @@ func (v Style) fullStatus(w io.Writer, s status.Status) {
 // podsStatus writes network.podRouting's section of status -v.
 func (v Style) podsStatus(w io.Writer, p status.PodsStatus) {
 	fmt.Fprintln(w, "=== Pod routing ===")
-	fmt.Fprintf(w, "  %s host routes of the pod space to the VM: %d of %d\n", v.mark(p.HostRoutes == p.Total), p.HostRoutes, p.Total)
+	if p.Error != "" {
+		fmt.Fprintf(w, "  %s host routes of the pod space: could not be read: %s\n", v.mark(false), p.Error)
+	} else {
+		fmt.Fprintf(w, "  %s host routes of the pod space to the VM: %d of %d\n", v.mark(p.HostRoutes == p.Total), p.HostRoutes, p.Total)
+	}
 	for _, c := range p.Conflicts {
 		fmt.Fprintf(w, "  %s a route of someone else's: %s\n", v.mark(false), c)
 	}
