@@ -16,7 +16,9 @@ import (
 	"github.com/bcollard/marina/internal/config"
 	"github.com/bcollard/marina/internal/docker"
 	"github.com/bcollard/marina/internal/guest"
+	"github.com/bcollard/marina/internal/host"
 	"github.com/bcollard/marina/internal/kubeconfig"
+	"github.com/bcollard/marina/internal/podnet"
 	"github.com/bcollard/marina/internal/registry"
 	"github.com/bcollard/marina/internal/session"
 	"github.com/bcollard/marina/internal/session/sessiontest"
@@ -444,4 +446,59 @@ func TestCleanCacheOfThePushRegistry(t *testing.T) {
 			t.Errorf("err = %v\n%s", err, f.Log())
 		}
 	})
+}
+
+// network.podRouting: up adds the Mac's eleven pod routes and records
+// them, installs the VM's pod routing in the same round trip as the rest;
+// off again, it removes exactly the routes it recorded and the VM's part.
+func TestUpRoutesPods(t *testing.T) {
+	f := sessiontest.New(t)
+	f.Config(func(c *config.Config) { c.Network.PodRouting = true })
+	r, err := Up(context.Background(), f.Env, UpOptions{DryRun: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := planned(r); !strings.Contains(p, "route 11 prefixes of 10.0.0.0/8") || !strings.Contains(p, "install /usr/local/sbin/marina-podnet") {
+		t.Errorf("plan:\n%s", p)
+	}
+	if _, err := Up(context.Background(), f.Env, UpOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var adds []string
+	for _, c := range f.Called("host.privileged") {
+		if strings.Contains(c, " add -net 10.") || strings.Contains(c, "ip route replace 10.") {
+			adds = append(adds, c)
+		}
+	}
+	if len(adds) != 11 {
+		t.Errorf("%d pod routes added, want 11: %v", len(adds), f.Called("host.privileged"))
+	}
+	if got := f.Called("guest.run install"); len(got) != 1 || !strings.Contains(got[0], "pod routes") {
+		t.Errorf("guest installs: %v", got)
+	}
+	made := f.MustMade()
+	gw := made.Gateways(f.Network.Subnet)[0] // lima0's address, as the kind network's route
+	var table []host.Route
+	for _, p := range podnet.HostRoutes() {
+		if gws := made.Gateways(p); len(gws) != 1 || gws[0] != gw {
+			t.Errorf("%s recorded via %v, want %s", p, gws, gw)
+		}
+		table = append(table, host.Route{Dest: p, Gateway: gw, Interface: "bridge100"})
+	}
+	// Off: the routes marina recorded go (podnet's tests keep others').
+	f.Config(func(c *config.Config) { c.Network.PodRouting = false })
+	f.Doctor.Table = append(table, host.Route{Dest: f.Network.Subnet, Gateway: gw, Interface: "bridge100"})
+	before := len(f.Called("host.privileged"))
+	if _, err := Up(context.Background(), f.Env, UpOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var dels []string
+	for _, c := range f.Called("host.privileged")[before:] {
+		if strings.Contains(c, " delete -net 10.") || strings.Contains(c, "ip route del 10.") {
+			dels = append(dels, c)
+		}
+	}
+	if len(dels) != 11 || podnet.Recorded(f.MustMade()) {
+		t.Errorf("off: %d pod routes removed, want 11: %v", len(dels), f.Called("host.privileged")[before:])
+	}
 }
