@@ -132,7 +132,7 @@ var table = []check{
 	{names: []string{checkDNS}, about: []string{"the local DNS"}, needs: needs(checkVM, checkConfig, checkDocker),
 		after: []string{checkKindNetwork, checkForwarding, checkRoute, checkLocalNetwork}, async: true, judge: (*doctor).judgeLookup},
 	{names: []string{checkPods}, about: []string{"routed pod and service ranges"},
-		needs: needs(checkVM, checkConfig, checkGuest, checkDocker), after: []string{checkRoute}, judge: (*doctor).judgePods},
+		needs: needs(checkConfig), after: []string{checkGuest, checkDocker, checkRoute}, judge: (*doctor).judgePods},
 	{names: []string{checkMirrors}, about: []string{"each registry mirror and its upstream"}, needs: needs(checkVM, checkConfig, checkDocker),
 		judge: func(d *doctor, _ context.Context) []Check {
 			return d.judgeMirrors(d.o, d.probeErrs, d.o.GuestErr == nil)
@@ -330,9 +330,14 @@ func (d *doctor) judgeRouting(_ context.Context) []Check {
 // nodes (the values status shows).
 func (d *doctor) judgePods(_ context.Context) []Check {
 	o := d.o
+	// Off, it needs nothing more than the config: it says so.
 	switch {
 	case !d.s.Config.Network.PodRouting:
 		return []Check{ok(checkPods, "off (network.podRouting: false): only the kind network is routed")}
+	case o == nil || o.GuestErr != nil || d.result(checkVM).Status != OK:
+		return []Check{skip(checkPods, "the VM's routes are not known (see vm, guest)")}
+	case o.DockerErr != nil:
+		return []Check{skip(checkPods, "Docker does not answer (see docker)")}
 	case o.PodRoutesErr != nil:
 		return []Check{fail(checkPods, "cannot list this host's routes: "+oneLine(o.PodRoutesErr.Error()), "")}
 	case o.ClustersErr != nil:

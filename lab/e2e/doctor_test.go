@@ -219,7 +219,7 @@ registries:
 		for _, c := range rep.Checks {
 			names = append(names, c.Name)
 		}
-		want := "config limactl vm guest docker kind-network forwarding firewall boot route dns mirror registry-lab push registry clusters inotify disk rosetta-host rosetta-vm local-network"
+		want := "config limactl vm guest docker kind-network forwarding firewall boot route dns pod-routing mirror registry-lab push registry clusters inotify disk rosetta-host rosetta-vm local-network"
 		if got := strings.Join(names, " "); got != want {
 			t.Errorf("checks: %s\nwant:   %s", got, want)
 		}

@@ -25,8 +25,10 @@ type podTarget struct {
 }
 
 // echoTarget puts a ClusterIP Service web-cip in front of web's pod in ns
-// (webService), once, and finds both.
-func echoTarget(t *testing.T, cs *kubernetes.Clientset, ns string) podTarget {
+// (webService), once, and finds both: a Ready pod whose container started
+// at since or later (after a restart the API shows the old address as
+// Ready until the kubelet says otherwise).
+func echoTarget(t *testing.T, cs *kubernetes.Clientset, ns string, since time.Time) podTarget {
 	t.Helper()
 	ctx := context.Background()
 	svc := &corev1.Service{
@@ -53,7 +55,9 @@ func echoTarget(t *testing.T, cs *kubernetes.Clientset, ns string) podTarget {
 		}
 		for _, pod := range ps.Items {
 			for _, c := range pod.Status.Conditions {
-				if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue && pod.Status.PodIP != "" {
+				started := len(pod.Status.ContainerStatuses) == 1 && pod.Status.ContainerStatuses[0].State.Running != nil &&
+					!pod.Status.ContainerStatuses[0].State.Running.StartedAt.Time.Before(since.Truncate(time.Second))
+				if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue && pod.Status.PodIP != "" && started {
 					a := netip.MustParseAddr(pod.Status.PodIP)
 					p = podTarget{pod: pod.Status.PodIP, clusterIP: got.Spec.ClusterIP, pods: netip.PrefixFrom(a, 16).Masked()}
 					return true
@@ -139,6 +143,7 @@ func macRoutes(t *testing.T) string {
 // single-node cluster.
 func podRouting(t *testing.T, cfg, agnhost string) {
 	var dev, other podTarget
+	var since time.Time // pods Ready at or after it: none asked for yet
 	before := macRoutes(t)
 	t.Run("podRouting: up routes the pod space from the Mac, the VM routes each cluster to its nodes", func(t *testing.T) {
 		writeConfig(t, cfg+"network:\n  podRouting: true\n")
@@ -154,7 +159,7 @@ func podRouting(t *testing.T, cfg, agnhost string) {
 		}
 		timedCreate(t, "pods")
 		webService(t, contextClient(t, "pods"), "shop", agnhost)
-		dev, other = echoTarget(t, contextClient(t, "dev"), "shop"), echoTarget(t, contextClient(t, "pods"), "shop")
+		dev, other = echoTarget(t, contextClient(t, "dev"), "shop", since), echoTarget(t, contextClient(t, "pods"), "shop", since)
 		out := vmPodRoutes(t)
 		t.Logf("the VM's pod routes:\n%s", out)
 		for _, p := range []podTarget{dev, other} {
@@ -211,17 +216,19 @@ func podRouting(t *testing.T, cfg, agnhost string) {
 		}
 	})
 	t.Run("podRouting: a Docker restart and a reboot keep it, without marina", func(t *testing.T) {
+		since = time.Now()
 		inGuest(t, "systemctl restart docker")
-		dev, other = echoTarget(t, contextClient(t, "dev"), "shop"), echoTarget(t, contextClient(t, "pods"), "shop")
+		dev, other = echoTarget(t, contextClient(t, "dev"), "shop", since), echoTarget(t, contextClient(t, "pods"), "shop", since)
 		reachedFromMac(t, "http://"+dev.pod+":8080/clientip", 3*time.Minute)
 		reachedFromMac(t, "http://"+other.clusterIP+"/clientip", 3*time.Minute)
 		crossed(t, "dev", agnhost, "http://"+other.pod+":8080/clientip", dev.pods)
 
+		since = time.Now()
 		mustMarina(t, "down")
 		if out, err := runEnv(t, []string{"LIMA_HOME=" + filepath.Join(marinaHome(), "lima")}, "limactl", "start", "--tty=false", "marina"); err != nil {
 			t.Fatalf("limactl start: %v\n%s", err, out)
 		}
-		dev, other = echoTarget(t, contextClient(t, "dev"), "shop"), echoTarget(t, contextClient(t, "pods"), "shop")
+		dev, other = echoTarget(t, contextClient(t, "dev"), "shop", since), echoTarget(t, contextClient(t, "pods"), "shop", since)
 		reachedFromMac(t, "http://"+dev.clusterIP+"/clientip", 3*time.Minute)
 		reachedFromMac(t, "http://"+other.pod+":8080/clientip", 3*time.Minute)
 		crossed(t, "pods", agnhost, "http://"+dev.clusterIP+"/clientip", other.pods)
@@ -238,7 +245,7 @@ func podRouting(t *testing.T, cfg, agnhost string) {
 		}
 		timedCreate(t, "pods")
 		webService(t, contextClient(t, "pods"), "shop", agnhost)
-		other = echoTarget(t, contextClient(t, "pods"), "shop")
+		other = echoTarget(t, contextClient(t, "pods"), "shop", since)
 		node := containerIP(t, "pods-control-plane", "kind")
 		out = vmPodRoutes(t)
 		t.Logf("the VM's pod routes:\n%s", out)
