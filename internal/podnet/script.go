@@ -167,8 +167,11 @@ pass() {
 				read -r v <"$state/cidr-$id"
 				if inside "$v" "$pods"; then want[$v]=${node_ip[$id]}; fi
 			fi
+			# Checked every pass while the node is young: kube-proxy, starting
+			# after a restart, puts its own jump first; then every minute.
+			started=$(date -d "${node_started[$id]}" +%s 2>/dev/null || echo 0)
 			key="${node_started[$id]} $minute $(printf '%s' "$rules" | sha256sum)"
-			if [ -n "$rules" ] && [ "$(cat "$state/rules-$id" 2>/dev/null)" != "$key" ]; then
+			if [ -n "$rules" ] && { (($(date +%s) - started < 300)) || [ "$(cat "$state/rules-$id" 2>/dev/null)" != "$key" ]; }; then
 				rc=0
 				node_rules "$id" "$rules" || rc=$?
 				case $rc in
@@ -182,8 +185,7 @@ pass() {
 					# it), then every minute (a CNI with no iptables
 					# masquerade).
 					say "rules $id" "${node_name[$id]} has no KIND-MASQ-AGENT or KUBE-POSTROUTING chain: nothing to exempt yet"
-					started=$(date -d "${node_started[$id]}" +%s 2>/dev/null || echo 0)
-					if (($(date +%s) - started > 300)); then echo "$key" >"$state/rules-$id"; fi
+					echo "$key" >"$state/rules-$id"
 					;;
 				*) say "rules $id" "could not set ${node_name[$id]}'s @CHAIN@ rules (exit $rc); trying again" ;;
 				esac

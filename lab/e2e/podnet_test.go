@@ -69,18 +69,23 @@ func echoTarget(t *testing.T, cs *kubernetes.Clientset, ns string, since time.Ti
 	return p
 }
 
-// reachedFromMac waits for the echo server at url to answer the Mac, and
-// checks it saw the Mac's own address.
+// reachedFromMac waits for the echo server at url to answer the Mac with
+// the Mac's own address. After a restart the nodes' rules come back within
+// a pass of marina-podnet (10 s) of kube-proxy's: the wait covers that.
 func reachedFromMac(t *testing.T, url string, within time.Duration) {
 	t.Helper()
 	var got string
 	var err error
-	waitFor(t, within, url+" to answer from the Mac", func() bool {
-		got, err = clientIP(url)
-		return err == nil
-	})
-	if got != macAddr {
-		t.Errorf("%s saw the Mac as %q (%v), want %s", url, got, err, macAddr)
+	deadline := time.Now().Add(within)
+	for {
+		if got, err = clientIP(url); err == nil && got == macAddr {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("%s saw the Mac as %q (%v) until %v, want %s", url, got, err, within, macAddr)
+			return
+		}
+		time.Sleep(2 * time.Second)
 	}
 }
 
@@ -88,11 +93,16 @@ func reachedFromMac(t *testing.T, url string, within time.Duration) {
 // must see the pod's own address, one of src.
 func crossed(t *testing.T, from, agnhost, url string, src netip.Prefix) {
 	t.Helper()
-	got := podRun(t, contextClient(t, from), agnhost, "get", url)
-	host, _, _ := strings.Cut(got, ":")
-	if a, err := netip.ParseAddr(host); err != nil || !src.Contains(a) {
-		t.Errorf("from a pod of %s, %s saw %q, want an address of %s", from, url, got, src)
+	var got string
+	for range 3 { // as reachedFromMac: the rules may be a pass late after a restart
+		got = podRun(t, contextClient(t, from), agnhost, "get", url)
+		host, _, _ := strings.Cut(got, ":")
+		if a, err := netip.ParseAddr(host); err == nil && src.Contains(a) {
+			return
+		}
+		time.Sleep(10 * time.Second)
 	}
+	t.Errorf("from a pod of %s, %s saw %q, want an address of %s", from, url, got, src)
 }
 
 // vmPodRoutes are the VM's routes marina-podnet made, as printed.
