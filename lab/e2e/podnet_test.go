@@ -136,7 +136,10 @@ func routesInto(out string, p netip.Prefix) map[netip.Prefix]string {
 // clientIP asks the echo server at url who called, from this (the Mac's)
 // namespace.
 func clientIP(url string) (string, error) {
-	c := &http.Client{Timeout: 5 * time.Second}
+	// A new connection each time: a kept-alive one would carry the
+	// translation conntrack chose when it opened (before a restarted
+	// node's chain was back) however often it is asked again.
+	c := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
 	resp, err := c.Get(url)
 	if err != nil {
 		return "", err
@@ -238,10 +241,11 @@ func podRouting(t *testing.T, cfg, agnhost string) {
 		since = time.Now()
 		inGuest(t, "systemctl restart docker")
 		dev, other = echoTarget(t, contextClient(t, "dev"), "shop", since), echoTarget(t, contextClient(t, "pods"), "shop", since)
-		// Pod IPs keep the caller's address; a ClusterIP answers. (Its
-		// source after a restart is not asserted: twice in the lab a
-		// ClusterIP saw its node's address for minutes after one, with
-		// MARINA-PODNET first in POSTROUTING. Not explained yet.)
+		// Pod IPs keep the caller's address; a ClusterIP answers. Its
+		// source after a restart is not asserted yet: the lab saw the
+		// node's address for minutes, most likely on a connection kept
+		// alive from before the node's chain was back (clientIP opens a
+		// new one each time now); to be asserted once a run shows it.
 		reachedFromMac(t, "http://"+dev.pod+":8080/clientip", 3*time.Minute)
 		answersMac(t, "http://"+other.clusterIP+"/clientip", 3*time.Minute)
 		crossed(t, "dev", agnhost, "http://"+other.pod+":8080/clientip", dev.pods)
