@@ -114,14 +114,21 @@ func (a *applier) mapping(ctx context.Context, gvk schema.GroupVersionKind) (kub
 	wctx, cancel := context.WithTimeout(ctx, mappingWait)
 	defer cancel()
 	perr := wait.PollUntilContextCancel(wctx, kube.PollInterval, false, func(ctx context.Context) (bool, error) {
-		m, err = a.k.Mapping(ctx, gvk)
+		got, e := a.k.Mapping(ctx, gvk)
 		switch {
-		case err == nil:
+		case e == nil:
+			m, err = got, nil
 			return true, nil
-		case meta.IsNoMatchError(err):
+		case meta.IsNoMatchError(e):
+			err = e
+			return false, nil
+		case ctx.Err() != nil:
+			// The wait ended during a request: the server's last answer
+			// (no such kind) stands, not the cancelled request.
 			return false, nil
 		default:
-			return false, err
+			err = e
+			return false, e
 		}
 	})
 	if perr == nil {

@@ -1,8 +1,17 @@
 package addons
 
 import (
+	"context"
+	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
+
+	"k8s.io/client-go/rest"
+
+	"github.com/bcollard/marina/internal/kube"
 )
 
 func TestDecodeManifest(t *testing.T) {
@@ -78,5 +87,34 @@ func TestDecodeMetalLBManifest(t *testing.T) {
 	}
 	if last := objs[len(objs)-1]; last.GetKind() != "ValidatingWebhookConfiguration" {
 		t.Errorf("last object is %s", describe(last))
+	}
+}
+
+// A kind the API server does not serve is named as such even when the
+// caller's deadline falls while a discovery request is in flight: the last
+// answer the server gave (no such kind) stands, and the cancelled request
+// is not blamed on the API server.
+func TestApplyUnknownKindDeadlineMidRequest(t *testing.T) {
+	var asked atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if asked.Add(1) > 1 {
+			<-r.Context().Done() // a slow server: the caller's deadline falls here
+			return
+		}
+		http.NotFound(w, r)
+	}))
+	defer srv.Close()
+	k, err := kube.New(&rest.Config{Host: srv.URL}, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	err = Apply(ctx, k, []byte("apiVersion: nothing.marina.dev/v1\nkind: Nothing\nmetadata:\n  name: nada\n"))
+	if err == nil || !strings.Contains(err.Error(), "does not serve nothing.marina.dev/v1, Kind=Nothing") {
+		t.Fatalf("Apply = %v; want the kind named as not served", err)
+	}
+	if asked.Load() < 2 {
+		t.Fatalf("the server was asked %d times; the test needs a request in flight at the deadline", asked.Load())
 	}
 }
