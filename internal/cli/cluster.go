@@ -9,6 +9,7 @@ import (
 
 	"github.com/bcollard/marina/internal/addons"
 	"github.com/bcollard/marina/internal/cli/show"
+	"github.com/bcollard/marina/internal/cluster"
 	"github.com/bcollard/marina/internal/fleet"
 	"github.com/bcollard/marina/internal/kindcluster"
 	"github.com/bcollard/marina/internal/session"
@@ -61,9 +62,16 @@ decides, in the next free slot, with slot 1's kind config.
 
 The add-ons that need only the API server (MetalLB, ExternalDNS) install while
 kind still installs the network and joins the workers; --debug and -o json
-give how long each step of kind and of each add-on took.`,
+give how long each step of kind and of each add-on took.
+
+With --cni none kind installs no CNI (networking.disableDefaultCNI): the
+create writes the kubeconfig, waits up to --wait for your CNI to make every
+node Ready, then installs the add-ons. Install it meanwhile, from another
+terminal or a script. docs/multi-cluster.md has the settings Cilium and
+Calico need on marina's address plan.`,
 		Example: `  marina cluster create dev
-  marina cluster create east --region us-east1 --zone us-east1-c -l team=net --workers 2`,
+  marina cluster create east --region us-east1 --zone us-east1-c -l team=net --workers 2
+  marina cluster create mesh1 --cni none   # then: cilium install --context mesh1`,
 		Args: one("cluster", "marina cluster create NAME"),
 		RunE: func(c *cobra.Command, args []string) error {
 			if err := checkOutput(output); err != nil {
@@ -96,7 +104,9 @@ give how long each step of kind and of each add-on took.`,
 	say(c, "workers", "a whole number from 0 to 9")
 	f.BoolVar(&o.Retain, "retain", false, "keep the cluster when a step fails, for a look")
 	f.BoolVar(&o.NoSwitch, "no-switch-context", false, "leave kubectl's current context as it is (kind.switchContext)")
-	f.DurationVar(&o.Wait, "wait", addons.DefaultWait, "how long to wait for MetalLB to be ready")
+	f.DurationVar(&o.Wait, "wait", addons.DefaultWait, "how long to wait for MetalLB to be ready (and, with --cni none, for your CNI)")
+	f.StringVar(&o.CNI, "cni", cluster.CNIKindnet, "kindnet (kind's default) or none: kind installs no CNI; marina writes the kubeconfig and waits for yours (Cilium, Calico) before the add-ons")
+	_ = c.RegisterFlagCompletionFunc("cni", cobra.FixedCompletions([]string{cluster.CNIKindnet, cluster.CNINone}, cobra.ShellCompDirectiveNoFileComp))
 	f.BoolVar(&metrics, "metrics-server", false, "install metrics-server, for kubectl top (default kind.metricsServer)")
 	dryRunFlag(c, &o.DryRun)
 	return c

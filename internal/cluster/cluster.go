@@ -150,6 +150,25 @@ type Spec struct {
 	CertsD string
 	// ContainerdPatch is merged into the nodes' containerd config.
 	ContainerdPatch string
+	// CNI is CNIKindnet ("" too) or CNINone: kind installs no CNI
+	// (networking.disableDefaultCNI) and the user brings theirs.
+	CNI string
+}
+
+// The CNIs a create offers: kind's own (kindnet), or none, for the
+// user's (Cilium, Calico).
+const (
+	CNIKindnet = "kindnet"
+	CNINone    = "none"
+)
+
+// CheckCNI checks a --cni value ("" is kindnet).
+func CheckCNI(v string) error {
+	switch v {
+	case "", CNIKindnet, CNINone:
+		return nil
+	}
+	return fmt.Errorf("cni %q: choose %s (kind's default) or %s (kind installs no CNI and you install yours, Cilium or Calico, while the create waits)", v, CNIKindnet, CNINone)
 }
 
 // MaxWorkers bounds --workers; kind node containers are cheap but not free.
@@ -192,6 +211,9 @@ func (s Spec) check() error {
 	if err := CheckKubeletLabels(s.Labels); err != nil {
 		return err
 	}
+	if err := CheckCNI(s.CNI); err != nil {
+		return err
+	}
 	if _, err := netip.ParseAddr(s.ListenAddress); err != nil {
 		return fmt.Errorf("API listen address %q: %w", s.ListenAddress, err)
 	}
@@ -226,10 +248,11 @@ func (s Spec) KindConfig() ([]byte, error) {
 		Name:     s.Name,
 		Nodes:    []v1alpha4.Node{node(v1alpha4.ControlPlaneRole)},
 		Networking: v1alpha4.Networking{
-			APIServerAddress: s.ListenAddress,
-			APIServerPort:    int32(slot.APIPort(s.Slot)),
-			ServiceSubnet:    slot.ServiceSubnet(s.Slot).String(),
-			PodSubnet:        slot.PodSubnet(s.Slot).String(),
+			APIServerAddress:  s.ListenAddress,
+			APIServerPort:     int32(slot.APIPort(s.Slot)),
+			ServiceSubnet:     slot.ServiceSubnet(s.Slot).String(),
+			PodSubnet:         slot.PodSubnet(s.Slot).String(),
+			DisableDefaultCNI: s.CNI == CNINone,
 		},
 	}
 	for range s.Workers {

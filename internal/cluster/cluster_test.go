@@ -92,7 +92,7 @@ func TestKindConfig(t *testing.T) {
 		t.Errorf("header = %+v", c.TypeMeta)
 	}
 	n := c.Networking
-	if n.APIServerAddress != "0.0.0.0" || n.APIServerPort != 7003 || n.ServiceSubnet != "10.3.0.0/16" || n.PodSubnet != "10.13.0.0/16" {
+	if n.APIServerAddress != "0.0.0.0" || n.APIServerPort != 7003 || n.ServiceSubnet != "10.3.0.0/16" || n.PodSubnet != "10.13.0.0/16" || n.DisableDefaultCNI {
 		t.Errorf("networking = %+v", n)
 	}
 	if len(c.Nodes) != 3 || c.Nodes[0].Role != v1alpha4.ControlPlaneRole || c.Nodes[1].Role != v1alpha4.WorkerRole {
@@ -133,6 +133,26 @@ func TestKindConfig(t *testing.T) {
 	}
 }
 
+// --cni none is kind's networking.disableDefaultCNI, and only it: the
+// ranges stay the slot's, for the user's CNI to allocate from.
+func TestKindConfigNoCNI(t *testing.T) {
+	for _, cni := range []string{"", CNIKindnet, CNINone} {
+		s := spec()
+		s.CNI = cni
+		b, err := s.KindConfig()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var c v1alpha4.Cluster
+		if err := yaml.UnmarshalStrict(b, &c); err != nil {
+			t.Fatal(err)
+		}
+		if n := c.Networking; n.DisableDefaultCNI != (cni == CNINone) || n.PodSubnet != "10.13.0.0/16" || n.ServiceSubnet != "10.3.0.0/16" {
+			t.Errorf("cni %q: networking = %+v", cni, n)
+		}
+	}
+}
+
 func TestKindConfigHighSlot(t *testing.T) {
 	s := spec()
 	s.Slot = 42
@@ -160,6 +180,7 @@ func TestKindConfigRefusesBadInput(t *testing.T) {
 		"listen":    func(s *Spec) { s.ListenAddress = "lima0" },
 		"san":       func(s *Spec) { s.SANs = []string{"192.168.64.2; rm"} },
 		"san empty": func(s *Spec) { s.SANs = []string{""} },
+		"cni":       func(s *Spec) { s.CNI = "cilium" },
 	}
 	for what, change := range cases {
 		s := spec()

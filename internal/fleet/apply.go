@@ -338,7 +338,7 @@ func planSlots(ctx context.Context, s *session.Session, f Fleet, rows []Row, pla
 func memberOptions(f Fleet, m Member, opts ApplyOptions) kindcluster.CreateOptions {
 	return kindcluster.CreateOptions{
 		Name: m.Name, Region: m.Region, Zone: m.Zone, Fleet: f.Name,
-		NodeVersion: m.NodeVersion, Workers: m.Workers, Mirrors: m.Mirrors,
+		NodeVersion: m.NodeVersion, Workers: m.Workers, Mirrors: m.Mirrors, CNI: m.CNI,
 		Wait: opts.Wait, MetricsServer: m.MetricsServer, Metrics: new(false), Retain: opts.Retain,
 		NoSwitch: true, // the apply switches once, at its end
 	}

@@ -68,6 +68,7 @@ type Member struct {
 	Region      string // "": europe-west<N>
 	Zone        string // "": europe-west<N>-b
 	Workers     int
+	CNI         string         // "": kindnet; cluster.CNINone: the user's
 	Labels      cluster.Labels // the user's, defaults merged in
 	Mirrors     []string       // nil: every mirror; empty: none
 	// MetricsServer is nil when metrics-server is not wanted.
@@ -142,6 +143,7 @@ type entry struct {
 	region      value[string]
 	zone        value[string]
 	workers     value[int]
+	cni         value[string]
 	labels      map[string]value[string]
 	mirrors     value[[]string]
 	metrics     value[metrics]
@@ -421,6 +423,12 @@ func (p *parser) settings(m *Member, e, d entry, known Known) {
 		}
 		m.Workers = w.v
 	}
+	if c := e.cni.or(d.cni); c.set {
+		if err := cluster.CheckCNI(c.v); err != nil {
+			p.add(c.line, at(e.cni.set)+".cni", "%v", err)
+		}
+		m.CNI = c.v
+	}
 	m.Labels = p.labels(e, d)
 	mirrors := e.mirrors
 	if !mirrors.set {
@@ -541,6 +549,7 @@ func (p *parser) entry(n *yaml.Node, path string, isCluster bool) entry {
 		"region":      func(n *yaml.Node, path string) { e.region = p.str(n, path) },
 		"zone":        func(n *yaml.Node, path string) { e.zone = p.str(n, path) },
 		"workers":     func(n *yaml.Node, path string) { e.workers = p.integer(n, path) },
+		"cni":         func(n *yaml.Node, path string) { e.cni = p.str(n, path) },
 		"labels":      func(n *yaml.Node, path string) { e.labels = p.stringMap(n, path) },
 		"registries": func(n *yaml.Node, path string) {
 			p.mapping(n, path, map[string]func(*yaml.Node, string){

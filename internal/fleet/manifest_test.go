@@ -113,6 +113,7 @@ spec:
     region: eu-north1
     zone: eu-north1-a
     workers: 1
+    cni: none
     labels: {env: dev, team: net}
     registries: {mirrors: [docker.io, quay.io]}
     addons: {metricsServer: {enabled: true}}
@@ -123,6 +124,7 @@ spec:
       region: us-west1
       zone: us-west1-b
       workers: 0
+      cni: kindnet
       labels: {team: web, tier: front}
       registries: {mirrors: [ghcr.io]}
       addons: {metricsServer: {enabled: false}}
@@ -133,20 +135,20 @@ spec:
 `)
 	inherited := addons.MetricsServer{Version: "v0.8.0", InsecureTLS: true}
 	want := []fleet.Member{
-		{Name: "plain", NodeVersion: "v1.33.1", Region: "eu-north1", Zone: "eu-north1-a", Workers: 1,
+		{Name: "plain", NodeVersion: "v1.33.1", Region: "eu-north1", Zone: "eu-north1-a", Workers: 1, CNI: "none",
 			Labels: cluster.Labels{"env": "dev", "team": "net"}, Mirrors: []string{"docker.io", "quay.io"},
-			MetricsServer: &inherited, Line: 13},
+			MetricsServer: &inherited, Line: 14},
 		// Its own values win; its labels merge over the defaults'; its
 		// mirrors replace the defaults' whole; its metricsServer too.
-		{Name: "own", NodeVersion: "v1.32.5", Region: "us-west1", Zone: "us-west1-b", Workers: 0,
-			Labels: cluster.Labels{"env": "dev", "team": "web", "tier": "front"}, Mirrors: []string{"ghcr.io"}, Line: 14},
-		{Name: "all", NodeVersion: "v1.33.1", Region: "eu-north1", Zone: "eu-north1-a", Workers: 1,
+		{Name: "own", NodeVersion: "v1.32.5", Region: "us-west1", Zone: "us-west1-b", Workers: 0, CNI: "kindnet",
+			Labels: cluster.Labels{"env": "dev", "team": "web", "tier": "front"}, Mirrors: []string{"ghcr.io"}, Line: 15},
+		{Name: "all", NodeVersion: "v1.33.1", Region: "eu-north1", Zone: "eu-north1-a", Workers: 1, CNI: "none",
 			Labels: cluster.Labels{"env": "dev", "team": "net"}, Mirrors: nil,
-			MetricsServer: &inherited, Line: 22},
-		// mirrors: null is as if left out: the defaults' list.
-		{Name: "unset", NodeVersion: "v1.33.1", Region: "eu-north1", Zone: "eu-north1-a", Workers: 1,
-			Labels: cluster.Labels{"env": "dev", "team": "net"}, Mirrors: []string{"docker.io", "quay.io"},
 			MetricsServer: &inherited, Line: 24},
+		// mirrors: null is as if left out: the defaults' list.
+		{Name: "unset", NodeVersion: "v1.33.1", Region: "eu-north1", Zone: "eu-north1-a", Workers: 1, CNI: "none",
+			Labels: cluster.Labels{"env": "dev", "team": "net"}, Mirrors: []string{"docker.io", "quay.io"},
+			MetricsServer: &inherited, Line: 26},
 	}
 	for i := range want {
 		if i >= len(f.Members) {
@@ -241,7 +243,8 @@ func TestLoadInvalid(t *testing.T) {
 		{"no spec", "apiVersion: marina.dev/v1alpha1\nkind: Fleet\n", 1, "spec.clusters", "at least one cluster"},
 		{"unknown key", "apiVersion: marina.dev/v1alpha1\nkind: Fleet\nspec:\n  maxParalel: 2\n  clusters: [a]\n", 4, "spec.maxParalel", `unknown key "maxParalel" (did you mean "maxParallel"?)`},
 		{"unknown entry key", head + "    - name: a\n      worker: 2\n", 6, "spec.clusters[0].worker", `(did you mean "workers"?)`},
-		{"unknown key far off", head + "    - name: a\n      colour: red\n", 6, "", "(known keys: addons, dependsOn, labels, name,"},
+		{"unknown key far off", head + "    - name: a\n      colour: red\n", 6, "", "(known keys: addons, cni, dependsOn, labels, name,"},
+		{"unknown cni", head + "    - name: a\n      cni: cilium\n", 6, "spec.clusters[0].cni", `cni "cilium": choose kindnet (kind's default) or none`},
 		{"duplicate key", head + "    - name: a\n      workers: 1\n      workers: 2\n", 7, "spec.clusters[0].workers", "duplicate key (first at line 6)"},
 		{"duplicate top key", "apiVersion: marina.dev/v1alpha1\nkind: Fleet\nkind: Fleet\nspec:\n  clusters: [a]\n", 3, "kind", "duplicate key (first at line 2)"},
 		{"workers not a number", head + "    - name: a\n      workers: four\n", 6, "spec.clusters[0].workers", `expected a whole number, got "four"`},

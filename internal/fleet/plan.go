@@ -191,6 +191,9 @@ func (r Row) Options() string {
 	if r.Workers > 0 {
 		o = append(o, fmt.Sprintf("workers=%d", r.Workers))
 	}
+	if r.CNI == cluster.CNINone {
+		o = append(o, "cni=none")
+	}
 	if r.Region != "" {
 		o = append(o, "region="+r.Region)
 	}

@@ -5,9 +5,11 @@ package kindcluster
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"net/netip"
 	"os"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -479,5 +481,106 @@ func TestCreateMetricsServer(t *testing.T) {
 				t.Errorf("metrics-server manifest fetched: %v, want %v\n%s", got, c.want, f.Log())
 			}
 		})
+	}
+}
+
+// --cni none: kind gets networking.disableDefaultCNI; the kubeconfig is
+// written and merged before the wait for the user's CNI (they need it to
+// install one), and the add-ons start only once every node is Ready
+// (without a CNI none of their pods runs).
+func TestCreateWithoutCNI(t *testing.T) {
+	cniReadyPoll = time.Millisecond
+	f := createFixture(t, nil)
+	f.NotReady = map[string]int{"c1": 3}
+	f.Scripts["admin kubeconfig of c1"] = vm.Result{Stdout: []byte(f.Export("c1"))}
+	path, _ := f.Env.Paths.Kubeconfig("c1")
+	var unwritten []string
+	kind := f.Before
+	f.Before = func(call string) {
+		kind(call)
+		if call == "kube c1 nodes" {
+			if _, err := os.Stat(path); err != nil || !f.HasContext("c1") {
+				unwritten = append(unwritten, call)
+			}
+		}
+	}
+	created, err := create(f, CreateOptions{CNI: cluster.CNINone})
+	if err != nil {
+		t.Fatalf("%v\n%s", err, f.Stderr.String())
+	}
+	m := regexp.MustCompile(`printf '%s' (\S+) \| base64 -d \| kind create cluster`).FindStringSubmatch(f.Bodies["kind create cluster c1"])
+	if m == nil {
+		t.Fatalf("no kind config in:\n%s", f.Bodies["kind create cluster c1"])
+	}
+	if config, _ := base64.StdEncoding.DecodeString(m[1]); !strings.Contains(string(config), "disableDefaultCNI: true") {
+		t.Errorf("kind was not told to install no CNI:\n%s", config)
+	}
+	calls := strings.Split(f.Log(), "\n")
+	asked := f.Called("kube c1 nodes")
+	if len(asked) != 4 || len(unwritten) > 0 {
+		t.Errorf("the nodes were asked %d times (want 4: three NotReady), %d of them before the kubeconfig was written", len(asked), len(unwritten))
+	}
+	lastWait := slices.Index(calls, "kube c1 nodes") + len(asked) - 1
+	for i, c := range calls {
+		if strings.HasPrefix(c, "kube c1 ") && c != "kube c1 nodes" && i < lastWait {
+			t.Errorf("%s ran before every node was Ready:\n%s", c, f.Log())
+		}
+	}
+	if got := f.Called("guest.run admin kubeconfig of c1"); len(got) > 0 {
+		t.Errorf("the add-ons were started early: %v", got)
+	}
+	steps := map[string]bool{}
+	for _, ph := range created.Phases {
+		steps[ph.Step] = true
+	}
+	if !steps["CNI: Writing its kubeconfig"] || len(f.Called("kube c1 apply-metallb")) != 1 {
+		t.Errorf("phases %+v\n%s", created.Phases, f.Log())
+	}
+}
+
+// A CNI that never comes: the create says so, names what to do, and
+// removes the cluster and the kubeconfig entries it wrote.
+func TestCreateWithoutCNIGivesUp(t *testing.T) {
+	cniReadyPoll = time.Millisecond
+	f := createFixture(t, nil)
+	f.NotReady = map[string]int{"c1": -1}
+	_, err := create(f, CreateOptions{CNI: cluster.CNINone, Wait: 50 * time.Millisecond})
+	if err == nil || !strings.Contains(err.Error(), "waiting for a CNI failed: 0 of 1 nodes Ready after 50ms: no CNI runs on them") ||
+		!strings.Contains(err.Error(), "kubectl --context c1") || !strings.Contains(err.Error(), "raise --wait") {
+		t.Fatalf("error = %v", err)
+	}
+	path, _ := f.Env.Paths.Kubeconfig("c1")
+	if _, serr := os.Stat(path); !errors.Is(serr, os.ErrNotExist) || f.HasContext("c1") {
+		t.Errorf("the kubeconfig is left: %v, context %v", serr, f.HasContext("c1"))
+	}
+	if len(f.Called("guest.run kind delete cluster c1")) != 1 || len(f.Called("kube c1 apply-")) > 0 {
+		t.Errorf("not rolled back, or add-ons applied:\n%s", f.Log())
+	}
+}
+
+// A --cni the create does not offer changes nothing.
+func TestCreateRefusesAnUnknownCNI(t *testing.T) {
+	f := createFixture(t, nil)
+	_, err := create(f, CreateOptions{CNI: "calico"})
+	if err == nil || !strings.Contains(err.Error(), `--cni "calico": choose kindnet`) || len(f.Called("guest.")) > 0 {
+		t.Fatalf("error = %v\n%s", err, f.Log())
+	}
+}
+
+// --cni none's plan says kind installs no CNI, and puts the kubeconfig and
+// the wait for the user's CNI before the add-ons, as the create does.
+func TestCreateDryRunWithoutCNI(t *testing.T) {
+	f := createFixture(t, nil)
+	created, err := create(f, CreateOptions{CNI: cluster.CNINone, DryRun: true, Wait: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan := sessiontest.Said(session.Result{Plan: created.Plan})
+	at := func(s string) int { return strings.Index(plan, s) }
+	if at("without a CNI (networking.disableDefaultCNI)") < 0 || at("write ") > at("wait up to 1m0s for your CNI") || at("wait up to 1m0s for your CNI") > at("install MetalLB") || at("write ") < 0 {
+		t.Errorf("plan:\n%s", plan)
+	}
+	if len(f.Called("guest.run kind")) > 0 {
+		t.Errorf("a dry run ran kind:\n%s", f.Log())
 	}
 }

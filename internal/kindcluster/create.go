@@ -54,6 +54,8 @@ type CreateOptions struct {
 	// NoSwitch leaves the current context as it is (kind.switchContext
 	// makes the new cluster's current otherwise).
 	NoSwitch bool
+	// CNI is --cni: cluster.CNIKindnet ("" too) or cluster.CNINone.
+	CNI string
 }
 
 // Plan is a checked create, before anything changed.
@@ -75,6 +77,8 @@ type Plan struct {
 	etcd        dns.Creds
 	// metricsServer is set when the cluster gets metrics-server.
 	metricsServer *addons.MetricsServer
+	// wait bounds, with --cni none, the wait for the user's CNI.
+	wait time.Duration
 }
 
 // Created is what a create reports: under --dry-run its plan and the
@@ -191,6 +195,9 @@ func checkCreate(opts CreateOptions) (cluster.Labels, error) {
 	if opts.Workers < 0 || opts.Workers > cluster.MaxWorkers {
 		return nil, fmt.Errorf("--workers %d: choose 0 to %d", opts.Workers, cluster.MaxWorkers)
 	}
+	if err := cluster.CheckCNI(opts.CNI); err != nil {
+		return nil, fmt.Errorf("--%w", err)
+	}
 	return userLabels, nil
 }
 
@@ -215,7 +222,7 @@ func Prepare(ctx context.Context, s *session.Session, opts CreateOptions) (*Plan
 	if err := s.CheckMirroring(); err != nil {
 		return nil, err
 	}
-	p := &Plan{image: image, metricsServer: metricsServerOf(cfg, opts)}
+	p := &Plan{image: image, metricsServer: metricsServerOf(cfg, opts), wait: cmp.Or(opts.Wait, addons.DefaultWait)}
 	if p.certsD, err = registry.CertsD(mirrors); err != nil {
 		return nil, err
 	}
@@ -309,7 +316,7 @@ func newSpec(cfg config.Config, opts CreateOptions, userLabels cluster.Labels, n
 		Name: opts.Name, Slot: n, Region: cmp.Or(opts.Region, cluster.DefaultRegion(n)), Zone: cmp.Or(opts.Zone, cluster.DefaultZone(n)),
 		Labels: userLabels, Fleet: opts.Fleet, Workers: opts.Workers,
 		ListenAddress: "127.0.0.1", SANs: []string{"127.0.0.1"},
-		CertsD: certsDir, ContainerdPatch: registry.ContainerdPatch,
+		CertsD: certsDir, ContainerdPatch: registry.ContainerdPatch, CNI: opts.CNI,
 	}
 	if cfg.Network.DisablePortMirroring {
 		// Direct mode: the Mac reaches the API server on lima0, so the VM
@@ -331,23 +338,37 @@ func (p *Plan) steps(cfg config.Config) []session.Step {
 		create = fmt.Sprintf("create kind cluster %s in the next free slot N (1 on a VM without clusters): API server port 700N, the slot's services and pods, 1 control plane and %d workers from %s",
 			s.Name, s.Workers, p.image)
 	}
+	if p.noCNI() {
+		create += ", without a CNI (networking.disableDefaultCNI)"
+	}
 	steps := []session.Step{
 		{Do: create},
 		{Do: "label its nodes " + cluster.FormatLabels(s.NodeLabels())},
 		{Do: "point its nodes' containerd at " + mirrors},
 	}
+	kc := session.Step{Do: "write " + p.kubeconfig}
+	if p.target != "" {
+		kc.Do += " and merge it into " + p.target + " as context " + s.Name
+		if p.switchTo {
+			kc.Do += ", the current context"
+		}
+	}
+	if p.noCNI() {
+		// The user's CNI needs the kubeconfig, and the add-ons need the
+		// CNI.
+		steps = append(steps, kc, session.Step{Do: fmt.Sprintf("wait up to %v for your CNI to make every node Ready (install it with kubectl --context %s, or cilium install --context %s)", p.wait, s.Name, s.Name)})
+	}
 	for _, plan := range addons.Plans(p.addons(cfg, nil, 0)) {
 		steps = append(steps, session.Step{Do: plan})
 	}
-	kc := "write " + p.kubeconfig
-	if p.target != "" {
-		kc += " and merge it into " + p.target + " as context " + s.Name
-		if p.switchTo {
-			kc += ", the current context"
-		}
+	if p.noCNI() {
+		return steps
 	}
-	return append(steps, session.Step{Do: kc})
+	return append(steps, kc)
 }
+
+// noCNI says kind installs no CNI in p's cluster: the user brings one.
+func (p *Plan) noCNI() bool { return p.spec.CNI == cluster.CNINone }
 
 // offlinePlan is create's --dry-run when the VM does not run (or does
 // not exist): what the config decides (the node image, the mirrors, the
@@ -362,7 +383,7 @@ func offlinePlan(ctx context.Context, e *session.Env, opts CreateOptions, userLa
 	defer s.Close()
 	cfg := s.Config
 	version := cmp.Or(opts.NodeVersion, cfg.Kind.NodeVersion)
-	p := &Plan{metricsServer: metricsServerOf(cfg, opts)}
+	p := &Plan{metricsServer: metricsServerOf(cfg, opts), wait: cmp.Or(opts.Wait, addons.DefaultWait)}
 	if p.image, err = cfg.Kind.NodeImage(version); err != nil {
 		return nil, err
 	}
@@ -440,43 +461,47 @@ func Apply(ctx context.Context, s *session.Session, p *Plan, opts CreateOptions)
 	// second signal says so.
 	e.SetLeftover(fmt.Sprintf("cluster %s may be half made in VM %s (its node containers and /etc/marina/clusters/%s) and %s may exist; `marina cluster delete %s` removes it", name, s.Name, name, p.kubeconfig, name))
 	parts := []string{kindPart}
+	// With --cni none the user's CNI comes between kind and the add-ons.
+	var cni func(k session.Kube, kc []byte) error
+	// Once kind created the cluster, a failing step removes it again.
+	rb := &rollback{ctx: ctx, s: s, p: p, retain: opts.Retain}
+	if p.noCNI() {
+		parts = append(parts, cniPart)
+	}
 	for _, a := range set {
 		parts = append(parts, a.Name())
 	}
 	pr := newProgress(e, start, parts)
-	kc, err := kindAndAddons(ctx, s, p, create, set, pr)
+	if p.noCNI() {
+		cni = func(k session.Kube, kc []byte) error {
+			if err := pr.step(cniPart, "Writing its kubeconfig", func() error { return rb.writeKubeconfig(kc) }); err != nil {
+				return &stepError{"writing its kubeconfig", err}
+			}
+			label := fmt.Sprintf("Waiting up to %v for your CNI: install it now (kubectl --context %s)", p.wait, name)
+			if err := pr.step(cniPart, label, func() error { return cniReady(ctx, k, name, 1+p.spec.Workers, p.wait) }); err != nil {
+				return &stepError{"waiting for a CNI", err}
+			}
+			return nil
+		}
+	}
+	kc, err := kindAndAddons(ctx, s, p, create, set, pr, cni)
 	pr.stop(err == nil)
 	phases = append(phases, pr.times()...)
 	if ke, ok := errors.AsType[*kindError](err); ok {
 		return nil, kindFailed(ctx, s, p, opts.Retain, ke.err)
 	}
-	// From here on the cluster exists: a failing step removes it again.
-	rb := &rollback{ctx: ctx, s: s, p: p, retain: opts.Retain}
 	if se, ok := errors.AsType[*stepError](err); ok {
 		return nil, rb.fail(se.what, se.err)
 	} else if err != nil {
 		return nil, rb.fail("installing the addons", err)
 	}
-	t := time.Now()
-	if err := e.Step("Writing its kubeconfig", "Wrote "+p.kubeconfig, func() error {
-		if err := kubeconfig.WriteFile(p.kubeconfig, name, kc, s.KubeOwner(true)); err != nil {
-			return err
+	if !p.noCNI() {
+		t := time.Now()
+		if err := e.Step("Writing its kubeconfig", "Wrote "+p.kubeconfig, func() error { return rb.writeKubeconfig(kc) }); err != nil {
+			return nil, rb.fail("writing its kubeconfig", err)
 		}
-		if p.target == "" {
-			return nil
-		}
-		if err := kubeconfig.Merge(p.target, name, kc, s.KubeOwner(true)); err != nil {
-			return err
-		}
-		rb.merged = true
-		if p.switchTo {
-			return kubeconfig.Use(p.target, name)
-		}
-		return nil
-	}); err != nil {
-		return nil, rb.fail("writing its kubeconfig", err)
+		phases = append(phases, phase("kubeconfig: Writing its kubeconfig", start, t))
 	}
-	phases = append(phases, phase("kubeconfig: Writing its kubeconfig", start, t))
 	var pods, services string
 	var fromMac bool
 	if s.Config.Network.PodRouting && routePods(ctx, s, podnet.Cluster{Name: name, Slot: p.spec.Slot}) {
@@ -516,7 +541,10 @@ func (e *stepError) Unwrap() error { return e.err }
 // kindAndAddons runs kind and the add-ons beside it (see Apply), and
 // returns the cluster's kubeconfig as kind exported it. kind failing is a
 // *kindError; a later step failing is a *stepError.
-func kindAndAddons(ctx context.Context, s *session.Session, p *Plan, create string, set []addons.Addon, pr *progress) ([]byte, error) {
+//
+// cni, when set (--cni none), runs once kind ended and before the add-ons,
+// which then do not start early: without a CNI none of them can run.
+func kindAndAddons(ctx context.Context, s *session.Session, p *Plan, create string, set []addons.Addon, pr *progress, cni func(session.Kube, []byte) error) ([]byte, error) {
 	name := p.spec.Name
 	early, stopEarly := context.WithCancel(ctx)
 	defer stopEarly()
@@ -538,8 +566,11 @@ func kindAndAddons(ctx context.Context, s *session.Session, p *Plan, create stri
 		}
 		return nil
 	}
-	api := make(chan session.Kube, 1)
-	go func() { api <- earlyAPI(early, s, p) }()
+	var api chan session.Kube
+	if cni == nil {
+		api = make(chan session.Kube, 1)
+		go func() { api <- earlyAPI(early, s, p) }()
+	}
 	done := make(chan kindResult, 1)
 	go func() {
 		r := kindResult{began: time.Now()}
@@ -580,6 +611,11 @@ wait:
 		k, err := s.Deps.Kube(kc, 0)
 		if err != nil {
 			return nil, &stepError{"reading its kubeconfig", err}
+		}
+		if cni != nil {
+			if err := cni(k, kc); err != nil {
+				return nil, err
+			}
 		}
 		install(k)
 	}
@@ -684,6 +720,68 @@ type rollback struct {
 	p      *Plan
 	retain bool
 	merged bool // only what this run merged is removed again
+}
+
+// writeKubeconfig writes the cluster's own kubeconfig file and merges it
+// into the user's (kind.autoMergeKubeconfig), making it current when asked.
+func (r *rollback) writeKubeconfig(kc []byte) error {
+	p, s, name := r.p, r.s, r.p.spec.Name
+	if err := kubeconfig.WriteFile(p.kubeconfig, name, kc, s.KubeOwner(true)); err != nil {
+		return err
+	}
+	if p.target == "" {
+		return nil
+	}
+	if err := kubeconfig.Merge(p.target, name, kc, s.KubeOwner(true)); err != nil {
+		return err
+	}
+	r.merged = true
+	if p.switchTo {
+		return kubeconfig.Use(p.target, name)
+	}
+	return nil
+}
+
+// cniPart names, with --cni none, the wait for the user's CNI among a
+// create's parts.
+const cniPart = "CNI"
+
+// cniReadyPoll is how often the wait for the user's CNI lists the nodes.
+var cniReadyPoll = 2 * time.Second
+
+// cniReady waits, up to within, for the cluster's nodes (want of them) to
+// be Ready: kind installed no CNI, and a node is Ready once the user's
+// runs on it.
+func cniReady(ctx context.Context, k session.Kube, name string, want int, within time.Duration) error {
+	wctx, cancel := context.WithTimeout(ctx, within)
+	defer cancel()
+	ready, seen := 0, 0
+	var last error
+	err := wait.PollUntilContextCancel(wctx, cniReadyPoll, true, func(ctx context.Context) (bool, error) {
+		nodes, err := k.Nodes(ctx)
+		if err != nil {
+			if ctx.Err() == nil {
+				last = err
+			}
+			return false, nil
+		}
+		last, ready, seen = nil, 0, len(nodes)
+		for _, n := range nodes {
+			if n.Ready {
+				ready++
+			}
+		}
+		return seen >= want && ready == seen, nil
+	})
+	switch {
+	case err == nil:
+		return nil
+	case ctx.Err() != nil:
+		return ctx.Err()
+	case last != nil:
+		return fmt.Errorf("the nodes could not be read when the wait of %v ended: %w: check that the cluster runs (marina status), or raise --wait", within, last)
+	}
+	return fmt.Errorf("%d of %d nodes Ready after %v: no CNI runs on them (kind installs none with --cni none). Install yours while the create waits, with the kubeconfig it wrote (kubectl --context %s apply -f …, or cilium install --context %s), or raise --wait", ready, want, within, name, name)
 }
 
 // fail is the error of step what failing with cause, after the rollback.

@@ -16,6 +16,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/bcollard/marina/internal/run"
 )
 
 // podTarget is a cluster's echo pod and a ClusterIP Service in front of it.
@@ -261,7 +263,9 @@ func podRouting(t *testing.T, cfg, agnhost string) {
 		if _, err := clientIP("http://" + dev.pod + ":8080/clientip"); err != nil {
 			t.Errorf("dev's pod after the other cluster went: %v", err)
 		}
-		timedCreate(t, "pods")
+		// The new one brings its own CNI (--cni none), which the test
+		// installs during the create's wait, as a user installs Cilium.
+		createWithOwnCNI(t, "pods", gone.pods)
 		webService(t, contextClient(t, "pods"), "shop", agnhost)
 		other = echoTarget(t, contextClient(t, "pods"), "shop", since)
 		node := containerIP(t, "pods-control-plane", "kind")
@@ -277,6 +281,8 @@ func podRouting(t *testing.T, cfg, agnhost string) {
 			}
 		}
 		reachedFromMac(t, "http://"+other.pod+":8080/clientip", time.Minute)
+		crossed(t, "pods", agnhost, "http://"+dev.pod+":8080/clientip", other.pods)
+		crossed(t, "dev", agnhost, "http://"+other.pod+":8080/clientip", dev.pods)
 		mustMarina(t, "cluster", "delete", "pods", "-y")
 	})
 	t.Run("podRouting off: up takes the Mac's routes and the VM's service away; pods are out of reach", func(t *testing.T) {
@@ -295,4 +301,59 @@ func podRouting(t *testing.T, cfg, agnhost string) {
 			t.Errorf("dev's pod %s answers the Mac with podRouting off", dev.pod)
 		}
 	})
+}
+
+// createWithOwnCNI runs `marina cluster create name --cni none` and, once
+// its kubeconfig is there, installs a CNI as a user would: kind's own
+// kindnet manifest from the node image, with the cluster's pod range (the
+// one value kind fills in), applied with kubectl. The create must have
+// waited for it and then finished.
+func createWithOwnCNI(t *testing.T, name string, pods netip.Prefix) {
+	t.Helper()
+	var out, errb run.Buffer
+	c := exec.Command(marinaBin, "cluster", "create", name, "--cni", "none")
+	c.Stdout, c.Stderr = &out, &errb
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- c.Wait() }()
+	kubectl := func(stdin string, args ...string) (string, error) {
+		cmd := exec.Command(labCacheBin("kubectl"), append([]string{"--kubeconfig", kubeconfigPath(), "--context", name}, args...)...)
+		cmd.Stdin = strings.NewReader(stdin)
+		b, err := cmd.CombinedOutput()
+		return string(b), err
+	}
+	waitFor(t, 4*time.Minute, "the kubeconfig of "+name+", made without a CNI", func() bool {
+		select {
+		case err := <-done:
+			t.Fatalf("the create ended before a CNI was installed: %v\n%s%s", err, out.String(), errb.String())
+		default:
+		}
+		_, err := kubectl("", "get", "nodes")
+		return err == nil
+	})
+	if got, err := kubectl("", "get", "daemonset", "-n", "kube-system", "kindnet", "--ignore-not-found", "-o", "name"); err != nil || strings.TrimSpace(got) != "" {
+		t.Errorf("kind installed its CNI after all (%v): %s", err, got)
+	}
+	if got, _ := kubectl("", "get", "nodes", "--no-headers"); strings.Contains(got, " Ready ") {
+		t.Errorf("a node is Ready without a CNI: %s", got)
+	}
+	manifest := inGuest(t, "docker exec "+name+"-control-plane cat /kind/manifests/default-cni.yaml")
+	manifest = strings.ReplaceAll(manifest, "{{ .PodSubnet }}", pods.String())
+	if got, err := kubectl(manifest, "apply", "-f", "-"); err != nil {
+		t.Fatalf("kubectl apply of the CNI: %v\n%s", err, got)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("cluster create --cni none: %v\n%s%s", err, out.String(), errb.String())
+		}
+	case <-time.After(6 * time.Minute):
+		_ = c.Process.Kill()
+		t.Fatalf("cluster create --cni none did not end:\n%s", errb.String())
+	}
+	if !strings.Contains(errb.String(), "Waiting up to 5m0s for your CNI") {
+		t.Errorf("the create did not say it waits for the CNI:\n%s", errb.String())
+	}
 }

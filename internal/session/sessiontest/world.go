@@ -83,6 +83,9 @@ type Fakes struct {
 	// addresses (a dynamic range).
 	Detached  map[string]bool
 	Readdress bool
+	// NotReady is how many times a cluster's Nodes answer NotReady (no
+	// CNI runs yet; -1: never Ready).
+	NotReady  map[string]int
 	Seen      string     // what the echo server of verify saw ("": the Mac)
 	Echo      netip.Addr // its Service's address (zero: 172.30.1.1)
 	HostStyle host.Style // the host's routing style ("": a Mac's)
@@ -950,7 +953,11 @@ func (k Kube) Nodes(context.Context) ([]kube.NodeInfo, error) {
 		l = map[string]string{}
 	}
 	l["node-role.kubernetes.io/control-plane"] = ""
-	return []kube.NodeInfo{{Name: k.Name + "-control-plane", Version: "v1.36.1", Ready: true, Labels: l}}, err
+	ready := k.NotReady[k.Name] == 0
+	if k.NotReady[k.Name] > 0 {
+		k.NotReady[k.Name]--
+	}
+	return []kube.NodeInfo{{Name: k.Name + "-control-plane", Version: "v1.36.1", Ready: ready, Labels: l}}, err
 }
 func (k Kube) Back(_ context.Context, _ time.Time, nodes int, restarted, ns []string) (bool, string, error) {
 	if err := k.Call(fmt.Sprintf("kube %s back %d %s since the start of %s", k.Name, nodes, strings.Join(ns, ","), strings.Join(restarted, ","))); err != nil {
