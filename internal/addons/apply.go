@@ -135,9 +135,14 @@ func (a *applier) mapping(ctx context.Context, gvk schema.GroupVersionKind) (kub
 		return m, nil
 	}
 	if meta.IsNoMatchError(err) {
-		// The wait's end is said, not wrapped: the error is the missing
-		// kind, not a cancellation.
-		return m, fmt.Errorf("the API server does not serve %s (still unknown when the wait ended: %v): the CustomResourceDefinition that defines it must be applied, and Established, first", gvk, perr) //nolint:errorlint // said, not wrapped
+		msg := fmt.Sprintf("the API server does not serve %s: the CustomResourceDefinition that defines it must be applied, and Established, first", gvk)
+		if cerr := ctx.Err(); cerr != nil {
+			// The caller's end (an interrupt, its deadline) is the
+			// error's too, so that an interrupt still reads as one.
+			return m, fmt.Errorf("%s (the wait ended: %w)", msg, cerr)
+		}
+		// Only marina's own wait ran out: the error is the missing kind.
+		return m, fmt.Errorf("%s (still unknown after %v)", msg, mappingWait)
 	}
 	return m, wrap(err, "look up %s in the API server's discovery", gvk)
 }

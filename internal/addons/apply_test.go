@@ -2,6 +2,7 @@ package addons
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -116,5 +117,19 @@ func TestApplyUnknownKindDeadlineMidRequest(t *testing.T) {
 	}
 	if asked.Load() < 2 {
 		t.Fatalf("the server was asked %d times; the test needs a request in flight at the deadline", asked.Load())
+	}
+	// An interrupt (Ctrl-C) mid-request is still one.
+	asked.Store(0)
+	ctx, cancel = context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		for asked.Load() < 2 {
+			time.Sleep(time.Millisecond)
+		}
+		cancel()
+	}()
+	err = Apply(ctx, k, []byte("apiVersion: nothing.marina.dev/v1\nkind: Nothing\nmetadata:\n  name: nada\n"))
+	if !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "does not serve nothing.marina.dev/v1, Kind=Nothing") {
+		t.Fatalf("Apply, interrupted = %v; want the kind named and the interrupt kept", err)
 	}
 }

@@ -114,7 +114,7 @@ cluster is then a create, in its num or the next free slot.
 	f.IntVar(&o.MaxParallel, "max-parallel", 0, "create this many clusters at once (overrides spec.maxParallel)")
 	f.BoolVar(&o.Adopt, "adopt", false, "make existing clusters of the manifest's names this fleet's (sets the fleet label and the manifest's labels)")
 	f.StringVarP(&output, "output", "o", "text", "output format: text, json or yaml (the plan, or each cluster's result, slot and phase timings)")
-	f.DurationVar(&o.Wait, "wait", addons.DefaultWait, "how long each cluster waits for each addon to be ready")
+	f.DurationVar(&o.Wait, "wait", addons.DefaultWait, "how long each cluster waits for each addon to be ready (and a cni: none member for your CNI)")
 	f.BoolVar(&o.Retain, "retain", false, "keep a cluster whose create failed, for a look")
 	f.BoolVar(&o.NoSwitch, "no-switch-context", false, "leave kubectl's current context as it is (otherwise the first cluster created becomes it: kind.switchContext)")
 	dryRunFlag(c, &o.DryRun)

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"net/netip"
 	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -25,6 +26,7 @@ import (
 	"github.com/bcollard/marina/internal/ui"
 	"github.com/bcollard/marina/internal/vm"
 	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 )
 
 // createFixture is a fixture where kind creates cluster c1.
@@ -536,6 +538,11 @@ func TestCreateWithoutCNI(t *testing.T) {
 	if !steps["CNI: Writing its kubeconfig"] || len(f.Called("kube c1 apply-metallb")) != 1 {
 		t.Errorf("phases %+v\n%s", created.Phases, f.Log())
 	}
+	// Current once the create succeeded (kind.switchContext), as without
+	// --cni none.
+	if cfg, err := clientcmd.LoadFromFile(f.KubeconfigFile()); err != nil || cfg.CurrentContext != "c1" || !created.Current {
+		t.Errorf("current context %v, %v", cfg, err)
+	}
 }
 
 // A CNI that never comes: the create says so, names what to do, and
@@ -544,10 +551,32 @@ func TestCreateWithoutCNIGivesUp(t *testing.T) {
 	cniReadyPoll = time.Millisecond
 	f := createFixture(t, nil)
 	f.NotReady = map[string]int{"c1": -1}
+	current := func() string {
+		cfg, err := clientcmd.LoadFromFile(f.KubeconfigFile())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cfg.CurrentContext
+	}
+	mine := clientcmdapi.NewConfig()
+	mine.Clusters["mine"] = &clientcmdapi.Cluster{Server: "https://10.99.0.1:6443"}
+	mine.AuthInfos["mine"] = &clientcmdapi.AuthInfo{Token: "t"}
+	mine.Contexts["mine"] = &clientcmdapi.Context{Cluster: "mine", AuthInfo: "mine"}
+	mine.CurrentContext = "mine"
+	if err := os.MkdirAll(filepath.Dir(f.KubeconfigFile()), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := clientcmd.WriteToFile(*mine, f.KubeconfigFile()); err != nil {
+		t.Fatal(err)
+	}
+	before := current()
 	_, err := create(f, CreateOptions{CNI: cluster.CNINone, Wait: 50 * time.Millisecond})
 	if err == nil || !strings.Contains(err.Error(), "waiting for a CNI failed: 0 of 1 nodes Ready after 50ms: no CNI runs on them") ||
-		!strings.Contains(err.Error(), "kubectl --context c1") || !strings.Contains(err.Error(), "raise --wait") {
+		!strings.Contains(err.Error(), "kubectl --context c1") || !strings.Contains(err.Error(), "longer --wait") {
 		t.Fatalf("error = %v", err)
+	}
+	if got := current(); got != before || before == "" {
+		t.Errorf("the current context is %q after the failed create, was %q", got, before)
 	}
 	path, _ := f.Env.Paths.Kubeconfig("c1")
 	if _, serr := os.Stat(path); !errors.Is(serr, os.ErrNotExist) || f.HasContext("c1") {

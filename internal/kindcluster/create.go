@@ -198,6 +198,9 @@ func checkCreate(opts CreateOptions) (cluster.Labels, error) {
 	if err := cluster.CheckCNI(opts.CNI); err != nil {
 		return nil, fmt.Errorf("--%w", err)
 	}
+	if opts.Wait < 0 {
+		return nil, fmt.Errorf("--wait %v: give how long to wait, such as 5m", opts.Wait)
+	}
 	return userLabels, nil
 }
 
@@ -474,7 +477,10 @@ func Apply(ctx context.Context, s *session.Session, p *Plan, opts CreateOptions)
 	pr := newProgress(e, start, parts)
 	if p.noCNI() {
 		cni = func(k session.Kube, kc []byte) error {
-			if err := pr.step(cniPart, "Writing its kubeconfig", func() error { return rb.writeKubeconfig(kc) }); err != nil {
+			// Written now, for the user's CNI; made current only once the
+			// create succeeded, so that a failed one leaves the user's
+			// current context as it was.
+			if err := pr.step(cniPart, "Writing its kubeconfig", func() error { return rb.writeKubeconfig(kc, false) }); err != nil {
 				return &stepError{"writing its kubeconfig", err}
 			}
 			label := fmt.Sprintf("Waiting up to %v for your CNI: install it now (kubectl --context %s)", p.wait, name)
@@ -497,10 +503,14 @@ func Apply(ctx context.Context, s *session.Session, p *Plan, opts CreateOptions)
 	}
 	if !p.noCNI() {
 		t := time.Now()
-		if err := e.Step("Writing its kubeconfig", "Wrote "+p.kubeconfig, func() error { return rb.writeKubeconfig(kc) }); err != nil {
+		if err := e.Step("Writing its kubeconfig", "Wrote "+p.kubeconfig, func() error { return rb.writeKubeconfig(kc, p.switchTo) }); err != nil {
 			return nil, rb.fail("writing its kubeconfig", err)
 		}
 		phases = append(phases, phase("kubeconfig: Writing its kubeconfig", start, t))
+	} else if rb.merged && p.switchTo {
+		if err := kubeconfig.Use(p.target, name); err != nil {
+			return nil, rb.fail("making it the current context", err)
+		}
 	}
 	var pods, services string
 	var fromMac bool
@@ -723,8 +733,8 @@ type rollback struct {
 }
 
 // writeKubeconfig writes the cluster's own kubeconfig file and merges it
-// into the user's (kind.autoMergeKubeconfig), making it current when asked.
-func (r *rollback) writeKubeconfig(kc []byte) error {
+// into the user's (kind.autoMergeKubeconfig), making it current when use.
+func (r *rollback) writeKubeconfig(kc []byte, use bool) error {
 	p, s, name := r.p, r.s, r.p.spec.Name
 	if err := kubeconfig.WriteFile(p.kubeconfig, name, kc, s.KubeOwner(true)); err != nil {
 		return err
@@ -736,7 +746,7 @@ func (r *rollback) writeKubeconfig(kc []byte) error {
 		return err
 	}
 	r.merged = true
-	if p.switchTo {
+	if use {
 		return kubeconfig.Use(p.target, name)
 	}
 	return nil
@@ -781,7 +791,7 @@ func cniReady(ctx context.Context, k session.Kube, name string, want int, within
 	case last != nil:
 		return fmt.Errorf("the nodes could not be read when the wait of %v ended: %w: check that the cluster runs (marina status), or raise --wait", within, last)
 	}
-	return fmt.Errorf("%d of %d nodes Ready after %v: no CNI runs on them (kind installs none with --cni none). Install yours while the create waits, with the kubeconfig it wrote (kubectl --context %s apply -f …, or cilium install --context %s), or raise --wait", ready, want, within, name, name)
+	return fmt.Errorf("%d of %d nodes Ready after %v: no CNI runs on them (kind installs none with --cni none). Create it again and install yours during the wait, with the kubeconfig it writes first (kubectl --context %s apply -f …, or cilium install --context %s), with a longer --wait if it needs one", ready, want, within, name, name)
 }
 
 // fail is the error of step what failing with cause, after the rollback.

@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -265,7 +266,7 @@ func podRouting(t *testing.T, cfg, agnhost string) {
 		}
 		// The new one brings its own CNI (--cni none), which the test
 		// installs during the create's wait, as a user installs Cilium.
-		createWithOwnCNI(t, "pods", gone.pods)
+		createWithOwnCNI(t, "pods")
 		webService(t, contextClient(t, "pods"), "shop", agnhost)
 		other = echoTarget(t, contextClient(t, "pods"), "shop", since)
 		node := containerIP(t, "pods-control-plane", "kind")
@@ -306,9 +307,9 @@ func podRouting(t *testing.T, cfg, agnhost string) {
 // createWithOwnCNI runs `marina cluster create name --cni none` and, once
 // its kubeconfig is there, installs a CNI as a user would: kind's own
 // kindnet manifest from the node image, with the cluster's pod range (the
-// one value kind fills in), applied with kubectl. The create must have
-// waited for it and then finished.
-func createWithOwnCNI(t *testing.T, name string, pods netip.Prefix) {
+// one value kind fills in, read from kubeadm's config), applied with
+// kubectl. The create must have waited for it and then finished.
+func createWithOwnCNI(t *testing.T, name string) {
 	t.Helper()
 	var out, errb run.Buffer
 	c := exec.Command(marinaBin, "cluster", "create", name, "--cni", "none")
@@ -318,6 +319,13 @@ func createWithOwnCNI(t *testing.T, name string, pods netip.Prefix) {
 	}
 	done := make(chan error, 1)
 	go func() { done <- c.Wait() }()
+	ended := false
+	t.Cleanup(func() {
+		if !ended { // a failed step must not leave the create running into the next subtest
+			_ = c.Process.Kill()
+			<-done
+		}
+	})
 	kubectl := func(stdin string, args ...string) (string, error) {
 		cmd := exec.Command(labCacheBin("kubectl"), append([]string{"--kubeconfig", kubeconfigPath(), "--context", name}, args...)...)
 		cmd.Stdin = strings.NewReader(stdin)
@@ -327,6 +335,7 @@ func createWithOwnCNI(t *testing.T, name string, pods netip.Prefix) {
 	waitFor(t, 4*time.Minute, "the kubeconfig of "+name+", made without a CNI", func() bool {
 		select {
 		case err := <-done:
+			ended = true
 			t.Fatalf("the create ended before a CNI was installed: %v\n%s%s", err, out.String(), errb.String())
 		default:
 		}
@@ -339,18 +348,29 @@ func createWithOwnCNI(t *testing.T, name string, pods netip.Prefix) {
 	if got, _ := kubectl("", "get", "nodes", "--no-headers"); strings.Contains(got, " Ready ") {
 		t.Errorf("a node is Ready without a CNI: %s", got)
 	}
-	manifest := inGuest(t, "docker exec "+name+"-control-plane cat /kind/manifests/default-cni.yaml")
-	manifest = strings.ReplaceAll(manifest, "{{ .PodSubnet }}", pods.String())
+	b, err := exec.Command(labScript, "docker", "exec", name+"-control-plane", "cat", "/kind/manifests/default-cni.yaml").Output()
+	if err != nil {
+		t.Fatalf("kind's CNI manifest: %v", err)
+	}
+	kubeadm, err := kubectl("", "get", "configmap", "-n", "kube-system", "kubeadm-config", "-o", "jsonpath={.data.ClusterConfiguration}")
+	m := regexp.MustCompile(`podSubnet: (\S+)`).FindStringSubmatch(kubeadm)
+	if err != nil || m == nil {
+		t.Fatalf("the cluster's pod range from kubeadm's config: %v\n%s", err, kubeadm)
+	}
+	manifest := strings.ReplaceAll(string(b), "{{ .PodSubnet }}", m[1])
+	if strings.Contains(manifest, "{{") {
+		t.Fatalf("kind's CNI manifest has a value the test does not fill in:\n%s", manifest)
+	}
 	if got, err := kubectl(manifest, "apply", "-f", "-"); err != nil {
 		t.Fatalf("kubectl apply of the CNI: %v\n%s", err, got)
 	}
 	select {
 	case err := <-done:
+		ended = true
 		if err != nil {
 			t.Fatalf("cluster create --cni none: %v\n%s%s", err, out.String(), errb.String())
 		}
 	case <-time.After(6 * time.Minute):
-		_ = c.Process.Kill()
 		t.Fatalf("cluster create --cni none did not end:\n%s", errb.String())
 	}
 	if !strings.Contains(errb.String(), "Waiting up to 5m0s for your CNI") {
