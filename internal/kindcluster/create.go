@@ -476,19 +476,7 @@ func Apply(ctx context.Context, s *session.Session, p *Plan, opts CreateOptions)
 	}
 	pr := newProgress(e, start, parts)
 	if p.noCNI() {
-		cni = func(k session.Kube, kc []byte) error {
-			// Written now, for the user's CNI; made current only once the
-			// create succeeded, so that a failed one leaves the user's
-			// current context as it was.
-			if err := pr.step(cniPart, "Writing its kubeconfig", func() error { return rb.writeKubeconfig(kc, false) }); err != nil {
-				return &stepError{"writing its kubeconfig", err}
-			}
-			label := fmt.Sprintf("Waiting up to %v for your CNI: install it now (kubectl --context %s)", p.wait, name)
-			if err := pr.step(cniPart, label, func() error { return cniReady(ctx, k, name, 1+p.spec.Workers, p.wait) }); err != nil {
-				return &stepError{"waiting for a CNI", err}
-			}
-			return nil
-		}
+		cni = p.userCNI(ctx, pr, rb)
 	}
 	kc, err := kindAndAddons(ctx, s, p, create, set, pr, cni)
 	pr.stop(err == nil)
@@ -526,6 +514,25 @@ func Apply(ctx context.Context, s *session.Session, p *Plan, opts CreateOptions)
 	}
 	return &Created{Name: name, Server: p.server, Pool: p.pool, Kubeconfig: p.kubeconfig, Merged: p.target != "", Current: p.switchTo,
 		Zone: dns.ClusterZone(name, s.Config.DNS.Domain), Seconds: time.Since(start).Seconds(), Phases: phases, Pods: pods, Services: services, FromMac: fromMac}, nil
+}
+
+// userCNI is what --cni none does between kind and the add-ons: write the
+// kubeconfig, for the user's CNI, and wait for it to make every node Ready.
+func (p *Plan) userCNI(ctx context.Context, pr *progress, rb *rollback) func(session.Kube, []byte) error {
+	name := p.spec.Name
+	return func(k session.Kube, kc []byte) error {
+		// Written now, for the user's CNI; made current only once the
+		// create succeeded, so that a failed one leaves the user's
+		// current context as it was.
+		if err := pr.step(cniPart, "Writing its kubeconfig", func() error { return rb.writeKubeconfig(kc, false) }); err != nil {
+			return &stepError{"writing its kubeconfig", err}
+		}
+		label := fmt.Sprintf("Waiting up to %v for your CNI: install it now (kubectl --context %s)", p.wait, name)
+		if err := pr.step(cniPart, label, func() error { return cniReady(ctx, k, name, 1+p.spec.Workers, p.wait) }); err != nil {
+			return &stepError{"waiting for a CNI", err}
+		}
+		return nil
+	}
 }
 
 // phase is a step that began at t and ended now, in a job begun at start.
