@@ -178,7 +178,7 @@ pods see your Mac's real address.
 	c.AddCommand(
 		r.upCmd(), r.downCmd(), r.destroyCmd(), r.statusCmd(), r.shellCmd(),
 		r.clusterCmd(), r.fleetCmd(), r.imageCmd(), r.kubeconfigCmd(), r.registryCmd(), r.dnsCmd(), r.configCmd(),
-		r.doctorCmd(), r.logsCmd(), r.sudoersCmd(), r.dockerEnvCmd(), r.dockerContextCmd(), r.skillCmd(), r.migrateCmd(), versionCmd(r),
+		r.doctorCmd(), r.dashboardCmd(), r.logsCmd(), r.sudoersCmd(), r.dockerEnvCmd(), r.dockerContextCmd(), r.skillCmd(), r.migrateCmd(), versionCmd(r),
 	)
 	c.Long += "\n\n" + outputHelp
 	// Before cobra's completion command is made (completionHelp,

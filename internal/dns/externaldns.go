@@ -26,6 +26,12 @@ const (
 	metricsPort        = 7979
 )
 
+// ServiceName is the name cluster's ExternalDNS gives LoadBalancer
+// Service svc of namespace ns (ExternalDNSArgs' template, in its zone).
+func ServiceName(svc, ns, cluster, domain string) string {
+	return svc + "." + ns + "." + ClusterZone(cluster, domain)
+}
+
 // ExternalDNSArgs are ExternalDNS's flags in cluster name: the cluster's
 // LoadBalancer Services as <service>.<namespace>.<name>.<domain>, owned
 // (TXT registry) by this cluster alone.

@@ -39,6 +39,12 @@ func List(ctx context.Context, e *session.Env) ([]ListRow, error) {
 	if err != nil {
 		return nil, err
 	}
+	return Group(rows), nil
+}
+
+// Group groups cluster list's rows into fleets, by their fleet label;
+// clusters of no fleet are left out.
+func Group(rows []kindcluster.Row) []ListRow {
 	by := map[string][]string{}
 	for _, r := range rows {
 		if f := r.Labels[cluster.FleetLabel]; f != "" {
@@ -50,7 +56,7 @@ func List(ctx context.Context, e *session.Env) ([]ListRow, error) {
 		out = append(out, ListRow{Name: f, Clusters: cs})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
-	return out, nil
+	return out
 }
 
 // MemberRow is one cluster of marina fleet describe.

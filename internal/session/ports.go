@@ -120,6 +120,8 @@ type Kube interface {
 	ServerVersion(ctx context.Context) (string, error)
 	// Ready waits until the API server serves requests (GET /readyz).
 	Ready(ctx context.Context) error
+	// LoadBalancers lists its LoadBalancer Services.
+	LoadBalancers(ctx context.Context) ([]kube.LoadBalancer, error)
 }
 
 // Deps makes the outside world's parts for one process.

@@ -79,6 +79,10 @@ func MetalLBRanges(bridge netip.Prefix, n int) ([]string, error) {
 	}, nil
 }
 
+// PoolSize is how many addresses a slot's LoadBalancer pool holds
+// (MetalLBRanges: .1–.7 and .16–.254).
+const PoolSize = 7 + 239
+
 // InPool reports whether addr is in slot n's LoadBalancer pool inside the
 // /16 kind bridge (MetalLBRanges).
 func InPool(bridge netip.Prefix, n int, addr netip.Addr) bool {

@@ -123,3 +123,19 @@ func must[T any](v T, err error) T {
 	}
 	return v
 }
+
+// PoolSize is what InPool counts in a slot's third octet.
+func TestPoolSize(t *testing.T) {
+	bridge := netip.MustParsePrefix("172.30.0.0/16")
+	for _, n := range []int{Min, 42, Max} {
+		got := 0
+		for last := range 256 {
+			if InPool(bridge, n, netip.AddrFrom4([4]byte{172, 30, byte(n), byte(last)})) {
+				got++
+			}
+		}
+		if got != PoolSize {
+			t.Errorf("slot %d: %d addresses in its pool, PoolSize %d", n, got, PoolSize)
+		}
+	}
+}

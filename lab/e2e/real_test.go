@@ -547,6 +547,7 @@ func TestRealCluster(t *testing.T) {
 	if webIP != "" {
 		podRouting(t, cfg, agnhost)
 		stopStart(t, agnhost, webIP)
+		dashboardLab(t, agnhost, webIP)
 		upgradeRestart(t, agnhost, webIP)
 	}
 	logsArchive(t, agnhost)

@@ -85,7 +85,9 @@ type Fakes struct {
 	Readdress bool
 	// NotReady is how many times a cluster's Nodes answer NotReady (no
 	// CNI runs yet; -1: never Ready).
-	NotReady  map[string]int
+	NotReady map[string]int
+	// LBs are each cluster's LoadBalancer Services.
+	LBs       map[string][]kube.LoadBalancer
 	Seen      string     // what the echo server of verify saw ("": the Mac)
 	Echo      netip.Addr // its Service's address (zero: 172.30.1.1)
 	HostStyle host.Style // the host's routing style ("": a Mac's)
@@ -976,6 +978,12 @@ func (k Kube) EchoAddress(context.Context, string) (netip.Addr, error) {
 		return k.Echo, err
 	}
 	return netip.MustParseAddr("172.30.1.1"), err
+}
+func (k Kube) LoadBalancers(context.Context) ([]kube.LoadBalancer, error) {
+	err := k.Call("kube " + k.Name + " load-balancers")
+	k.Mu.Lock()
+	defer k.Mu.Unlock()
+	return slices.Clone(k.LBs[k.Name]), err
 }
 func (k Kube) DeleteNamespace(_ context.Context, ns string) error {
 	return k.Call("kube " + k.Name + " delete-namespace")

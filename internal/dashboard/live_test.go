@@ -1,0 +1,63 @@
+package dashboard
+
+import (
+	"context"
+	"encoding/base64"
+	"fmt"
+	"reflect"
+	"testing"
+
+	"github.com/bcollard/marina/internal/host"
+	"github.com/bcollard/marina/internal/kube"
+	"github.com/bcollard/marina/internal/session/sessiontest"
+	"github.com/bcollard/marina/internal/vm"
+)
+
+// A refresh reads the lab through the commands' own code, and changes
+// nothing: the views, each running cluster's LoadBalancers with their
+// names, links and pool use. Its guest round trips are counted.
+func TestLiveSnapshot(t *testing.T) {
+	f := sessiontest.New(t)
+	f.Config(nil)
+	f.DNSWarm()
+	f.Route = &host.Route{Dest: f.Network.Subnet, Gateway: f.Lima0.Addr(), Interface: "bridge100"}
+	f.Cluster("dev", 1, "https://192.168.64.3:7001")
+	f.LBs = map[string][]kube.LoadBalancer{"dev": {
+		{Namespace: "shop", Name: "web", Addresses: []string{"172.30.1.1", "172.30.9.9"}, Ports: []kube.Port{{Port: 8080, Protocol: "TCP"}, {Port: 53, Protocol: "UDP"}}},
+		{Namespace: "shop", Name: "pending", Addresses: []string{}, Ports: []kube.Port{{Port: 80, Protocol: "TCP"}}},
+	}}
+	kv := func(k, v string) string {
+		return fmt.Sprintf(`{"key":%q,"value":%q}`, base64.StdEncoding.EncodeToString([]byte(k)), base64.StdEncoding.EncodeToString([]byte(v)))
+	}
+	f.Scripts["read the local DNS records"] = vm.Result{Stdout: []byte(`{"kvs":[` + kv("/skydns/internal/demo/dev/shop/web/1a2b3c4d", `{"host":"172.30.1.1","targetstrip":1}`) + `]}`)}
+	snap := Live{Env: f.Env}.Snapshot(context.Background())
+	if len(snap.Errors) > 0 || snap.Status == nil || snap.Status.Route.State != "present" {
+		t.Fatalf("errors %v, status %+v\n%s", snap.Errors, snap.Status, f.Log())
+	}
+	if len(snap.Clusters) != 1 || snap.Clusters[0].Name != "dev" || snap.Clusters[0].State != "running" || len(snap.Services) != 1 {
+		t.Fatalf("clusters %+v, services %+v", snap.Clusters, snap.Services)
+	}
+	d := snap.Services[0]
+	if d.ServiceRange != "10.1.0.0/16" || d.PodRange != "10.11.0.0/16" || d.PoolUsed != 1 || d.PoolSize != 246 || d.Ready != 1 || d.Version == "" {
+		t.Errorf("dev: %+v", d)
+	}
+	web, pending := d.LoadBalancers[0], d.LoadBalancers[1]
+	if web.DNSName != "web.shop.dev.demo.internal" || !reflect.DeepEqual(web.URLs, []string{"http://web.shop.dev.demo.internal:8080/"}) {
+		t.Errorf("web: %+v", web)
+	}
+	if pending.DNSName != "" || len(pending.URLs) != 0 {
+		t.Errorf("a Service without an address got a name: %+v", pending)
+	}
+	if len(snap.DNS) != 1 || snap.DNS[0].Name != "web.shop.dev.demo.internal" || len(snap.Mirrors) == 0 || len(snap.Fleets) != 0 {
+		t.Errorf("dns %+v, registries %+v, fleets %+v", snap.DNS, snap.Mirrors, snap.Fleets)
+	}
+	// Today a refresh costs each view's own round trip: status's
+	// observation, dns list's read of etcd, registry list's measure of the
+	// caches. (To come: one observation carrying all three.)
+	if got := f.Called("guest."); len(got) != 3 {
+		t.Errorf("a refresh made %d guest round trips, want 3: %v", len(got), got)
+	}
+	if got := append(f.Called("host.privileged"), f.Called("docker.run")...); len(got) != 0 {
+		t.Errorf("a refresh changed something: %v", got)
+	}
+}
