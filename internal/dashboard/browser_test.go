@@ -21,7 +21,7 @@ func TestPage(t *testing.T) {
 	tb := dashtest.NewTab(t, 1280, 800)
 	tb.Open(t, url, `article[data-cluster="dev"]`)
 	dev, east := tb.Text(t, `article[data-cluster="dev"]`), tb.Text(t, `article[data-cluster="east"]`)
-	for _, want := range []string{"shop/web", "172.30.1.1", "http://web.shop.dev.demo.internal:8080/", "2 of 2 Ready", "v1.36.4", "1 of 246 used", "team=<img src=x onerror=alert(1)>"} {
+	for _, want := range []string{"shop/web", "172.30.1.1", "http://web.shop.dev.demo.internal:8080/", "2 of 2 Ready", "v1.36.4", "https://127.0.0.1:7001", "1 of 246 used", "team=<img src=x onerror=alert(1)>"} {
 		if !strings.Contains(dev, want) {
 			t.Errorf("dev's card lacks %q:\n%s", want, dev)
 		}
@@ -37,6 +37,14 @@ func TestPage(t *testing.T) {
 		if !strings.Contains(topo, want) {
 			t.Errorf("the topology lacks %q: %s", want, topo)
 		}
+	}
+	// The fleet as its graph: an arrow from dev to east, which depends
+	// on it.
+	if got := tb.Eval(t, `document.querySelector('[data-fleet="demo"] svg').getAttribute("aria-label")`).Str(); got != "fleet demo: dev; east depends on dev" {
+		t.Errorf("the fleet graph says %q", got)
+	}
+	if n := tb.Eval(t, `document.querySelectorAll('[data-fleet="demo"] line.edge').length`).Int(); n != 1 {
+		t.Errorf("%d arrows in the fleet graph, want 1", n)
 	}
 	tb.Screenshot(t, "dashboard-fake-1280.png")
 

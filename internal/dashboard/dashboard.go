@@ -44,6 +44,8 @@ type Snapshot struct {
 // with their names, and how much of its LoadBalancer pool they use.
 type ClusterServices struct {
 	Cluster string `json:"cluster"`
+	// API is its API server's URL, as its kubeconfig has it.
+	API string `json:"api,omitempty"`
 	// ServiceRange, PodRange and Pool are its slot's (internal/slot).
 	ServiceRange  string    `json:"serviceRange,omitempty"`
 	PodRange      string    `json:"podRange,omitempty"`

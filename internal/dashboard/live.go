@@ -12,6 +12,7 @@ import (
 	"github.com/bcollard/marina/internal/doctor"
 	"github.com/bcollard/marina/internal/fleet"
 	"github.com/bcollard/marina/internal/kindcluster"
+	"github.com/bcollard/marina/internal/kubeconfig"
 	"github.com/bcollard/marina/internal/machine"
 	"github.com/bcollard/marina/internal/session"
 	"github.com/bcollard/marina/internal/status"
@@ -90,7 +91,7 @@ func (l Live) clusters(ctx context.Context, e *session.Env, snap *Snapshot, fail
 		return
 	}
 	snap.Clusters = rows
-	snap.Fleets = fleet.Group(rows)
+	snap.Fleets = fleet.WithDependencies(e, s, fleet.Group(rows))
 	bridge, domain := netip.Prefix{}, ""
 	if s.File.Err == nil {
 		bridge, domain = s.File.Config.Network.Prefix(), s.File.Config.DNS.Domain
@@ -106,7 +107,25 @@ func (l Live) clusters(ctx context.Context, e *session.Env, snap *Snapshot, fail
 		wg.Go(func() { out[i] = services(ctx, s, c, bridge, domain) })
 	}
 	wg.Wait()
+	for i, c := range s.Clusters {
+		out[i].API = apiOf(s, c.Name)
+	}
 	snap.Services = out
+}
+
+// apiOf is cluster name's API server URL from the kubeconfig marina wrote
+// for it ("" when there is none).
+func apiOf(s *session.Session, name string) string {
+	path, err := s.Paths.Kubeconfig(name)
+	if err != nil {
+		return ""
+	}
+	kc, err := kubeconfig.ReadFile(path, name)
+	if err != nil {
+		return ""
+	}
+	server, _ := kubeconfig.Server(kc)
+	return server
 }
 
 // services reads one running cluster's nodes and LoadBalancers.

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"slices"
 	"strconv"
@@ -635,5 +636,27 @@ func TestFleetStopStartOrder(t *testing.T) {
 	}
 	if got := order("docker.start "); len(got) != 3 || got[2] != "mesh" {
 		t.Errorf("start order %v, want mesh last", got)
+	}
+}
+
+// fleet list says who depends on whom, as the manifest apply recorded.
+func TestListDependencies(t *testing.T) {
+	f, file := fleetFixture(t, "FailFast")
+	ctx := context.Background()
+	if _, err := apply(ctx, f, ApplyOptions{File: file}); err != nil {
+		t.Fatalf("%v\n%s", err, f.Stderr.String())
+	}
+	f.Mu.Lock()
+	f.Labels = map[string]map[string]string{}
+	for _, n := range []string{"east", "west", "mesh"} {
+		f.Labels[n] = map[string]string{cluster.FleetLabel: "demo"}
+	}
+	f.Mu.Unlock()
+	rows, err := List(ctx, f.Env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 1 || rows[0].Name != "demo" || !reflect.DeepEqual(rows[0].DependsOn, map[string][]string{"mesh": {"east", "west"}}) {
+		t.Errorf("fleet list: %+v", rows)
 	}
 }

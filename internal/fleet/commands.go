@@ -25,6 +25,9 @@ import (
 type ListRow struct {
 	Name     string   `json:"name"`
 	Clusters []string `json:"clusters"`
+	// DependsOn is who depends on whom, as the manifest fleet apply
+	// recorded says (absent when none does).
+	DependsOn map[string][]string `json:"dependsOn,omitempty"`
 }
 
 // List groups the clusters by the fleet label of their control
@@ -39,7 +42,48 @@ func List(ctx context.Context, e *session.Env) ([]ListRow, error) {
 	if err != nil {
 		return nil, err
 	}
-	return Group(rows), nil
+	return WithDependencies(e, s, Group(rows)), nil
+}
+
+// WithDependencies adds to each fleet of rows who depends on whom in it,
+// from the manifest fleet apply recorded.
+func WithDependencies(e *session.Env, s *session.Session, rows []ListRow) []ListRow {
+	if s.File.Err != nil {
+		return rows // the recorded manifests are read against the config
+	}
+	for i, r := range rows {
+		rows[i].DependsOn = dependsOn(e, s.Config, r.Name)
+	}
+	return rows
+}
+
+// dependsOn is who depends on whom in fleet name, as the manifest fleet
+// apply recorded says; nil when there is none, or it cannot be read (the
+// fleet's clusters are still listed).
+func dependsOn(e *session.Env, cfg config.Config, name string) map[string][]string {
+	// The name is a label value read from a cluster: checked before it
+	// names a file.
+	if checkFleetName(name) != nil {
+		return nil
+	}
+	data, err := fileutil.ReadRegular(fleetFile(e, name), MaxFileSize)
+	if err != nil {
+		return nil
+	}
+	f, err := parseFleet(e, cfg, fleetFile(e, name), data)
+	if err != nil {
+		return nil
+	}
+	var out map[string][]string
+	for _, m := range f.Members {
+		if len(m.DependsOn) > 0 {
+			if out == nil {
+				out = map[string][]string{}
+			}
+			out[m.Name] = m.DependsOn
+		}
+	}
+	return out
 }
 
 // Group groups cluster list's rows into fleets, by their fleet label;

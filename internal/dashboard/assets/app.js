@@ -184,7 +184,7 @@ function clusterCard(c, d) {
     el("h3", {}, c.name, " ", el("span", { class: c.state === "running" ? "ok" : "off" }, "(" + c.state + ")")));
   const dl = el("dl", {},
     el("dt", {}, "Slot"), el("dd", {}, String(c.num)),
-    el("dt", {}, "API"), el("dd", {}, c.apiPort ? "port " + c.apiPort : "-"),
+    el("dt", {}, "API"), el("dd", {}, d.api || (c.apiPort ? "port " + c.apiPort : "-")),
     el("dt", {}, "Nodes"), el("dd", {}, d.nodes ? d.ready + " of " + d.nodes + " Ready" : String(c.nodes)),
     el("dt", {}, "Version"), el("dd", {}, d.version || "-"),
     el("dt", {}, "Ranges"), el("dd", {}, "services " + (d.serviceRange || "-") + ", pods " + (d.podRange || "-")),
@@ -238,7 +238,47 @@ function renderFleets(snap) {
     replace("fleets", el("p", { class: "muted" }, "No fleets: marina fleet apply -f FILE makes one."));
     return;
   }
-  replace("fleets", fleets.map((f) => el("div", { class: "card" }, el("h3", {}, f.name), el("p", {}, (f.clusters || []).map((c) => el("span", { class: "tag" }, c))))));
+  replace("fleets", fleets.map((f) => el("div", { class: "card fleet", "data-fleet": f.name }, el("h3", {}, f.name), fleetGraph(f))));
+}
+
+// fleetGraph draws a fleet's clusters in columns by how deep their
+// dependencies go, each arrow from a cluster to one that depends on it
+// (created after it, stopped before it).
+function fleetGraph(f) {
+  const members = f.clusters || [];
+  const deps = f.dependsOn || {};
+  const depth = {};
+  const level = (n, seen) => {
+    if (depth[n] !== undefined) return depth[n];
+    if (seen.has(n)) return 0; // a circle: fleet apply refuses them, a hand-edited file may not
+    seen.add(n);
+    let d = 0;
+    for (const p of deps[n] || []) if (members.includes(p)) d = Math.max(d, level(p, seen) + 1);
+    depth[n] = d;
+    return d;
+  };
+  members.forEach((n) => level(n, new Set()));
+  const cols = [];
+  for (const n of members) (cols[depth[n]] = cols[depth[n]] || []).push(n);
+  const bw = 150, bh = 34, gx = 60, gy = 14;
+  const rows = Math.max(1, ...cols.map((c) => (c || []).length));
+  const width = Math.max(1, cols.length) * (bw + gx) - gx + 20, height = rows * (bh + gy) - gy + 20;
+  const at = {};
+  cols.forEach((c, i) => (c || []).forEach((n, j) => { at[n] = { x: 10 + i * (bw + gx), y: 10 + j * (bh + gy) }; }));
+  const s = svg("svg", { class: "graph", viewBox: "0 0 " + width + " " + height, width: width, role: "img", "aria-label": "fleet " + f.name + ": " + members.map((n) => (deps[n] || []).length ? n + " depends on " + deps[n].join(", ") : n).join("; ") },
+    svg("defs", {}, svg("marker", { id: "arrow-" + members.length + "-" + width, viewBox: "0 0 10 10", refX: 10, refY: 5, markerWidth: 6, markerHeight: 6, orient: "auto-start-reverse" }, svg("path", { d: "M 0 0 L 10 5 L 0 10 z", class: "arrowhead" }))));
+  const marker = "url(#arrow-" + members.length + "-" + width + ")";
+  for (const n of members) {
+    for (const p of deps[n] || []) {
+      if (!at[p]) continue;
+      s.append(svg("line", { x1: at[p].x + bw, y1: at[p].y + bh / 2, x2: at[n].x, y2: at[n].y + bh / 2, "marker-end": marker, class: "edge" }));
+    }
+  }
+  for (const n of members) {
+    s.append(svg("rect", { x: at[n].x, y: at[n].y, width: bw, height: bh, rx: 6 }));
+    s.append(svg("text", { x: at[n].x + 10, y: at[n].y + 22 }, n));
+  }
+  return el("div", { class: "graph-wrap" }, s);
 }
 
 async function refresh() {
