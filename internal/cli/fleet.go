@@ -129,9 +129,8 @@ func (r *root) fleetListCmd() *cobra.Command {
 		Args:    cobra.NoArgs,
 		Long: `List every fleet the VM's clusters belong to, with its clusters: a cluster is in
 the fleet its control-plane node's marina.dev/fleet label names. Clusters of
-no fleet are left out (marina cluster list shows them). -o json and -o yaml
-give each fleet's dependsOn too: who depends on whom, as the manifest fleet
-apply recorded says.`,
+no fleet are left out (marina cluster list shows them); -o json also gives
+each fleet's dependsOn, as the manifest fleet apply recorded says.`,
 		Example: `  marina fleet list
   marina fleet ls -o yaml`,
 	}, fleet.List, printFleets, func() string {
