@@ -46,6 +46,9 @@ type ClusterServices struct {
 	Cluster string `json:"cluster"`
 	// API is its API server's URL, as its kubeconfig has it.
 	API string `json:"api,omitempty"`
+	// Labels are its control plane's labels as fleet describe shows them
+	// (key=value, Kubernetes' own left out).
+	Labels []string `json:"labels,omitempty"`
 	// ServiceRange, PodRange and Pool are its slot's (internal/slot).
 	ServiceRange  string    `json:"serviceRange,omitempty"`
 	PodRange      string    `json:"podRange,omitempty"`

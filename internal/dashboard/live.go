@@ -107,8 +107,13 @@ func (l Live) clusters(ctx context.Context, e *session.Env, snap *Snapshot, fail
 		wg.Go(func() { out[i] = services(ctx, s, c, bridge, domain) })
 	}
 	wg.Wait()
+	labels := map[string]map[string]string{}
+	for _, r := range rows {
+		labels[r.Name] = r.Labels
+	}
 	for i, c := range s.Clusters {
 		out[i].API = apiOf(s, c.Name)
+		out[i].Labels = fleet.Shown(labels[c.Name])
 	}
 	snap.Services = out
 }

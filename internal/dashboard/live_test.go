@@ -38,7 +38,7 @@ func TestLiveSnapshot(t *testing.T) {
 		t.Fatalf("clusters %+v, services %+v", snap.Clusters, snap.Services)
 	}
 	d := snap.Services[0]
-	if d.API != "https://192.168.64.3:7001" || d.ServiceRange != "10.1.0.0/16" || d.PodRange != "10.11.0.0/16" || d.PoolUsed != 1 || d.PoolSize != 246 || d.Ready != 1 || d.Version == "" {
+	if d.API != "https://192.168.64.3:7001" || len(d.Labels) == 0 || d.ServiceRange != "10.1.0.0/16" || d.PodRange != "10.11.0.0/16" || d.PoolUsed != 1 || d.PoolSize != 246 || d.Ready != 1 || d.Version == "" {
 		t.Errorf("dev: %+v", d)
 	}
 	web, pending := d.LoadBalancers[0], d.LoadBalancers[1]

@@ -68,7 +68,7 @@ func lab() *fake {
 			{Name: "east", Num: 2, APIPort: 7002, Nodes: 1, State: "stopped"},
 		},
 		Services: []ClusterServices{
-			{Cluster: "dev", API: "https://127.0.0.1:7001", Version: "v1.36.4", Nodes: 2, Ready: 2, LoadBalancers: []Service{web}, PoolUsed: 1, PoolSize: PoolSize, ServiceRange: "10.1.0.0/16", PodRange: "10.11.0.0/16", Pool: []string{"172.30.1.1-172.30.1.7", "172.30.1.16-172.30.1.254"}},
+			{Cluster: "dev", API: "https://127.0.0.1:7001", Labels: []string{"marina.dev/fleet=demo", `team=<img src=x onerror=alert(1)>`}, Version: "v1.36.4", Nodes: 2, Ready: 2, LoadBalancers: []Service{web}, PoolUsed: 1, PoolSize: PoolSize, ServiceRange: "10.1.0.0/16", PodRange: "10.11.0.0/16", Pool: []string{"172.30.1.1-172.30.1.7", "172.30.1.16-172.30.1.254"}},
 			{Cluster: "east", LoadBalancers: []Service{}, PoolSize: PoolSize, ServiceRange: "10.2.0.0/16", PodRange: "10.12.0.0/16"},
 		},
 		DNS: []dns.Record{{Name: "web.shop.dev.demo.internal", Address: "172.30.1.1", Cluster: "dev", Owner: "dev"}},

@@ -456,7 +456,11 @@ func fleetDeletions(ctx context.Context, s *session.Session, f Fleet, name strin
 var hiddenLabelPrefixes = []string{"kubernetes.io/", "beta.kubernetes.io/", "node-role.kubernetes.io/", "node.kubernetes.io/"}
 
 // ShownLabels are the labels of fleet describe's text view.
-func ShownLabels(l map[string]string) string {
+func ShownLabels(l map[string]string) string { return strings.Join(Shown(l), ",") }
+
+// Shown are l's labels a person set or marina did, as key=value, sorted:
+// Kubernetes' own (kubernetes.io/hostname, node-role…) are left out.
+func Shown(l map[string]string) []string {
 	var parts []string
 	for k, v := range l {
 		hide := false
@@ -470,5 +474,5 @@ func ShownLabels(l map[string]string) string {
 		}
 	}
 	sort.Strings(parts)
-	return strings.Join(parts, ",")
+	return parts
 }

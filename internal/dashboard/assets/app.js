@@ -179,7 +179,7 @@ function renderClusters(snap) {
 }
 
 function clusterCard(c, d) {
-  const labels = Object.entries(c.labels || {}).sort(([a], [b]) => a.localeCompare(b));
+  const labels = d.labels || [];
   const card = el("article", { class: "card", "data-cluster": c.name },
     el("h3", {}, c.name, " ", el("span", { class: c.state === "running" ? "ok" : "off" }, "(" + c.state + ")")));
   const dl = el("dl", {},
@@ -192,7 +192,7 @@ function clusterCard(c, d) {
     el("dt", {}, "Kubeconfig"), el("dd", {}, c.kubeconfigPath || "-"));
   card.append(dl);
   if (labels.length) {
-    card.append(el("div", { class: "labels" }, labels.map(([k, v]) => el("span", { class: "tag" }, k + "=" + v))));
+    card.append(el("div", { class: "labels" }, labels.map((l) => el("span", { class: "tag" }, l))));
   }
   if (c.state !== "running") {
     card.append(el("p", { class: "muted" }, "Cluster stopped: marina cluster start " + c.name + " starts it."));
