@@ -9,6 +9,7 @@ import (
 
 	"github.com/bcollard/marina/internal/dashboard/dashtest"
 	"github.com/bcollard/marina/internal/kube"
+	"github.com/bcollard/marina/internal/status"
 )
 
 // The page against a fake lab: it loads without an error, shows each
@@ -117,6 +118,27 @@ func TestPageVMStopped(t *testing.T) {
 	}
 	if got := tb.Text(t, "#summary"); !strings.Contains(got, "VM marina Stopped: marina up starts it") {
 		t.Errorf("summary: %q", got)
+	}
+	tb.Clean(t)
+}
+
+// A cluster whose control plane runs and a worker does not is partial, as
+// status says: its Services still show.
+func TestPagePartialCluster(t *testing.T) {
+	f := lab()
+	f.set(func(s *Snapshot) {
+		st := *s.Status
+		st.Clusters = &[]status.ClusterStatus{{Name: "dev", Slot: 1, Nodes: 2, State: "partial"}, {Name: "east", Slot: 2, Nodes: 1, State: "stopped"}}
+		s.Status = &st
+		s.Clusters[0].State = "stopped" // its row: not every node runs
+	})
+	tb := dashtest.NewTab(t, 1280, 800)
+	tb.Open(t, serve(t, f), `article[data-cluster="dev"]`)
+	dev := tb.Text(t, `article[data-cluster="dev"]`)
+	for _, want := range []string{"dev (partial)", "A node of it is not running: marina cluster start dev starts it.", "shop/web"} {
+		if !strings.Contains(dev, want) {
+			t.Errorf("dev's card lacks %q:\n%s", want, dev)
+		}
 	}
 	tb.Clean(t)
 }

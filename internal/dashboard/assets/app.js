@@ -143,15 +143,23 @@ function renderTopology(snap) {
   s.append(svg("text", { x: 30, y: bridgeY + 22, class: "small" }, "kind network " + (snap.kindNetwork || route.cidr || "")));
   clusters.forEach((c, i) => {
     const d = details[c.name] || {};
+    const state = stateOf(snap, c);
     const x = 30 + (i % perRow) * (cw + gap);
     const y = bridgeY + 40 + Math.floor(i / perRow) * (ch + gap);
     s.append(svg("line", { x1: x + cw / 2, y1: bridgeY, x2: x + cw / 2, y2: y }));
-    s.append(svg("rect", { x: x, y: y, width: cw, height: ch, rx: 8, class: c.state }));
+    s.append(svg("rect", { x: x, y: y, width: cw, height: ch, rx: 8, class: state }));
     s.append(svg("text", { x: x + 10, y: y + 22 }, c.name));
-    s.append(svg("text", { x: x + 10, y: y + 42, class: "small" }, "slot " + c.num + " · " + c.state + " · " + c.nodes + (c.nodes === 1 ? " node" : " nodes")));
+    s.append(svg("text", { x: x + 10, y: y + 42, class: "small" }, "slot " + c.num + " · " + state + " · " + c.nodes + (c.nodes === 1 ? " node" : " nodes")));
     s.append(svg("text", { x: x + 10, y: y + 62, class: "small" }, "svc " + (d.serviceRange || "-") + " · pods " + (d.podRange || "-")));
   });
   replace("topology", s);
+}
+
+// stateOf is a cluster's state as status says it (running, partial: a
+// node is not running, or stopped), else as its list row does.
+function stateOf(snap, c) {
+  for (const sc of (snap.status || {}).clusters || []) if (sc.name === c.name) return sc.state;
+  return c.state;
 }
 
 // vmDown says why nothing in the VM can be read, when the VM does not
@@ -175,28 +183,32 @@ function renderClusters(snap) {
   }
   const details = {};
   for (const d of snap.services || []) details[d.cluster] = d;
-  replace("clusters", clusters.map((c) => clusterCard(c, details[c.name] || {})));
+  replace("clusters", clusters.map((c) => clusterCard(c, details[c.name] || {}, stateOf(snap, c))));
 }
 
-function clusterCard(c, d) {
+function clusterCard(c, d, state) {
   const labels = d.labels || [];
+  const up = state === "running" || state === "partial";
   const card = el("article", { class: "card", "data-cluster": c.name },
-    el("h3", {}, c.name, " ", el("span", { class: c.state === "running" ? "ok" : "off" }, "(" + c.state + ")")));
+    el("h3", {}, c.name, " ", el("span", { class: state === "running" ? "ok" : state === "partial" ? "warn" : "off" }, "(" + state + ")")));
   const dl = el("dl", {},
     el("dt", {}, "Slot"), el("dd", {}, String(c.num)),
     el("dt", {}, "API"), el("dd", {}, d.api || (c.apiPort ? "port " + c.apiPort : "-")),
     el("dt", {}, "Nodes"), el("dd", {}, d.nodes ? d.ready + " of " + d.nodes + " Ready" : String(c.nodes)),
     el("dt", {}, "Version"), el("dd", {}, d.version || "-"),
     el("dt", {}, "Ranges"), el("dd", {}, "services " + (d.serviceRange || "-") + ", pods " + (d.podRange || "-")),
-    el("dt", {}, "Pool"), el("dd", {}, (d.pool || []).join(", ") + (c.state === "running" ? " (" + (d.poolUsed || 0) + " of " + (d.poolSize || 0) + " used)" : "")),
+    el("dt", {}, "Pool"), el("dd", {}, (d.pool || []).join(", ") + (up ? " (" + (d.poolUsed || 0) + " of " + (d.poolSize || 0) + " used)" : "")),
     el("dt", {}, "Kubeconfig"), el("dd", {}, c.kubeconfigPath || "-"));
   card.append(dl);
   if (labels.length) {
     card.append(el("div", { class: "labels" }, labels.map((l) => el("span", { class: "tag" }, l))));
   }
-  if (c.state !== "running") {
+  if (!up) {
     card.append(el("p", { class: "muted" }, "Cluster stopped: marina cluster start " + c.name + " starts it."));
     return card;
+  }
+  if (state === "partial") {
+    card.append(el("p", { class: "warn" }, "A node of it is not running: marina cluster start " + c.name + " starts it."));
   }
   if (d.error) card.append(el("p", { class: "fail" }, d.error));
   const lbs = d.loadBalancers || [];
