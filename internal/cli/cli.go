@@ -434,7 +434,7 @@ VM's Docker pulls through it), and the blob and manifest hits and misses it
 has counted since its container started.`,
 		Example: `  marina registry list
   marina registry ls -o json`,
-	}, machine.ListMirrors, show.Mirrors, func() string {
+	}, status.ListMirrors, show.Mirrors, func() string {
 		return "No mirrors: registries.mirrors in the config is empty (`marina config edit` adds one)."
 	})
 	var o machine.CleanCacheOptions

@@ -29,7 +29,6 @@ import (
 	"github.com/bcollard/marina/internal/fleet"
 	"github.com/bcollard/marina/internal/golden"
 	"github.com/bcollard/marina/internal/kindcluster"
-	"github.com/bcollard/marina/internal/machine"
 	"github.com/bcollard/marina/internal/registry"
 	"github.com/bcollard/marina/internal/session"
 	"github.com/bcollard/marina/internal/session/sessiontest"
@@ -122,7 +121,7 @@ func views(t *testing.T) (*sessiontest.World, []view) {
 	return f, []view{
 		{name: "status", v: must(status.Get(ctx, f.Env))},
 		{name: "cluster-list", v: must(kindcluster.List(ctx, f.Env, ""))},
-		{name: "registry-list", v: must(machine.ListMirrors(ctx, f.Env))},
+		{name: "registry-list", v: must(status.ListMirrors(ctx, f.Env))},
 		{name: "dns-list", v: must(status.ListDNS(ctx, f.Env, ""))},
 		{name: "fleet-list", v: must(fleet.List(ctx, f.Env))},
 		{name: "fleet-describe", v: must(fleet.Describe(ctx, f.Env, "demo"))},
@@ -184,7 +183,7 @@ func sparseViews(t *testing.T) []view {
 		if err != nil {
 			t.Fatal(err)
 		}
-		mirrors, err := machine.ListMirrors(context.Background(), f.Env)
+		mirrors, err := status.ListMirrors(context.Background(), f.Env)
 		if err != nil {
 			t.Fatal(err)
 		}

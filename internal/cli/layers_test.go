@@ -27,7 +27,7 @@ var (
 	kernel = []string{"session"}
 	// features may import each other only along these arrows.
 	features = map[string][]string{
-		"dashboard":   {"doctor", "fleet", "kindcluster", "machine", "status"},
+		"dashboard":   {"doctor", "fleet", "kindcluster", "status"},
 		"doctor":      {"kindcluster", "machine", "status"},
 		"dockerctx":   nil,
 		"fleet":       {"kindcluster"},

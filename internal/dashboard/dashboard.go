@@ -7,8 +7,10 @@ package dashboard
 
 import (
 	"context"
+	"fmt"
 	"net/netip"
 	"strconv"
+	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -18,7 +20,6 @@ import (
 	"github.com/bcollard/marina/internal/fleet"
 	"github.com/bcollard/marina/internal/kindcluster"
 	"github.com/bcollard/marina/internal/kube"
-	"github.com/bcollard/marina/internal/machine"
 	"github.com/bcollard/marina/internal/slot"
 	"github.com/bcollard/marina/internal/status"
 )
@@ -27,17 +28,27 @@ import (
 // Each part is the value of a command's -o json view; a part that could
 // not be read is absent and Errors says why.
 type Snapshot struct {
-	Time     time.Time              `json:"time"`
-	Status   *status.Status         `json:"status,omitempty"`      // marina status
-	Clusters []kindcluster.Row      `json:"clusters"`              // marina cluster list
-	DNS      []dns.Record           `json:"dns"`                   // marina dns list
-	Mirrors  []machine.MirrorStatus `json:"registries"`            // marina registry list
-	Fleets   []fleet.ListRow        `json:"fleets"`                // marina fleet list
-	Services []ClusterServices      `json:"services"`              // each running cluster's LoadBalancers
-	Errors   map[string]string      `json:"errors,omitempty"`      // part → why it is missing
-	Domain   string                 `json:"domain,omitempty"`      // dns.domain
-	Network  string                 `json:"kindNetwork,omitempty"` // network.cidr
+	Time     time.Time             `json:"time"`
+	Status   *status.Status        `json:"status,omitempty"`      // marina status
+	Clusters []kindcluster.Row     `json:"clusters"`              // marina cluster list
+	DNS      []dns.Record          `json:"dns"`                   // marina dns list
+	Mirrors  []status.MirrorStatus `json:"registries"`            // marina registry list
+	Fleets   []fleet.ListRow       `json:"fleets"`                // marina fleet list
+	Services []ClusterServices     `json:"services"`              // each running cluster's LoadBalancers
+	Errors   map[string]string     `json:"errors,omitempty"`      // part → why it is missing
+	Domain   string                `json:"domain,omitempty"`      // dns.domain
+	Network  string                `json:"kindNetwork,omitempty"` // network.cidr
 }
+
+// errorf says why part is missing. The parts are read side by side: the
+// map is written under a lock.
+func (s *Snapshot) errorf(part, format string, args ...any) {
+	errMu.Lock()
+	defer errMu.Unlock()
+	s.Errors[part] = fmt.Sprintf(format, args...)
+}
+
+var errMu sync.Mutex
 
 // ClusterServices is what the page shows of a running cluster beyond its
 // cluster list row: its nodes, its version, its LoadBalancer Services

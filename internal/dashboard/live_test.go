@@ -4,11 +4,14 @@ import (
 	"context"
 	"encoding/base64"
 	"fmt"
+	"os"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/bcollard/marina/internal/host"
 	"github.com/bcollard/marina/internal/kube"
+	"github.com/bcollard/marina/internal/registry"
 	"github.com/bcollard/marina/internal/session/sessiontest"
 	"github.com/bcollard/marina/internal/vm"
 )
@@ -29,7 +32,9 @@ func TestLiveSnapshot(t *testing.T) {
 	kv := func(k, v string) string {
 		return fmt.Sprintf(`{"key":%q,"value":%q}`, base64.StdEncoding.EncodeToString([]byte(k)), base64.StdEncoding.EncodeToString([]byte(v)))
 	}
-	f.Scripts["read the local DNS records"] = vm.Result{Stdout: []byte(`{"kvs":[` + kv("/skydns/internal/demo/dev/shop/web/1a2b3c4d", `{"host":"172.30.1.1","targetstrip":1}`) + `]}`)}
+	f.Doctor.Records = []byte(`{"kvs":[` + kv("/skydns/internal/demo/dev/shop/web/1a2b3c4d", `{"host":"172.30.1.1","targetstrip":1}`) + `]}`)
+	// The push registry's storage, measured in the same observation.
+	f.Scripts["measure the mirror caches"] = vm.Result{Stdout: []byte("4096\t" + registry.LocalData + "\n")}
 	snap := Live{Env: f.Env}.Snapshot(context.Background())
 	if len(snap.Errors) > 0 || snap.Status == nil || snap.Status.Route.State != "present" {
 		t.Fatalf("errors %v, status %+v\n%s", snap.Errors, snap.Status, f.Log())
@@ -51,13 +56,61 @@ func TestLiveSnapshot(t *testing.T) {
 	if len(snap.DNS) != 1 || snap.DNS[0].Name != "web.shop.dev.demo.internal" || len(snap.Mirrors) == 0 || len(snap.Fleets) != 0 {
 		t.Errorf("dns %+v, registries %+v, fleets %+v", snap.DNS, snap.Mirrors, snap.Fleets)
 	}
-	// Today a refresh costs each view's own round trip: status's
-	// observation, dns list's read of etcd, registry list's measure of the
-	// caches. (To come: one observation carrying all three.)
-	if got := f.Called("guest."); len(got) != 3 {
-		t.Errorf("a refresh made %d guest round trips, want 3: %v", len(got), got)
+	for _, m := range snap.Mirrors {
+		if m.Push && m.CacheBytes != 4096 {
+			t.Errorf("the push registry's storage: %+v", m)
+		}
+	}
+	// One observation carries status's, dns list's and registry list's
+	// reads of the VM.
+	if got := f.Called("guest."); len(got) != 1 {
+		t.Errorf("a refresh made %d guest round trips, want 1: %v", len(got), got)
 	}
 	if got := append(f.Called("host.privileged"), f.Called("docker.run")...); len(got) != 0 {
 		t.Errorf("a refresh changed something: %v", got)
+	}
+}
+
+// A VM that does not run: status says so, the registries are shown as
+// not running, nothing else is read and nothing is an error.
+func TestLiveSnapshotVMStopped(t *testing.T) {
+	f := sessiontest.New(t)
+	f.Config(nil)
+	f.DNSWarm()
+	f.Mu.Lock()
+	f.Instance.Status = vm.StatusStopped
+	f.Mu.Unlock()
+	snap := Live{Env: f.Env}.Snapshot(context.Background())
+	if snap.Status == nil || snap.Status.VM.Status != vm.StatusStopped || len(snap.Errors) > 0 {
+		t.Fatalf("status %+v, errors %v", snap.Status, snap.Errors)
+	}
+	if len(snap.Mirrors) == 0 || snap.Mirrors[0].State != "VM not running" || len(snap.Clusters) != 0 {
+		t.Errorf("registries %+v, clusters %+v", snap.Mirrors, snap.Clusters)
+	}
+	if got := f.Called("guest."); len(got) != 0 {
+		t.Errorf("guest round trips to a stopped VM: %v", got)
+	}
+}
+
+// An invalid config: status shows it, the clusters are still listed, and
+// the names and registries say why they are not.
+func TestLiveSnapshotInvalidConfig(t *testing.T) {
+	f := sessiontest.New(t)
+	f.Config(nil)
+	f.Cluster("dev", 1, "https://192.168.64.3:7001")
+	if err := os.WriteFile(f.Env.Paths.Config, []byte("vm:\n  name: marina\nnetwork:\n  cidr: not-a-cidr\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	snap := Live{Env: f.Env}.Snapshot(context.Background())
+	if snap.Status == nil || snap.Status.ConfigError == "" {
+		t.Fatalf("status %+v", snap.Status)
+	}
+	if len(snap.Clusters) != 1 || snap.Clusters[0].Name != "dev" {
+		t.Errorf("clusters %+v, errors %v", snap.Clusters, snap.Errors)
+	}
+	for _, part := range []string{"dns", "registries"} {
+		if !strings.Contains(snap.Errors[part], "the config is invalid") {
+			t.Errorf("%s: %q", part, snap.Errors[part])
+		}
 	}
 }

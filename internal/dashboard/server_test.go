@@ -18,7 +18,6 @@ import (
 	"github.com/bcollard/marina/internal/fleet"
 	"github.com/bcollard/marina/internal/kindcluster"
 	"github.com/bcollard/marina/internal/kube"
-	"github.com/bcollard/marina/internal/machine"
 	"github.com/bcollard/marina/internal/registry"
 	"github.com/bcollard/marina/internal/status"
 )
@@ -72,7 +71,7 @@ func lab() *fake {
 			{Cluster: "east", LoadBalancers: []Service{}, PoolSize: PoolSize, ServiceRange: "10.2.0.0/16", PodRange: "10.12.0.0/16"},
 		},
 		DNS: []dns.Record{{Name: "web.shop.dev.demo.internal", Address: "172.30.1.1", Cluster: "dev", Owner: "dev"}},
-		Mirrors: []machine.MirrorStatus{{Name: "registry-dockerio", Upstream: "https://registry-1.docker.io", Port: 5000, State: "running", CacheBytes: 123456789,
+		Mirrors: []status.MirrorStatus{{Name: "registry-dockerio", Upstream: "https://registry-1.docker.io", Port: 5000, State: "running", CacheBytes: 123456789,
 			Blobs: &registry.Counters{Requests: 10, Hits: 7, Misses: 3}}},
 		Fleets:  []fleet.ListRow{{Name: "demo", Clusters: []string{"dev", "east"}, DependsOn: map[string][]string{"east": {"dev"}}}},
 		Domain:  "demo.internal",

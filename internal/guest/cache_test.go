@@ -332,3 +332,33 @@ func TestMeasureReposAgreesWithTheMac(t *testing.T) {
 		t.Error("a repository path with .. was taken")
 	}
 }
+
+// The measures ride in an observation as a section of their own, read
+// into Health.Sizes; the sections around them stay whole.
+func TestSizesProbe(t *testing.T) {
+	root := withCacheRoot(t)
+	d := filepath.Join(root, "registry-dockerio")
+	if err := os.Mkdir(d, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(d, "blob"), make([]byte, 5000), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	script, err := MeasureDirs([]string{d})
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := "set -u\necho '@@ docker'\necho active\n" + SizesProbe(script) + "echo '@@ binfmt'\necho rosetta\n"
+	bashN(t, body)
+	out, err := exec.Command("bash", "-c", body).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := parseHealth(sections(string(out)))
+	if h.Sizes[d] < 5000 || h.Docker != "active" || !h.RosettaBinfmt {
+		t.Errorf("health %+v from\n%s", h, out)
+	}
+	if SizesProbe("") != "" {
+		t.Error("an empty measure is a probe")
+	}
+}

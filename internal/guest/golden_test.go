@@ -85,6 +85,17 @@ func TestGolden(t *testing.T) {
 	etcd, pw := goldenEtcd(t)
 	golden.Check(t, "dns-forget.sh.golden", append([]byte("set -eu -o pipefail\n"), must(DNSForget(etcd, []string{"dev.demo.internal", "east.demo.internal"}, []string{"dev", "east"}))...))
 	golden.Check(t, "dns-records.sh.golden", must(DNSRecords(etcd, cfg.DNS.Domain)))
+	// The dashboard's observation: the caches' measures (the push
+	// registry's, and a guest cache with the node images' share) in the
+	// same round trip. (Its records probe is dns-records' script in a
+	// subshell, whose functions shellcheck then takes for unreachable.)
+	hub := vm.GuestCacheDir + "/registry-dockerio"
+	measure := string(must(MeasureDirs([]string{registry.LocalData, hub}))) + string(must(MeasureRepos(hub, registry.NodeRepos(cfg.Kind))))
+	body, err = observeBody(Probes{Sizes: SizesProbe(measure)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden.Check(t, "observe-dashboard.sh.golden", []byte(body))
 	dev, err := pw.Cluster("dev")
 	if err != nil {
 		t.Fatal(err)

@@ -62,6 +62,8 @@ type Health struct {
 	// RecordsRead (only when asked for, and only when etcd answered root).
 	Records     []byte
 	RecordsRead bool
+	// Sizes are SizesProbe's measures (folder → bytes), when asked for.
+	Sizes map[string]int64
 }
 
 // Disk is one file system's size, as df reports it in KiB.
@@ -100,6 +102,9 @@ func parseHealth(sec map[string]string) Health {
 	if s, ok := sec["dns-records"]; ok {
 		h.Records, h.RecordsRead = []byte(s), true
 	}
+	if s, ok := sec["sizes"]; ok {
+		h.Sizes = ParseSizes(s)
+	}
 	return h
 }
 
@@ -132,6 +137,17 @@ type Probes struct {
 	// Records is DNSRecordsProbe's part: every record of the local DNS,
 	// read as root, "" for none.
 	Records string
+	// Sizes is SizesProbe's part: folders measured, "" for none.
+	Sizes string
+}
+
+// SizesProbe is the observation's part that runs script (MeasureDirs' and
+// MeasureRepos'), its lines read into Health.Sizes.
+func SizesProbe(script string) string {
+	if script == "" {
+		return ""
+	}
+	return "echo '@@ sizes'\n( " + script + ") 2>/dev/null || true\n"
 }
 
 // Upstream is one mirror's upstream: its container and the address its
@@ -291,10 +307,10 @@ func observeBody(p Probes) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if launch == "" && p.Records == "" {
+	if launch == "" && p.Records == "" && p.Sizes == "" {
 		return observeScript, nil
 	}
-	return "set -u\n" + launch + observeScript + collect + p.Records, nil
+	return "set -u\n" + launch + observeScript + collect + p.Sizes + p.Records, nil
 }
 
 // ObserveWith is Observe with p's probes in the same round trip.

@@ -79,7 +79,7 @@ func UpstreamProbes(cfg config.Config) guest.Probes {
 // guestObserve is the guest's observation, with p when it asks for any
 // probe.
 func guestObserve(ctx context.Context, g Guest, p guest.Probes) (guest.State, error) {
-	if len(p.Upstreams) == 0 && p.Records == "" {
+	if len(p.Upstreams) == 0 && p.Records == "" && p.Sizes == "" {
 		return g.Observe(ctx)
 	}
 	return g.ObserveWith(ctx, p)

@@ -268,12 +268,13 @@ func (s *Session) DropEarly() {
 }
 
 // takeEarly is the observation Needs.Observe started, once, if it
-// probed the upstreams p asks for; otherwise it is dropped.
+// probed the upstreams p asks for and nothing more; otherwise it is
+// dropped.
 func (s *Session) takeEarly(p guest.Probes) (observed, bool) {
 	if s.early == nil {
 		return observed{}, false
 	}
-	if !slices.Equal(p.Upstreams, s.earlyProbes.Upstreams) || p.Records != "" {
+	if !slices.Equal(p.Upstreams, s.earlyProbes.Upstreams) || p.Records != "" || p.Sizes != "" {
 		s.DropEarly()
 		return observed{}, false
 	}

@@ -45,17 +45,7 @@ func ListDNS(ctx context.Context, e *session.Env, selector string) ([]dns.Record
 	if err != nil {
 		return nil, fmt.Errorf("%w\nthe local DNS's etcd (%s) did not answer: `marina up` starts it", err, dns.EtcdName)
 	}
-	recs, malformed, err := dns.ParseRange(out.Stdout, cfg.DNS.Domain)
-	for i, r := range recs {
-		if c, ok := cluster.Find(s.Clusters, r.Cluster); ok && !c.APIRunning() {
-			recs[i].Stopped = true
-		}
-	}
-	if n := len(malformed); n > 0 {
-		// Only a cluster's own ExternalDNS user may write under its zone,
-		// and each reads its zone alone: such a value stops that one.
-		e.UI.Warnf("the local DNS holds %s that no DNS record can be read from, skipped: %s\n  each is in the zone of the cluster whose ExternalDNS user wrote it, and stops that cluster's ExternalDNS only; `marina cluster delete` of that cluster removes it", ui.Plural(n, "value"), strings.Join(malformed, ", "))
-	}
+	recs, err := Records(e.UI, out.Stdout, cfg.DNS.Domain, s.Clusters)
 	if err != nil || sel == nil {
 		return recs, err
 	}
@@ -66,6 +56,24 @@ func ListDNS(ctx context.Context, e *session.Env, selector string) ([]dns.Record
 		}
 	}
 	return kept, nil
+}
+
+// Records are dns list's names from etcd's answer (js) for every record
+// of domain, each marked stopped when its cluster is. A value no record
+// can be read from is skipped, and said.
+func Records(u *ui.UI, js []byte, domain string, clusters []cluster.Info) ([]dns.Record, error) {
+	recs, malformed, err := dns.ParseRange(js, domain)
+	for i, r := range recs {
+		if c, ok := cluster.Find(clusters, r.Cluster); ok && !c.APIRunning() {
+			recs[i].Stopped = true
+		}
+	}
+	if n := len(malformed); n > 0 {
+		// Only a cluster's own ExternalDNS user may write under its zone,
+		// and each reads its zone alone: such a value stops that one.
+		u.Warnf("the local DNS holds %s that no DNS record can be read from, skipped: %s\n  each is in the zone of the cluster whose ExternalDNS user wrote it, and stops that cluster's ExternalDNS only; `marina cluster delete` of that cluster removes it", ui.Plural(n, "value"), strings.Join(malformed, ", "))
+	}
+	return recs, err
 }
 
 // FlushDNSOptions are the flags of marina dns flush.

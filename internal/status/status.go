@@ -227,6 +227,14 @@ func Get(ctx context.Context, e *session.Env) (Status, error) {
 		return Status{}, err
 	}
 	defer ses.Close()
+	s, _ := Of(ctx, ses, guest.Probes{})
+	return s, nil
+}
+
+// Of is the status of ses's lab (opened VMOnlyQuiet), its one observation
+// carrying probes too (the dashboard's): that observation is returned for
+// them, with the clusters status listed; nil when the VM does not run.
+func Of(ctx context.Context, ses *session.Session, probes guest.Probes) (Status, *session.Observed) {
 	file, in := ses.File, ses.Instance
 	s := Status{VM: VMStatus{Name: ses.Name, Status: NotCreated, DockerSocket: ses.Socket()}}
 	// The networking sections need the whole config; the VM section only
@@ -265,8 +273,9 @@ func Get(ctx context.Context, e *session.Env) (Status, error) {
 		clusters, clErr = ses.ListClusters(ctx)
 	}()
 	pods := file.Err == nil && file.Config.Network.PodRouting
-	o := session.ObserveWith(ctx, ses, cidr, session.ObserveOptions{PodRoutes: pods})
+	o := session.ObserveWith(ctx, ses, cidr, session.ObserveOptions{PodRoutes: pods, Probes: probes})
 	<-listed
+	o.Clusters, o.ClustersErr = clusters, clErr
 	s.guestNetwork(o, cidr, ses.Marina, pods)
 	s.clusters(o, clusters, clErr)
 	if pods && clErr == nil {
@@ -279,7 +288,7 @@ func Get(ctx context.Context, e *session.Env) (Status, error) {
 		s.push(file.Config.Registries.Local, o.Mirrors)
 	}
 	s.route(ctx, ses, cidr, o, made)
-	return s, nil
+	return s, o
 }
 
 // guestNetwork fills the VM's address, Docker and the guest network

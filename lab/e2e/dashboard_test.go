@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -47,6 +48,15 @@ func dashboardLab(t *testing.T, agnhost, webIP string) {
 		}
 		if edge := tb.Text(t, `article[data-cluster="edge"]`); !strings.Contains(edge, edgeIP) {
 			t.Errorf("edge's card lacks its address %s:\n%s", edgeIP, edge)
+		}
+		// The names and the registries come from the same observation
+		// as status (one guest round trip): the DNS records and the push
+		// registry's measure, read in the real VM.
+		if names := tb.Text(t, `#dns`); !strings.Contains(names, "web.shop.dev.demo.internal") || !strings.Contains(names, webIP) {
+			t.Errorf("the DNS names:\n%s", names)
+		}
+		if regs := tb.Text(t, `#registries`); !strings.Contains(regs, "marina-registry") || !regexp.MustCompile(`marina-registry\s+push: localhost:5001\s+running\s+[0-9.]+ [kMG]?B`).MatchString(regs) {
+			t.Errorf("the registries (the push registry measured in the VM):\n%s", regs)
 		}
 		if topo := tb.Text(t, `#topology`); !strings.Contains(topo, "dev") || !strings.Contains(topo, "edge") || !strings.Contains(topo, "route ok") {
 			t.Errorf("the topology: %s", topo)

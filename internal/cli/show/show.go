@@ -19,7 +19,6 @@ import (
 	"github.com/bcollard/marina/internal/doctor"
 	"github.com/bcollard/marina/internal/host"
 	"github.com/bcollard/marina/internal/kindcluster"
-	"github.com/bcollard/marina/internal/machine"
 	"github.com/bcollard/marina/internal/status"
 	"github.com/bcollard/marina/internal/ui"
 	"github.com/bcollard/marina/internal/vm"
@@ -326,7 +325,7 @@ func Clusters(w io.Writer, rows []kindcluster.Row) {
 }
 
 // Mirrors writes the text table.
-func Mirrors(w io.Writer, rows []machine.MirrorStatus) {
+func Mirrors(w io.Writer, rows []status.MirrorStatus) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "NAME\tUPSTREAM\tPORT\tSTATE\tCACHE\tBLOB HITS/MISSES\tMANIFEST HITS/MISSES")
 	for _, r := range rows {

@@ -80,6 +80,7 @@ function renderSummary(snap) {
   }
   const clusters = snap.clusters || [];
   parts.push(clusters.length + (clusters.length === 1 ? " cluster" : " clusters"));
+  if (st.configError) parts.push("the config is invalid (marina config edit fixes it): " + st.configError);
   say(parts.join(" · "));
   replace("updated", "Updated " + new Date(snap.time).toLocaleTimeString() + "; refreshes every " + REFRESH_MS / 1000 + " s.");
 }

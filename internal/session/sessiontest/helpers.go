@@ -228,3 +228,44 @@ func (f *World) CachedBlob(mirror, repo, links string, c byte, size int) {
 		}
 	}
 }
+
+// HostileCache lays out the host registry cache as root in the VM can
+// leave it (the folder is mounted writable there): mirrors' folders
+// replaced by links out of the cache, and a link deep inside one. It
+// returns the user's folder the links point at, holding a file that must
+// survive, and that file's bytes.
+func (f *World) HostileCache() (docs string, secret []byte) {
+	t := f.T
+	t.Helper()
+	cache := f.Env.Paths.RegistryCache()
+	home := filepath.Dir(filepath.Dir(cache)) // the cache is <home>/.marina/registry-cache
+	docs = filepath.Join(home, "Documents")
+	secret = []byte("the user's thesis\n")
+	for _, d := range []string{docs, filepath.Join(cache, "registry-gcrio", "docker", "registry")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(docs, "thesis.txt"), secret, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	rel, err := filepath.Rel(cache, docs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	links := map[string]string{
+		filepath.Join(cache, "registry-quayio"):                            rel,     // ../../Documents
+		filepath.Join(cache, "registry-dockerio"):                          "../..", // the home itself
+		filepath.Join(cache, "registry-gcrio", "docker", "registry", "v2"): docs,    // deep inside a real folder
+	}
+	for at, to := range links {
+		if err := os.Symlink(to, at); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A real blob beside the deep link: emptying goes on around the link.
+	if err := os.WriteFile(filepath.Join(cache, "registry-gcrio", "docker", "blob"), bytes.Repeat([]byte("x"), 1000), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return docs, secret
+}
