@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"fmt"
+	"net/netip"
 	"os"
 	"reflect"
 	"strings"
@@ -112,5 +113,25 @@ func TestLiveSnapshotInvalidConfig(t *testing.T) {
 		if !strings.Contains(snap.Errors[part], "the config is invalid") {
 			t.Errorf("%s: %q", part, snap.Errors[part])
 		}
+	}
+}
+
+// A Service name or namespace read back from a cluster makes a name and a
+// link only when it is a DNS label: anything else is shown, never linked.
+func TestServicesOfHostileNames(t *testing.T) {
+	bridge := netip.MustParsePrefix("172.30.0.0/16")
+	lbs := []kube.LoadBalancer{
+		{Namespace: "shop", Name: `web"><script>`, Addresses: []string{"172.30.1.1"}, Ports: []kube.Port{{Port: 80, Protocol: "TCP"}}},
+		{Namespace: "a/../b", Name: "web", Addresses: []string{"172.30.1.2"}, Ports: []kube.Port{{Port: 80, Protocol: "TCP"}}},
+		{Namespace: "shop", Name: "ok", Addresses: []string{"172.30.1.3"}, Ports: []kube.Port{{Port: 80, Protocol: "TCP"}}},
+	}
+	cs := servicesOf("dev", 1, lbs, bridge, "demo.internal")
+	for _, s := range cs.LoadBalancers[:2] {
+		if s.DNSName != "" || len(s.URLs) != 0 {
+			t.Errorf("%s/%s got a name: %+v", s.Namespace, s.Name, s)
+		}
+	}
+	if ok := cs.LoadBalancers[2]; ok.DNSName != "ok.shop.dev.demo.internal" || cs.PoolUsed != 3 {
+		t.Errorf("the plain one: %+v, pool used %d", ok, cs.PoolUsed)
 	}
 }

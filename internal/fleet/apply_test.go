@@ -19,6 +19,7 @@ import (
 	"testing"
 
 	"github.com/bcollard/marina/internal/cluster"
+	"github.com/bcollard/marina/internal/config"
 	"github.com/bcollard/marina/internal/docker"
 	"github.com/bcollard/marina/internal/session/sessiontest"
 	"github.com/bcollard/marina/internal/slot"
@@ -603,16 +604,9 @@ func row(rep *Report, name string) string {
 // fleet stop stops the dependents first; fleet start starts them last,
 // finding the stopped members by the labels cluster stop recorded.
 func TestFleetStopStartOrder(t *testing.T) {
-	f, file := fleetFixture(t, "FailFast")
+	f := appliedDemo(t)
 	ctx := context.Background()
-	if _, err := apply(ctx, f, ApplyOptions{File: file}); err != nil {
-		t.Fatalf("%v\n%s", err, f.Stderr.String())
-	}
 	f.Mu.Lock()
-	f.Labels = map[string]map[string]string{}
-	for _, n := range []string{"east", "west", "mesh"} {
-		f.Labels[n] = map[string]string{cluster.FleetLabel: "demo"}
-	}
 	for i := range f.NodeContainers {
 		n := &f.NodeContainers[i]
 		n.APIHosts = map[int]string{n.APIPorts[0]: "127.0.0.1"}
@@ -641,22 +635,51 @@ func TestFleetStopStartOrder(t *testing.T) {
 
 // fleet list says who depends on whom, as the manifest apply recorded.
 func TestListDependencies(t *testing.T) {
-	f, file := fleetFixture(t, "FailFast")
-	ctx := context.Background()
-	if _, err := apply(ctx, f, ApplyOptions{File: file}); err != nil {
-		t.Fatalf("%v\n%s", err, f.Stderr.String())
-	}
-	f.Mu.Lock()
-	f.Labels = map[string]map[string]string{}
-	for _, n := range []string{"east", "west", "mesh"} {
-		f.Labels[n] = map[string]string{cluster.FleetLabel: "demo"}
-	}
-	f.Mu.Unlock()
-	rows, err := List(ctx, f.Env)
+	f := appliedDemo(t)
+	rows, err := List(context.Background(), f.Env)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(rows) != 1 || rows[0].Name != "demo" || !reflect.DeepEqual(rows[0].DependsOn, map[string][]string{"mesh": {"east", "west"}}) {
 		t.Errorf("fleet list: %+v", rows)
+	}
+}
+
+// appliedDemo is the fixture's fleet demo applied, its members' nodes
+// carrying its label.
+func appliedDemo(t *testing.T) *sessiontest.World {
+	t.Helper()
+	f, file := fleetFixture(t, "FailFast")
+	if _, err := apply(context.Background(), f, ApplyOptions{File: file}); err != nil {
+		t.Fatalf("%v\n%s", err, f.Stderr.String())
+	}
+	f.Mu.Lock()
+	defer f.Mu.Unlock()
+	f.Labels = map[string]map[string]string{}
+	for _, n := range []string{"east", "west", "mesh"} {
+		f.Labels[n] = map[string]string{cluster.FleetLabel: "demo"}
+	}
+	return f
+}
+
+// A fleet name read back from a cluster's label names no file before it
+// is checked: a hostile one reads nothing.
+func TestDependsOnRefusesHostileNames(t *testing.T) {
+	f := appliedDemo(t)
+	outside := filepath.Join(f.Env.Paths.Dir, "evil.yaml")
+	data, err := os.ReadFile(filepath.Join(f.Env.Paths.Dir, "fleets", "demo.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(outside, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"../evil", "demo/../../evil", "", "a b"} {
+		if got := dependsOn(f.Env, config.Default(), name); got != nil {
+			t.Errorf("fleet %q: %v", name, got)
+		}
+	}
+	if got := dependsOn(f.Env, config.Default(), "demo"); got == nil {
+		t.Error("the recorded demo gives no dependencies: the test proves nothing")
 	}
 }
